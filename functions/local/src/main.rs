@@ -1,0 +1,30 @@
+//! `kuuki`: every function in one process. `kuuki replay` runs a transcript through the
+//! whole pipeline on a virtual clock and prints the decision log.
+
+mod bench;
+mod cli;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("KUUKI_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .init();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    match runtime.block_on(cli::run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("kuuki: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

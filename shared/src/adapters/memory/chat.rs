@@ -1,0 +1,82 @@
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+
+use super::TsMint;
+use crate::domain::{ChannelId, Ts, UserId};
+use crate::ports::{Chat, Clock, PortError, PortResult, Post};
+
+/// One call kuuki made to the chat platform.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChatCall {
+    Post { post: Post, ts: Ts },
+    Reaction { channel: ChannelId, ts: Ts, emoji: String },
+}
+
+/// A chat platform that records every call (replay and tests). It can be told to fail
+/// the next calls, to test redelivery.
+pub struct RecordingChat {
+    clock: Arc<dyn Clock>,
+    mint: Arc<TsMint>,
+    calls: Mutex<Vec<ChatCall>>,
+    failures_left: Mutex<u32>,
+}
+
+impl RecordingChat {
+    pub fn new(clock: Arc<dyn Clock>, mint: Arc<TsMint>) -> Self {
+        Self {
+            clock,
+            mint,
+            calls: Mutex::new(Vec::new()),
+            failures_left: Mutex::new(0),
+        }
+    }
+
+    pub fn calls(&self) -> Vec<ChatCall> {
+        self.calls.lock().expect("chat lock").clone()
+    }
+
+    /// The next `n` calls fail as if the platform were down.
+    pub fn fail_next(&self, n: u32) {
+        *self.failures_left.lock().expect("chat lock") = n;
+    }
+
+    fn check_failure(&self) -> PortResult<()> {
+        let mut left = self.failures_left.lock().expect("chat lock");
+        if *left > 0 {
+            *left -= 1;
+            return Err(PortError::Backend {
+                backend: "chat",
+                message: "simulated outage".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Chat for RecordingChat {
+    async fn post_message(&self, post: &Post) -> PortResult<Ts> {
+        self.check_failure()?;
+        let ts = self.mint.mint(self.clock.now());
+        self.calls.lock().expect("chat lock").push(ChatCall::Post {
+            post: post.clone(),
+            ts: ts.clone(),
+        });
+        Ok(ts)
+    }
+
+    async fn add_reaction(&self, channel: &ChannelId, ts: &Ts, emoji: &str) -> PortResult<()> {
+        self.check_failure()?;
+        self.calls.lock().expect("chat lock").push(ChatCall::Reaction {
+            channel: channel.clone(),
+            ts: ts.clone(),
+            emoji: emoji.to_owned(),
+        });
+        Ok(())
+    }
+
+    async fn user_name(&self, user: &UserId) -> PortResult<String> {
+        Ok(user.0.clone())
+    }
+}

@@ -1,0 +1,170 @@
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::domain::{ChannelId, Intervention, Message, ThreadKey, Timestamp, Ts};
+use crate::ports::{
+    ChannelState, ChannelStateStore, ClaimOutcome, Ledger, MessageStore, PortResult, PutOutcome,
+};
+
+#[derive(Default)]
+struct ChannelMessages {
+    by_ts: BTreeMap<Ts, Message>,
+    /// Conversation (top level = `None`, or a thread root) -> its messages' ts.
+    threads: HashMap<Option<Ts>, BTreeSet<Ts>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Claim {
+    InProgress { until: Timestamp },
+    Completed { until: Timestamp },
+}
+
+#[derive(Default)]
+struct Inner {
+    channels: HashMap<ChannelId, ChannelMessages>,
+    states: HashMap<ChannelId, ChannelState>,
+    claims: HashMap<String, Claim>,
+}
+
+/// Every memory tier in maps behind one lock: the embedded store of replay and serve.
+#[derive(Default)]
+pub struct MemoryStore {
+    inner: Mutex<Inner>,
+}
+
+impl MemoryStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().expect("store lock")
+    }
+}
+
+#[async_trait]
+impl MessageStore for MemoryStore {
+    async fn put_message(&self, message: &Message) -> PortResult<PutOutcome> {
+        let mut inner = self.lock();
+        let channel = inner.channels.entry(message.channel.clone()).or_default();
+        if channel.by_ts.contains_key(&message.ts) {
+            return Ok(PutOutcome::AlreadyExists);
+        }
+        channel
+            .threads
+            .entry(message.thread_root.clone())
+            .or_default()
+            .insert(message.ts.clone());
+        channel.by_ts.insert(message.ts.clone(), message.clone());
+        Ok(PutOutcome::Inserted)
+    }
+
+    async fn get_message(&self, channel: &ChannelId, ts: &Ts) -> PortResult<Option<Message>> {
+        Ok(self.lock().channels.get(channel).and_then(|c| c.by_ts.get(ts)).cloned())
+    }
+
+    async fn update_text(&self, channel: &ChannelId, ts: &Ts, text: &str) -> PortResult<bool> {
+        let mut inner = self.lock();
+        match inner.channels.get_mut(channel).and_then(|c| c.by_ts.get_mut(ts)) {
+            Some(message) => {
+                message.text = text.to_owned();
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    async fn delete_message(&self, channel: &ChannelId, ts: &Ts) -> PortResult<bool> {
+        let mut inner = self.lock();
+        let Some(messages) = inner.channels.get_mut(channel) else {
+            return Ok(false);
+        };
+        let Some(message) = messages.by_ts.remove(ts) else {
+            return Ok(false);
+        };
+        if let Some(thread) = messages.threads.get_mut(&message.thread_root) {
+            thread.remove(ts);
+        }
+        Ok(true)
+    }
+
+    async fn recent_in_thread(&self, thread: &ThreadKey, since: Timestamp, limit: usize) -> PortResult<Vec<Message>> {
+        let inner = self.lock();
+        let Some(messages) = inner.channels.get(&thread.channel) else {
+            return Ok(Vec::new());
+        };
+        let Some(tss) = messages.threads.get(&thread.root) else {
+            return Ok(Vec::new());
+        };
+        let mut out: Vec<Message> = tss
+            .iter()
+            .rev()
+            .filter_map(|ts| messages.by_ts.get(ts))
+            .take_while(|m| m.at >= since)
+            .take(limit)
+            .cloned()
+            .collect();
+        out.reverse();
+        Ok(out)
+    }
+
+    async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Message>> {
+        let inner = self.lock();
+        Ok(inner
+            .channels
+            .get(channel)
+            .and_then(|c| c.by_ts.range(..before.clone()).next_back())
+            .map(|(_, m)| m.clone()))
+    }
+}
+
+#[async_trait]
+impl ChannelStateStore for MemoryStore {
+    async fn channel_state(&self, channel: &ChannelId) -> PortResult<ChannelState> {
+        Ok(self.lock().states.get(channel).cloned().unwrap_or_default())
+    }
+
+    async fn record_intervention(&self, channel: &ChannelId, intervention: Intervention) -> PortResult<()> {
+        let mut inner = self.lock();
+        let state = inner.states.entry(channel.clone()).or_default();
+        state.last_response_at = Some(state.last_response_at.map_or(intervention.at, |t| t.max(intervention.at)));
+        state.interventions.push(intervention);
+        let excess = state.interventions.len().saturating_sub(ChannelState::KEPT_INTERVENTIONS);
+        state.interventions.drain(..excess);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Ledger for MemoryStore {
+    async fn claim(&self, key: &str, now: Timestamp, lease: Duration) -> PortResult<ClaimOutcome> {
+        let mut inner = self.lock();
+        match inner.claims.get(key) {
+            Some(Claim::Completed { until }) if *until > now => return Ok(ClaimOutcome::Completed),
+            Some(Claim::InProgress { until }) if *until > now => return Ok(ClaimOutcome::InProgress),
+            _ => {}
+        }
+        inner
+            .claims
+            .insert(key.to_owned(), Claim::InProgress { until: now + lease });
+        Ok(ClaimOutcome::Claimed)
+    }
+
+    async fn complete(&self, key: &str, now: Timestamp, keep: Duration) -> PortResult<()> {
+        self.lock()
+            .claims
+            .insert(key.to_owned(), Claim::Completed { until: now + keep });
+        Ok(())
+    }
+
+    async fn release(&self, key: &str) -> PortResult<()> {
+        let mut inner = self.lock();
+        if matches!(inner.claims.get(key), Some(Claim::InProgress { .. })) {
+            inner.claims.remove(key);
+        }
+        Ok(())
+    }
+}

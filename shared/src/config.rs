@@ -1,0 +1,525 @@
+//! Every setting, parsed and validated once at start-up. Names and defaults follow the
+//! source documents (DESIGN §8). Nothing here reads the environment: the caller hands
+//! in the variables (the environment, then `--set` overrides).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use thiserror::Error;
+
+/// One documented setting: the README table is generated from this list.
+pub struct SettingDoc {
+    pub name: &'static str,
+    pub default: &'static str,
+    pub meaning: &'static str,
+}
+
+macro_rules! settings_doc {
+    ($( $name:literal, $default:literal, $meaning:literal; )*) => {
+        /// Every setting kuuki reads, with its default and meaning.
+        pub const SETTINGS: &[SettingDoc] = &[
+            $( SettingDoc { name: $name, default: $default, meaning: $meaning }, )*
+        ];
+    };
+}
+
+settings_doc! {
+    "MEMORY_ENABLED", "true", "Short-term memory (the channel buffer). Ambient participation needs it; off, kuuki answers direct triggers with only the triggering message as context.";
+    "CHANNEL_BUFFER_SIZE", "50", "Messages per conversation in the context window.";
+    "CHANNEL_BUFFER_TTL_MINUTES", "30", "Messages older than this leave the context window.";
+    "AUTONOMOUS_RESPONSE_ENABLED", "true", "Judge every message and take part unasked. Off: only direct triggers are answered.";
+    "JUDGE_SCORE_THRESHOLD", "60", "Without the LLM judge, a score at or above this responds.";
+    "COOLDOWN_SECONDS", "120", "After a response in a channel, scores get -50 for this long.";
+    "ENGAGEMENT_DURATION_SECONDS", "300", "After a response in a channel, scores get +ENGAGEMENT_BOOST for this long.";
+    "ENGAGEMENT_BOOST", "40", "Points added while engaged.";
+    "JUDGE_KEYWORDS", "", "Comma-separated keywords; a message containing any gets +15 (once).";
+    "LLM_JUDGE_ENABLED", "true with an LLM", "Ask the LLM judge for scores between the two LLM thresholds. Defaults to true whenever an LLM provider is configured.";
+    "JUDGE_MODEL", "LLM_MODEL", "Model for the LLM judge.";
+    "JUDGE_LLM_THRESHOLD_LOW", "20", "With the LLM judge, a score at or below this skips without asking.";
+    "JUDGE_LLM_THRESHOLD_HIGH", "80", "With the LLM judge, a score at or above this responds without asking.";
+    "RESPONSE_DIVERSITY_ENABLED", "true", "Choose between react_only, short_ack and full_response; off, every response is full_response.";
+    "SUMMARIZE_EVERY_N_MESSAGES", "20", "Summarize a channel after this many new messages.";
+    "SUMMARIZE_EVERY_N_MINUTES", "15", "Summarize a channel with new messages after this many minutes, whichever comes first.";
+    "SUMMARIZE_MODEL", "LLM_MODEL", "Model for summaries.";
+    "USER_PROFILE_ENABLED", "true", "Keep user profiles (counters, familiarity, topics).";
+    "FAMILIARITY_THRESHOLDS", "5,30,100", "Interaction counts at which stranger becomes acquaintance, regular and close.";
+    "REFLECTION_ENABLED", "true", "Extract facts and profile notes from quiet periods.";
+    "REFLECTION_LULL_MINUTES", "10", "Quiet minutes after which a channel is reflected on.";
+    "REFLECTION_MIN_MESSAGES", "10", "Fewest new messages worth a reflection.";
+    "REFLECTION_MAX_BUFFER_MESSAGES", "100", "Reflect anyway once this many new messages pile up.";
+    "REFLECTION_MODEL", "LLM_MODEL", "Model for reflection.";
+    "FACT_STORE_MAX_FACTS_PER_CHANNEL", "200", "Most facts kept per channel; the weakest go first.";
+    "FACT_DECAY_HALF_LIFE_DAYS", "30", "A fact's search score halves every this many days.";
+    "PROACTIVE_CONVERSATION_ENABLED", "false", "Open a conversation with a fresh shareable fact when a channel comes back after a silence.";
+    "PROACTIVE_SILENCE_MINUTES", "60", "Silence after which a channel counts as coming back (proactive conversation).";
+    "VECTOR_SEARCH_ENABLED", "false", "Also rank facts by embedding similarity.";
+    "EMBEDDING_MODEL", "text-embedding-3-small", "Model for fact embeddings.";
+    "BOT_NAME", "kuuki", "The bot's name; calling it is a direct trigger (80).";
+    "BOT_ALIASES", "くうき", "Comma-separated other names that are a direct trigger too.";
+    "BOT_TOPICS", "", "Comma-separated topics the bot knows about; a message about one gets +15.";
+    "PERSONA_FILE", "", "TOML file with the persona (name, system_prompt, aliases, topics).";
+    "PROMPT_LANGUAGE", "ja", "Language of the prompts: ja or en.";
+    "JUDGE_MIN_WAIT_SECONDS", "30", "Ambient messages are judged this long after they arrive (a newer message in the thread supersedes).";
+    "JUDGE_JITTER_RATIO", "0.3", "The wait varies by up to this fraction either way.";
+    "JUDGE_RECENT_MESSAGES", "10", "N for the conversation-flow rules: the last N messages of the conversation.";
+    "JUDGE_BUSY_MESSAGES_PER_MINUTE", "6", "Among the last N messages (at least 5), this rate or more is a lively conversation (-10).";
+    "JUDGE_SILENCE_MINUTES", "30", "A message after this much channel silence is a fresh start (+10).";
+    "IGNORE_OTHER_BOTS", "true", "Other bots' messages are stored but never judged (loop prevention).";
+    "MESSAGE_RETENTION_DAYS", "30", "Stored messages expire after this many days.";
+    "LLM_PROVIDER", "none", "none, openai or anthropic (replay and serve also take --llm).";
+    "LLM_MODEL", "gpt-4o-mini", "Model for generation, and for every role without its own model.";
+    "OPENAI_BASE_URL", "https://api.openai.com/v1", "OpenAI-compatible endpoint.";
+    "OPENAI_API_KEY", "", "Key for the OpenAI-compatible endpoint.";
+    "ANTHROPIC_BASE_URL", "https://api.anthropic.com", "Anthropic Messages endpoint.";
+    "ANTHROPIC_API_KEY", "", "Key for Anthropic.";
+    "SLACK_SIGNING_SECRET", "", "Verifies Slack requests.";
+    "SLACK_BOT_TOKEN", "", "Slack Web API token (xoxb-…).";
+    "SLACK_API_BASE_URL", "https://slack.com/api", "Slack Web API base URL.";
+    "DISCORD_PUBLIC_KEY", "", "Verifies Discord interactions (hex ed25519 key).";
+    "DISCORD_BOT_TOKEN", "", "Discord REST token.";
+    "DISCORD_API_BASE_URL", "https://discord.com/api/v10", "Discord REST base URL.";
+}
+
+/// A setting's value was not acceptable; start-up stops with this message.
+#[derive(Debug, Error, PartialEq)]
+pub enum ConfigError {
+    #[error("invalid setting {name}={value:?}: {reason}")]
+    Invalid {
+        name: &'static str,
+        value: String,
+        reason: String,
+    },
+    #[error("unknown setting {0:?} (see the settings table in the README)")]
+    Unknown(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LlmProvider {
+    None,
+    OpenAi,
+    Anthropic,
+    /// Canned answers from a file (replay and tests).
+    Script,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptLanguage {
+    Ja,
+    En,
+}
+
+/// The validated settings. Field names follow the variables.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub memory_enabled: bool,
+    pub channel_buffer_size: usize,
+    pub channel_buffer_ttl: Duration,
+    pub autonomous_response_enabled: bool,
+    pub judge_score_threshold: i32,
+    pub cooldown: Duration,
+    pub engagement_duration: Duration,
+    pub engagement_boost: i32,
+    pub judge_keywords: Vec<String>,
+    pub llm_judge_enabled: bool,
+    pub judge_model: String,
+    pub judge_llm_threshold_low: i32,
+    pub judge_llm_threshold_high: i32,
+    pub response_diversity_enabled: bool,
+    pub summarize_every_n_messages: u32,
+    pub summarize_every_n_minutes: u32,
+    pub summarize_model: String,
+    pub user_profile_enabled: bool,
+    pub familiarity_thresholds: [u32; 3],
+    pub reflection_enabled: bool,
+    pub reflection_lull_minutes: u32,
+    pub reflection_min_messages: u32,
+    pub reflection_max_buffer_messages: u32,
+    pub reflection_model: String,
+    pub fact_store_max_facts_per_channel: u32,
+    pub fact_decay_half_life_days: f64,
+    pub proactive_conversation_enabled: bool,
+    pub proactive_silence_minutes: u32,
+    pub vector_search_enabled: bool,
+    pub embedding_model: String,
+    pub bot_name: String,
+    pub bot_aliases: Vec<String>,
+    pub bot_topics: Vec<String>,
+    pub persona_file: Option<String>,
+    pub prompt_language: PromptLanguage,
+    pub judge_min_wait: Duration,
+    pub judge_jitter_ratio: f64,
+    pub judge_recent_messages: usize,
+    pub judge_busy_messages_per_minute: f64,
+    pub judge_silence: Duration,
+    pub ignore_other_bots: bool,
+    pub message_retention_days: u32,
+    pub llm_provider: LlmProvider,
+    pub llm_model: String,
+    pub openai_base_url: String,
+    pub openai_api_key: String,
+    pub anthropic_base_url: String,
+    pub anthropic_api_key: String,
+    pub slack_signing_secret: String,
+    pub slack_bot_token: String,
+    pub slack_api_base_url: String,
+    pub discord_public_key: String,
+    pub discord_bot_token: String,
+    pub discord_api_base_url: String,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings::from_vars(&HashMap::new()).expect("the defaults are valid")
+    }
+}
+
+/// Reads one variable at a time, remembering the first error.
+struct Reader<'a> {
+    vars: &'a HashMap<String, String>,
+}
+
+impl Reader<'_> {
+    fn raw(&self, name: &'static str) -> Option<&str> {
+        debug_assert!(SETTINGS.iter().any(|s| s.name == name), "{name} is undocumented");
+        self.vars.get(name).map(|v| v.trim()).filter(|v| !v.is_empty())
+    }
+
+    fn invalid(name: &'static str, value: &str, reason: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid {
+            name,
+            value: value.to_owned(),
+            reason: reason.into(),
+        }
+    }
+
+    fn string(&self, name: &'static str, default: &str) -> String {
+        self.raw(name).unwrap_or(default).to_owned()
+    }
+
+    fn bool(&self, name: &'static str, default: bool) -> Result<bool, ConfigError> {
+        self.opt_bool(name).map(|v| v.unwrap_or(default))
+    }
+
+    fn opt_bool(&self, name: &'static str) -> Result<Option<bool>, ConfigError> {
+        let Some(v) = self.raw(name) else {
+            return Ok(None);
+        };
+        match v.to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" | "on" => Ok(Some(true)),
+            "false" | "0" | "no" | "off" => Ok(Some(false)),
+            _ => Err(Self::invalid(name, v, "expected true or false")),
+        }
+    }
+
+    fn int(&self, name: &'static str, default: i64, min: i64, max: i64) -> Result<i64, ConfigError> {
+        let Some(v) = self.raw(name) else {
+            return Ok(default);
+        };
+        let n: i64 = v
+            .parse()
+            .map_err(|_| Self::invalid(name, v, "expected a whole number"))?;
+        if n < min || n > max {
+            return Err(Self::invalid(name, v, format!("must be between {min} and {max}")));
+        }
+        Ok(n)
+    }
+
+    fn float(&self, name: &'static str, default: f64, min: f64, max: f64) -> Result<f64, ConfigError> {
+        let Some(v) = self.raw(name) else {
+            return Ok(default);
+        };
+        let n: f64 = v
+            .parse()
+            .ok()
+            .filter(|n: &f64| n.is_finite())
+            .ok_or_else(|| Self::invalid(name, v, "expected a number"))?;
+        if n < min || n > max {
+            return Err(Self::invalid(name, v, format!("must be between {min} and {max}")));
+        }
+        Ok(n)
+    }
+
+    fn seconds(&self, name: &'static str, default: i64, max: i64) -> Result<Duration, ConfigError> {
+        Ok(Duration::from_secs(self.int(name, default, 0, max)? as u64))
+    }
+
+    fn list(&self, name: &'static str, default: &str) -> Vec<String> {
+        self.vars
+            .get(name)
+            .map(String::as_str)
+            .unwrap_or(default)
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+const DAY: i64 = 86_400;
+
+impl Settings {
+    /// Parses and validates every setting from `vars`; unknown names are not looked at.
+    pub fn from_vars(vars: &HashMap<String, String>) -> Result<Settings, ConfigError> {
+        let r = Reader { vars };
+        let llm_provider = match r.raw("LLM_PROVIDER") {
+            None => LlmProvider::None,
+            Some(v) => match v.to_ascii_lowercase().as_str() {
+                "none" => LlmProvider::None,
+                "openai" => LlmProvider::OpenAi,
+                "anthropic" => LlmProvider::Anthropic,
+                "script" => LlmProvider::Script,
+                _ => {
+                    return Err(Reader::invalid(
+                        "LLM_PROVIDER",
+                        v,
+                        "expected none, openai or anthropic",
+                    ));
+                }
+            },
+        };
+        let llm_model = r.string("LLM_MODEL", "gpt-4o-mini");
+        let model_or_default = |name| r.raw(name).map(str::to_owned).unwrap_or_else(|| llm_model.clone());
+
+        let low = r.int("JUDGE_LLM_THRESHOLD_LOW", 20, 0, 100)? as i32;
+        let high = r.int("JUDGE_LLM_THRESHOLD_HIGH", 80, 0, 100)? as i32;
+        if low >= high {
+            return Err(Reader::invalid(
+                "JUDGE_LLM_THRESHOLD_LOW",
+                &low.to_string(),
+                format!("must be below JUDGE_LLM_THRESHOLD_HIGH ({high})"),
+            ));
+        }
+
+        let familiarity_raw = r.string("FAMILIARITY_THRESHOLDS", "5,30,100");
+        let familiarity_thresholds = parse_familiarity(&familiarity_raw).ok_or_else(|| {
+            Reader::invalid(
+                "FAMILIARITY_THRESHOLDS",
+                &familiarity_raw,
+                "expected three increasing whole numbers, like 5,30,100",
+            )
+        })?;
+
+        let prompt_language = match r.raw("PROMPT_LANGUAGE").unwrap_or("ja") {
+            "ja" => PromptLanguage::Ja,
+            "en" => PromptLanguage::En,
+            other => return Err(Reader::invalid("PROMPT_LANGUAGE", other, "expected ja or en")),
+        };
+
+        let bot_name = r.string("BOT_NAME", "kuuki");
+
+        Ok(Settings {
+            memory_enabled: r.bool("MEMORY_ENABLED", true)?,
+            channel_buffer_size: r.int("CHANNEL_BUFFER_SIZE", 50, 1, 1000)? as usize,
+            channel_buffer_ttl: Duration::from_secs(r.int("CHANNEL_BUFFER_TTL_MINUTES", 30, 1, 7 * 24 * 60)? as u64 * 60),
+            autonomous_response_enabled: r.bool("AUTONOMOUS_RESPONSE_ENABLED", true)?,
+            judge_score_threshold: r.int("JUDGE_SCORE_THRESHOLD", 60, 0, 100)? as i32,
+            cooldown: r.seconds("COOLDOWN_SECONDS", 120, DAY)?,
+            engagement_duration: r.seconds("ENGAGEMENT_DURATION_SECONDS", 300, DAY)?,
+            engagement_boost: r.int("ENGAGEMENT_BOOST", 40, 0, 100)? as i32,
+            judge_keywords: r.list("JUDGE_KEYWORDS", ""),
+            llm_judge_enabled: r
+                .opt_bool("LLM_JUDGE_ENABLED")?
+                .unwrap_or(llm_provider != LlmProvider::None),
+            judge_model: model_or_default("JUDGE_MODEL"),
+            judge_llm_threshold_low: low,
+            judge_llm_threshold_high: high,
+            response_diversity_enabled: r.bool("RESPONSE_DIVERSITY_ENABLED", true)?,
+            summarize_every_n_messages: r.int("SUMMARIZE_EVERY_N_MESSAGES", 20, 1, 10_000)? as u32,
+            summarize_every_n_minutes: r.int("SUMMARIZE_EVERY_N_MINUTES", 15, 1, 7 * 24 * 60)? as u32,
+            summarize_model: model_or_default("SUMMARIZE_MODEL"),
+            user_profile_enabled: r.bool("USER_PROFILE_ENABLED", true)?,
+            familiarity_thresholds,
+            reflection_enabled: r.bool("REFLECTION_ENABLED", true)?,
+            reflection_lull_minutes: r.int("REFLECTION_LULL_MINUTES", 10, 1, 7 * 24 * 60)? as u32,
+            reflection_min_messages: r.int("REFLECTION_MIN_MESSAGES", 10, 1, 10_000)? as u32,
+            reflection_max_buffer_messages: r.int("REFLECTION_MAX_BUFFER_MESSAGES", 100, 1, 10_000)? as u32,
+            reflection_model: model_or_default("REFLECTION_MODEL"),
+            fact_store_max_facts_per_channel: r.int("FACT_STORE_MAX_FACTS_PER_CHANNEL", 200, 1, 100_000)? as u32,
+            fact_decay_half_life_days: r.float("FACT_DECAY_HALF_LIFE_DAYS", 30.0, 0.01, 36_500.0)?,
+            proactive_conversation_enabled: r.bool("PROACTIVE_CONVERSATION_ENABLED", false)?,
+            proactive_silence_minutes: r.int("PROACTIVE_SILENCE_MINUTES", 60, 1, 7 * 24 * 60)? as u32,
+            vector_search_enabled: r.bool("VECTOR_SEARCH_ENABLED", false)?,
+            embedding_model: r.string("EMBEDDING_MODEL", "text-embedding-3-small"),
+            bot_aliases: r.list("BOT_ALIASES", "くうき"),
+            bot_name,
+            bot_topics: r.list("BOT_TOPICS", ""),
+            persona_file: r.raw("PERSONA_FILE").map(str::to_owned),
+            prompt_language,
+            judge_min_wait: r.seconds("JUDGE_MIN_WAIT_SECONDS", 30, DAY)?,
+            judge_jitter_ratio: r.float("JUDGE_JITTER_RATIO", 0.3, 0.0, 1.0)?,
+            judge_recent_messages: r.int("JUDGE_RECENT_MESSAGES", 10, 2, 1000)? as usize,
+            judge_busy_messages_per_minute: r.float("JUDGE_BUSY_MESSAGES_PER_MINUTE", 6.0, 0.1, 10_000.0)?,
+            judge_silence: Duration::from_secs(r.int("JUDGE_SILENCE_MINUTES", 30, 1, 7 * 24 * 60)? as u64 * 60),
+            ignore_other_bots: r.bool("IGNORE_OTHER_BOTS", true)?,
+            message_retention_days: r.int("MESSAGE_RETENTION_DAYS", 30, 1, 3650)? as u32,
+            llm_provider,
+            llm_model,
+            openai_base_url: r.string("OPENAI_BASE_URL", "https://api.openai.com/v1"),
+            openai_api_key: r.string("OPENAI_API_KEY", ""),
+            anthropic_base_url: r.string("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
+            anthropic_api_key: r.string("ANTHROPIC_API_KEY", ""),
+            slack_signing_secret: r.string("SLACK_SIGNING_SECRET", ""),
+            slack_bot_token: r.string("SLACK_BOT_TOKEN", ""),
+            slack_api_base_url: r.string("SLACK_API_BASE_URL", "https://slack.com/api"),
+            discord_public_key: r.string("DISCORD_PUBLIC_KEY", ""),
+            discord_bot_token: r.string("DISCORD_BOT_TOKEN", ""),
+            discord_api_base_url: r.string("DISCORD_API_BASE_URL", "https://discord.com/api/v10"),
+        })
+    }
+
+    /// Whether kuuki judges messages nobody addressed to it.
+    pub fn ambient_enabled(&self) -> bool {
+        self.autonomous_response_enabled && self.memory_enabled
+    }
+}
+
+/// Checks that `name` is a setting, for `--set NAME=VALUE`.
+pub fn check_known(name: &str) -> Result<(), ConfigError> {
+    if SETTINGS.iter().any(|s| s.name == name) {
+        Ok(())
+    } else {
+        Err(ConfigError::Unknown(name.to_owned()))
+    }
+}
+
+fn parse_familiarity(raw: &str) -> Option<[u32; 3]> {
+    let parts: Vec<u32> = raw
+        .split(',')
+        .map(|p| p.trim().parse().ok())
+        .collect::<Option<_>>()?;
+    match parts[..] {
+        [a, b, c] if a < b && b < c => Some([a, b, c]),
+        _ => None,
+    }
+}
+
+/// The README's settings table, generated so it cannot drift from the code.
+pub fn settings_markdown() -> String {
+    let mut out = String::from("| name | default | meaning |\n| --- | --- | --- |\n");
+    for s in SETTINGS {
+        let default = if s.default.is_empty() { "(empty)" } else { s.default };
+        out.push_str(&format!("| `{}` | `{}` | {} |\n", s.name, default, s.meaning));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn defaults_follow_the_source_documents() {
+        let s = Settings::default();
+        assert_eq!(s.channel_buffer_size, 50);
+        assert_eq!(s.channel_buffer_ttl, Duration::from_secs(30 * 60));
+        assert_eq!(s.judge_score_threshold, 60);
+        assert_eq!(s.cooldown, Duration::from_secs(120));
+        assert_eq!(s.engagement_duration, Duration::from_secs(300));
+        assert_eq!(s.engagement_boost, 40);
+        assert_eq!((s.judge_llm_threshold_low, s.judge_llm_threshold_high), (20, 80));
+        assert_eq!(s.familiarity_thresholds, [5, 30, 100]);
+        assert_eq!(s.judge_min_wait, Duration::from_secs(30));
+        assert_eq!(s.judge_jitter_ratio, 0.3);
+        assert_eq!(s.bot_name, "kuuki");
+        assert_eq!(s.bot_aliases, vec!["くうき"]);
+        assert!(s.autonomous_response_enabled && s.memory_enabled && s.response_diversity_enabled);
+        assert!(s.ignore_other_bots);
+        assert!(!s.llm_judge_enabled, "no provider, no LLM judge");
+        assert_eq!(s.llm_provider, LlmProvider::None);
+    }
+
+    #[test]
+    fn llm_judge_defaults_on_with_a_provider_and_can_be_turned_off() {
+        let s = Settings::from_vars(&vars(&[("LLM_PROVIDER", "openai")])).unwrap();
+        assert!(s.llm_judge_enabled);
+        let s = Settings::from_vars(&vars(&[("LLM_PROVIDER", "openai"), ("LLM_JUDGE_ENABLED", "false")])).unwrap();
+        assert!(!s.llm_judge_enabled);
+    }
+
+    #[test]
+    fn role_models_fall_back_to_llm_model() {
+        let s = Settings::from_vars(&vars(&[("LLM_MODEL", "m1"), ("JUDGE_MODEL", "j1")])).unwrap();
+        assert_eq!(s.judge_model, "j1");
+        assert_eq!(s.summarize_model, "m1");
+        assert_eq!(s.reflection_model, "m1");
+    }
+
+    #[test]
+    fn invalid_values_name_the_setting() {
+        let cases = [
+            ("JUDGE_SCORE_THRESHOLD", "abc"),
+            ("JUDGE_SCORE_THRESHOLD", "101"),
+            ("COOLDOWN_SECONDS", "-1"),
+            ("JUDGE_JITTER_RATIO", "1.5"),
+            ("MEMORY_ENABLED", "maybe"),
+            ("FAMILIARITY_THRESHOLDS", "30,5,100"),
+            ("FAMILIARITY_THRESHOLDS", "5,30"),
+            ("PROMPT_LANGUAGE", "fr"),
+            ("LLM_PROVIDER", "gemini"),
+            ("JUDGE_LLM_THRESHOLD_LOW", "90"),
+        ];
+        for (name, value) in cases {
+            let err = Settings::from_vars(&vars(&[(name, value)])).unwrap_err();
+            assert!(err.to_string().contains(name), "{name}={value}: {err}");
+        }
+    }
+
+    #[test]
+    fn lists_are_trimmed() {
+        let s = Settings::from_vars(&vars(&[("JUDGE_KEYWORDS", " deploy , 障害,,"), ("BOT_ALIASES", "")])).unwrap();
+        assert_eq!(s.judge_keywords, vec!["deploy", "障害"]);
+        assert!(s.bot_aliases.is_empty(), "an empty list is a list with nothing in it");
+    }
+
+    #[test]
+    fn unknown_names_are_reported() {
+        assert!(check_known("COOLDOWN_SECONDS").is_ok());
+        assert_eq!(check_known("COOLDOWN"), Err(ConfigError::Unknown("COOLDOWN".into())));
+    }
+}
+
+/// The persona file (`PERSONA_FILE`, `--persona`): TOML with `name`, `system_prompt`,
+/// and optionally `aliases` and `topics`, which replace BOT_NAME, BOT_ALIASES and
+/// BOT_TOPICS.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PersonaFile {
+    pub name: Option<String>,
+    pub system_prompt: Option<String>,
+    pub aliases: Option<Vec<String>>,
+    pub topics: Option<Vec<String>>,
+}
+
+impl PersonaFile {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+}
+
+impl Settings {
+    /// The persona: the file's fields where given, the settings otherwise.
+    pub fn persona(&self, file: Option<&PersonaFile>) -> crate::domain::Persona {
+        let file = file.cloned().unwrap_or_default();
+        let default_prompt = match self.prompt_language {
+            PromptLanguage::Ja => format!(
+                "あなたは「{}」。チームのチャンネルにいる、空気を読める気さくな同僚です。短く自然な日本語で話します。",
+                file.name.as_deref().unwrap_or(&self.bot_name)
+            ),
+            PromptLanguage::En => format!(
+                "You are {}, a friendly colleague in the team's channel who reads the room. You speak briefly and naturally.",
+                file.name.as_deref().unwrap_or(&self.bot_name)
+            ),
+        };
+        crate::domain::Persona {
+            name: file.name.unwrap_or_else(|| self.bot_name.clone()),
+            system_prompt: file.system_prompt.unwrap_or(default_prompt),
+            aliases: file.aliases.unwrap_or_else(|| self.bot_aliases.clone()),
+            topics: file.topics.unwrap_or_else(|| self.bot_topics.clone()),
+        }
+    }
+}

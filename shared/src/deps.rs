@@ -1,0 +1,89 @@
+//! Everything a worker needs, built once (per cold start, per replay) and passed in.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::config::Settings;
+use crate::domain::{BotIdentity, Persona, UserId};
+use crate::ports::{Chat, ChannelStateStore, Clock, DecisionLog, Ledger, Llm, MessageStore, Queue};
+use crate::prompts::Prompts;
+
+pub struct Deps {
+    pub settings: Settings,
+    pub bot: BotIdentity,
+    pub persona: Persona,
+    pub prompts: Prompts,
+    pub messages: Arc<dyn MessageStore>,
+    pub channels: Arc<dyn ChannelStateStore>,
+    pub ledger: Arc<dyn Ledger>,
+    pub queue: Arc<dyn Queue>,
+    /// `None` runs on rules only (`--llm none`).
+    pub llm: Option<Arc<dyn Llm>>,
+    pub chat: Arc<dyn Chat>,
+    pub clock: Arc<dyn Clock>,
+    pub log: Arc<dyn DecisionLog>,
+    rng: Mutex<fastrand::Rng>,
+}
+
+/// The adapters behind the ports, handed to [`Deps::new`].
+pub struct Adapters {
+    pub messages: Arc<dyn MessageStore>,
+    pub channels: Arc<dyn ChannelStateStore>,
+    pub ledger: Arc<dyn Ledger>,
+    pub queue: Arc<dyn Queue>,
+    pub llm: Option<Arc<dyn Llm>>,
+    pub chat: Arc<dyn Chat>,
+    pub clock: Arc<dyn Clock>,
+    pub log: Arc<dyn DecisionLog>,
+}
+
+impl Deps {
+    /// `persona` replaces the name, aliases and topics of `settings` (the persona file
+    /// wins); `seed` makes the judge's jitter reproducible.
+    pub fn new(mut settings: Settings, persona: Persona, bot_user_id: UserId, adapters: Adapters, seed: u64) -> Self {
+        settings.bot_name = persona.name.clone();
+        settings.bot_aliases = persona.aliases.clone();
+        settings.bot_topics = persona.topics.clone();
+        let bot = BotIdentity {
+            user_id: bot_user_id,
+            name: persona.name.clone(),
+            aliases: persona.aliases.clone(),
+        };
+        Self {
+            prompts: Prompts::new(settings.prompt_language),
+            settings,
+            bot,
+            persona,
+            messages: adapters.messages,
+            channels: adapters.channels,
+            ledger: adapters.ledger,
+            queue: adapters.queue,
+            llm: adapters.llm,
+            chat: adapters.chat,
+            clock: adapters.clock,
+            log: adapters.log,
+            rng: Mutex::new(fastrand::Rng::with_seed(seed)),
+        }
+    }
+
+    /// `JUDGE_MIN_WAIT_SECONDS` ± up to `JUDGE_JITTER_RATIO` of it.
+    pub fn judge_wait(&self) -> Duration {
+        let base = self.settings.judge_min_wait.as_secs_f64();
+        let ratio = self.settings.judge_jitter_ratio;
+        let unit = self.rng.lock().expect("rng lock").f64();
+        Duration::from_secs_f64((base * (1.0 + ratio * (2.0 * unit - 1.0))).max(0.0))
+    }
+}
+
+impl Deps {
+    /// Whose messages kuuki judges and lets supersede queued work: humans, and other
+    /// bots when `IGNORE_OTHER_BOTS` is off.
+    pub fn is_participant(&self, message: &crate::domain::Message) -> bool {
+        use crate::domain::Author;
+        match message.author {
+            Author::Human => true,
+            Author::OtherBot => !self.settings.ignore_other_bots,
+            Author::OwnBot => false,
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! The decision log: one record per thing kuuki noticed or did. Replay prints these as
+//! JSON lines; in Lambda they become structured log lines.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{Author, ChannelId, Decision, DirectTrigger, LlmVerdict, RespondMode, ResponseType, Timestamp, Ts, UserId};
+
+/// Which worker noticed that its job no longer applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    Judge,
+    Respond,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Event {
+    pub at: Timestamp,
+    pub channel: ChannelId,
+    /// The conversation the record concerns: `None` for the top level.
+    pub thread_root: Option<Ts>,
+    /// The message the record is about (for `respond`, the message answered).
+    pub ts: Ts,
+    pub kind: EventKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EventKind {
+    Message {
+        user: UserId,
+        user_name: String,
+        text: String,
+        author: Author,
+        trigger: Option<DirectTrigger>,
+    },
+    Edited {
+        text: String,
+    },
+    Deleted,
+    Judge {
+        user: UserId,
+        score: i32,
+        breakdown: BTreeMap<String, i32>,
+        /// What the thresholds said: respond, skip, or ask the LLM.
+        decision: Decision,
+        llm_called: bool,
+        /// The end result after the LLM, if it was asked.
+        respond: bool,
+        response_type: Option<ResponseType>,
+        delay_seconds: u32,
+        llm: Option<LlmVerdict>,
+        /// Why the LLM's answer could not be used (then kuuki does not respond).
+        llm_error: Option<String>,
+        reason: String,
+    },
+    Superseded {
+        stage: Stage,
+        by: Ts,
+    },
+    Dropped {
+        stage: Stage,
+        reason: String,
+    },
+    Respond {
+        mode: RespondMode,
+        response_type: ResponseType,
+        /// Where the answer went: the thread it was posted in, `None` for the top level.
+        posted_in: Option<Ts>,
+        posted_ts: Option<Ts>,
+        text: Option<String>,
+        emoji: Option<String>,
+    },
+    RespondFailed {
+        mode: RespondMode,
+        response_type: ResponseType,
+        reason: String,
+    },
+}
+
+impl EventKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::Message { .. } => "message",
+            EventKind::Edited { .. } => "edited",
+            EventKind::Deleted => "deleted",
+            EventKind::Judge { .. } => "judge",
+            EventKind::Superseded { .. } => "superseded",
+            EventKind::Dropped { .. } => "dropped",
+            EventKind::Respond { .. } => "respond",
+            EventKind::RespondFailed { .. } => "respond_failed",
+        }
+    }
+}

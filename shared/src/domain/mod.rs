@@ -1,0 +1,325 @@
+//! Pure data: what a message, a conversation, a judgment and a queued job are.
+//! Nothing here does I/O or reads the clock.
+
+mod time;
+mod ts;
+
+pub use time::Timestamp;
+pub use ts::Ts;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// A channel on one platform (a Slack channel id, a Discord channel id, a replay name).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ChannelId(pub String);
+
+/// A user on one platform.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct UserId(pub String);
+
+impl fmt::Display for ChannelId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Display for UserId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One conversation: the top level of a channel (`root == None`) or one thread,
+/// named by the `ts` of the message that started it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ThreadKey {
+    pub channel: ChannelId,
+    pub root: Option<Ts>,
+}
+
+impl ThreadKey {
+    pub fn top_level(channel: ChannelId) -> Self {
+        Self {
+            channel,
+            root: None,
+        }
+    }
+
+    pub fn thread(channel: ChannelId, root: Ts) -> Self {
+        Self {
+            channel,
+            root: Some(root),
+        }
+    }
+}
+
+/// Who wrote a message, as far as kuuki's decisions are concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Author {
+    Human,
+    /// kuuki itself: stored, never judged.
+    OwnBot,
+    /// Another bot: stored, ignored by default (loop prevention).
+    OtherBot,
+}
+
+/// Why a message is a direct trigger that is answered at once without scoring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DirectTrigger {
+    /// `<@bot>`: score 100.
+    Mention,
+    /// A reply to the bot (Discord reply, or a Slack thread whose parent is the bot's): 100.
+    Reply,
+    /// The bot's name or an alias appears: 80.
+    Name,
+}
+
+impl DirectTrigger {
+    pub fn score(self) -> i32 {
+        match self {
+            DirectTrigger::Mention | DirectTrigger::Reply => 100,
+            DirectTrigger::Name => 80,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DirectTrigger::Mention => "mention",
+            DirectTrigger::Reply => "reply",
+            DirectTrigger::Name => "name",
+        }
+    }
+}
+
+/// A stored chat message, normalized from any platform.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub channel: ChannelId,
+    pub ts: Ts,
+    /// The thread this message replies in; `None` for a top-level message.
+    pub thread_root: Option<Ts>,
+    pub user: UserId,
+    pub user_name: String,
+    pub text: String,
+    pub author: Author,
+    /// The platform said this is a reply to one of the bot's messages (Discord replies).
+    #[serde(default)]
+    pub replies_to_bot: bool,
+    pub at: Timestamp,
+}
+
+impl Message {
+    pub fn thread_key(&self) -> ThreadKey {
+        ThreadKey {
+            channel: self.channel.clone(),
+            root: self.thread_root.clone(),
+        }
+    }
+
+    pub fn is_human(&self) -> bool {
+        self.author == Author::Human
+    }
+}
+
+/// The three ways kuuki can take part, from lightest to heaviest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResponseType {
+    ReactOnly,
+    ShortAck,
+    FullResponse,
+}
+
+impl ResponseType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResponseType::ReactOnly => "react_only",
+            ResponseType::ShortAck => "short_ack",
+            ResponseType::FullResponse => "full_response",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "react_only" => Some(ResponseType::ReactOnly),
+            "short_ack" => Some(ResponseType::ShortAck),
+            "full_response" => Some(ResponseType::FullResponse),
+            _ => None,
+        }
+    }
+}
+
+/// Points each rule added or removed, in the order the rules ran.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Breakdown(pub Vec<(String, i32)>);
+
+impl Breakdown {
+    pub fn add(&mut self, rule: &str, points: i32) {
+        self.0.push((rule.to_owned(), points));
+    }
+
+    pub fn total(&self) -> i32 {
+        self.0.iter().map(|(_, p)| p).sum()
+    }
+
+    pub fn has(&self, rule: &str) -> bool {
+        self.0.iter().any(|(r, _)| r == rule)
+    }
+
+    /// As a JSON-friendly ordered map.
+    pub fn to_map(&self) -> BTreeMap<String, i32> {
+        self.0.iter().cloned().collect()
+    }
+}
+
+/// What the rule-based judge concluded for one message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleScore {
+    /// Clamped to 0..=100.
+    pub score: i32,
+    pub breakdown: Breakdown,
+    /// Inside the engagement window of the bot's last response in this channel.
+    pub engaged: bool,
+    /// The message asks something (ends with `?` or `？`).
+    pub question: bool,
+}
+
+/// The first decision the thresholds make from a rule score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Respond,
+    Skip,
+    /// The band between the thresholds: ask the LLM judge.
+    Llm,
+}
+
+/// What the LLM judge answered (DESIGN §5), already validated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LlmVerdict {
+    pub should_respond: bool,
+    pub reason: String,
+    pub confidence: f64,
+    pub delay_seconds: Option<u32>,
+    pub response_type: Option<ResponseType>,
+    pub conversation_state: ConversationState,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConversationState {
+    Active,
+    Ending,
+    Misunderstanding,
+    Conflict,
+}
+
+/// Whether a respond job answers a direct trigger (always answered) or an ambient judgment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RespondMode {
+    Direct,
+    Ambient,
+}
+
+/// Work queued for a worker. Carries the `ts` of the message it was made for so a
+/// worker can see that a newer message superseded it (debounce without deleting).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "job", rename_all = "snake_case")]
+pub enum Job {
+    Judge {
+        thread: ThreadKey,
+        ts: Ts,
+    },
+    Respond {
+        thread: ThreadKey,
+        ts: Ts,
+        mode: RespondMode,
+        response_type: ResponseType,
+    },
+}
+
+/// A job as it travels through a queue: versioned JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobEnvelope {
+    pub v: u32,
+    #[serde(flatten)]
+    pub job: Job,
+}
+
+impl JobEnvelope {
+    pub const VERSION: u32 = 1;
+
+    pub fn new(job: Job) -> Self {
+        Self {
+            v: Self::VERSION,
+            job,
+        }
+    }
+}
+
+impl Job {
+    pub fn thread(&self) -> &ThreadKey {
+        match self {
+            Job::Judge { thread, .. } | Job::Respond { thread, .. } => thread,
+        }
+    }
+
+    pub fn ts(&self) -> &Ts {
+        match self {
+            Job::Judge { ts, .. } | Job::Respond { ts, .. } => ts,
+        }
+    }
+
+    /// The key under which a queue may deduplicate this job.
+    pub fn dedup_key(&self) -> String {
+        let thread = self.thread();
+        let root = thread.root.as_ref().map(Ts::as_str).unwrap_or("-");
+        let kind = match self {
+            Job::Judge { .. } => "judge",
+            Job::Respond { .. } => "respond",
+        };
+        format!("{kind}:{}:{root}:{}", thread.channel, self.ts())
+    }
+}
+
+/// One response kuuki made in a channel: cooldown, engagement and the intervention
+/// history all read these.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Intervention {
+    pub at: Timestamp,
+    pub thread: ThreadKey,
+    pub response_type: ResponseType,
+    /// The conversation as it was when kuuki stepped in (at most 200 chars).
+    pub excerpt: String,
+}
+
+mod event;
+pub use event::{Event, EventKind, Stage};
+
+/// Who kuuki is on a platform: its user id (for `<@id>` mentions) and the names people
+/// call it by.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BotIdentity {
+    pub user_id: UserId,
+    pub name: String,
+    pub aliases: Vec<String>,
+}
+
+/// Who kuuki is in conversation: its name, how it talks, what it knows about.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Persona {
+    pub name: String,
+    pub system_prompt: String,
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    #[serde(default)]
+    pub topics: Vec<String>,
+}

@@ -1,0 +1,112 @@
+//! What happens when a platform delivers a message (DESIGN §3, ingress): store it once,
+//! then queue an answer for a direct trigger or a delayed judgment for the rest.
+//! At most two backend calls for a new message: the conditional put and the enqueue.
+
+use std::time::Duration;
+
+use crate::deps::Deps;
+use crate::domain::{Author, ChannelId, DirectTrigger, Event, EventKind, Job, Message, RespondMode, ResponseType, Ts};
+use crate::judge::rules::direct_trigger;
+use crate::ports::{PortResult, PutOutcome};
+
+/// A platform event, already verified and normalized.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Incoming {
+    Message(Message),
+    Edited { channel: ChannelId, ts: Ts, text: String },
+    Deleted { channel: ChannelId, ts: Ts },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum IngestOutcome {
+    /// Stored before: a retry or the second delivery of a mention. Nothing else done.
+    Duplicate,
+    Stored {
+        trigger: Option<DirectTrigger>,
+        queued: Option<Job>,
+    },
+    /// Whether there was a stored message to change.
+    Edited(bool),
+    Deleted(bool),
+}
+
+pub async fn ingest(deps: &Deps, incoming: Incoming) -> PortResult<IngestOutcome> {
+    match incoming {
+        Incoming::Message(message) => ingest_message(deps, message).await,
+        Incoming::Edited { channel, ts, text } => {
+            let found = deps.messages.update_text(&channel, &ts, &text).await?;
+            if found {
+                let thread_root = deps.messages.get_message(&channel, &ts).await?.and_then(|m| m.thread_root);
+                record(deps, &channel, thread_root, ts, EventKind::Edited { text });
+            }
+            Ok(IngestOutcome::Edited(found))
+        }
+        Incoming::Deleted { channel, ts } => {
+            let stored = deps.messages.get_message(&channel, &ts).await?;
+            let found = deps.messages.delete_message(&channel, &ts).await?;
+            if found {
+                let thread_root = stored.and_then(|m| m.thread_root);
+                record(deps, &channel, thread_root, ts, EventKind::Deleted);
+            }
+            Ok(IngestOutcome::Deleted(found))
+        }
+    }
+}
+
+async fn ingest_message(deps: &Deps, message: Message) -> PortResult<IngestOutcome> {
+    if deps.messages.put_message(&message).await? == PutOutcome::AlreadyExists {
+        return Ok(IngestOutcome::Duplicate);
+    }
+    let participant = deps.is_participant(&message);
+    let trigger = if participant { direct_trigger(&message, &deps.bot) } else { None };
+    record(
+        deps,
+        &message.channel,
+        message.thread_root.clone(),
+        message.ts.clone(),
+        EventKind::Message {
+            user: message.user.clone(),
+            user_name: message.user_name.clone(),
+            text: message.text.clone(),
+            author: message.author,
+            trigger,
+        },
+    );
+    if !participant || message.author == Author::OwnBot {
+        return Ok(IngestOutcome::Stored { trigger, queued: None });
+    }
+    let (job, delay) = match trigger {
+        Some(_) => (
+            Job::Respond {
+                thread: message.thread_key(),
+                ts: message.ts.clone(),
+                mode: RespondMode::Direct,
+                response_type: ResponseType::FullResponse,
+            },
+            Duration::ZERO,
+        ),
+        None if deps.settings.ambient_enabled() => (
+            Job::Judge {
+                thread: message.thread_key(),
+                ts: message.ts.clone(),
+            },
+            deps.judge_wait(),
+        ),
+        None => return Ok(IngestOutcome::Stored { trigger, queued: None }),
+    };
+    deps.queue.enqueue(job.clone(), delay).await?;
+    Ok(IngestOutcome::Stored {
+        trigger,
+        queued: Some(job),
+    })
+}
+
+pub(crate) fn record(deps: &Deps, channel: &ChannelId, thread_root: Option<Ts>, ts: Ts, kind: EventKind) {
+    deps.log.record(Event {
+        at: deps.clock.now(),
+        channel: channel.clone(),
+        thread_root,
+        ts,
+        kind,
+    });
+}

@@ -1,0 +1,222 @@
+//! The judge worker (DESIGN §3-5): a queued JUDGE for one message decides whether,
+//! when and how kuuki takes part.
+
+pub mod rules;
+pub mod verdict;
+
+use std::time::Duration;
+
+use crate::deps::Deps;
+use crate::domain::{
+    Author, ConversationState, Decision, EventKind, Job, LlmVerdict, Message, RespondMode, ResponseType, Stage,
+    ThreadKey, Ts,
+};
+use crate::ingest::record;
+use crate::ports::{LlmRequest, LlmRole, PortResult};
+use crate::respond::context;
+
+/// The newest message after `target` in its conversation (and, for a top-level
+/// message, in the thread it started) that `counts` accepts. Queued work for `target`
+/// is superseded by it: that message queued its own.
+pub(crate) async fn newer_message(
+    deps: &Deps,
+    target: &Message,
+    counts: impl Fn(&Message) -> bool,
+) -> PortResult<Option<Message>> {
+    let mut conversations = vec![target.thread_key()];
+    if target.thread_root.is_none() {
+        conversations.push(ThreadKey::thread(target.channel.clone(), target.ts.clone()));
+    }
+    let mut newest: Option<Message> = None;
+    for key in conversations {
+        let recent = deps.messages.recent_in_thread(&key, target.at, deps.settings.channel_buffer_size).await?;
+        if let Some(m) = recent.into_iter().rev().find(|m| m.ts > target.ts && counts(m))
+            && newest.as_ref().is_none_or(|n| m.ts > n.ts)
+        {
+            newest = Some(m);
+        }
+    }
+    Ok(newest)
+}
+
+/// Handles a JUDGE job. Errors are backend failures; the queue delivers the job again.
+pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> {
+    let channel = &thread.channel;
+    let Some(target) = deps.messages.get_message(channel, ts).await? else {
+        record(deps, channel, thread.root.clone(), ts.clone(), dropped("the message was deleted"));
+        return Ok(());
+    };
+    if let Some(newer) = newer_message(deps, &target, |m| deps.is_participant(m)).await? {
+        record(
+            deps,
+            channel,
+            thread.root.clone(),
+            ts.clone(),
+            EventKind::Superseded {
+                stage: Stage::Judge,
+                by: newer.ts,
+            },
+        );
+        return Ok(());
+    }
+
+    let conversation = context::load_conversation(deps, &target).await?;
+    if conversation.last().is_some_and(|m| m.author == Author::OwnBot && m.ts > target.ts) {
+        let mut judgment = Judgment::skip("kuuki spoke last in this conversation");
+        judgment.breakdown.insert("bot_spoke_last".into(), 0);
+        judgment.record(deps, &target);
+        return Ok(());
+    }
+    let upto: Vec<Message> = conversation.iter().filter(|m| m.ts <= target.ts).cloned().collect();
+    let state = deps.channels.channel_state(channel).await?;
+    let previous = deps.messages.previous_in_channel(channel, &target.ts).await?;
+    let scored = rules::score(
+        &rules::RuleInput {
+            message: &target,
+            conversation: &upto,
+            previous_in_channel: previous.map(|m| m.at),
+            last_response_at: state.last_response_at,
+            now: deps.clock.now(),
+            bot: &deps.bot,
+        },
+        &deps.settings,
+    );
+    let decision = rules::decide(scored.score, &deps.settings, deps.llm.is_some());
+    let ladder = rules::response_type(scored.score, scored.engaged, scored.question, &deps.settings);
+    let mut judgment = Judgment {
+        score: scored.score,
+        breakdown: scored.breakdown.to_map(),
+        decision,
+        llm_called: false,
+        respond: decision == Decision::Respond,
+        response_type: ladder,
+        delay_seconds: 0,
+        llm: None,
+        llm_error: None,
+        reason: match decision {
+            Decision::Respond => "the score reached the threshold".into(),
+            Decision::Skip => "the score stayed below the threshold".into(),
+            Decision::Llm => String::new(),
+        },
+    };
+    if decision == Decision::Llm {
+        judgment.llm_called = true;
+        match ask_llm(deps, &target, &upto, &state).await? {
+            Ok(verdict) => {
+                judgment.respond = verdict.should_respond && verdict.conversation_state != ConversationState::Ending;
+                judgment.reason = if verdict.should_respond && !judgment.respond {
+                    "the conversation is ending".into()
+                } else {
+                    verdict.reason.clone()
+                };
+                if deps.settings.response_diversity_enabled {
+                    judgment.response_type = verdict.response_type.unwrap_or(ladder);
+                }
+                judgment.delay_seconds = verdict.delay_seconds.unwrap_or(0);
+                judgment.llm = Some(verdict);
+            }
+            Err(error) => {
+                judgment.respond = false;
+                judgment.reason = "the LLM judge gave no usable answer".into();
+                judgment.llm_error = Some(error);
+            }
+        }
+    }
+    let respond = judgment.respond;
+    let (response_type, delay) = (judgment.response_type, judgment.delay_seconds);
+    judgment.record(deps, &target);
+    if respond {
+        let job = Job::Respond {
+            thread: thread.clone(),
+            ts: ts.clone(),
+            mode: RespondMode::Ambient,
+            response_type,
+        };
+        deps.queue.enqueue(job, Duration::from_secs(delay.into())).await?;
+    }
+    Ok(())
+}
+
+/// Asks the LLM judge. The outer error is a backend failure (retry the job); the
+/// inner one an unusable answer (do not respond).
+async fn ask_llm(
+    deps: &Deps,
+    target: &Message,
+    conversation: &[Message],
+    state: &crate::ports::ChannelState,
+) -> PortResult<Result<LlmVerdict, String>> {
+    let Some(llm) = &deps.llm else {
+        return Ok(Err("no LLM is configured".into()));
+    };
+    let ctx = context::build(deps, target, conversation, state, ResponseType::FullResponse).await?;
+    let request = LlmRequest {
+        role: LlmRole::Judge,
+        model: deps.settings.judge_model.clone(),
+        system: deps.prompts.judge(&ctx),
+        max_tokens: 300,
+        subject: target.text.clone(),
+    };
+    Ok(match llm.complete(request).await {
+        Ok(response) => verdict::parse_verdict(&response.text).map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    })
+}
+
+fn dropped(reason: &str) -> EventKind {
+    EventKind::Dropped {
+        stage: Stage::Judge,
+        reason: reason.into(),
+    }
+}
+
+struct Judgment {
+    score: i32,
+    breakdown: std::collections::BTreeMap<String, i32>,
+    decision: Decision,
+    llm_called: bool,
+    respond: bool,
+    response_type: ResponseType,
+    delay_seconds: u32,
+    llm: Option<LlmVerdict>,
+    llm_error: Option<String>,
+    reason: String,
+}
+
+impl Judgment {
+    fn skip(reason: &str) -> Self {
+        Judgment {
+            score: 0,
+            breakdown: Default::default(),
+            decision: Decision::Skip,
+            llm_called: false,
+            respond: false,
+            response_type: ResponseType::ReactOnly,
+            delay_seconds: 0,
+            llm: None,
+            llm_error: None,
+            reason: reason.into(),
+        }
+    }
+
+    fn record(self, deps: &Deps, target: &Message) {
+        record(
+            deps,
+            &target.channel,
+            target.thread_root.clone(),
+            target.ts.clone(),
+            EventKind::Judge {
+                user: target.user.clone(),
+                score: self.score,
+                breakdown: self.breakdown,
+                decision: self.decision,
+                llm_called: self.llm_called,
+                respond: self.respond,
+                response_type: self.respond.then_some(self.response_type),
+                delay_seconds: self.delay_seconds,
+                llm: self.llm,
+                llm_error: self.llm_error,
+                reason: self.reason,
+            },
+        );
+    }
+}

@@ -1,0 +1,13 @@
+//! kuuki's library: everything with logic in it, behind ports (DESIGN §1-2).
+
+pub mod adapters;
+pub mod config;
+pub mod deps;
+pub mod domain;
+pub mod ingest;
+pub mod judge;
+pub mod ports;
+pub mod prompts;
+pub mod replay;
+pub mod respond;
+pub mod worker;

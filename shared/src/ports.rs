@@ -1,0 +1,192 @@
+//! The ports of DESIGN §2. Logic in `shared/` talks only to these traits; each has an
+//! in-process adapter (`adapters::memory`, `adapters::llm::script`) and, later, an AWS
+//! or platform adapter passing the same contract tests.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::domain::{ChannelId, Intervention, Job, Message, ThreadKey, Timestamp, Ts, UserId};
+
+/// A backend failed; the caller decides whether to retry (queues redeliver).
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum PortError {
+    #[error("{backend}: {message}")]
+    Backend {
+        backend: &'static str,
+        message: String,
+    },
+}
+
+pub type PortResult<T> = Result<T, PortError>;
+
+/// All timing logic reads this: the system clock in production, a virtual clock in replay.
+pub trait Clock: Send + Sync {
+    fn now(&self) -> Timestamp;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PutOutcome {
+    Inserted,
+    /// The (channel, ts) was stored already: a platform retry or a double delivery.
+    AlreadyExists,
+}
+
+/// Short-term memory: every message, keyed by (channel, ts).
+#[async_trait]
+pub trait MessageStore: Send + Sync {
+    /// Stores `message` unless (channel, ts) exists already (a conditional put).
+    async fn put_message(&self, message: &Message) -> PortResult<PutOutcome>;
+    async fn get_message(&self, channel: &ChannelId, ts: &Ts) -> PortResult<Option<Message>>;
+    /// Replaces the text of a stored message; false when there is none.
+    async fn update_text(&self, channel: &ChannelId, ts: &Ts, text: &str) -> PortResult<bool>;
+    /// Removes a stored message; false when there was none.
+    async fn delete_message(&self, channel: &ChannelId, ts: &Ts) -> PortResult<bool>;
+    /// The newest `limit` messages of one conversation written at or after `since`,
+    /// oldest first.
+    async fn recent_in_thread(
+        &self,
+        thread: &ThreadKey,
+        since: Timestamp,
+        limit: usize,
+    ) -> PortResult<Vec<Message>>;
+    /// The newest message anywhere in the channel (any conversation) older than `before`.
+    async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Message>>;
+}
+
+/// What kuuki did in each channel lately: cooldown, engagement, intervention history.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChannelState {
+    pub last_response_at: Option<Timestamp>,
+    /// Newest last, at most [`ChannelState::KEPT_INTERVENTIONS`].
+    pub interventions: Vec<Intervention>,
+}
+
+impl ChannelState {
+    pub const KEPT_INTERVENTIONS: usize = 20;
+
+    /// Interventions in the `window` before `now`.
+    pub fn interventions_within(&self, now: Timestamp, window: Duration) -> usize {
+        let since = now - window;
+        self.interventions.iter().filter(|i| i.at >= since && i.at <= now).count()
+    }
+}
+
+#[async_trait]
+pub trait ChannelStateStore: Send + Sync {
+    async fn channel_state(&self, channel: &ChannelId) -> PortResult<ChannelState>;
+    /// Records a response: sets the last response time and appends to the history.
+    async fn record_intervention(&self, channel: &ChannelId, intervention: Intervention) -> PortResult<()>;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimOutcome {
+    /// This caller holds the claim until it completes or the lease runs out.
+    Claimed,
+    /// Someone else holds an unexpired claim.
+    InProgress,
+    /// The work was done already.
+    Completed,
+}
+
+/// Idempotency: claims on work so a redelivered job never posts twice.
+#[async_trait]
+pub trait Ledger: Send + Sync {
+    /// Claims `key` for `lease` unless it is held or completed. An expired claim can
+    /// be taken again.
+    async fn claim(&self, key: &str, now: Timestamp, lease: Duration) -> PortResult<ClaimOutcome>;
+    /// Marks `key` done; it stays done for `keep`.
+    async fn complete(&self, key: &str, now: Timestamp, keep: Duration) -> PortResult<()>;
+    /// Gives up a claim after a failure, so a redelivery can try again.
+    async fn release(&self, key: &str) -> PortResult<()>;
+}
+
+/// Delayed work with at-least-once delivery.
+#[async_trait]
+pub trait Queue: Send + Sync {
+    async fn enqueue(&self, job: Job, delay: Duration) -> PortResult<()>;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LlmRole {
+    Judge,
+    Generate,
+    Summarize,
+    Reflect,
+}
+
+impl LlmRole {
+    pub const ALL: [LlmRole; 4] = [LlmRole::Judge, LlmRole::Generate, LlmRole::Summarize, LlmRole::Reflect];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LlmRole::Judge => "judge",
+            LlmRole::Generate => "generate",
+            LlmRole::Summarize => "summarize",
+            LlmRole::Reflect => "reflect",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlmRequest {
+    pub role: LlmRole,
+    pub model: String,
+    /// The whole prompt: one system prompt, no user turn (DESIGN §5).
+    pub system: String,
+    pub max_tokens: u32,
+    /// The text of the message this call is about (logs, scripted answers).
+    pub subject: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlmResponse {
+    pub text: String,
+    pub usage: Usage,
+}
+
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum LlmError {
+    #[error("the LLM call failed: {0}")]
+    Failed(String),
+    #[error("no scripted answer for the {0} call")]
+    NoScriptedAnswer(&'static str),
+}
+
+#[async_trait]
+pub trait Llm: Send + Sync {
+    async fn complete(&self, request: LlmRequest) -> Result<LlmResponse, LlmError>;
+}
+
+/// A message kuuki posts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Post {
+    pub channel: ChannelId,
+    /// Post in this thread; `None` posts at the top level.
+    pub thread_root: Option<Ts>,
+    pub text: String,
+}
+
+/// The chat platform's API.
+#[async_trait]
+pub trait Chat: Send + Sync {
+    /// Posts and returns the new message's ts.
+    async fn post_message(&self, post: &Post) -> PortResult<Ts>;
+    async fn add_reaction(&self, channel: &ChannelId, ts: &Ts, emoji: &str) -> PortResult<()>;
+    /// A display name for prompts; the id itself when the platform has none.
+    async fn user_name(&self, user: &UserId) -> PortResult<String>;
+}
+
+/// Where decision records go: stdout in replay, structured logs in Lambda.
+pub trait DecisionLog: Send + Sync {
+    fn record(&self, event: crate::domain::Event);
+}

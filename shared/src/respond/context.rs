@@ -1,0 +1,113 @@
+//! One context builder for the judge and for generation (spec 004): the channel's
+//! recent top level, the target conversation last, the time, the intervention history.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::deps::Deps;
+use crate::domain::{Author, Message, Persona, ResponseType, ThreadKey, Timestamp};
+use crate::ports::{ChannelState, PortResult};
+
+/// The last intervened conversation is quoted up to this many characters.
+const EXCERPT_CHARS: usize = 200;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PromptMessage {
+    pub time: String,
+    pub name: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PromptContext<'a> {
+    pub persona: &'a Persona,
+    pub now: String,
+    /// The channel's top level, when the target is in a thread.
+    pub top_level: Vec<PromptMessage>,
+    pub target_conversation: Vec<PromptMessage>,
+    pub in_thread: bool,
+    pub target: PromptMessage,
+    pub response_type: &'static str,
+    pub minutes_since_last_intervention: Option<i64>,
+    pub interventions_last_30_min: usize,
+    pub last_intervention_excerpt: String,
+}
+
+/// The conversation of `target` in the context window, oldest first; it may hold
+/// messages newer than the target.
+pub async fn load_conversation(deps: &Deps, target: &Message) -> PortResult<Vec<Message>> {
+    if !deps.settings.memory_enabled {
+        return Ok(vec![target.clone()]);
+    }
+    let since = deps.clock.now() - deps.settings.channel_buffer_ttl;
+    let since = since.min(target.at);
+    deps.messages
+        .recent_in_thread(&target.thread_key(), since, deps.settings.channel_buffer_size)
+        .await
+}
+
+pub async fn build<'a>(
+    deps: &'a Deps,
+    target: &Message,
+    conversation: &[Message],
+    state: &ChannelState,
+    response_type: ResponseType,
+) -> PortResult<PromptContext<'a>> {
+    let now = deps.clock.now();
+    let top_level = match (&target.thread_root, deps.settings.memory_enabled) {
+        (Some(_), true) => {
+            let since = now - deps.settings.channel_buffer_ttl;
+            deps.messages
+                .recent_in_thread(
+                    &ThreadKey::top_level(target.channel.clone()),
+                    since,
+                    deps.settings.channel_buffer_size,
+                )
+                .await?
+        }
+        _ => Vec::new(),
+    };
+    let last = state.interventions.last();
+    Ok(PromptContext {
+        persona: &deps.persona,
+        now: now.to_utc_string(),
+        top_level: top_level.iter().map(|m| prompt_message(deps, m)).collect(),
+        target_conversation: conversation.iter().map(|m| prompt_message(deps, m)).collect(),
+        in_thread: target.thread_root.is_some(),
+        target: prompt_message(deps, target),
+        response_type: response_type.as_str(),
+        minutes_since_last_intervention: state
+            .last_response_at
+            .map(|at| (now.seconds_since(at) / 60.0).floor() as i64),
+        interventions_last_30_min: state.interventions_within(now, Duration::from_secs(30 * 60)),
+        last_intervention_excerpt: last.map(|i| i.excerpt.clone()).unwrap_or_default(),
+    })
+}
+
+fn prompt_message(deps: &Deps, m: &Message) -> PromptMessage {
+    PromptMessage {
+        time: clock_time(m.at),
+        name: match m.author {
+            Author::OwnBot => deps.persona.name.clone(),
+            _ => m.user_name.clone(),
+        },
+        text: m.text.clone(),
+    }
+}
+
+fn clock_time(at: Timestamp) -> String {
+    let s = at.to_utc_string();
+    s[11..16].to_owned()
+}
+
+/// The conversation as kuuki stepped in, for the intervention history.
+pub fn excerpt(conversation: &[Message]) -> String {
+    let start = conversation.len().saturating_sub(5);
+    let joined = conversation[start..]
+        .iter()
+        .map(|m| format!("{}: {}", m.user_name, m.text))
+        .collect::<Vec<_>>()
+        .join(" / ");
+    joined.chars().take(EXCERPT_CHARS).collect()
+}

@@ -1,0 +1,207 @@
+//! The respond worker (DESIGN §3): claim the answer, react or generate and post, then
+//! record it so cooldown, engagement and the intervention history see it.
+
+pub mod context;
+
+use std::time::Duration;
+
+use crate::deps::Deps;
+use crate::domain::{Author, EventKind, Intervention, Message, RespondMode, ResponseType, Stage, ThreadKey, Ts};
+use crate::ingest::record;
+use crate::judge::{newer_message, rules};
+use crate::ports::{LlmRequest, LlmRole, PortResult, Post};
+
+/// How long a claim protects an answer in progress; a crashed worker's claim expires.
+const CLAIM_LEASE: Duration = Duration::from_secs(5 * 60);
+/// How long a completed answer is remembered against redeliveries.
+const CLAIM_KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Token limits: a short acknowledgement is a line (spec 001: 50).
+const SHORT_ACK_TOKENS: u32 = 50;
+const FULL_RESPONSE_TOKENS: u32 = 1024;
+
+/// Handles a RESPOND job. Errors are backend failures: the claim is released and the
+/// queue delivers the job again, which never posts twice.
+pub async fn handle(
+    deps: &Deps,
+    thread: &ThreadKey,
+    ts: &Ts,
+    mode: RespondMode,
+    response_type: ResponseType,
+) -> PortResult<()> {
+    let channel = &thread.channel;
+    let Some(target) = deps.messages.get_message(channel, ts).await? else {
+        record(deps, channel, thread.root.clone(), ts.clone(), dropped("the message was deleted"));
+        return Ok(());
+    };
+    let newer = match mode {
+        RespondMode::Ambient => newer_message(deps, &target, |m| deps.is_participant(m)).await?,
+        // Direct triggers that arrive together are answered once, by the newest.
+        RespondMode::Direct => {
+            newer_message(deps, &target, |m| {
+                deps.is_participant(m) && rules::direct_trigger(m, &deps.bot).is_some()
+            })
+            .await?
+        }
+    };
+    if let Some(newer) = newer {
+        record(
+            deps,
+            channel,
+            thread.root.clone(),
+            ts.clone(),
+            EventKind::Superseded {
+                stage: Stage::Respond,
+                by: newer.ts,
+            },
+        );
+        return Ok(());
+    }
+
+    let key = format!("respond:{channel}:{ts}");
+    match deps.ledger.claim(&key, deps.clock.now(), CLAIM_LEASE).await? {
+        crate::ports::ClaimOutcome::Claimed => {}
+        _ => {
+            record(deps, channel, thread.root.clone(), ts.clone(), dropped("already answered or being answered"));
+            return Ok(());
+        }
+    }
+    match answer(deps, &target, &key, mode, response_type).await {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            deps.ledger.release(&key).await?;
+            Err(e)
+        }
+    }
+}
+
+async fn answer(deps: &Deps, target: &Message, key: &str, mode: RespondMode, response_type: ResponseType) -> PortResult<()> {
+    let channel = &target.channel;
+    let conversation = context::load_conversation(deps, target).await?;
+    let (posted_ts, text, emoji) = match response_type {
+        ResponseType::ReactOnly => {
+            let emoji = rules::pick_emoji(&target.text);
+            deps.chat.add_reaction(channel, &target.ts, emoji).await?;
+            deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?;
+            (None, None, Some(emoji.to_owned()))
+        }
+        ResponseType::ShortAck | ResponseType::FullResponse => {
+            let text = match generate(deps, target, &conversation, response_type).await? {
+                Ok(text) => text,
+                Err(reason) => {
+                    // A failed generation posts nothing, not even an apology.
+                    deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?;
+                    record(
+                        deps,
+                        channel,
+                        target.thread_root.clone(),
+                        target.ts.clone(),
+                        EventKind::RespondFailed {
+                            mode,
+                            response_type,
+                            reason,
+                        },
+                    );
+                    return Ok(());
+                }
+            };
+            let post = Post {
+                channel: channel.clone(),
+                thread_root: target.thread_root.clone(),
+                text: text.clone(),
+            };
+            let posted = deps.chat.post_message(&post).await?;
+            // Done before anything else can fail: a redelivery must never post again.
+            deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?;
+            let own = Message {
+                channel: channel.clone(),
+                ts: posted.clone(),
+                thread_root: target.thread_root.clone(),
+                user: deps.bot.user_id.clone(),
+                user_name: deps.persona.name.clone(),
+                text: text.clone(),
+                author: Author::OwnBot,
+                replies_to_bot: false,
+                at: deps.clock.now(),
+            };
+            deps.messages.put_message(&own).await?;
+            (Some(posted), Some(text), None)
+        }
+    };
+    deps.channels
+        .record_intervention(
+            channel,
+            Intervention {
+                at: deps.clock.now(),
+                thread: target.thread_key(),
+                response_type,
+                excerpt: context::excerpt(&conversation),
+            },
+        )
+        .await?;
+    record(
+        deps,
+        channel,
+        target.thread_root.clone(),
+        target.ts.clone(),
+        EventKind::Respond {
+            mode,
+            response_type,
+            posted_in: target.thread_root.clone(),
+            posted_ts,
+            text,
+            emoji,
+        },
+    );
+    Ok(())
+}
+
+/// The text to post. The outer error is a backend failure; the inner one a failed
+/// generation (nothing is posted).
+async fn generate(
+    deps: &Deps,
+    target: &Message,
+    conversation: &[Message],
+    response_type: ResponseType,
+) -> PortResult<Result<String, String>> {
+    let Some(llm) = &deps.llm else {
+        return Ok(Ok(placeholder(deps, target, response_type)));
+    };
+    let state = deps.channels.channel_state(&target.channel).await?;
+    let ctx = context::build(deps, target, conversation, &state, response_type).await?;
+    let request = LlmRequest {
+        role: LlmRole::Generate,
+        model: deps.settings.llm_model.clone(),
+        system: deps.prompts.generate(&ctx),
+        max_tokens: match response_type {
+            ResponseType::ShortAck => SHORT_ACK_TOKENS,
+            _ => FULL_RESPONSE_TOKENS,
+        },
+        subject: target.text.clone(),
+    };
+    Ok(match llm.complete(request).await {
+        Ok(response) => {
+            let text = response.text.trim().to_owned();
+            if text.is_empty() { Err("the model returned no text".into()) } else { Ok(text) }
+        }
+        Err(e) => Err(e.to_string()),
+    })
+}
+
+/// With `--llm none`: a visible stand-in that says what kuuki would have said.
+fn placeholder(deps: &Deps, target: &Message, response_type: ResponseType) -> String {
+    let quoted: String = target.text.chars().take(40).collect();
+    format!(
+        "[{} {} to {}: \"{}\"]",
+        deps.persona.name,
+        response_type.as_str(),
+        target.user_name,
+        quoted
+    )
+}
+
+fn dropped(reason: &str) -> EventKind {
+    EventKind::Dropped {
+        stage: Stage::Respond,
+        reason: reason.into(),
+    }
+}

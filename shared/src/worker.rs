@@ -1,0 +1,63 @@
+//! Runs queued jobs: the in-process stand-in for SQS delivering to the judge and
+//! respond functions, with redelivery after a failure and a dead-letter limit.
+
+use std::time::Duration;
+
+use crate::adapters::memory::MemoryQueue;
+use crate::deps::Deps;
+use crate::domain::{EventKind, Job, Stage, Timestamp};
+use crate::ingest::record;
+use crate::ports::PortResult;
+use crate::{judge, respond};
+
+/// Like an SQS visibility timeout: a failed job comes back after this long.
+pub const REDELIVERY_DELAY: Duration = Duration::from_secs(30);
+/// Deliveries before a job goes to the dead letters (SQS maxReceiveCount).
+pub const MAX_DELIVERIES: u32 = 5;
+
+/// One delivery of one job to its worker.
+pub async fn run_job(deps: &Deps, job: &Job) -> PortResult<()> {
+    match job {
+        Job::Judge { thread, ts } => judge::handle(deps, thread, ts).await,
+        Job::Respond {
+            thread,
+            ts,
+            mode,
+            response_type,
+        } => respond::handle(deps, thread, ts, *mode, *response_type).await,
+    }
+}
+
+/// Runs every job due at or before `until`, oldest first, moving the clock to each
+/// job's time with `advance`. Returns how many deliveries failed.
+pub async fn run_due(deps: &Deps, queue: &MemoryQueue, until: Timestamp, advance: impl Fn(Timestamp)) -> u32 {
+    let mut failures = 0;
+    while let Some(due) = queue.next_due().filter(|due| *due <= until) {
+        advance(due);
+        let Some(scheduled) = queue.pop_due(due) else { break };
+        if let Err(error) = run_job(deps, &scheduled.job).await {
+            failures += 1;
+            tracing::warn!(%error, job = ?scheduled.job, "job failed; it will be delivered again");
+            if scheduled.deliveries + 1 >= MAX_DELIVERIES {
+                let job = &scheduled.job;
+                let stage = match job {
+                    Job::Judge { .. } => Stage::Judge,
+                    Job::Respond { .. } => Stage::Respond,
+                };
+                record(
+                    deps,
+                    &job.thread().channel,
+                    job.thread().root.clone(),
+                    job.ts().clone(),
+                    EventKind::Dropped {
+                        stage,
+                        reason: format!("dead letter after {MAX_DELIVERIES} failed deliveries: {error}"),
+                    },
+                );
+            } else {
+                queue.redeliver(scheduled, REDELIVERY_DELAY);
+            }
+        }
+    }
+    failures
+}
