@@ -33,6 +33,9 @@ struct Line<'a> {
     kind: &'a str,
     channel: &'a str,
     thread: Option<&'a str>,
+    /// When the message a judgment or response is about was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    msg_t: Option<Value>,
     #[serde(flatten)]
     body: Value,
 }
@@ -96,6 +99,7 @@ impl<'a> LogWriter<'a> {
                 kind: event.kind.name(),
                 channel: &event.channel.0,
                 thread: thread.as_deref(),
+                msg_t: (!matches!(event.kind, EventKind::Message { .. })).then(|| ts_seconds(&event.ts)),
                 body: body(&event),
             };
             self.emit(&line);
@@ -152,6 +156,7 @@ impl<'a> LogWriter<'a> {
             kind: "stats",
             channel: "*",
             thread: None,
+            msg_t: None,
             body,
         });
         let _ = self.out.flush();
