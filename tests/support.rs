@@ -1,1 +1,111 @@
+//! Helpers for the end-to-end tests: replay a transcript in-process exactly as
+//! `kuuki replay` does and hand back the decision log.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use kuuki::adapters::llm::ScriptedLlm;
+use kuuki::config::Settings;
+use kuuki::ports::Llm;
+use kuuki::replay::{self, LogWriter, ReplayOptions};
+use serde_json::Value;
+
+pub struct Run<'a> {
+    pub transcript: &'a str,
+    pub settings: &'a [(&'a str, &'a str)],
+    /// An LLM script (JSON lines), or `None` for rules only.
+    pub script: Option<&'a str>,
+    pub seed: u64,
+}
+
+impl<'a> Run<'a> {
+    pub fn new(transcript: &'a str) -> Self {
+        Run {
+            transcript,
+            settings: &[],
+            script: None,
+            seed: 1,
+        }
+    }
+
+    pub fn settings(mut self, settings: &'a [(&'a str, &'a str)]) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    pub fn script(mut self, script: &'a str) -> Self {
+        self.script = Some(script);
+        self
+    }
+
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// The decision log as text, exactly as `kuuki replay` prints it.
+    pub fn text(&self) -> String {
+        let mut vars: HashMap<String, String> =
+            self.settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let llm: Option<Arc<dyn Llm>> = self.script.map(|s| {
+            vars.insert("LLM_PROVIDER".into(), "script".into());
+            Arc::new(ScriptedLlm::parse(s).expect("a valid script")) as Arc<dyn Llm>
+        });
+        let settings = Settings::from_vars(&vars).expect("valid settings");
+        let transcript = replay::parse_transcript(self.transcript).expect("a valid transcript");
+        let persona = settings.persona(None);
+        let mut out = Vec::new();
+        let mut writer = LogWriter::new(&mut out, false);
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime
+            .block_on(replay::replay(
+                &transcript,
+                ReplayOptions {
+                    settings,
+                    persona,
+                    llm,
+                    seed: self.seed,
+                },
+                &mut writer,
+            ))
+            .expect("the replay runs");
+        drop(writer);
+        String::from_utf8(out).expect("utf-8")
+    }
+
+    /// The decision log, one JSON value a line.
+    pub fn log(&self) -> Log {
+        Log(self
+            .text()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+            .collect())
+    }
+}
+
+/// A decision log with a few ways to look into it.
+pub struct Log(pub Vec<Value>);
+
+impl Log {
+    pub fn kind(&self, kind: &str) -> Vec<&Value> {
+        self.0.iter().filter(|v| v["kind"] == kind).collect()
+    }
+
+    /// Lines of `kind` about the message written at `msg_t`.
+    pub fn about(&self, kind: &str, msg_t: f64) -> Vec<&Value> {
+        self.kind(kind).into_iter().filter(|v| v["msg_t"] == msg_t).collect()
+    }
+
+    pub fn stats(&self) -> &Value {
+        self.0.last().filter(|v| v["kind"] == "stats").expect("a stats line ends the log")
+    }
+}
+
+impl std::fmt::Debug for Log {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for line in &self.0 {
+            writeln!(f, "{line}")?;
+        }
+        Ok(())
+    }
+}

@@ -243,3 +243,329 @@ pub fn pick_emoji(text: &str) -> &'static str {
         "eyes"
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::domain::{ChannelId, Ts, UserId};
+
+    const T0: i64 = 1_767_603_600;
+
+    fn at(secs: f64) -> Timestamp {
+        Timestamp((T0 as f64 * 1e6 + secs * 1e6) as i64)
+    }
+
+    fn msg(secs: f64, user: &str, text: &str) -> Message {
+        Message {
+            channel: ChannelId("c".into()),
+            ts: Ts::from_timestamp(at(secs)),
+            thread_root: None,
+            user: UserId(user.into()),
+            user_name: user.into(),
+            text: text.into(),
+            author: Author::Human,
+            replies_to_bot: false,
+            at: at(secs),
+        }
+    }
+
+    fn bot() -> BotIdentity {
+        BotIdentity {
+            user_id: UserId("UBOT".into()),
+            name: "kuuki".into(),
+            aliases: vec!["くうき".into()],
+        }
+    }
+
+    fn settings(pairs: &[(&str, &str)]) -> Settings {
+        let vars: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Settings::from_vars(&vars).unwrap()
+    }
+
+    /// Scores the last message of `conversation`, judged `judge_delay` seconds after it
+    /// was written, with the previous message in the channel `silence` seconds before.
+    struct Case {
+        conversation: Vec<Message>,
+        last_response: Option<f64>,
+        silence: Option<f64>,
+        judge_delay: f64,
+    }
+
+    impl Case {
+        fn new(conversation: Vec<Message>) -> Self {
+            Case {
+                conversation,
+                last_response: None,
+                silence: Some(60.0),
+                judge_delay: 30.0,
+            }
+        }
+
+        fn score(&self, settings: &Settings) -> RuleScore {
+            let message = self.conversation.last().unwrap();
+            let bot = bot();
+            score(
+                &RuleInput {
+                    message,
+                    conversation: &self.conversation,
+                    previous_in_channel: self.silence.map(|s| Timestamp(message.at.0 - (s * 1e6) as i64)),
+                    last_response_at: self.last_response.map(at),
+                    now: Timestamp(message.at.0 + (self.judge_delay * 1e6) as i64),
+                    bot: &bot,
+                },
+                settings,
+            )
+        }
+    }
+
+    fn one(text: &str) -> Case {
+        Case::new(vec![msg(1000.0, "alice", text)])
+    }
+
+    fn points_of(s: &RuleScore, rule: &str) -> Option<i32> {
+        s.breakdown.0.iter().find(|(r, _)| r == rule).map(|(_, p)| *p)
+    }
+
+    #[test]
+    fn direct_triggers() {
+        let b = bot();
+        assert_eq!(direct_trigger(&msg(0.0, "a", "<@UBOT> hi"), &b), Some(DirectTrigger::Mention));
+        assert_eq!(direct_trigger(&msg(0.0, "a", "<@!UBOT> hi"), &b), Some(DirectTrigger::Mention));
+        assert_eq!(direct_trigger(&msg(0.0, "a", "<@UOTHER> hi"), &b), None);
+        let mut reply = msg(0.0, "a", "sure");
+        reply.replies_to_bot = true;
+        assert_eq!(direct_trigger(&reply, &b), Some(DirectTrigger::Reply));
+        assert_eq!(direct_trigger(&msg(0.0, "a", "Kuuki, lunch?"), &b), Some(DirectTrigger::Name));
+        assert_eq!(direct_trigger(&msg(0.0, "a", "ねえくうきはどう思う"), &b), Some(DirectTrigger::Name));
+        assert_eq!(direct_trigger(&msg(0.0, "a", "kuukiness is a word"), &b), None);
+        assert_eq!(direct_trigger(&msg(0.0, "a", "nothing here"), &b), None);
+        assert_eq!(DirectTrigger::Mention.score(), 100);
+        assert_eq!(DirectTrigger::Reply.score(), 100);
+        assert_eq!(DirectTrigger::Name.score(), 80);
+    }
+
+    #[test]
+    fn question_adds_20_with_either_question_mark() {
+        let s = Settings::default();
+        assert_eq!(points_of(&one("lunch?").score(&s), "question"), Some(20));
+        assert_eq!(points_of(&one("お昼どうする？  ").score(&s), "question"), Some(20));
+        assert_eq!(points_of(&one("what? no.").score(&s), "question"), None);
+    }
+
+    #[test]
+    fn keywords_add_15_once() {
+        let s = settings(&[("JUDGE_KEYWORDS", "deploy,障害")]);
+        assert_eq!(points_of(&one("Deploy の障害です").score(&s), "keyword"), Some(15));
+        let r = one("deploy deploy 障害").score(&s);
+        assert_eq!(r.breakdown.0.iter().filter(|(k, _)| k == "keyword").count(), 1);
+        assert_eq!(points_of(&one("nothing").score(&s), "keyword"), None);
+    }
+
+    #[test]
+    fn bot_topics_add_15() {
+        let s = settings(&[("BOT_TOPICS", "Rust,天気")]);
+        assert_eq!(points_of(&one("rust の async むずい").score(&s), "bot_topic"), Some(15));
+        assert_eq!(points_of(&one("明日の天気").score(&s), "bot_topic"), Some(15));
+        assert_eq!(points_of(&one("go generics").score(&s), "bot_topic"), None);
+    }
+
+    #[test]
+    fn cooldown_and_engagement_offset_each_other_on_the_spec_timeline() {
+        let s = Settings::default();
+        // Response at t=1000-x; message at 1000; judged at 1030.
+        let mut c = one("hmm");
+        c.judge_delay = 0.0;
+        // Inside cooldown (and engagement): +40 -50.
+        c.last_response = Some(1000.0 - 60.0);
+        let r = c.score(&s);
+        assert_eq!(points_of(&r, "engagement"), Some(40));
+        assert_eq!(points_of(&r, "cooldown"), Some(-50));
+        assert!(r.engaged);
+        // Cooldown boundary: exactly COOLDOWN_SECONDS is still inside, one more is out.
+        c.last_response = Some(1000.0 - 120.0);
+        assert_eq!(points_of(&c.score(&s), "cooldown"), Some(-50));
+        c.last_response = Some(1000.0 - 121.0);
+        let r = c.score(&s);
+        assert_eq!(points_of(&r, "cooldown"), None);
+        assert_eq!(points_of(&r, "engagement"), Some(40));
+        // Engagement boundary: exactly 300 s inside, 301 out.
+        c.last_response = Some(1000.0 - 300.0);
+        assert_eq!(points_of(&c.score(&s), "engagement"), Some(40));
+        c.last_response = Some(1000.0 - 301.0);
+        let r = c.score(&s);
+        assert_eq!(points_of(&r, "engagement"), None);
+        assert!(!r.engaged);
+    }
+
+    #[test]
+    fn cooldown_counts_to_the_judgment_engagement_to_the_message() {
+        let s = Settings::default();
+        let mut c = one("hmm");
+        // Written 100 s after the response, judged 30 s later: 130 s > cooldown.
+        c.last_response = Some(900.0);
+        c.judge_delay = 30.0;
+        assert_eq!(points_of(&c.score(&s), "cooldown"), None);
+        // A message written before kuuki's response is not engaged with it, but kuuki
+        // is still in cooldown when judging it.
+        c.last_response = Some(1010.0);
+        let r = c.score(&s);
+        assert_eq!(points_of(&r, "engagement"), None);
+        assert_eq!(points_of(&r, "cooldown"), Some(-50));
+    }
+
+    #[test]
+    fn engagement_boost_is_a_setting() {
+        let s = settings(&[("ENGAGEMENT_BOOST", "25"), ("ENGAGEMENT_DURATION_SECONDS", "600"), ("COOLDOWN_SECONDS", "10")]);
+        let mut c = one("hmm");
+        c.last_response = Some(1000.0 - 500.0);
+        assert_eq!(points_of(&c.score(&s), "engagement"), Some(25));
+    }
+
+    #[test]
+    fn one_on_one_is_exactly_two_humans_in_the_recent_window() {
+        let s = Settings::default();
+        let two = Case::new(vec![msg(900.0, "alice", "a"), msg(950.0, "bob", "b"), msg(1000.0, "alice", "c")]);
+        assert_eq!(points_of(&two.score(&s), "one_on_one"), Some(-20));
+        let three = Case::new(vec![msg(900.0, "carol", "a"), msg(950.0, "bob", "b"), msg(1000.0, "alice", "c")]);
+        assert_eq!(points_of(&three.score(&s), "one_on_one"), None);
+        assert_eq!(points_of(&one("alone").score(&s), "one_on_one"), None);
+        // Carol left the window of the last N messages: a 1:1 again.
+        let s3 = settings(&[("JUDGE_RECENT_MESSAGES", "3")]);
+        let mut conv = vec![msg(800.0, "carol", "x")];
+        conv.extend([msg(900.0, "alice", "a"), msg(950.0, "bob", "b"), msg(1000.0, "alice", "c")]);
+        assert_eq!(points_of(&Case::new(conv).score(&s3), "one_on_one"), Some(-20));
+    }
+
+    #[test]
+    fn no_mention_in_the_last_n_messages_costs_10() {
+        let s = settings(&[("JUDGE_RECENT_MESSAGES", "3")]);
+        assert_eq!(points_of(&one("hi").score(&s), "no_mention"), Some(-10));
+        let mentioned = Case::new(vec![msg(900.0, "bob", "<@UBOT> hi"), msg(950.0, "bob", "x"), msg(1000.0, "alice", "y")]);
+        assert_eq!(points_of(&mentioned.score(&s), "no_mention"), None);
+        let named = Case::new(vec![msg(900.0, "bob", "kuuki?"), msg(950.0, "bob", "x"), msg(1000.0, "alice", "y")]);
+        assert_eq!(points_of(&named.score(&s), "no_mention"), None);
+        let too_old = Case::new(vec![
+            msg(800.0, "bob", "<@UBOT> hi"),
+            msg(900.0, "bob", "x"),
+            msg(950.0, "bob", "x"),
+            msg(1000.0, "alice", "y"),
+        ]);
+        assert_eq!(points_of(&too_old.score(&s), "no_mention"), Some(-10));
+    }
+
+    #[test]
+    fn a_lively_conversation_costs_10() {
+        let s = Settings::default();
+        let users = ["a", "b", "c", "d", "e"];
+        // Five messages in 40 s: 6 a minute.
+        let busy = Case::new(users.iter().enumerate().map(|(i, u)| msg(960.0 + 10.0 * i as f64, u, "x")).collect());
+        assert_eq!(points_of(&busy.score(&s), "busy"), Some(-10));
+        // Five messages in 41 s: under 6 a minute.
+        let calm = Case::new(
+            users.iter().enumerate().map(|(i, u)| msg(959.0 + 10.25 * i as f64, u, "x")).collect(),
+        );
+        assert_eq!(points_of(&calm.score(&s), "busy"), None);
+        // Four messages are never lively, however fast.
+        let few = Case::new(users[..4].iter().map(|u| msg(1000.0, u, "x")).collect());
+        assert_eq!(points_of(&few.score(&s), "busy"), None);
+    }
+
+    #[test]
+    fn first_message_after_silence_adds_10() {
+        let s = Settings::default();
+        let mut c = one("hello again");
+        c.silence = Some(30.0 * 60.0);
+        assert_eq!(points_of(&c.score(&s), "after_silence"), Some(10));
+        c.silence = Some(30.0 * 60.0 - 1.0);
+        assert_eq!(points_of(&c.score(&s), "after_silence"), None);
+        c.silence = None;
+        assert_eq!(points_of(&c.score(&s), "after_silence"), Some(10), "a channel's first message");
+    }
+
+    #[test]
+    fn fading_replies_cost_10_or_15() {
+        let s = Settings::default();
+        let conv = |lens: [usize; 6]| {
+            Case::new(
+                lens.iter()
+                    .enumerate()
+                    .map(|(i, n)| msg(900.0 + 10.0 * i as f64, if i % 2 == 0 { "a" } else { "b" }, &"x".repeat(*n)))
+                    .collect(),
+            )
+        };
+        assert_eq!(points_of(&conv([40, 40, 40, 10, 10, 10]).score(&s), "fading"), Some(-15));
+        assert_eq!(points_of(&conv([40, 40, 40, 25, 25, 25]).score(&s), "fading"), Some(-10));
+        // Exactly 3/4 is not fading yet; exactly half is the milder penalty.
+        assert_eq!(points_of(&conv([40, 40, 40, 30, 30, 30]).score(&s), "fading"), None);
+        assert_eq!(points_of(&conv([40, 40, 40, 20, 20, 20]).score(&s), "fading"), Some(-10));
+        assert_eq!(points_of(&conv([10, 10, 10, 40, 40, 40]).score(&s), "fading"), None);
+        // Fewer than six messages: nothing to compare.
+        let five = Case::new((0..5).map(|i| msg(900.0 + i as f64, "a", if i < 3 { "long long" } else { "x" })).collect());
+        assert_eq!(points_of(&five.score(&s), "fading"), None);
+    }
+
+    #[test]
+    fn the_score_is_clamped_to_0_100() {
+        let s = settings(&[("JUDGE_KEYWORDS", "deploy"), ("BOT_TOPICS", "rust"), ("ENGAGEMENT_BOOST", "100"), ("COOLDOWN_SECONDS", "0")]);
+        let mut high = one("rust deploy?");
+        high.last_response = Some(990.0);
+        high.judge_delay = 20.0;
+        let r = high.score(&s);
+        assert!(r.breakdown.total() > 100, "{:?}", r.breakdown);
+        assert_eq!(r.score, 100);
+        let mut low = Case::new(vec![msg(990.0, "a", "xxxxxxxxxx"), msg(1000.0, "b", "x")]);
+        low.last_response = Some(1000.0 - 1000.0);
+        low.judge_delay = 0.0;
+        let s = settings(&[("ENGAGEMENT_DURATION_SECONDS", "10"), ("COOLDOWN_SECONDS", "2000")]);
+        let r = low.score(&s);
+        assert!(r.breakdown.total() < 0, "{:?}", r.breakdown);
+        assert_eq!(r.score, 0);
+    }
+
+    #[test]
+    fn thresholds_without_the_llm_judge() {
+        let s = Settings::default();
+        assert_eq!(decide(60, &s, false), Decision::Respond);
+        assert_eq!(decide(59, &s, false), Decision::Skip);
+        let s = settings(&[("JUDGE_SCORE_THRESHOLD", "30")]);
+        assert_eq!(decide(30, &s, false), Decision::Respond);
+        // An LLM judge that is enabled but not available falls back to the threshold.
+        let s = settings(&[("LLM_JUDGE_ENABLED", "true")]);
+        assert_eq!(decide(50, &s, false), Decision::Skip);
+    }
+
+    #[test]
+    fn thresholds_with_the_llm_judge() {
+        let s = settings(&[("LLM_JUDGE_ENABLED", "true")]);
+        assert_eq!(decide(80, &s, true), Decision::Respond);
+        assert_eq!(decide(79, &s, true), Decision::Llm);
+        assert_eq!(decide(21, &s, true), Decision::Llm);
+        assert_eq!(decide(20, &s, true), Decision::Skip);
+        let off = settings(&[("LLM_PROVIDER", "openai"), ("LLM_JUDGE_ENABLED", "false")]);
+        assert_eq!(decide(79, &off, true), Decision::Respond);
+    }
+
+    #[test]
+    fn the_response_ladder() {
+        let s = Settings::default();
+        assert_eq!(response_type(59, false, false, &s), ResponseType::ReactOnly);
+        assert_eq!(response_type(60, false, false, &s), ResponseType::ShortAck);
+        assert_eq!(response_type(79, false, false, &s), ResponseType::ShortAck);
+        assert_eq!(response_type(60, true, false, &s), ResponseType::FullResponse);
+        assert_eq!(response_type(80, false, false, &s), ResponseType::FullResponse);
+        assert_eq!(response_type(30, false, true, &s), ResponseType::FullResponse);
+        let flat = settings(&[("RESPONSE_DIVERSITY_ENABLED", "false")]);
+        assert_eq!(response_type(10, false, false, &flat), ResponseType::FullResponse);
+    }
+
+    #[test]
+    fn emoji_follow_the_message() {
+        assert_eq!(pick_emoji("どうする？"), "thinking_face");
+        assert_eq!(pick_emoji("ありがとう"), "pray");
+        assert_eq!(pick_emoji("deploy done"), "tada");
+        assert_eq!(pick_emoji("草"), "joy");
+        assert_eq!(pick_emoji("ふむ"), "eyes");
+    }
+}

@@ -1,0 +1,375 @@
+//! The flow of DESIGN §3 as a user meets it: a transcript in, the decision log out.
+
+use kuuki_e2e::Run;
+use serde_json::json;
+
+/// An LLM judge that always says yes, and a writer that always answers.
+const YES: &str = r#"{"role": "judge", "reply": {"should_respond": true, "reason": "unanswered", "confidence": 0.9, "delay_seconds": 0, "conversation_state": "active"}, "repeat": true}
+{"role": "generate", "reply": "なるほど、手伝いますよ", "repeat": true}"#;
+
+#[test]
+fn a_mention_is_answered_at_once_where_it_was_written() {
+    let log = Run::new(
+        r#"{"t": 0, "user": "alice", "text": "<@bot> 今日の天気は？"}
+{"t": 60, "user": "bob", "text": "<@bot> and in the thread?", "thread": "t1"}"#,
+    )
+    .log();
+    let responds = log.kind("respond");
+    assert_eq!(responds.len(), 2, "{log:?}");
+    assert_eq!(responds[0]["t"], 0.0);
+    assert_eq!(responds[0]["thread"], json!(null), "a top-level mention gets a top-level reply");
+    assert_eq!(responds[0]["mode"], "direct");
+    assert_eq!(responds[0]["type"], "full_response");
+    assert_eq!(responds[1]["t"], 60.0);
+    assert_eq!(responds[1]["thread"], "t1", "a thread mention gets a reply in the thread");
+    assert!(log.kind("judge").is_empty(), "direct triggers skip scoring: {log:?}");
+    let messages = log.kind("message");
+    assert_eq!(messages[0]["trigger"], "mention");
+}
+
+#[test]
+fn the_name_an_alias_and_a_reply_are_direct_triggers() {
+    let log = Run::new(
+        r#"{"t": 0, "user": "alice", "text": "kuuki, are you there"}
+{"t": 100, "user": "bob", "text": "くうきはどう思う"}
+{"t": 200, "user": "carol", "text": "that works", "reply_to_bot": true}
+{"t": 300, "user": "dave", "text": "kuukiness is not a name call"}"#,
+    )
+    .log();
+    let triggers: Vec<_> = log.kind("message").iter().map(|m| m["trigger"].clone()).collect();
+    assert_eq!(triggers, vec![json!("name"), json!("name"), json!("reply"), json!(null)]);
+    let answered: Vec<f64> = log.kind("respond").iter().map(|r| r["msg_t"].as_f64().unwrap()).collect();
+    assert_eq!(answered, vec![0.0, 100.0, 200.0]);
+}
+
+#[test]
+fn bot_name_and_aliases_are_settings() {
+    let log = Run::new(r#"{"t": 0, "user": "alice", "text": "hey Mochi, lunch"}
+{"t": 10, "user": "alice", "text": "kuuki?"}"#)
+    .settings(&[("BOT_NAME", "mochi"), ("BOT_ALIASES", "")])
+    .log();
+    assert_eq!(log.kind("respond").len(), 1, "{log:?}");
+    assert_eq!(log.kind("respond")[0]["msg_t"], 0.0);
+}
+
+#[test]
+fn ambient_messages_are_judged_after_the_wait_with_jitter() {
+    let log = Run::new(r#"{"t": 0, "user": "alice", "text": "hello"}"#).seed(3).log();
+    let judges = log.kind("judge");
+    assert_eq!(judges.len(), 1);
+    let t = judges[0]["t"].as_f64().unwrap();
+    assert!((21.0..=39.0).contains(&t), "30 s ± 30 %: {t}");
+    assert_ne!(t, 30.0, "jittered");
+    let fixed = Run::new(r#"{"t": 0, "user": "alice", "text": "hello"}"#)
+        .settings(&[("JUDGE_MIN_WAIT_SECONDS", "45"), ("JUDGE_JITTER_RATIO", "0")])
+        .log();
+    assert_eq!(fixed.kind("judge")[0]["t"], 45.0);
+}
+
+#[test]
+fn the_same_seed_replays_the_same_way_and_another_seed_differently() {
+    let transcript = r#"{"t": 0, "user": "alice", "text": "hello"}
+{"t": 100, "user": "bob", "text": "anyone?"}"#;
+    assert_eq!(Run::new(transcript).seed(9).text(), Run::new(transcript).seed(9).text());
+    assert_ne!(Run::new(transcript).seed(9).text(), Run::new(transcript).seed(10).text());
+}
+
+#[test]
+fn a_burst_in_one_thread_costs_one_judgment() {
+    let log = Run::new(
+        r#"{"t": 0, "user": "alice", "text": "deploy is failing", "thread": "t1"}
+{"t": 3, "user": "bob", "text": "which step", "thread": "t1"}
+{"t": 6, "user": "alice", "text": "the migration", "thread": "t1"}
+{"t": 9, "user": "bob", "text": "looking", "thread": "t1"}
+{"t": 12, "user": "carol", "text": "me too", "thread": "t1"}"#,
+    )
+    .log();
+    let judges = log.kind("judge");
+    assert_eq!(judges.len(), 1, "{log:?}");
+    assert_eq!(judges[0]["msg_t"], 12.0, "the newest message is judged");
+    let superseded = log.kind("superseded");
+    assert_eq!(superseded.len(), 4);
+    assert!(superseded.iter().all(|s| s["by_t"] == 12.0 && s["stage"] == "judge" && s["thread"] == "t1"));
+    assert_eq!(log.stats()["superseded"], 4);
+}
+
+#[test]
+fn threads_and_channels_are_independent() {
+    let log = Run::new(
+        r#"{"t": 0, "user": "alice", "text": "question one", "thread": "t1"}
+{"t": 2, "user": "bob", "text": "question two", "thread": "t2"}
+{"t": 4, "user": "carol", "text": "top level"}
+{"t": 6, "user": "dave", "text": "elsewhere", "channel": "random"}"#,
+    )
+    .log();
+    assert_eq!(log.kind("judge").len(), 4, "{log:?}");
+    assert!(log.kind("superseded").is_empty());
+}
+
+#[test]
+fn a_thread_reply_supersedes_the_judgment_of_the_message_that_started_it() {
+    let log = Run::new(
+        r#"{"t": 0, "user": "alice", "text": "who knows CI?", "thread": "t1"}
+{"t": 10, "user": "bob", "text": "I do", "thread": "t1"}"#,
+    )
+    .log();
+    assert_eq!(log.about("superseded", 0.0).len(), 1, "{log:?}");
+    assert_eq!(log.about("judge", 10.0).len(), 1);
+}
+
+#[test]
+fn other_bots_are_stored_but_ignored_unless_configured() {
+    let transcript = r#"{"t": 0, "user": "ci-bot", "text": "build failed <@bot>", "bot": true}"#;
+    let log = Run::new(transcript).log();
+    assert_eq!(log.kind("message").len(), 1);
+    assert_eq!(log.kind("message")[0]["author"], "other_bot");
+    assert!(log.kind("judge").is_empty() && log.kind("respond").is_empty(), "{log:?}");
+    let log = Run::new(transcript).settings(&[("IGNORE_OTHER_BOTS", "false")]).log();
+    assert_eq!(log.kind("respond").len(), 1, "a mention from a bot counts when bots are not ignored: {log:?}");
+}
+
+#[test]
+fn another_bots_message_does_not_supersede_a_human_one() {
+    let log = Run::new(
+        r#"{"t": 0, "user": "alice", "text": "who knows CI?"}
+{"t": 5, "user": "ci-bot", "text": "build #12 passed", "bot": true}"#,
+    )
+    .log();
+    assert_eq!(log.about("judge", 0.0).len(), 1, "{log:?}");
+}
+
+#[test]
+fn rules_only_responds_at_the_score_threshold() {
+    let transcript = r#"{"t": 0, "user": "alice", "text": "rust の deploy どうする？"}"#;
+    // question 20 + keyword 15 + topic 15 + first message 10 - no mention 10 = 50.
+    let base = [("JUDGE_KEYWORDS", "deploy"), ("BOT_TOPICS", "rust")];
+    let log = Run::new(transcript).settings(&base).log();
+    let judge = log.kind("judge")[0];
+    assert_eq!(judge["score"], 50, "{log:?}");
+    assert_eq!(
+        judge["breakdown"],
+        json!({"question": 20, "keyword": 15, "no_mention": -10, "bot_topic": 15, "after_silence": 10})
+    );
+    assert_eq!(judge["decision"], "skip");
+    assert!(log.kind("respond").is_empty());
+
+    let settings = [base[0], base[1], ("JUDGE_SCORE_THRESHOLD", "50")];
+    let log = Run::new(transcript).settings(&settings).log();
+    assert_eq!(log.kind("judge")[0]["decision"], "respond");
+    let respond = log.kind("respond");
+    assert_eq!(respond.len(), 1);
+    assert_eq!(respond[0]["type"], "full_response", "a question gets a full answer");
+    assert_eq!(respond[0]["mode"], "ambient");
+    let text = respond[0]["text"].as_str().unwrap();
+    assert!(text.starts_with("[kuuki full_response to alice"), "a visible placeholder: {text}");
+}
+
+#[test]
+fn react_only_for_a_low_score_that_still_responds() {
+    let log = Run::new(r#"{"t": 0, "user": "alice", "text": "deploy done 🎉"}"#)
+        .settings(&[("JUDGE_SCORE_THRESHOLD", "0")])
+        .log();
+    let respond = log.kind("respond");
+    assert_eq!(respond.len(), 1, "{log:?}");
+    assert_eq!(respond[0]["type"], "react_only");
+    assert_eq!(respond[0]["emoji"], "tada");
+    assert_eq!(log.stats()["responses"]["react_only"], 1);
+}
+
+#[test]
+fn the_llm_judges_the_band_between_its_thresholds() {
+    let log = Run::new(
+        r#"{"t": 0, "user": "alice", "text": "CI が落ちるんだけど誰かわかる？"}
+{"t": 1000, "user": "bob", "text": "ok"}"#,
+    )
+    .script(YES)
+    .log();
+    let judges = log.kind("judge");
+    // 20 + 10 - 10 = 20 is at the low threshold: skipped without asking.
+    let first = log.about("judge", 0.0)[0];
+    assert_eq!(first["score"], 20);
+    assert_eq!(first["decision"], "skip");
+    assert_eq!(first["llm_called"], false);
+    // bob: 0 points; also skipped without the LLM.
+    assert_eq!(judges.len(), 2);
+    assert_eq!(log.stats()["llm_calls"]["judge"], 0);
+
+    let log = Run::new(r#"{"t": 0, "user": "alice", "text": "CI が落ちるんだけど誰かわかる？"}"#)
+        .script(YES)
+        .settings(&[("JUDGE_KEYWORDS", "CI")])
+        .log();
+    let judge = log.kind("judge")[0];
+    assert_eq!(judge["score"], 35);
+    assert_eq!(judge["decision"], "llm");
+    assert_eq!(judge["llm_called"], true);
+    assert_eq!(judge["respond"], true);
+    assert_eq!(judge["llm"]["reason"], "unanswered");
+    let respond = log.kind("respond");
+    assert_eq!(respond.len(), 1);
+    assert_eq!(respond[0]["text"], "なるほど、手伝いますよ");
+    assert_eq!(log.stats()["llm_calls"]["judge"], 1);
+    assert_eq!(log.stats()["llm_calls"]["generate"], 1);
+}
+
+#[test]
+fn the_llm_may_name_the_response_type_and_the_delay() {
+    let script = r#"{"role": "judge", "reply": {"should_respond": true, "reason": "a nod will do", "confidence": 0.7, "delay_seconds": 90, "response_type": "short_ack", "conversation_state": "active"}}
+{"role": "generate", "reply": "いいですね！"}"#;
+    let log = Run::new(r#"{"t": 0, "user": "alice", "text": "新しい CI 設定できた"}"#)
+        .script(script)
+        .settings(&[("JUDGE_KEYWORDS", "CI"), ("BOT_TOPICS", "CI"), ("JUDGE_MIN_WAIT_SECONDS", "30"), ("JUDGE_JITTER_RATIO", "0")])
+        .log();
+    let respond = log.kind("respond");
+    assert_eq!(respond.len(), 1, "{log:?}");
+    assert_eq!(respond[0]["type"], "short_ack");
+    assert_eq!(respond[0]["t"], 120.0, "judged at 30, answered 90 s later");
+    assert_eq!(respond[0]["text"], "いいですね！");
+}
+
+#[test]
+fn an_ending_conversation_is_never_answered() {
+    let script = r#"{"role": "judge", "reply": {"should_respond": true, "reason": "say bye", "confidence": 0.9, "conversation_state": "ending"}}"#;
+    let log = Run::new(r#"{"t": 0, "user": "alice", "text": "CI 直った、ありがとう"}"#)
+        .script(script)
+        .settings(&[("JUDGE_KEYWORDS", "CI"), ("BOT_TOPICS", "CI")])
+        .log();
+    let judge = log.kind("judge")[0];
+    assert_eq!(judge["llm_called"], true);
+    assert_eq!(judge["respond"], false, "{log:?}");
+    assert!(log.kind("respond").is_empty());
+}
+
+#[test]
+fn unusable_llm_answers_mean_do_not_respond() {
+    for reply in [r#""Sure, I'd love to chime in!""#, r#"{"should_respond": "yes"}"#] {
+        let script = format!(r#"{{"role": "judge", "reply": {reply}}}"#);
+        let log = Run::new(r#"{"t": 0, "user": "alice", "text": "CI がまた落ちた"}"#)
+            .script(&script)
+            .settings(&[("JUDGE_KEYWORDS", "CI"), ("BOT_TOPICS", "CI")])
+            .log();
+        let judge = log.kind("judge")[0];
+        assert_eq!(judge["respond"], false, "{reply}: {log:?}");
+        assert!(judge["llm_error"].as_str().unwrap().contains("unusable"), "{judge}");
+        assert!(log.kind("respond").is_empty());
+    }
+    // No scripted answer at all is a failed call: also no response.
+    let log = Run::new(r#"{"t": 0, "user": "alice", "text": "CI がまた落ちた"}"#)
+        .script(r#"{"role": "generate", "reply": "x"}"#)
+        .settings(&[("JUDGE_KEYWORDS", "CI"), ("BOT_TOPICS", "CI")])
+        .log();
+    assert!(log.kind("judge")[0]["llm_error"].as_str().is_some(), "{log:?}");
+    assert!(log.kind("respond").is_empty());
+}
+
+#[test]
+fn a_failed_generation_posts_nothing() {
+    let log = Run::new(r#"{"t": 0, "user": "alice", "text": "<@bot> hi"}"#)
+        .script(r#"{"role": "generate", "reply": "   "}"#)
+        .log();
+    assert!(log.kind("respond").is_empty(), "{log:?}");
+    let failed = log.kind("respond_failed");
+    assert_eq!(failed.len(), 1);
+    assert_eq!(log.stats()["respond_failed"], 1);
+}
+
+#[test]
+fn a_delayed_answer_is_superseded_by_a_newer_message() {
+    let script = r#"{"role": "judge", "reply": {"should_respond": true, "reason": "wait and see", "confidence": 0.5, "delay_seconds": 120, "conversation_state": "active"}, "repeat": true}
+{"role": "generate", "reply": "hi", "repeat": true}"#;
+    let log = Run::new(
+        r#"{"t": 0, "user": "alice", "text": "CI がまた落ちた"}
+{"t": 100, "user": "bob", "text": "見てみる"}"#,
+    )
+    .script(script)
+    .settings(&[("JUDGE_KEYWORDS", "CI"), ("BOT_TOPICS", "CI"), ("JUDGE_JITTER_RATIO", "0")])
+    .log();
+    let superseded = log.about("superseded", 0.0);
+    assert_eq!(superseded.len(), 1, "{log:?}");
+    assert_eq!(superseded[0]["stage"], "respond");
+    assert_eq!(superseded[0]["by_t"], 100.0);
+    assert!(log.about("respond", 0.0).is_empty());
+}
+
+#[test]
+fn cooldown_and_engagement_are_per_channel() {
+    let log = Run::new(
+        r#"{"t": 0, "user": "alice", "text": "<@bot> hi"}
+{"t": 60, "user": "bob", "text": "nice", "channel": "general"}
+{"t": 60, "user": "carol", "text": "nice", "channel": "random"}"#,
+    )
+    .log();
+    let general = log.about("judge", 60.0).into_iter().find(|j| j["channel"] == "general").unwrap().clone();
+    let random = log.about("judge", 60.0).into_iter().find(|j| j["channel"] == "random").unwrap().clone();
+    assert_eq!(general["breakdown"]["engagement"], 40, "{log:?}");
+    assert_eq!(general["breakdown"]["cooldown"], -50);
+    assert!(random["breakdown"].get("engagement").is_none() && random["breakdown"].get("cooldown").is_none());
+}
+
+#[test]
+fn the_bots_own_answers_feed_engagement_and_the_one_on_one_rule() {
+    // After kuuki answers alice, her follow-up 3 minutes later is engaged (+40) and out of
+    // cooldown: with the LLM band it is worth asking.
+    let log = Run::new(
+        r#"{"t": 0, "user": "alice", "text": "<@bot> what is our deploy day?"}
+{"t": 180, "user": "alice", "text": "and who approves it?"}"#,
+    )
+    .script(YES)
+    .log();
+    let judge = log.about("judge", 180.0)[0];
+    assert_eq!(judge["breakdown"]["engagement"], 40, "{log:?}");
+    assert!(judge["breakdown"].get("cooldown").is_none());
+    assert!(judge["breakdown"].get("no_mention").is_none(), "the mention is within the last N messages");
+    assert_eq!(judge["score"], 60);
+    assert_eq!(judge["decision"], "llm");
+    assert_eq!(log.kind("respond").len(), 2);
+}
+
+#[test]
+fn autonomous_responses_can_be_turned_off() {
+    let log = Run::new(
+        r#"{"t": 0, "user": "alice", "text": "hello?"}
+{"t": 5, "user": "alice", "text": "<@bot> hi"}"#,
+    )
+    .settings(&[("AUTONOMOUS_RESPONSE_ENABLED", "false")])
+    .log();
+    assert!(log.kind("judge").is_empty(), "{log:?}");
+    assert_eq!(log.kind("respond").len(), 1, "direct triggers are still answered");
+}
+
+#[test]
+fn diversity_off_makes_every_response_full() {
+    let log = Run::new(r#"{"t": 0, "user": "alice", "text": "deploy done"}"#)
+        .settings(&[("JUDGE_SCORE_THRESHOLD", "0"), ("RESPONSE_DIVERSITY_ENABLED", "false")])
+        .log();
+    assert_eq!(log.kind("respond")[0]["type"], "full_response", "{log:?}");
+}
+
+#[test]
+fn the_replay_runs_until_all_queued_work_is_done() {
+    let script = r#"{"role": "judge", "reply": {"should_respond": true, "reason": "later", "confidence": 0.9, "delay_seconds": 3600, "conversation_state": "active"}}
+{"role": "generate", "reply": "an hour later"}"#;
+    let log = Run::new(r#"{"t": 0, "user": "alice", "text": "CI runbook?"}"#)
+        .script(script)
+        .settings(&[("JUDGE_KEYWORDS", "CI"), ("JUDGE_JITTER_RATIO", "0")])
+        .log();
+    let respond = log.kind("respond");
+    assert_eq!(respond.len(), 1, "{log:?}");
+    assert_eq!(respond[0]["t"], 3630.0);
+    assert_eq!(log.stats()["t"], 3630.0);
+}
+
+#[test]
+fn the_stats_line_counts_everything() {
+    let log = Run::new(
+        r#"{"t": 0, "user": "alice", "text": "<@bot> hi"}
+{"t": 10, "user": "bob", "text": "a"}
+{"t": 11, "user": "bob", "text": "b"}"#,
+    )
+    .log();
+    let stats = log.stats();
+    assert_eq!(stats["messages"], 3);
+    assert_eq!(stats["judgments"], 1);
+    assert_eq!(stats["superseded"], 1);
+    assert_eq!(stats["responses"], json!({"react_only": 0, "short_ack": 0, "full_response": 1}));
+    assert_eq!(stats["llm_calls"], json!({"judge": 0, "generate": 0, "summarize": 0, "reflect": 0}));
+}
