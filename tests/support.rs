@@ -109,3 +109,114 @@ impl std::fmt::Debug for Log {
         Ok(())
     }
 }
+
+/// The pipeline on in-process adapters, driven step by step (for what a transcript
+/// cannot express: redeliveries, platform retries, edits, deletes).
+pub mod harness {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use kuuki::adapters::memory::{MemoryLog, MemoryQueue, MemoryStore, RecordingChat, TsMint, VirtualClock};
+    use kuuki::config::Settings;
+    use kuuki::deps::{Adapters, Deps};
+    use kuuki::domain::{Author, ChannelId, Event, Message, Timestamp, Ts, UserId};
+    use kuuki::ingest::{Incoming, IngestOutcome, ingest};
+    use kuuki::ports::{Clock, MessageStore};
+    use kuuki::replay::REPLAY_EPOCH;
+    use kuuki::worker::run_due;
+
+    pub struct Harness {
+        pub clock: Arc<VirtualClock>,
+        pub mint: Arc<TsMint>,
+        pub store: Arc<MemoryStore>,
+        pub queue: Arc<MemoryQueue>,
+        pub chat: Arc<RecordingChat>,
+        pub log: Arc<MemoryLog>,
+        pub deps: Deps,
+    }
+
+    impl Harness {
+        pub fn new(settings: &[(&str, &str)]) -> Self {
+            let vars: HashMap<String, String> = settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            let settings = Settings::from_vars(&vars).unwrap();
+            let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
+            let mint = Arc::new(TsMint::default());
+            let store = Arc::new(MemoryStore::new());
+            let queue = Arc::new(MemoryQueue::new(clock.clone()));
+            let chat = Arc::new(RecordingChat::new(clock.clone(), mint.clone()));
+            let log = Arc::new(MemoryLog::default());
+            let persona = settings.persona(None);
+            let deps = Deps::new(
+                settings,
+                persona,
+                UserId("UBOT".into()),
+                Adapters {
+                    messages: store.clone(),
+                    channels: store.clone(),
+                    ledger: store.clone(),
+                    queue: queue.clone(),
+                    llm: None,
+                    chat: chat.clone(),
+                    clock: clock.clone(),
+                    log: log.clone(),
+                },
+                1,
+            );
+            Harness {
+                clock,
+                mint,
+                store,
+                queue,
+                chat,
+                log,
+                deps,
+            }
+        }
+
+        pub fn at(&self, secs: f64) -> Timestamp {
+            REPLAY_EPOCH + Duration::from_secs_f64(secs)
+        }
+
+        /// A message written at `secs` (the clock moves there first).
+        pub fn message(&self, secs: f64, user: &str, text: &str, thread_root: Option<&Ts>) -> Message {
+            let at = self.at(secs);
+            self.clock.advance_to(at);
+            Message {
+                channel: ChannelId("general".into()),
+                ts: self.mint.mint(at),
+                thread_root: thread_root.cloned(),
+                user: UserId(user.into()),
+                user_name: user.into(),
+                text: text.into(),
+                author: Author::Human,
+                replies_to_bot: false,
+                at,
+            }
+        }
+
+        pub async fn ingest(&self, incoming: Incoming) -> IngestOutcome {
+            ingest(&self.deps, incoming).await.unwrap()
+        }
+
+        /// Runs the queue up to `secs`.
+        pub async fn run_until(&self, secs: f64) -> u32 {
+            let clock = self.clock.clone();
+            let failures = run_due(&self.deps, &self.queue, self.at(secs), move |t| clock.advance_to(t)).await;
+            self.clock.advance_to(self.at(secs));
+            failures
+        }
+
+        pub fn events(&self) -> Vec<Event> {
+            self.log.take()
+        }
+
+        pub async fn stored(&self, ts: &Ts) -> Option<Message> {
+            self.store.get_message(&ChannelId("general".into()), ts).await.unwrap()
+        }
+
+        pub fn now(&self) -> Timestamp {
+            self.clock.now()
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! What transcripts cannot express: platform retries and double deliveries, queue
+//! redeliveries, edits and deletes, and kuuki's own messages.
+
+use std::time::Duration;
+
+use kuuki::adapters::memory::ChatCall;
+use kuuki::domain::{Author, EventKind, Job, RespondMode, ResponseType, Stage};
+use kuuki::ingest::{Incoming, IngestOutcome};
+use kuuki::ports::{MessageStore, Queue};
+use kuuki::worker::{MAX_DELIVERIES, run_job};
+use kuuki_e2e::harness::Harness;
+
+fn posts(h: &Harness) -> usize {
+    h.chat.calls().iter().filter(|c| matches!(c, ChatCall::Post { .. })).count()
+}
+
+#[tokio::test]
+async fn a_retried_or_doubly_delivered_message_is_stored_and_answered_once() {
+    let h = Harness::new(&[]);
+    let mention = h.message(0.0, "alice", "<@UBOT> hi", None);
+    assert!(matches!(h.ingest(Incoming::Message(mention.clone())).await, IngestOutcome::Stored { queued: Some(_), .. }));
+    // Slack's retry, and the app_mention copy of the same (channel, ts).
+    for _ in 0..2 {
+        assert_eq!(h.ingest(Incoming::Message(mention.clone())).await, IngestOutcome::Duplicate);
+    }
+    assert_eq!(h.queue.len(), 1, "only the first delivery queued work");
+    h.run_until(10.0).await;
+    assert_eq!(posts(&h), 1);
+    let messages: Vec<_> = h.events().into_iter().filter(|e| matches!(e.kind, EventKind::Message { .. })).collect();
+    assert_eq!(messages.len(), 1);
+}
+
+#[tokio::test]
+async fn a_redelivered_respond_job_never_posts_twice() {
+    let h = Harness::new(&[]);
+    let mention = h.message(0.0, "alice", "<@UBOT> hi", None);
+    let IngestOutcome::Stored { queued: Some(job), .. } = h.ingest(Incoming::Message(mention)).await else {
+        panic!("a job")
+    };
+    run_job(&h.deps, &job).await.unwrap();
+    run_job(&h.deps, &job).await.unwrap();
+    h.queue.enqueue(job.clone(), Duration::ZERO).await.unwrap();
+    h.run_until(5.0).await;
+    assert_eq!(posts(&h), 1);
+    let dropped = h
+        .events()
+        .into_iter()
+        .filter(|e| matches!(&e.kind, EventKind::Dropped { stage: Stage::Respond, reason } if reason.contains("already answered")))
+        .count();
+    // The second direct run, the queued original and the extra copy.
+    assert_eq!(dropped, 3);
+}
+
+#[tokio::test]
+async fn a_failed_post_is_retried_by_redelivery_and_posts_once() {
+    let h = Harness::new(&[]);
+    h.chat.fail_next(2);
+    let mention = h.message(0.0, "alice", "<@UBOT> hi", None);
+    h.ingest(Incoming::Message(mention)).await;
+    let failures = h.run_until(200.0).await;
+    assert_eq!(failures, 2, "two deliveries failed");
+    assert_eq!(posts(&h), 1, "the third delivery posted");
+    let respond_at = h
+        .events()
+        .into_iter()
+        .find(|e| matches!(e.kind, EventKind::Respond { .. }))
+        .map(|e| e.at)
+        .unwrap();
+    assert_eq!(respond_at, h.at(60.0), "redelivered twice, 30 s apart");
+}
+
+#[tokio::test]
+async fn a_job_that_keeps_failing_goes_to_the_dead_letters() {
+    let h = Harness::new(&[]);
+    h.chat.fail_next(100);
+    h.ingest(Incoming::Message(h.message(0.0, "alice", "<@UBOT> hi", None))).await;
+    let failures = h.run_until(3600.0).await;
+    assert_eq!(failures, MAX_DELIVERIES);
+    assert!(h.queue.is_empty());
+    let dead = h
+        .events()
+        .into_iter()
+        .filter(|e| matches!(&e.kind, EventKind::Dropped { reason, .. } if reason.contains("dead letter")))
+        .count();
+    assert_eq!(dead, 1);
+    assert_eq!(posts(&h), 0);
+}
+
+#[tokio::test]
+async fn kuukis_own_messages_are_stored_never_judged() {
+    let h = Harness::new(&[]);
+    let mut own = h.message(0.0, "UBOT", "I said this", None);
+    own.author = Author::OwnBot;
+    assert_eq!(
+        h.ingest(Incoming::Message(own.clone())).await,
+        IngestOutcome::Stored { trigger: None, queued: None }
+    );
+    assert!(h.stored(&own.ts).await.is_some());
+    assert!(h.queue.is_empty());
+}
+
+#[tokio::test]
+async fn kuukis_post_is_stored_and_a_platform_echo_of_it_is_a_duplicate() {
+    let h = Harness::new(&[]);
+    h.ingest(Incoming::Message(h.message(0.0, "alice", "<@UBOT> hi", None))).await;
+    h.run_until(1.0).await;
+    let Some(ChatCall::Post { ts, post }) = h.chat.calls().into_iter().next() else {
+        panic!("a post")
+    };
+    let stored = h.stored(&ts).await.expect("the bot's post is stored");
+    assert_eq!(stored.author, Author::OwnBot);
+    assert_eq!(stored.text, post.text);
+    // Slack echoes the bot's own message as an event: same (channel, ts).
+    let mut echo = stored.clone();
+    echo.text = "echo".into();
+    assert_eq!(h.ingest(Incoming::Message(echo)).await, IngestOutcome::Duplicate);
+}
+
+#[tokio::test]
+async fn the_bot_spoke_last_so_the_judgment_skips_without_scoring() {
+    let h = Harness::new(&[("JUDGE_JITTER_RATIO", "0")]);
+    let question = h.message(0.0, "alice", "anyone?", None);
+    h.ingest(Incoming::Message(question.clone())).await;
+    // kuuki answered in this conversation before the judgment ran (a slow direct answer).
+    let mut own = h.message(10.0, "UBOT", "yes, me", None);
+    own.author = Author::OwnBot;
+    h.store.put_message(&own).await.unwrap();
+    h.run_until(60.0).await;
+    let judge = h
+        .events()
+        .into_iter()
+        .find_map(|e| match e.kind {
+            EventKind::Judge { breakdown, respond, llm_called, .. } => Some((breakdown, respond, llm_called)),
+            _ => None,
+        })
+        .expect("a judgment");
+    assert!(judge.0.contains_key("bot_spoke_last"), "{judge:?}");
+    assert!(!judge.1 && !judge.2);
+}
+
+#[tokio::test]
+async fn a_deleted_message_is_not_judged_or_answered() {
+    let h = Harness::new(&[]);
+    let m = h.message(0.0, "alice", "oops wrong channel", None);
+    h.ingest(Incoming::Message(m.clone())).await;
+    assert_eq!(
+        h.ingest(Incoming::Deleted { channel: m.channel.clone(), ts: m.ts.clone() }).await,
+        IngestOutcome::Deleted(true)
+    );
+    assert!(h.stored(&m.ts).await.is_none());
+    h.run_until(100.0).await;
+    let kinds: Vec<_> = h.events().into_iter().map(|e| e.kind.name()).collect();
+    assert_eq!(kinds, vec!["message", "deleted", "dropped"]);
+    // Deleting again changes nothing.
+    assert_eq!(
+        h.ingest(Incoming::Deleted { channel: m.channel.clone(), ts: m.ts.clone() }).await,
+        IngestOutcome::Deleted(false)
+    );
+}
+
+#[tokio::test]
+async fn an_edit_updates_the_stored_text() {
+    let h = Harness::new(&[]);
+    let m = h.message(0.0, "alice", "helo", None);
+    h.ingest(Incoming::Message(m.clone())).await;
+    let edited = Incoming::Edited { channel: m.channel.clone(), ts: m.ts.clone(), text: "hello".into() };
+    assert_eq!(h.ingest(edited).await, IngestOutcome::Edited(true));
+    assert_eq!(h.stored(&m.ts).await.unwrap().text, "hello");
+    let missing = Incoming::Edited { channel: m.channel.clone(), ts: kuuki::domain::Ts("1.000001".into()), text: "x".into() };
+    assert_eq!(h.ingest(missing).await, IngestOutcome::Edited(false));
+}
+
+#[tokio::test]
+async fn mentions_that_arrive_together_are_answered_once() {
+    let h = Harness::new(&[]);
+    let first = h.message(0.0, "alice", "<@UBOT> can you check the deploy", None);
+    let second = h.message(0.0, "bob", "<@UBOT> and the migration too", None);
+    h.ingest(Incoming::Message(first)).await;
+    h.ingest(Incoming::Message(second)).await;
+    h.run_until(5.0).await;
+    assert_eq!(posts(&h), 1);
+    let superseded = h
+        .events()
+        .into_iter()
+        .filter(|e| matches!(e.kind, EventKind::Superseded { stage: Stage::Respond, .. }))
+        .count();
+    assert_eq!(superseded, 1);
+}
+
+#[tokio::test]
+async fn a_react_only_job_adds_one_reaction_and_counts_as_a_response() {
+    let h = Harness::new(&[]);
+    let m = h.message(0.0, "alice", "ありがとう", None);
+    h.ingest(Incoming::Message(m.clone())).await;
+    let job = Job::Respond {
+        thread: m.thread_key(),
+        ts: m.ts.clone(),
+        mode: RespondMode::Ambient,
+        response_type: ResponseType::ReactOnly,
+    };
+    run_job(&h.deps, &job).await.unwrap();
+    run_job(&h.deps, &job).await.unwrap();
+    let reactions: Vec<_> = h.chat.calls();
+    assert_eq!(reactions.len(), 1);
+    assert!(matches!(&reactions[0], ChatCall::Reaction { emoji, ts, .. } if emoji == "pray" && *ts == m.ts));
+    let state = kuuki::ports::ChannelStateStore::channel_state(&*h.store, &m.channel).await.unwrap();
+    assert_eq!(state.last_response_at, Some(h.now()));
+    assert_eq!(state.interventions.len(), 1);
+}
