@@ -1,0 +1,103 @@
+//! Golden tests: each example transcript replays to exactly its checked-in decision log
+//! (`examples/NAME.log.jsonl`), with the command the README shows:
+//! `kuuki replay examples/NAME.jsonl --seed 42 --persona examples/persona.toml --llm script:examples/NAME.llm.jsonl`.
+//! After an intended change of behaviour, `UPDATE_GOLDEN=1 cargo test -p kuuki-e2e
+//! --test replay_examples` rewrites them; read the diff like a code change.
+
+use std::path::PathBuf;
+
+use kuuki_e2e::{Log, Run};
+
+fn examples() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples")
+}
+
+fn read(name: &str) -> String {
+    std::fs::read_to_string(examples().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// Replays an example and checks it against its golden log.
+fn golden(name: &str) -> Log {
+    let transcript = read(&format!("{name}.jsonl"));
+    let script = read(&format!("{name}.llm.jsonl"));
+    let persona = read("persona.toml");
+    let run = Run::new(&transcript).script(&script).persona(&persona).seed(42);
+    let actual = run.text();
+    let golden_path = examples().join(format!("{name}.log.jsonl"));
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&golden_path, &actual).unwrap();
+    }
+    let expected = std::fs::read_to_string(&golden_path).unwrap_or_default();
+    if actual != expected {
+        let first = actual
+            .lines()
+            .zip(expected.lines())
+            .position(|(a, e)| a != e)
+            .unwrap_or(actual.lines().count().min(expected.lines().count()));
+        panic!(
+            "{name}: the decision log differs from {} at line {}\nexpected: {}\nactual:   {}",
+            golden_path.display(),
+            first + 1,
+            expected.lines().nth(first).unwrap_or("(end)"),
+            actual.lines().nth(first).unwrap_or("(end)")
+        );
+    }
+    run.log()
+}
+
+#[test]
+fn team_channel() {
+    let log = golden("team-channel");
+    let responds = log.kind("respond");
+    let summary: Vec<(f64, &str, &str)> = responds
+        .iter()
+        .map(|r| (r["msg_t"].as_f64().unwrap(), r["type"].as_str().unwrap(), r["mode"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            (1200.0, "full_response", "direct"),  // the mention, at once
+            (4200.0, "full_response", "ambient"), // the Rust question nobody answered
+            (4500.0, "react_only", "ambient"),    // carol's thanks: an emoji is enough
+            (6000.0, "full_response", "direct"),  // the name call
+        ],
+        "{log:?}"
+    );
+    assert_eq!(responds[1]["t"], 4294.246, "after the judge's 60 s delay");
+    // The lunch burst and the deploy thread cost one judgment each.
+    assert!(log.about("judge", 1525.0).len() == 1 && log.about("superseded", 1500.0).len() == 1);
+    assert_eq!(log.about("judge", 1525.0)[0]["breakdown"]["busy"], -10);
+    // The CI bot is stored but never judged.
+    assert!(log.about("judge", 900.0).is_empty());
+    // Thanks right after an answer: cooldown and engagement cancel out, kuuki stays quiet.
+    assert_eq!(log.about("judge", 1260.0)[0]["respond"], false);
+}
+
+#[test]
+fn one_on_one() {
+    let log = golden("one-on-one");
+    let responds = log.kind("respond");
+    assert_eq!(responds.len(), 1, "only the name call is answered: {log:?}");
+    assert_eq!(responds[0]["msg_t"], 1800.0);
+    for judge in log.kind("judge").iter().filter(|j| j["msg_t"] != 0.0) {
+        assert_eq!(judge["breakdown"]["one_on_one"], -20, "{judge}");
+        assert_eq!(judge["respond"], false);
+    }
+    assert_eq!(log.stats()["llm_calls"]["judge"], 0, "a 1:1 chat never needs the LLM judge");
+}
+
+#[test]
+fn unanswered_question() {
+    let log = golden("unanswered-question");
+    let question = log.about("judge", 2400.0)[0];
+    assert_eq!(question["decision"], "llm");
+    assert_eq!(question["respond"], true);
+    let answer = log.about("respond", 2400.0)[0];
+    assert_eq!(answer["t"], 2459.885, "judged after the wait, answered 30 s later");
+    assert_eq!(log.about("respond", 2650.0)[0]["type"], "short_ack");
+    // ken's question and his own follow-up are one turn: the question still counts.
+    let ken = log.about("judge", 5020.0)[0];
+    assert_eq!(ken["breakdown"]["question"], 20, "{ken}");
+    assert_eq!(log.about("respond", 5020.0)[0]["channel"], "インフラ");
+    assert_eq!(log.stats()["responses"]["full_response"], 2);
+}

@@ -16,6 +16,8 @@ pub struct Run<'a> {
     /// An LLM script (JSON lines), or `None` for rules only.
     pub script: Option<&'a str>,
     pub seed: u64,
+    /// A persona file's TOML text.
+    pub persona: Option<&'a str>,
 }
 
 impl<'a> Run<'a> {
@@ -25,7 +27,13 @@ impl<'a> Run<'a> {
             settings: &[],
             script: None,
             seed: 1,
+            persona: None,
         }
+    }
+
+    pub fn persona(mut self, toml: &'a str) -> Self {
+        self.persona = Some(toml);
+        self
     }
 
     pub fn settings(mut self, settings: &'a [(&'a str, &'a str)]) -> Self {
@@ -53,7 +61,10 @@ impl<'a> Run<'a> {
         });
         let settings = Settings::from_vars(&vars).expect("valid settings");
         let transcript = replay::parse_transcript(self.transcript).expect("a valid transcript");
-        let persona = settings.persona(None);
+        let persona_file = self
+            .persona
+            .map(|t| kuuki::config::PersonaFile::parse(t).expect("a valid persona"));
+        let persona = settings.persona(persona_file.as_ref());
         let mut out = Vec::new();
         let mut writer = LogWriter::new(&mut out, false);
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -146,7 +157,7 @@ pub mod harness {
             let queue = Arc::new(MemoryQueue::new(clock.clone()));
             let chat = Arc::new(RecordingChat::new(clock.clone(), mint.clone()));
             let log = Arc::new(MemoryLog::default());
-            let persona = settings.persona(None);
+let persona = settings.persona(None);
             let deps = Deps::new(
                 settings,
                 persona,

@@ -62,7 +62,7 @@ settings_doc! {
     "JUDGE_MIN_WAIT_SECONDS", "30", "Ambient messages are judged this long after they arrive (a newer message in the thread supersedes).";
     "JUDGE_JITTER_RATIO", "0.3", "The wait varies by up to this fraction either way.";
     "JUDGE_RECENT_MESSAGES", "10", "N for the conversation-flow rules: the last N messages of the conversation.";
-    "JUDGE_BUSY_MESSAGES_PER_MINUTE", "6", "Among the last N messages (at least 5), this rate or more is a lively conversation (-10).";
+    "JUDGE_BUSY_MESSAGES_PER_MINUTE", "6", "When the newest 5 human messages among the last N came at this rate or faster, the conversation is lively (-10).";
     "JUDGE_SILENCE_MINUTES", "30", "A message after this much channel silence is a fresh start (+10).";
     "IGNORE_OTHER_BOTS", "true", "Other bots' messages are stored but never judged (loop prevention).";
     "MESSAGE_RETENTION_DAYS", "30", "Stored messages expire after this many days.";

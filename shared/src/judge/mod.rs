@@ -69,7 +69,8 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
     }
     let upto: Vec<Message> = conversation.iter().filter(|m| m.ts <= target.ts).cloned().collect();
     let state = deps.channels.channel_state(channel).await?;
-    let previous = deps.messages.previous_in_channel(channel, &target.ts).await?;
+    let turn_start = rules::turn(&upto).first().map_or(&target.ts, |m| &m.ts);
+    let previous = deps.messages.previous_in_channel(channel, turn_start).await?;
     let scored = rules::score(
         &rules::RuleInput {
             message: &target,

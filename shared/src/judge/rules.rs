@@ -20,8 +20,9 @@ pub mod points {
 
 /// How many recent human messages the fading rule compares (first half vs second half).
 const FADING_WINDOW: usize = 6;
-/// Fewest messages that can make a conversation "lively".
-const BUSY_MIN_MESSAGES: usize = 5;
+/// A conversation is lively when its newest this-many human messages (within the last
+/// N) came at the busy rate: the current burst, not diluted by older messages.
+const BUSY_MESSAGES: usize = 5;
 
 /// Whether `message` is addressed to kuuki, and how. A reply to the bot is known from
 /// the platform (`replies_to_bot`); a mention is `<@id>` (Discord also `<@!id>`).
@@ -70,13 +71,28 @@ pub fn is_question(text: &str) -> bool {
     t.ends_with('?') || t.ends_with('？')
 }
 
+/// The speaker's last turn: the messages at the end of `conversation` written by the
+/// author of its last message without anyone else in between. People split one
+/// thought over several lines ("CI のキャッシュってどこで消せる？" / "急ぎではないです"),
+/// and only the newest line is judged, so the content rules read the whole turn.
+pub fn turn(conversation: &[Message]) -> &[Message] {
+    let Some(last) = conversation.last() else {
+        return conversation;
+    };
+    let start = conversation
+        .iter()
+        .rposition(|m| m.user != last.user || m.author != last.author)
+        .map_or(0, |i| i + 1);
+    &conversation[start..]
+}
+
 /// What the rules look at besides the message itself.
 pub struct RuleInput<'a> {
     pub message: &'a Message,
     /// The conversation's recent messages up to and including `message`, oldest first,
     /// already limited to the context window.
     pub conversation: &'a [Message],
-    /// The channel's message before this one, in any conversation.
+    /// The channel's message before the speaker's turn began, in any conversation.
     pub previous_in_channel: Option<Timestamp>,
     /// kuuki's last response anywhere in this channel.
     pub last_response_at: Option<Timestamp>,
@@ -88,7 +104,14 @@ pub struct RuleInput<'a> {
 /// Scores an ambient message. Direct triggers never come here.
 pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
     let message = input.message;
-    let text_lower = message.text.to_lowercase();
+    let turn = match turn(input.conversation) {
+        [] => std::slice::from_ref(message),
+        turn => turn,
+    };
+    let turn_lower: Vec<String> = turn.iter().map(|m| m.text.to_lowercase()).collect();
+    let mentions_any = |needles: &[String]| {
+        needles.iter().any(|n| turn_lower.iter().any(|t| contains_ignore_case(t, n)))
+    };
     let mut breakdown = Breakdown::default();
 
     // Engagement: the message was written within the window after kuuki's last
@@ -101,11 +124,11 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
     if engaged {
         breakdown.add("engagement", settings.engagement_boost);
     }
-    let question = is_question(&message.text);
+    let question = turn.iter().any(|m| is_question(&m.text));
     if question {
         breakdown.add("question", points::QUESTION);
     }
-    if settings.judge_keywords.iter().any(|k| contains_ignore_case(&text_lower, k)) {
+    if mentions_any(&settings.judge_keywords) {
         breakdown.add("keyword", points::KEYWORD);
     }
     let in_cooldown = input
@@ -129,12 +152,12 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
     if is_busy(&humans, settings.judge_busy_messages_per_minute) {
         breakdown.add("busy", points::BUSY);
     }
-    if settings.bot_topics.iter().any(|t| contains_ignore_case(&text_lower, t)) {
+    if mentions_any(&settings.bot_topics) {
         breakdown.add("bot_topic", points::BOT_TOPIC);
     }
     let after_silence = match input.previous_in_channel {
         None => true,
-        Some(prev) => message.at.seconds_since(prev) >= settings.judge_silence.as_secs_f64(),
+        Some(prev) => turn[0].at.seconds_since(prev) >= settings.judge_silence.as_secs_f64(),
     };
     if after_silence {
         breakdown.add("after_silence", points::AFTER_SILENCE);
@@ -156,16 +179,17 @@ fn recent_window(conversation: &[Message], n: usize) -> &[Message] {
     &conversation[conversation.len().saturating_sub(n)..]
 }
 
-/// A lively conversation: enough recent human messages arriving at or above the rate.
+/// A lively conversation: the newest human messages arriving at or above the rate.
 fn is_busy(humans: &[&Message], per_minute: f64) -> bool {
-    if humans.len() < BUSY_MIN_MESSAGES {
+    if humans.len() < BUSY_MESSAGES {
         return false;
     }
-    let span = humans[humans.len() - 1].at.seconds_since(humans[0].at);
+    let burst = &humans[humans.len() - BUSY_MESSAGES..];
+    let span = burst[BUSY_MESSAGES - 1].at.seconds_since(burst[0].at);
     if span <= 0.0 {
         return true;
     }
-    (humans.len() - 1) as f64 * 60.0 / span >= per_minute
+    (BUSY_MESSAGES - 1) as f64 * 60.0 / span >= per_minute
 }
 
 /// Replies getting shorter: the last three human messages against the three before.
@@ -470,6 +494,10 @@ mod tests {
         // Four messages are never lively, however fast.
         let few = Case::new(users[..4].iter().map(|u| msg(1000.0, u, "x")).collect());
         assert_eq!(points_of(&few.score(&s), "busy"), None);
+        // A burst after a slow start is lively: older messages do not dilute it.
+        let mut conv: Vec<Message> = (0..5).map(|i| msg(100.0 * i as f64, "z", "slow")).collect();
+        conv.extend(users.iter().enumerate().map(|(i, u)| msg(990.0 + 2.0 * i as f64, u, "x")));
+        assert_eq!(points_of(&Case::new(conv).score(&s), "busy"), Some(-10));
     }
 
     #[test]
@@ -504,6 +532,35 @@ mod tests {
         // Fewer than six messages: nothing to compare.
         let five = Case::new((0..5).map(|i| msg(900.0 + i as f64, "a", if i < 3 { "long long" } else { "x" })).collect());
         assert_eq!(points_of(&five.score(&s), "fading"), None);
+    }
+
+    #[test]
+    fn content_rules_read_the_speakers_whole_turn() {
+        let s = settings(&[("BOT_TOPICS", "CI")]);
+        let mut c = Case::new(vec![
+            msg(0.0, "bob", "what?"),
+            msg(900.0, "ken", "CI のキャッシュってどこで消せるんだっけ？"),
+            msg(920.0, "ken", "急ぎではないです"),
+        ]);
+        c.silence = Some(3600.0);
+        let r = c.score(&s);
+        assert_eq!(points_of(&r, "question"), Some(20), "{:?}", r.breakdown);
+        assert_eq!(points_of(&r, "bot_topic"), Some(15));
+        assert!(r.question);
+        // Someone else in between ends the turn: bob's question is not ken's.
+        let c = Case::new(vec![msg(900.0, "bob", "CI?"), msg(920.0, "ken", "急ぎではないです")]);
+        let r = c.score(&s);
+        assert_eq!(points_of(&r, "question"), None);
+        assert_eq!(points_of(&r, "bot_topic"), None);
+    }
+
+    #[test]
+    fn a_turn_is_the_trailing_run_of_one_author() {
+        let conv = vec![msg(0.0, "a", "1"), msg(1.0, "b", "2"), msg(2.0, "a", "3"), msg(3.0, "a", "4")];
+        let t: Vec<&str> = turn(&conv).iter().map(|m| m.text.as_str()).collect();
+        assert_eq!(t, vec!["3", "4"]);
+        assert_eq!(turn(&conv[..1]).len(), 1);
+        assert!(turn(&[]).is_empty());
     }
 
     #[test]
