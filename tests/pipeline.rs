@@ -166,7 +166,7 @@ async fn an_edit_updates_the_stored_text() {
     let edited = Incoming::Edited { channel: m.channel.clone(), ts: m.ts.clone(), text: "hello".into() };
     assert_eq!(h.ingest(edited).await, IngestOutcome::Edited(true));
     assert_eq!(h.stored(&m.ts).await.unwrap().text, "hello");
-    let missing = Incoming::Edited { channel: m.channel.clone(), ts: kuuki::domain::Ts("1.000001".into()), text: "x".into() };
+    let missing = Incoming::Edited { channel: m.channel.clone(), ts: kuuki::domain::Ts::new("1.000001"), text: "x".into() };
     assert_eq!(h.ingest(missing).await, IngestOutcome::Edited(false));
 }
 

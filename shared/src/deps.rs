@@ -44,11 +44,7 @@ impl Deps {
         settings.bot_name = persona.name.clone();
         settings.bot_aliases = persona.aliases.clone();
         settings.bot_topics = persona.topics.clone();
-        let bot = BotIdentity {
-            user_id: bot_user_id,
-            name: persona.name.clone(),
-            aliases: persona.aliases.clone(),
-        };
+        let bot = BotIdentity::new(bot_user_id, &persona.name, &persona.aliases);
         Self {
             prompts: Prompts::new(settings.prompt_language),
             settings,

@@ -305,12 +305,29 @@ mod event;
 pub use event::{Event, EventKind, Stage};
 
 /// Who kuuki is on a platform: its user id (for `<@id>` mentions) and the names people
-/// call it by.
+/// call it by. The patterns are prepared once: every judgment looks for them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BotIdentity {
     pub user_id: UserId,
-    pub name: String,
-    pub aliases: Vec<String>,
+    /// `<@id>` (Slack, Discord) and `<@!id>` (Discord nickname mentions).
+    pub mention_patterns: [String; 2],
+    /// The name and the aliases, lowercased, empty ones left out.
+    pub names_lowercase: Vec<String>,
+}
+
+impl BotIdentity {
+    pub fn new(user_id: UserId, name: &str, aliases: &[String]) -> Self {
+        let names_lowercase = std::iter::once(name)
+            .chain(aliases.iter().map(String::as_str))
+            .filter(|n| !n.trim().is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        BotIdentity {
+            mention_patterns: [format!("<@{}>", user_id.0), format!("<@!{}>", user_id.0)],
+            user_id,
+            names_lowercase,
+        }
+    }
 }
 
 /// Who kuuki is in conversation: its name, how it talks, what it knows about.

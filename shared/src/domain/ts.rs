@@ -1,63 +1,85 @@
 use std::cmp::Ordering;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::Timestamp;
 
 /// A platform message id that orders by time: Slack's `"1712345678.123456"` or a
-/// Discord snowflake. Compared numerically, so `"9.5" < "10.1"`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Ts(pub String);
+/// Discord snowflake. Compared numerically, so `"9.5" < "10.1"`. The numeric key is
+/// computed once: stores compare ts constantly.
+#[derive(Clone)]
+pub struct Ts {
+    raw: String,
+    /// (integer part, fraction scaled to nanos) when the ts is a number.
+    key: Option<(u64, u64)>,
+}
+
+/// Digits of the fraction that take part in the numeric key (nanoseconds).
+const FRACTION_DIGITS: usize = 9;
 
 impl Ts {
+    pub fn new(raw: impl Into<String>) -> Ts {
+        let raw = raw.into();
+        let key = numeric_key(&raw);
+        Ts { raw, key }
+    }
+
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.raw
     }
 
     /// The Slack-style ts of a moment: seconds, a dot, six digits of microseconds.
     pub fn from_timestamp(at: Timestamp) -> Ts {
         let micros = at.as_micros();
-        Ts(format!(
+        Ts::new(format!(
             "{}.{:06}",
             micros.div_euclid(Timestamp::MICROS_PER_SECOND),
             micros.rem_euclid(Timestamp::MICROS_PER_SECOND)
         ))
     }
+}
 
-    fn parts(&self) -> (&str, &str) {
-        let s = self.0.as_str();
-        match s.split_once('.') {
-            Some((int, frac)) => (int.trim_start_matches('0'), frac),
-            None => (s.trim_start_matches('0'), ""),
-        }
+fn numeric_key(raw: &str) -> Option<(u64, u64)> {
+    let (int, frac) = raw.split_once('.').unwrap_or((raw, ""));
+    if int.is_empty() || !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let int: u64 = int.parse().ok()?;
+    let mut scaled = 0u64;
+    let mut digits = frac.bytes();
+    for _ in 0..FRACTION_DIGITS {
+        scaled = scaled * 10 + digits.next().map_or(0, |b| u64::from(b - b'0'));
+    }
+    Some((int, scaled))
+}
+
+impl PartialEq for Ts {
+    fn eq(&self, other: &Self) -> bool {
+        self.raw == other.raw
+    }
+}
+
+impl Eq for Ts {}
+
+impl Hash for Ts {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.raw.hash(state);
     }
 }
 
 impl Ord for Ts {
     fn cmp(&self, other: &Self) -> Ordering {
-        let (ai, af) = self.parts();
-        let (bi, bf) = other.parts();
-        ai.len()
-            .cmp(&bi.len())
-            .then_with(|| ai.cmp(bi))
-            .then_with(|| {
-                // Fractions compare digit by digit, missing digits counting as 0.
-                let (mut a, mut b) = (af.bytes(), bf.bytes());
-                loop {
-                    match (a.next(), b.next()) {
-                        (None, None) => return Ordering::Equal,
-                        (x, y) => {
-                            let (x, y) = (x.unwrap_or(b'0'), y.unwrap_or(b'0'));
-                            if x != y {
-                                return x.cmp(&y);
-                            }
-                        }
-                    }
-                }
-            })
-            .then_with(|| self.0.cmp(&other.0))
+        // Numbers before anything else; equal values tie-break on the text, so the
+        // order stays total and agrees with equality.
+        match (self.key, other.key) {
+            (Some(a), Some(b)) => a.cmp(&b),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => Ordering::Equal,
+        }
+        .then_with(|| self.raw.cmp(&other.raw))
     }
 }
 
@@ -69,7 +91,25 @@ impl PartialOrd for Ts {
 
 impl fmt::Display for Ts {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.raw)
+    }
+}
+
+impl fmt::Debug for Ts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Ts({:?})", self.raw)
+    }
+}
+
+impl Serialize for Ts {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.raw)
+    }
+}
+
+impl<'de> Deserialize<'de> for Ts {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(Ts::new)
     }
 }
 
@@ -78,7 +118,7 @@ mod tests {
     use super::*;
 
     fn ts(s: &str) -> Ts {
-        Ts(s.to_owned())
+        Ts::new(s)
     }
 
     #[test]
@@ -90,10 +130,19 @@ mod tests {
         // Equal in value, still a total order: the text breaks the tie.
         assert_eq!(ts("5.10").cmp(&ts("5.1")), Ordering::Greater);
         assert_eq!(ts("5.1").cmp(&ts("5.1")), Ordering::Equal);
+        assert!(ts("abc") > ts("99"), "non-numbers sort after numbers");
     }
 
     #[test]
     fn from_timestamp_is_slack_shaped() {
         assert_eq!(Ts::from_timestamp(Timestamp(1_712_345_678_000_042)).as_str(), "1712345678.000042");
+    }
+
+    #[test]
+    fn serializes_as_its_text() {
+        assert_eq!(serde_json::to_string(&ts("1.5")).unwrap(), "\"1.5\"");
+        let back: Ts = serde_json::from_str("\"10.25\"").unwrap();
+        assert_eq!(back, ts("10.25"));
+        assert!(back > ts("9.99"));
     }
 }

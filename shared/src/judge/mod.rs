@@ -67,14 +67,14 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
         judgment.record(deps, &target);
         return Ok(());
     }
-    let upto: Vec<Message> = conversation.iter().filter(|m| m.ts <= target.ts).cloned().collect();
+    let upto = &conversation[..conversation.partition_point(|m| m.ts <= target.ts)];
     let state = deps.channels.channel_state(channel).await?;
-    let turn_start = rules::turn(&upto).first().map_or(&target.ts, |m| &m.ts);
+    let turn_start = rules::turn(upto).first().map_or(&target.ts, |m| &m.ts);
     let previous = deps.messages.previous_in_channel(channel, turn_start).await?;
     let scored = rules::score(
         &rules::RuleInput {
             message: &target,
-            conversation: &upto,
+            conversation: upto,
             previous_in_channel: previous.map(|m| m.at),
             last_response_at: state.last_response_at,
             now: deps.clock.now(),
@@ -102,7 +102,7 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
     };
     if decision == Decision::Llm {
         judgment.llm_called = true;
-        match ask_llm(deps, &target, &upto, &state).await? {
+        match ask_llm(deps, &target, upto, &state).await? {
             Ok(verdict) => {
                 judgment.respond = verdict.should_respond && verdict.conversation_state != ConversationState::Ending;
                 judgment.reason = if verdict.should_respond && !judgment.respond {

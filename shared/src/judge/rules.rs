@@ -27,31 +27,28 @@ const BUSY_MESSAGES: usize = 5;
 /// Whether `message` is addressed to kuuki, and how. A reply to the bot is known from
 /// the platform (`replies_to_bot`); a mention is `<@id>` (Discord also `<@!id>`).
 pub fn direct_trigger(message: &Message, bot: &BotIdentity) -> Option<DirectTrigger> {
-    let id = &bot.user_id.0;
     let text = message.text.as_str();
-    if text.contains(&format!("<@{id}>")) || text.contains(&format!("<@!{id}>")) {
+    if bot.mention_patterns.iter().any(|p| text.contains(p.as_str())) {
         return Some(DirectTrigger::Mention);
     }
     if message.replies_to_bot {
         return Some(DirectTrigger::Reply);
     }
-    let mut names = std::iter::once(bot.name.as_str()).chain(bot.aliases.iter().map(String::as_str));
-    if names.any(|name| mentions_name(text, name)) {
+    if bot.names_lowercase.is_empty() {
+        return None;
+    }
+    let text = text.to_lowercase();
+    if bot.names_lowercase.iter().any(|name| mentions_name(&text, name)) {
         return Some(DirectTrigger::Name);
     }
     None
 }
 
-/// Case-insensitive; an ASCII name must stand as a word ("kuuki," yes, "kuukiness" no),
-/// other names (くうき) match anywhere since Japanese has no spaces.
+/// `text` and `name` are lowercase. An ASCII name must stand as a word ("kuuki," yes,
+/// "kuukiness" no); other names (くうき) match anywhere since Japanese has no spaces.
 fn mentions_name(text: &str, name: &str) -> bool {
-    if name.is_empty() {
-        return false;
-    }
-    let text = text.to_lowercase();
-    let name = name.to_lowercase();
     if !name.is_ascii() {
-        return text.contains(&name);
+        return text.contains(name);
     }
     let is_word_char = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
     text.match_indices(&name).any(|(i, _)| {
@@ -296,11 +293,7 @@ mod tests {
     }
 
     fn bot() -> BotIdentity {
-        BotIdentity {
-            user_id: UserId("UBOT".into()),
-            name: "kuuki".into(),
-            aliases: vec!["くうき".into()],
-        }
+        BotIdentity::new(UserId("UBOT".into()), "kuuki", &["くうき".into()])
     }
 
     fn settings(pairs: &[(&str, &str)]) -> Settings {

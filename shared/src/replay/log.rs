@@ -92,7 +92,7 @@ impl<'a> LogWriter<'a> {
                 self.thread_names
                     .get(&(event.channel.0.clone(), root.clone()))
                     .cloned()
-                    .unwrap_or_else(|| root.0.clone())
+                    .unwrap_or_else(|| root.as_str().to_owned())
             });
             let line = Line {
                 t: seconds(event.at),
@@ -107,9 +107,8 @@ impl<'a> LogWriter<'a> {
     }
 
     fn emit(&mut self, line: &impl Serialize) {
-        let value = serde_json::to_value(line).expect("log lines serialize");
         if self.io_error.is_none() {
-            let written = serde_json::to_writer(&mut *self.out, &value)
+            let written = serde_json::to_writer(&mut *self.out, line)
                 .map_err(std::io::Error::from)
                 .and_then(|_| self.out.write_all(b"\n"));
             if let Err(e) = written {
@@ -117,7 +116,7 @@ impl<'a> LogWriter<'a> {
             }
         }
         if let Some(keep) = &mut self.keep {
-            keep.push(value);
+            keep.push(serde_json::to_value(line).expect("log lines serialize"));
         }
     }
 

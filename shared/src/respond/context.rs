@@ -37,13 +37,18 @@ pub struct PromptContext<'a> {
 /// The conversation of `target` in the context window, oldest first; it may hold
 /// messages newer than the target.
 pub async fn load_conversation(deps: &Deps, target: &Message) -> PortResult<Vec<Message>> {
+    load_recent(deps, target, deps.settings.channel_buffer_size).await
+}
+
+/// Like [`load_conversation`], at most `limit` messages.
+pub async fn load_recent(deps: &Deps, target: &Message, limit: usize) -> PortResult<Vec<Message>> {
     if !deps.settings.memory_enabled {
         return Ok(vec![target.clone()]);
     }
     let since = deps.clock.now() - deps.settings.channel_buffer_ttl;
     let since = since.min(target.at);
     deps.messages
-        .recent_in_thread(&target.thread_key(), since, deps.settings.channel_buffer_size)
+        .recent_in_thread(&target.thread_key(), since, limit.min(deps.settings.channel_buffer_size))
         .await
 }
 
@@ -101,9 +106,12 @@ fn clock_time(at: Timestamp) -> String {
     s[11..16].to_owned()
 }
 
+/// Messages quoted in the intervention history.
+pub const EXCERPT_MESSAGES: usize = 5;
+
 /// The conversation as kuuki stepped in, for the intervention history.
 pub fn excerpt(conversation: &[Message]) -> String {
-    let start = conversation.len().saturating_sub(5);
+    let start = conversation.len().saturating_sub(EXCERPT_MESSAGES);
     let joined = conversation[start..]
         .iter()
         .map(|m| format!("{}: {}", m.user_name, m.text))

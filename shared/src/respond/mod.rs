@@ -76,7 +76,12 @@ pub async fn handle(
 
 async fn answer(deps: &Deps, target: &Message, key: &str, mode: RespondMode, response_type: ResponseType) -> PortResult<()> {
     let channel = &target.channel;
-    let conversation = context::load_conversation(deps, target).await?;
+    // The whole window only when a model will read it; the history quotes a few.
+    let conversation = if deps.llm.is_some() && response_type != ResponseType::ReactOnly {
+        context::load_conversation(deps, target).await?
+    } else {
+        context::load_recent(deps, target, context::EXCERPT_MESSAGES).await?
+    };
     let (posted_ts, text, emoji) = match response_type {
         ResponseType::ReactOnly => {
             let emoji = rules::pick_emoji(&target.text);
