@@ -207,3 +207,20 @@ async fn a_react_only_job_adds_one_reaction_and_counts_as_a_response() {
     assert_eq!(state.last_response_at, Some(h.now()));
     assert_eq!(state.interventions.len(), 1);
 }
+
+#[tokio::test]
+async fn delays_beyond_the_queue_limit_go_through_the_scheduler() {
+    let h = Harness::new(&[]);
+    let m = h.message(0.0, "alice", "later", None);
+    h.ingest(Incoming::Message(m.clone())).await;
+    let job = Job::Respond {
+        thread: m.thread_key(),
+        ts: m.ts.clone(),
+        mode: RespondMode::Ambient,
+        response_type: ResponseType::ReactOnly,
+    };
+    h.deps.enqueue_after(job.clone(), Duration::from_secs(900)).await.unwrap();
+    assert_eq!(h.queue.scheduled_once(), 0, "900 s fits in a queue message");
+    h.deps.enqueue_after(job, Duration::from_secs(901)).await.unwrap();
+    assert_eq!(h.queue.scheduled_once(), 1);
+}

@@ -167,6 +167,7 @@ let persona = settings.persona(None);
                     channels: store.clone(),
                     ledger: store.clone(),
                     queue: queue.clone(),
+                    scheduler: queue.clone(),
                     llm: None,
                     chat: chat.clone(),
                     clock: clock.clone(),

@@ -5,7 +5,10 @@ use std::time::Duration;
 
 use crate::config::Settings;
 use crate::domain::{BotIdentity, Persona, UserId};
-use crate::ports::{Chat, ChannelStateStore, Clock, DecisionLog, Ledger, Llm, MessageStore, Queue};
+use crate::domain::Job;
+use crate::ports::{
+    Chat, ChannelStateStore, Clock, DecisionLog, Ledger, Llm, MAX_QUEUE_DELAY, MessageStore, PortResult, Queue, Scheduler,
+};
 use crate::prompts::Prompts;
 
 pub struct Deps {
@@ -17,6 +20,7 @@ pub struct Deps {
     pub channels: Arc<dyn ChannelStateStore>,
     pub ledger: Arc<dyn Ledger>,
     pub queue: Arc<dyn Queue>,
+    pub scheduler: Arc<dyn Scheduler>,
     /// `None` runs on rules only (`--llm none`).
     pub llm: Option<Arc<dyn Llm>>,
     pub chat: Arc<dyn Chat>,
@@ -31,6 +35,7 @@ pub struct Adapters {
     pub channels: Arc<dyn ChannelStateStore>,
     pub ledger: Arc<dyn Ledger>,
     pub queue: Arc<dyn Queue>,
+    pub scheduler: Arc<dyn Scheduler>,
     pub llm: Option<Arc<dyn Llm>>,
     pub chat: Arc<dyn Chat>,
     pub clock: Arc<dyn Clock>,
@@ -54,11 +59,22 @@ impl Deps {
             channels: adapters.channels,
             ledger: adapters.ledger,
             queue: adapters.queue,
+            scheduler: adapters.scheduler,
             llm: adapters.llm,
             chat: adapters.chat,
             clock: adapters.clock,
             log: adapters.log,
             rng: Mutex::new(fastrand::Rng::with_seed(seed)),
+        }
+    }
+
+    /// Queues `job` after `delay`: on the queue up to its limit (900 s), through the
+    /// scheduler beyond.
+    pub async fn enqueue_after(&self, job: Job, delay: Duration) -> PortResult<()> {
+        if delay <= MAX_QUEUE_DELAY {
+            self.queue.enqueue(job, delay).await
+        } else {
+            self.scheduler.schedule_once(job, self.clock.now() + delay).await
         }
     }
 

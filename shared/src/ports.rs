@@ -109,6 +109,16 @@ pub trait Queue: Send + Sync {
     async fn enqueue(&self, job: Job, delay: Duration) -> PortResult<()>;
 }
 
+/// The longest delay a queue message can carry (SQS `DelaySeconds`); longer waits go
+/// through the [`Scheduler`].
+pub const MAX_QUEUE_DELAY: Duration = Duration::from_secs(900);
+
+/// One-time jobs at a moment beyond the queue's reach (EventBridge Scheduler `at()`).
+#[async_trait]
+pub trait Scheduler: Send + Sync {
+    async fn schedule_once(&self, job: Job, at: Timestamp) -> PortResult<()>;
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LlmRole {

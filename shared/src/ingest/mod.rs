@@ -94,7 +94,7 @@ async fn ingest_message(deps: &Deps, message: Message) -> PortResult<IngestOutco
         ),
         None => return Ok(IngestOutcome::Stored { trigger, queued: None }),
     };
-    deps.queue.enqueue(job.clone(), delay).await?;
+    deps.enqueue_after(job.clone(), delay).await?;
     Ok(IngestOutcome::Stored {
         trigger,
         queued: Some(job),

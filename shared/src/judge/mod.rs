@@ -133,7 +133,7 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
             mode: RespondMode::Ambient,
             response_type,
         };
-        deps.queue.enqueue(job, Duration::from_secs(delay.into())).await?;
+        deps.enqueue_after(job, Duration::from_secs(delay.into())).await?;
     }
     Ok(())
 }

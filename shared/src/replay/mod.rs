@@ -59,6 +59,7 @@ pub async fn replay(transcript: &[TranscriptLine], options: ReplayOptions, write
             channels: store.clone(),
             ledger: store.clone(),
             queue: queue.clone(),
+            scheduler: queue.clone(),
             llm: counting.clone().map(|c| c as Arc<dyn Llm>),
             chat,
             clock: clock.clone(),

@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::domain::{Job, Timestamp};
-use crate::ports::{Clock, PortResult, Queue};
+use crate::ports::{Clock, PortResult, Queue, Scheduler};
 
 /// A job waiting for its time, with how often it was delivered before.
 #[derive(Debug, Clone)]
@@ -36,10 +36,12 @@ impl Ord for Scheduled {
 }
 
 /// Delayed jobs on a timer heap over the [`Clock`]; a driver pops what is due
-/// (replay: on the virtual clock; serve: on the real one).
+/// (replay: on the virtual clock; serve: on the real one). It is the in-process
+/// scheduler too: a timer heap has no delay limit.
 pub struct MemoryQueue {
     clock: Arc<dyn Clock>,
     inner: Mutex<(BinaryHeap<Scheduled>, u64)>,
+    scheduled_once: std::sync::atomic::AtomicU64,
 }
 
 impl MemoryQueue {
@@ -47,6 +49,7 @@ impl MemoryQueue {
         Self {
             clock,
             inner: Mutex::new((BinaryHeap::new(), 0)),
+            scheduled_once: Default::default(),
         }
     }
 
@@ -89,6 +92,20 @@ impl MemoryQueue {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// How many jobs came through the scheduler port.
+    pub fn scheduled_once(&self) -> u64 {
+        self.scheduled_once.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+#[async_trait]
+impl Scheduler for MemoryQueue {
+    async fn schedule_once(&self, job: Job, at: Timestamp) -> PortResult<()> {
+        self.scheduled_once.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.push(job, at, 0);
+        Ok(())
     }
 }
 
