@@ -1,0 +1,137 @@
+//! The contract every adapter of a port must keep, as async checks over a trait
+//! object. The in-process adapters run them in this crate's tests; the AWS adapters
+//! run the same functions against local emulators, so the two cannot drift.
+//! Each check panics with what broke. Stores must be empty when a check starts; the
+//! names used are unique per check, so checks may share a store.
+
+use std::time::Duration;
+
+use crate::domain::{Author, ChannelId, Intervention, Message, ResponseType, ThreadKey, Timestamp, Ts, UserId};
+use crate::ports::{ChannelState, ChannelStateStore, ClaimOutcome, Ledger, MessageStore, PutOutcome};
+
+const T0: i64 = 1_767_603_600 * 1_000_000;
+
+fn at(secs: i64) -> Timestamp {
+    Timestamp(T0 + secs * 1_000_000)
+}
+
+fn message(channel: &str, secs: i64, root: Option<i64>, text: &str) -> Message {
+    Message {
+        channel: ChannelId(channel.into()),
+        ts: Ts::from_timestamp(at(secs)),
+        thread_root: root.map(|r| Ts::from_timestamp(at(r))),
+        user: UserId("U1".into()),
+        user_name: "alice".into(),
+        text: text.into(),
+        author: Author::Human,
+        replies_to_bot: false,
+        at: at(secs),
+    }
+}
+
+/// Conditional put, get, edit, delete, windowed reads per conversation, the previous
+/// message of a channel.
+pub async fn message_store(store: &dyn MessageStore) {
+    let ch = ChannelId("contract-messages".into());
+    let m1 = message(&ch.0, 10, None, "one");
+    assert_eq!(store.put_message(&m1).await.unwrap(), PutOutcome::Inserted);
+    let mut again = m1.clone();
+    again.text = "changed".into();
+    assert_eq!(store.put_message(&again).await.unwrap(), PutOutcome::AlreadyExists, "a second put of (channel, ts)");
+    assert_eq!(store.get_message(&ch, &m1.ts).await.unwrap().unwrap().text, "one", "the first write wins");
+    assert_eq!(store.get_message(&ChannelId("elsewhere".into()), &m1.ts).await.unwrap(), None);
+
+    // A top level with a thread under m1, and another channel with the same ts.
+    let m2 = message(&ch.0, 20, Some(10), "reply");
+    let m3 = message(&ch.0, 30, None, "two");
+    let m4 = message(&ch.0, 40, Some(10), "reply 2");
+    let other = message("contract-other", 20, None, "other channel");
+    for m in [&m2, &m3, &m4, &other] {
+        assert_eq!(store.put_message(m).await.unwrap(), PutOutcome::Inserted);
+    }
+    let top = ThreadKey::top_level(ch.clone());
+    let thread = ThreadKey::thread(ch.clone(), m1.ts.clone());
+    let texts = |ms: Vec<Message>| ms.into_iter().map(|m| m.text).collect::<Vec<_>>();
+    assert_eq!(texts(store.recent_in_thread(&top, at(0), 10).await.unwrap()), ["one", "two"], "oldest first");
+    assert_eq!(texts(store.recent_in_thread(&thread, at(0), 10).await.unwrap()), ["reply", "reply 2"]);
+    assert_eq!(texts(store.recent_in_thread(&top, at(0), 1).await.unwrap()), ["two"], "the newest within the limit");
+    assert_eq!(texts(store.recent_in_thread(&top, at(11), 10).await.unwrap()), ["two"], "since is inclusive of later");
+    assert_eq!(texts(store.recent_in_thread(&top, at(30), 10).await.unwrap()), ["two"], "since is inclusive");
+    assert!(store.recent_in_thread(&ThreadKey::top_level(ChannelId("nobody".into())), at(0), 10).await.unwrap().is_empty());
+
+    // The previous message in the channel, any conversation, strictly before.
+    let prev = |ts: &Ts| {
+        let ts = ts.clone();
+        let ch = ch.clone();
+        async move { store.previous_in_channel(&ch, &ts).await.unwrap().map(|m| m.text) }
+    };
+    assert_eq!(prev(&m3.ts).await.as_deref(), Some("reply"));
+    assert_eq!(prev(&m4.ts).await.as_deref(), Some("two"));
+    assert_eq!(prev(&m1.ts).await, None);
+
+    // Edits and deletes.
+    assert!(store.update_text(&ch, &m3.ts, "two, edited").await.unwrap());
+    assert_eq!(store.get_message(&ch, &m3.ts).await.unwrap().unwrap().text, "two, edited");
+    assert!(!store.update_text(&ch, &Ts::new("1.000001"), "x").await.unwrap());
+    assert!(store.delete_message(&ch, &m2.ts).await.unwrap());
+    assert!(!store.delete_message(&ch, &m2.ts).await.unwrap(), "deleting twice");
+    assert_eq!(store.get_message(&ch, &m2.ts).await.unwrap(), None);
+    assert_eq!(texts(store.recent_in_thread(&thread, at(0), 10).await.unwrap()), ["reply 2"]);
+    assert_eq!(prev(&m3.ts).await.as_deref(), Some("one"), "a deleted message is not previous");
+}
+
+/// Claims: one holder at a time, expiry, completion, release.
+pub async fn ledger(ledger: &dyn Ledger) {
+    let lease = Duration::from_secs(300);
+    let key = "contract:claim";
+    assert_eq!(ledger.claim(key, at(0), lease).await.unwrap(), ClaimOutcome::Claimed);
+    assert_eq!(ledger.claim(key, at(10), lease).await.unwrap(), ClaimOutcome::InProgress);
+    assert_eq!(ledger.claim(key, at(301), lease).await.unwrap(), ClaimOutcome::Claimed, "an expired claim can be taken");
+    ledger.complete(key, at(302), Duration::from_secs(3600)).await.unwrap();
+    assert_eq!(ledger.claim(key, at(303), lease).await.unwrap(), ClaimOutcome::Completed);
+    ledger.release(key).await.unwrap();
+    assert_eq!(ledger.claim(key, at(304), lease).await.unwrap(), ClaimOutcome::Completed, "release leaves completed work");
+
+    let key = "contract:release";
+    assert_eq!(ledger.claim(key, at(0), lease).await.unwrap(), ClaimOutcome::Claimed);
+    ledger.release(key).await.unwrap();
+    assert_eq!(ledger.claim(key, at(1), lease).await.unwrap(), ClaimOutcome::Claimed, "released work can be claimed");
+    assert_eq!(ledger.claim("contract:other", at(1), lease).await.unwrap(), ClaimOutcome::Claimed, "keys are independent");
+}
+
+/// The last response time and a bounded intervention history per channel.
+pub async fn channel_states(store: &dyn ChannelStateStore) {
+    let ch = ChannelId("contract-state".into());
+    assert_eq!(store.channel_state(&ch).await.unwrap(), ChannelState::default());
+    let intervention = |secs: i64| Intervention {
+        at: at(secs),
+        thread: ThreadKey::top_level(ch.clone()),
+        response_type: ResponseType::ShortAck,
+        excerpt: format!("at {secs}"),
+    };
+    store.record_intervention(&ch, intervention(100)).await.unwrap();
+    store.record_intervention(&ch, intervention(50)).await.unwrap();
+    let state = store.channel_state(&ch).await.unwrap();
+    assert_eq!(state.last_response_at, Some(at(100)), "the latest response, not the last recorded");
+    assert_eq!(state.interventions.len(), 2);
+    for i in 0..(ChannelState::KEPT_INTERVENTIONS as i64 + 5) {
+        store.record_intervention(&ch, intervention(200 + i)).await.unwrap();
+    }
+    let state = store.channel_state(&ch).await.unwrap();
+    assert_eq!(state.interventions.len(), ChannelState::KEPT_INTERVENTIONS, "bounded");
+    assert_eq!(state.interventions.last().unwrap().excerpt, format!("at {}", 200 + ChannelState::KEPT_INTERVENTIONS as i64 + 4));
+    assert_eq!(store.channel_state(&ChannelId("contract-quiet".into())).await.unwrap(), ChannelState::default());
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::adapters::memory::MemoryStore;
+
+    #[tokio::test]
+    async fn the_memory_store_keeps_the_contract() {
+        let store = MemoryStore::new();
+        super::message_store(&store).await;
+        super::ledger(&store).await;
+        super::channel_states(&store).await;
+    }
+}
