@@ -160,3 +160,13 @@ fn the_report_is_written() {
     let html = std::fs::read_to_string(&report).unwrap();
     assert!(html.starts_with("<!doctype html") || html.starts_with("<!DOCTYPE html"), "{html}");
 }
+
+#[test]
+fn the_readme_has_the_current_settings_table() {
+    let table = String::from_utf8(kuuki(&["settings"]).stdout).unwrap();
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    assert!(
+        readme.contains(&table),
+        "README.md's settings table is out of date: paste the output of `kuuki settings`"
+    );
+}
