@@ -203,6 +203,7 @@ let persona = settings.persona(None);
                 text: text.into(),
                 author: Author::Human,
                 replies_to_bot: false,
+                in_dm: false,
                 at,
             }
         }

@@ -8,13 +8,20 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::domain::{ChannelId, Intervention, Job, Message, ThreadKey, Timestamp, Ts, UserId};
+use crate::domain::{ChannelId, Intervention, Job, JudgmentNote, Message, ThreadKey, Timestamp, Ts, UserId};
 
-/// A backend failed; the caller decides whether to retry (queues redeliver).
+/// A backend failed. `Backend` may pass (queues redeliver the job); `Rejected` will
+/// not (the platform said no: a missing channel, a revoked token), so the work is
+/// given up and logged instead of retried.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum PortError {
     #[error("{backend}: {message}")]
     Backend {
+        backend: &'static str,
+        message: String,
+    },
+    #[error("{backend} refused: {message}")]
+    Rejected {
         backend: &'static str,
         message: String,
     },
@@ -62,10 +69,20 @@ pub struct ChannelState {
     pub last_response_at: Option<Timestamp>,
     /// Newest last, at most [`ChannelState::KEPT_INTERVENTIONS`].
     pub interventions: Vec<Intervention>,
+    /// Ambient participation is off until then (`/kuuki mute`); direct triggers are
+    /// still answered.
+    pub muted_until: Option<Timestamp>,
+    /// Judge and log but never post (`/kuuki shadow on`).
+    pub shadow: bool,
+    pub last_judgment: Option<JudgmentNote>,
 }
 
 impl ChannelState {
     pub const KEPT_INTERVENTIONS: usize = 20;
+
+    pub fn muted_at(&self, now: Timestamp) -> bool {
+        self.muted_until.is_some_and(|until| until > now)
+    }
 
     /// Interventions in the `window` before `now`.
     pub fn interventions_within(&self, now: Timestamp, window: Duration) -> usize {
@@ -79,6 +96,10 @@ pub trait ChannelStateStore: Send + Sync {
     async fn channel_state(&self, channel: &ChannelId) -> PortResult<ChannelState>;
     /// Records a response: sets the last response time and appends to the history.
     async fn record_intervention(&self, channel: &ChannelId, intervention: Intervention) -> PortResult<()>;
+    async fn record_judgment(&self, channel: &ChannelId, note: JudgmentNote) -> PortResult<()>;
+    /// Mutes ambient participation until `until`; `None` unmutes.
+    async fn set_muted(&self, channel: &ChannelId, until: Option<Timestamp>) -> PortResult<()>;
+    async fn set_shadow(&self, channel: &ChannelId, on: bool) -> PortResult<()>;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,7 +6,9 @@
 
 use std::time::Duration;
 
-use crate::domain::{Author, ChannelId, Intervention, Message, ResponseType, ThreadKey, Timestamp, Ts, UserId};
+use crate::domain::{
+    Author, ChannelId, Decision, Intervention, JudgmentNote, Message, ResponseType, ThreadKey, Timestamp, Ts, UserId,
+};
 use crate::ports::{ChannelState, ChannelStateStore, ClaimOutcome, Ledger, MessageStore, PutOutcome};
 
 const T0: i64 = 1_767_603_600 * 1_000_000;
@@ -25,6 +27,7 @@ fn message(channel: &str, secs: i64, root: Option<i64>, text: &str) -> Message {
         text: text.into(),
         author: Author::Human,
         replies_to_bot: false,
+        in_dm: false,
         at: at(secs),
     }
 }
@@ -121,6 +124,33 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     assert_eq!(state.interventions.len(), ChannelState::KEPT_INTERVENTIONS, "bounded");
     assert_eq!(state.interventions.last().unwrap().excerpt, format!("at {}", 200 + ChannelState::KEPT_INTERVENTIONS as i64 + 4));
     assert_eq!(store.channel_state(&ChannelId("contract-quiet".into())).await.unwrap(), ChannelState::default());
+
+    // Mute, shadow and the last judgment live beside the history without disturbing it.
+    store.set_muted(&ch, Some(at(1000))).await.unwrap();
+    store.set_shadow(&ch, true).await.unwrap();
+    let note = JudgmentNote {
+        at: at(500),
+        ts: Ts::from_timestamp(at(470)),
+        user: UserId("U1".into()),
+        text: "anyone?".into(),
+        score: 35,
+        breakdown: [("question".to_string(), 20)].into_iter().collect(),
+        decision: Decision::Llm,
+        respond: true,
+        response_type: Some(ResponseType::FullResponse),
+        reason: "unanswered".into(),
+    };
+    store.record_judgment(&ch, note.clone()).await.unwrap();
+    let state = store.channel_state(&ch).await.unwrap();
+    assert!(state.muted_at(at(999)) && !state.muted_at(at(1000)));
+    assert!(state.shadow);
+    assert_eq!(state.last_judgment, Some(note));
+    assert_eq!(state.interventions.len(), ChannelState::KEPT_INTERVENTIONS);
+    store.set_muted(&ch, None).await.unwrap();
+    store.set_shadow(&ch, false).await.unwrap();
+    let state = store.channel_state(&ch).await.unwrap();
+    assert_eq!((state.muted_until, state.shadow), (None, false));
+    assert!(state.last_judgment.is_some());
 }
 
 #[cfg(test)]

@@ -4,4 +4,5 @@
 pub mod contract;
 pub mod llm;
 pub mod memory;
+pub mod slack;
 pub mod system;

@@ -72,6 +72,8 @@ pub enum EventKind {
         posted_ts: Option<Ts>,
         text: Option<String>,
         emoji: Option<String>,
+        /// The channel is in shadow mode: decided and logged, not posted.
+        shadow: bool,
     },
     RespondFailed {
         mode: RespondMode,

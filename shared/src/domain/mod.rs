@@ -79,12 +79,14 @@ pub enum DirectTrigger {
     Reply,
     /// The bot's name or an alias appears: 80.
     Name,
+    /// A direct message to the bot: 100.
+    DirectMessage,
 }
 
 impl DirectTrigger {
     pub fn score(self) -> i32 {
         match self {
-            DirectTrigger::Mention | DirectTrigger::Reply => 100,
+            DirectTrigger::Mention | DirectTrigger::Reply | DirectTrigger::DirectMessage => 100,
             DirectTrigger::Name => 80,
         }
     }
@@ -94,6 +96,7 @@ impl DirectTrigger {
             DirectTrigger::Mention => "mention",
             DirectTrigger::Reply => "reply",
             DirectTrigger::Name => "name",
+            DirectTrigger::DirectMessage => "direct_message",
         }
     }
 }
@@ -109,9 +112,13 @@ pub struct Message {
     pub user_name: String,
     pub text: String,
     pub author: Author,
-    /// The platform said this is a reply to one of the bot's messages (Discord replies).
+    /// The platform said this is a reply to one of the bot's messages (a Discord reply,
+    /// a Slack thread reply under the bot's message).
     #[serde(default)]
     pub replies_to_bot: bool,
+    /// Written in a direct-message conversation with the bot.
+    #[serde(default)]
+    pub in_dm: bool,
     pub at: Timestamp,
 }
 
@@ -288,6 +295,21 @@ impl Job {
         };
         format!("{kind}:{}:{root}:{}", thread.channel, self.ts())
     }
+}
+
+/// The last judgment in a channel, for `/kuuki why`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgmentNote {
+    pub at: Timestamp,
+    pub ts: Ts,
+    pub user: UserId,
+    pub text: String,
+    pub score: i32,
+    pub breakdown: BTreeMap<String, i32>,
+    pub decision: Decision,
+    pub respond: bool,
+    pub response_type: Option<ResponseType>,
+    pub reason: String,
 }
 
 /// One response kuuki made in a channel: cooldown, engagement and the intervention

@@ -8,11 +8,16 @@ use std::time::Duration;
 
 use crate::deps::Deps;
 use crate::domain::{
-    Author, ConversationState, Decision, EventKind, Job, LlmVerdict, Message, RespondMode, ResponseType, Stage,
-    ThreadKey, Ts,
+    Author, ConversationState, Decision, EventKind, Job, JudgmentNote, LlmVerdict, Message, RespondMode, ResponseType,
+    Stage, ThreadKey, Ts,
 };
 use crate::ingest::record;
-use crate::ports::{LlmRequest, LlmRole, PortResult};
+use crate::ports::{ClaimOutcome, LlmRequest, LlmRole, PortResult};
+
+/// A judgment in progress holds its message this long; a crashed worker's claim expires.
+const JUDGE_CLAIM_LEASE: Duration = Duration::from_secs(5 * 60);
+/// A judged message is not judged again for this long.
+const JUDGE_CLAIM_KEEP: Duration = Duration::from_secs(24 * 3600);
 use crate::respond::context;
 
 /// The newest message after `target` in its conversation (and, for a top-level
@@ -60,15 +65,40 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
         return Ok(());
     }
 
+    // A redelivered or re-sent JUDGE for the same message judges once.
+    let key = format!("judge:{channel}:{ts}");
+    match deps.ledger.claim(&key, deps.clock.now(), JUDGE_CLAIM_LEASE).await? {
+        ClaimOutcome::Claimed => {}
+        _ => {
+            record(deps, channel, thread.root.clone(), ts.clone(), dropped("already judged"));
+            return Ok(());
+        }
+    }
+    match judge_claimed(deps, thread, ts, &target).await {
+        Ok(()) => deps.ledger.complete(&key, deps.clock.now(), JUDGE_CLAIM_KEEP).await,
+        Err(e) => {
+            deps.ledger.release(&key).await?;
+            Err(e)
+        }
+    }
+}
+
+async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Message) -> PortResult<()> {
+    let channel = &thread.channel;
+    let target = target.clone();
     let conversation = context::load_conversation(deps, &target).await?;
     if conversation.last().is_some_and(|m| m.author == Author::OwnBot && m.ts > target.ts) {
         let mut judgment = Judgment::skip("kuuki spoke last in this conversation");
         judgment.breakdown.insert("bot_spoke_last".into(), 0);
-        judgment.record(deps, &target);
-        return Ok(());
+        return judgment.record(deps, &target).await;
+    }
+    let state = deps.channels.channel_state(channel).await?;
+    if state.muted_at(deps.clock.now()) {
+        let mut judgment = Judgment::skip("kuuki is muted in this channel");
+        judgment.breakdown.insert("muted".into(), 0);
+        return judgment.record(deps, &target).await;
     }
     let upto = &conversation[..conversation.partition_point(|m| m.ts <= target.ts)];
-    let state = deps.channels.channel_state(channel).await?;
     let turn_start = rules::turn(upto).first().map_or(&target.ts, |m| &m.ts);
     let previous = deps.messages.previous_in_channel(channel, turn_start).await?;
     let scored = rules::score(
@@ -125,7 +155,7 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
     }
     let respond = judgment.respond;
     let (response_type, delay) = (judgment.response_type, judgment.delay_seconds);
-    judgment.record(deps, &target);
+    judgment.record(deps, &target).await?;
     if respond {
         let job = Job::Respond {
             thread: thread.clone(),
@@ -199,7 +229,21 @@ impl Judgment {
         }
     }
 
-    fn record(self, deps: &Deps, target: &Message) {
+    /// Keeps the judgment for `/kuuki why` and logs it.
+    async fn record(self, deps: &Deps, target: &Message) -> PortResult<()> {
+        let note = JudgmentNote {
+            at: deps.clock.now(),
+            ts: target.ts.clone(),
+            user: target.user.clone(),
+            text: target.text.clone(),
+            score: self.score,
+            breakdown: self.breakdown.clone(),
+            decision: self.decision,
+            respond: self.respond,
+            response_type: self.respond.then_some(self.response_type),
+            reason: self.reason.clone(),
+        };
+        deps.channels.record_judgment(&target.channel, note).await?;
         record(
             deps,
             &target.channel,
@@ -219,5 +263,6 @@ impl Judgment {
                 reason: self.reason,
             },
         );
+        Ok(())
     }
 }

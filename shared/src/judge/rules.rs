@@ -34,6 +34,9 @@ pub fn direct_trigger(message: &Message, bot: &BotIdentity) -> Option<DirectTrig
     if message.replies_to_bot {
         return Some(DirectTrigger::Reply);
     }
+    if message.in_dm {
+        return Some(DirectTrigger::DirectMessage);
+    }
     if bot.names_lowercase.is_empty() {
         return None;
     }
@@ -288,6 +291,7 @@ mod tests {
             text: text.into(),
             author: Author::Human,
             replies_to_bot: false,
+            in_dm: false,
             at: at(secs),
         }
     }

@@ -224,9 +224,13 @@ fn body(event: &Event) -> Value {
             response_type,
             text,
             emoji,
+            shadow,
             ..
         } => {
             let mut v = json!({"type": response_type, "mode": mode});
+            if *shadow {
+                v["shadow"] = json!(true);
+            }
             if let Some(text) = text {
                 v["text"] = json!(text);
             }

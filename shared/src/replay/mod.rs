@@ -96,6 +96,7 @@ pub async fn replay(transcript: &[TranscriptLine], options: ReplayOptions, write
             text: line.text.clone(),
             author: if line.bot { Author::OtherBot } else { Author::Human },
             replies_to_bot: line.reply_to_bot,
+            in_dm: false,
             at,
         };
         ingest(&deps, Incoming::Message(message)).await?;

@@ -9,7 +9,7 @@ use crate::deps::Deps;
 use crate::domain::{Author, EventKind, Intervention, Message, RespondMode, ResponseType, Stage, ThreadKey, Ts};
 use crate::ingest::record;
 use crate::judge::{newer_message, rules};
-use crate::ports::{LlmRequest, LlmRole, PortResult, Post};
+use crate::ports::{LlmRequest, LlmRole, PortError, PortResult, Post};
 
 /// How long a claim protects an answer in progress; a crashed worker's claim expires.
 const CLAIM_LEASE: Duration = Duration::from_secs(5 * 60);
@@ -67,6 +67,23 @@ pub async fn handle(
     }
     match answer(deps, &target, &key, mode, response_type).await {
         Ok(()) => Ok(()),
+        // The platform refused (a missing channel, a revoked token): retrying would
+        // fail the same way, so the answer is given up and logged.
+        Err(PortError::Rejected { message, .. }) => {
+            deps.ledger.complete(&key, deps.clock.now(), CLAIM_KEEP).await?;
+            record(
+                deps,
+                channel,
+                thread.root.clone(),
+                ts.clone(),
+                EventKind::RespondFailed {
+                    mode,
+                    response_type,
+                    reason: message,
+                },
+            );
+            Ok(())
+        }
         Err(e) => {
             deps.ledger.release(&key).await?;
             Err(e)
@@ -76,6 +93,7 @@ pub async fn handle(
 
 async fn answer(deps: &Deps, target: &Message, key: &str, mode: RespondMode, response_type: ResponseType) -> PortResult<()> {
     let channel = &target.channel;
+    let state = deps.channels.channel_state(channel).await?;
     // The whole window only when a model will read it; the history quotes a few.
     let conversation = if deps.llm.is_some() && response_type != ResponseType::ReactOnly {
         context::load_conversation(deps, target).await?
@@ -85,12 +103,14 @@ async fn answer(deps: &Deps, target: &Message, key: &str, mode: RespondMode, res
     let (posted_ts, text, emoji) = match response_type {
         ResponseType::ReactOnly => {
             let emoji = rules::pick_emoji(&target.text);
-            deps.chat.add_reaction(channel, &target.ts, emoji).await?;
+            if !state.shadow {
+                deps.chat.add_reaction(channel, &target.ts, emoji).await?;
+            }
             deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?;
             (None, None, Some(emoji.to_owned()))
         }
         ResponseType::ShortAck | ResponseType::FullResponse => {
-            let text = match generate(deps, target, &conversation, response_type).await? {
+            let text = match generate(deps, target, &conversation, &state, response_type).await? {
                 Ok(text) => text,
                 Err(reason) => {
                     // A failed generation posts nothing, not even an apology.
@@ -109,40 +129,29 @@ async fn answer(deps: &Deps, target: &Message, key: &str, mode: RespondMode, res
                     return Ok(());
                 }
             };
-            let post = Post {
-                channel: channel.clone(),
-                thread_root: target.thread_root.clone(),
-                text: text.clone(),
-            };
-            let posted = deps.chat.post_message(&post).await?;
-            // Done before anything else can fail: a redelivery must never post again.
-            deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?;
-            let own = Message {
-                channel: channel.clone(),
-                ts: posted.clone(),
-                thread_root: target.thread_root.clone(),
-                user: deps.bot.user_id.clone(),
-                user_name: deps.persona.name.clone(),
-                text: text.clone(),
-                author: Author::OwnBot,
-                replies_to_bot: false,
-                at: deps.clock.now(),
-            };
-            deps.messages.put_message(&own).await?;
-            (Some(posted), Some(text), None)
+            if state.shadow {
+                deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?;
+                (None, Some(text), None)
+            } else {
+                let posted = post(deps, target, key, &text).await?;
+                (Some(posted), Some(text), None)
+            }
         }
     };
-    deps.channels
-        .record_intervention(
-            channel,
-            Intervention {
-                at: deps.clock.now(),
-                thread: target.thread_key(),
-                response_type,
-                excerpt: context::excerpt(&conversation),
-            },
-        )
-        .await?;
+    // In shadow mode kuuki did not speak: no cooldown, no engagement, no history.
+    if !state.shadow {
+        deps.channels
+            .record_intervention(
+                channel,
+                Intervention {
+                    at: deps.clock.now(),
+                    thread: target.thread_key(),
+                    response_type,
+                    excerpt: context::excerpt(&conversation),
+                },
+            )
+            .await?;
+    }
     record(
         deps,
         channel,
@@ -155,9 +164,36 @@ async fn answer(deps: &Deps, target: &Message, key: &str, mode: RespondMode, res
             posted_ts,
             text,
             emoji,
+            shadow: state.shadow,
         },
     );
     Ok(())
+}
+
+/// Posts `text` where `target` was written, completes the claim at once (a redelivery
+/// must never post again), and stores kuuki's own message.
+async fn post(deps: &Deps, target: &Message, key: &str, text: &str) -> PortResult<Ts> {
+    let post = Post {
+        channel: target.channel.clone(),
+        thread_root: target.thread_root.clone(),
+        text: text.to_owned(),
+    };
+    let posted = deps.chat.post_message(&post).await?;
+    deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?;
+    let own = Message {
+        channel: target.channel.clone(),
+        ts: posted.clone(),
+        thread_root: target.thread_root.clone(),
+        user: deps.bot.user_id.clone(),
+        user_name: deps.persona.name.clone(),
+        text: text.to_owned(),
+        author: Author::OwnBot,
+        replies_to_bot: false,
+        in_dm: target.in_dm,
+        at: deps.clock.now(),
+    };
+    deps.messages.put_message(&own).await?;
+    Ok(posted)
 }
 
 /// The text to post. The outer error is a backend failure; the inner one a failed
@@ -166,13 +202,13 @@ async fn generate(
     deps: &Deps,
     target: &Message,
     conversation: &[Message],
+    state: &crate::ports::ChannelState,
     response_type: ResponseType,
 ) -> PortResult<Result<String, String>> {
     let Some(llm) = &deps.llm else {
         return Ok(Ok(placeholder(deps, target, response_type)));
     };
-    let state = deps.channels.channel_state(&target.channel).await?;
-    let ctx = context::build(deps, target, conversation, &state, response_type).await?;
+    let ctx = context::build(deps, target, conversation, state, response_type).await?;
     let request = LlmRequest {
         role: LlmRole::Generate,
         model: deps.settings.llm_model.clone(),

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::domain::{ChannelId, Intervention, Message, ThreadKey, Timestamp, Ts};
+use crate::domain::{ChannelId, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts};
 use crate::ports::{
     ChannelState, ChannelStateStore, ClaimOutcome, Ledger, MessageStore, PortResult, PutOutcome,
 };
@@ -134,6 +134,21 @@ impl ChannelStateStore for MemoryStore {
         state.interventions.push(intervention);
         let excess = state.interventions.len().saturating_sub(ChannelState::KEPT_INTERVENTIONS);
         state.interventions.drain(..excess);
+        Ok(())
+    }
+
+    async fn record_judgment(&self, channel: &ChannelId, note: JudgmentNote) -> PortResult<()> {
+        self.lock().states.entry(channel.clone()).or_default().last_judgment = Some(note);
+        Ok(())
+    }
+
+    async fn set_muted(&self, channel: &ChannelId, until: Option<Timestamp>) -> PortResult<()> {
+        self.lock().states.entry(channel.clone()).or_default().muted_until = until;
+        Ok(())
+    }
+
+    async fn set_shadow(&self, channel: &ChannelId, on: bool) -> PortResult<()> {
+        self.lock().states.entry(channel.clone()).or_default().shadow = on;
         Ok(())
     }
 }

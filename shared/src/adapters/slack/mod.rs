@@ -1,0 +1,9 @@
+//! Slack: request signatures, Events API payloads, the Web API client.
+
+pub mod client;
+pub mod events;
+pub mod signature;
+
+pub use client::{SlackApiError, SlackClient};
+pub use events::{Envelope, Normalized, RawEvent, SlackIdentity, normalize, parse_envelope};
+pub use signature::{SignatureError, SigningSecret};
