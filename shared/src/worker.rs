@@ -28,6 +28,23 @@ pub async fn run_job(deps: &Deps, job: &Job) -> PortResult<()> {
     }
 }
 
+/// Runs jobs as they come due on the real clock until the task is dropped: the
+/// in-process stand-in for SQS pollers (`kuuki serve`).
+pub async fn run_forever(deps: std::sync::Arc<Deps>, queue: std::sync::Arc<MemoryQueue>) {
+    loop {
+        let now = deps.clock.now();
+        run_due(&deps, &queue, now, |_| {}).await;
+        let wait = match queue.next_due() {
+            Some(due) => Duration::from_micros((due.as_micros() - deps.clock.now().as_micros()).max(0) as u64),
+            None => Duration::from_secs(3600),
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = queue.arrived() => {}
+        }
+    }
+}
+
 /// Runs every job due at or before `until`, oldest first, moving the clock to each
 /// job's time with `advance`. Returns how many deliveries failed.
 pub async fn run_due(deps: &Deps, queue: &MemoryQueue, until: Timestamp, advance: impl Fn(Timestamp)) -> u32 {

@@ -1,13 +1,13 @@
-//! The ingress Lambda. Its AWS adapters (DynamoDB, SQS, Scheduler) and the Lambda runtime
-//! are not built yet, so this binary refuses to start instead of pretending to work.
-//! The same logic runs today in one process: `kuuki replay` (and later `kuuki serve`).
+//! The ingress Lambda. The router it serves is `kuuki_ingress::app` (also served by
+//! `kuuki serve`); the Lambda needs the AWS adapters (DynamoDB, SQS), which are not
+//! built yet, so this binary refuses to start instead of pretending to work.
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     eprintln!(
         "kuuki-ingress: the AWS adapters this function needs are not built yet; \
-         run kuuki locally with `kuuki replay` instead"
+         serve the same routes locally with `kuuki serve`"
     );
     ExitCode::FAILURE
 }

@@ -25,6 +25,8 @@ enum Command {
     Replay(ReplayArgs),
     /// Print the settings table (name, default, meaning) as Markdown.
     Settings,
+    /// Serve the Slack ingress on a local address with the workers in-process.
+    Serve(crate::serve::ServeArgs),
     /// Measure replay throughput on a generated transcript.
     Bench(crate::bench::BenchArgs),
 }
@@ -63,6 +65,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             print!("{}", config::settings_markdown());
             Ok(())
         }
+        Command::Serve(args) => crate::serve::run(args).await,
         Command::Bench(args) => crate::bench::run(args).await,
     }
 }

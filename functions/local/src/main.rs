@@ -3,6 +3,7 @@
 
 mod bench;
 mod cli;
+mod serve;
 
 use std::process::ExitCode;
 

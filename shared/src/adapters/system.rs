@@ -1,4 +1,4 @@
-//! The real clock.
+//! The real clock, and decision records as JSON lines.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -11,5 +11,35 @@ impl Clock for SystemClock {
     fn now(&self) -> Timestamp {
         let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
         Timestamp(since.as_micros() as i64)
+    }
+}
+
+/// Writes each decision record as one JSON line (`kuuki serve`; Lambda logs later).
+pub struct JsonLinesLog<W: std::io::Write + Send> {
+    out: std::sync::Mutex<W>,
+}
+
+impl<W: std::io::Write + Send> JsonLinesLog<W> {
+    pub fn new(out: W) -> Self {
+        Self {
+            out: std::sync::Mutex::new(out),
+        }
+    }
+}
+
+impl<W: std::io::Write + Send> crate::ports::DecisionLog for JsonLinesLog<W> {
+    fn record(&self, event: crate::domain::Event) {
+        let mut out = self.out.lock().expect("log lock");
+        let line = serde_json::json!({
+            "time": event.at.to_utc_string(),
+            "kind": event.kind.name(),
+            "channel": event.channel,
+            "thread": event.thread_root,
+            "ts": event.ts,
+            "event": event.kind,
+        });
+        if let Err(error) = writeln!(out, "{line}").and_then(|_| out.flush()) {
+            tracing::warn!(%error, "could not write a decision record");
+        }
     }
 }

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::deps::Deps;
-use crate::domain::{Author, ChannelId, DirectTrigger, Event, EventKind, Job, Message, RespondMode, ResponseType, Ts};
+use crate::domain::{ChannelId, DirectTrigger, Event, EventKind, Job, Message, RespondMode, ResponseType, Ts};
 use crate::judge::rules::direct_trigger;
 use crate::ports::{PortResult, PutOutcome};
 
@@ -28,6 +28,28 @@ pub enum IngestOutcome {
     /// Whether there was a stored message to change.
     Edited(bool),
     Deleted(bool),
+}
+
+pub mod command;
+pub mod slack;
+
+/// Like [`ingest`], for a platform's retry of a delivery (Slack's `X-Slack-Retry-Num`):
+/// a message stored before gets its work queued again, because the first delivery
+/// may have stored it and failed before queueing. The workers' claims make the
+/// second job harmless when the first one was queued after all.
+pub async fn ingest_retry(deps: &Deps, incoming: Incoming) -> PortResult<IngestOutcome> {
+    let message = match &incoming {
+        Incoming::Message(m) => m.clone(),
+        _ => return ingest(deps, incoming).await,
+    };
+    let outcome = ingest(deps, incoming).await?;
+    if outcome == IngestOutcome::Duplicate
+        && let Some(stored) = deps.messages.get_message(&message.channel, &message.ts).await?
+        && let Some((job, delay)) = plan(deps, &stored)
+    {
+        deps.enqueue_after(job, delay).await?;
+    }
+    Ok(outcome)
 }
 
 pub async fn ingest(deps: &Deps, incoming: Incoming) -> PortResult<IngestOutcome> {
@@ -72,11 +94,26 @@ async fn ingest_message(deps: &Deps, message: Message) -> PortResult<IngestOutco
             trigger,
         },
     );
-    if !participant || message.author == Author::OwnBot {
-        return Ok(IngestOutcome::Stored { trigger, queued: None });
+    match plan(deps, &message) {
+        Some((job, delay)) => {
+            deps.enqueue_after(job.clone(), delay).await?;
+            Ok(IngestOutcome::Stored {
+                trigger,
+                queued: Some(job),
+            })
+        }
+        None => Ok(IngestOutcome::Stored { trigger, queued: None }),
     }
-    let (job, delay) = match trigger {
-        Some(_) => (
+}
+
+/// The work a stored message calls for: an answer now for a direct trigger, a
+/// judgment after the wait for the rest, nothing for kuuki's own or ignored messages.
+fn plan(deps: &Deps, message: &Message) -> Option<(Job, Duration)> {
+    if !deps.is_participant(message) {
+        return None;
+    }
+    match direct_trigger(message, &deps.bot) {
+        Some(_) => Some((
             Job::Respond {
                 thread: message.thread_key(),
                 ts: message.ts.clone(),
@@ -84,21 +121,16 @@ async fn ingest_message(deps: &Deps, message: Message) -> PortResult<IngestOutco
                 response_type: ResponseType::FullResponse,
             },
             Duration::ZERO,
-        ),
-        None if deps.settings.ambient_enabled() => (
+        )),
+        None if deps.settings.ambient_enabled() => Some((
             Job::Judge {
                 thread: message.thread_key(),
                 ts: message.ts.clone(),
             },
             deps.judge_wait(),
-        ),
-        None => return Ok(IngestOutcome::Stored { trigger, queued: None }),
-    };
-    deps.enqueue_after(job.clone(), delay).await?;
-    Ok(IngestOutcome::Stored {
-        trigger,
-        queued: Some(job),
-    })
+        )),
+        None => None,
+    }
 }
 
 pub(crate) fn record(deps: &Deps, channel: &ChannelId, thread_root: Option<Ts>, ts: Ts, kind: EventKind) {

@@ -42,6 +42,8 @@ pub struct MemoryQueue {
     clock: Arc<dyn Clock>,
     inner: Mutex<(BinaryHeap<Scheduled>, u64)>,
     scheduled_once: std::sync::atomic::AtomicU64,
+    /// Wakes a real-time driver when a job arrives.
+    arrived: tokio::sync::Notify,
 }
 
 impl MemoryQueue {
@@ -50,6 +52,7 @@ impl MemoryQueue {
             clock,
             inner: Mutex::new((BinaryHeap::new(), 0)),
             scheduled_once: Default::default(),
+            arrived: tokio::sync::Notify::new(),
         }
     }
 
@@ -63,6 +66,13 @@ impl MemoryQueue {
             job,
             deliveries,
         });
+        drop(inner);
+        self.arrived.notify_one();
+    }
+
+    /// Completes when a job was added since the last call (or is added now).
+    pub async fn arrived(&self) {
+        self.arrived.notified().await;
     }
 
     /// When the earliest job is due.

@@ -1,0 +1,51 @@
+//! A verified Slack Events API request: answer the URL check, or normalize the event
+//! and ingest it. Verification happens before this, on the raw bytes.
+
+use thiserror::Error;
+
+use super::{IngestOutcome, ingest, ingest_retry};
+use crate::adapters::slack::{Envelope, Normalized, SlackIdentity, normalize, parse_envelope};
+use crate::deps::Deps;
+use crate::ports::PortError;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum SlackReply {
+    /// Answer `url_verification` with this challenge.
+    Challenge(String),
+    /// Acknowledge: the event was stored and queued, was a duplicate, or is ignored.
+    Ack(String),
+}
+
+#[derive(Debug, Error)]
+pub enum SlackIngressError {
+    /// A signed request whose body is not an event kuuki can read (400).
+    #[error(transparent)]
+    Malformed(#[from] crate::adapters::slack::events::EventError),
+    /// A store or queue failed (500; Slack retries, and retries are idempotent).
+    #[error(transparent)]
+    Backend(#[from] PortError),
+}
+
+/// `retry` is whether Slack marked the request as a retry (`X-Slack-Retry-Num`).
+pub async fn handle_event(deps: &Deps, me: &SlackIdentity, body: &[u8], retry: bool) -> Result<SlackReply, SlackIngressError> {
+    let event = match parse_envelope(body)? {
+        Envelope::UrlVerification { challenge } => return Ok(SlackReply::Challenge(challenge)),
+        Envelope::EventCallback { event, .. } => event,
+        Envelope::AppRateLimited {} => return Ok(SlackReply::Ack("app_rate_limited".into())),
+        Envelope::Other => return Ok(SlackReply::Ack("an envelope type kuuki does not use".into())),
+    };
+    let incoming = match normalize(&event, me)? {
+        Normalized::Incoming(incoming) => incoming,
+        Normalized::Ignored(reason) => {
+            tracing::debug!(%reason, "Slack event ignored");
+            return Ok(SlackReply::Ack(format!("ignored: {reason}")));
+        }
+    };
+    let outcome = if retry { ingest_retry(deps, incoming).await? } else { ingest(deps, incoming).await? };
+    Ok(SlackReply::Ack(match outcome {
+        IngestOutcome::Duplicate => "duplicate".into(),
+        IngestOutcome::Stored { .. } => "stored".into(),
+        IngestOutcome::Edited(found) => format!("edited ({})", if found { "found" } else { "unknown message" }),
+        IngestOutcome::Deleted(found) => format!("deleted ({})", if found { "found" } else { "unknown message" }),
+    }))
+}
