@@ -233,3 +233,240 @@ let persona = settings.persona(None);
         }
     }
 }
+
+/// kuuki's ingress served over real HTTP on 127.0.0.1, a fake Slack Web API
+/// (wiremock) recording every call, and the workers driven on a virtual clock.
+pub mod slack_world {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::Duration;
+
+    use kuuki::adapters::memory::{MemoryLog, MemoryQueue, MemoryStore, VirtualClock};
+    use kuuki::adapters::slack::{SigningSecret, SlackClient, SlackIdentity};
+    use kuuki::config::Settings;
+    use kuuki::deps::{Adapters, Deps};
+    use kuuki::domain::{Event, Timestamp, UserId};
+    use kuuki::ports::Clock;
+    use kuuki::replay::REPLAY_EPOCH;
+    use kuuki::worker::run_due;
+    use kuuki_ingress::{Ingress, app};
+    use serde_json::{Value, json};
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+    pub const SECRET: &str = "test-signing-secret";
+    pub const BOT_USER: &str = "UKUUKI";
+    pub const BOT_ID: &str = "BKUUKI";
+    pub const TEAM: &str = "T0TEAM";
+
+    /// Answers chat.postMessage like Slack: ok, with a new ts each time. The tests'
+    /// messages are written at whole seconds from the world's start; kuuki's posts get
+    /// ts half a second after the start, so they sort after a first mention at 0 s
+    /// and before anything written a second later.
+    struct PostMessage {
+        next: AtomicU64,
+    }
+
+    impl Respond for PostMessage {
+        fn respond(&self, request: &Request) -> ResponseTemplate {
+            let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+            let n = self.next.fetch_add(1, Ordering::SeqCst);
+            ResponseTemplate::new(200).set_body_json(json!({
+                "ok": true,
+                "channel": body["channel"],
+                "ts": format!("{}.{:06}", REPLAY_EPOCH.as_micros() / 1_000_000, 500_000 + n),
+                "message": {"text": body["text"], "user": BOT_USER, "bot_id": BOT_ID},
+            }))
+        }
+    }
+
+    pub struct SlackWorld {
+        pub slack_api: MockServer,
+        pub base_url: String,
+        pub http: reqwest::Client,
+        pub clock: Arc<VirtualClock>,
+        pub store: Arc<MemoryStore>,
+        pub queue: Arc<MemoryQueue>,
+        pub log: Arc<MemoryLog>,
+        pub deps: Arc<Deps>,
+        pub secret: SigningSecret,
+    }
+
+    impl SlackWorld {
+        /// `mount_defaults: false` leaves the fake API empty, for tests that mount their own.
+        pub async fn start(settings: &[(&str, &str)], mount_defaults: bool) -> SlackWorld {
+            let slack_api = MockServer::start().await;
+            if mount_defaults {
+                Self::mount_default_api(&slack_api).await;
+            }
+            let mut vars: std::collections::HashMap<String, String> =
+                settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            vars.insert("SLACK_SIGNING_SECRET".into(), SECRET.into());
+            let settings = Settings::from_vars(&vars).unwrap();
+            let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
+            let store = Arc::new(MemoryStore::new());
+            let queue = Arc::new(MemoryQueue::new(clock.clone()));
+            let log = Arc::new(MemoryLog::default());
+            let chat = Arc::new(SlackClient::new(&slack_api.uri(), "xoxb-test"));
+            let persona = settings.persona(None);
+            let deps = Arc::new(Deps::new(
+                settings,
+                persona,
+                UserId(BOT_USER.into()),
+                Adapters {
+                    messages: store.clone(),
+                    channels: store.clone(),
+                    ledger: store.clone(),
+                    queue: queue.clone(),
+                    scheduler: queue.clone(),
+                    llm: None,
+                    chat,
+                    clock: clock.clone(),
+                    log: log.clone(),
+                },
+                7,
+            ));
+            let ingress = Arc::new(Ingress {
+                deps: deps.clone(),
+                secret: SigningSecret::new(SECRET),
+                slack: SlackIdentity {
+                    user_id: BOT_USER.into(),
+                    bot_id: Some(BOT_ID.into()),
+                },
+            });
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let base_url = format!("http://{}", listener.local_addr().unwrap());
+            tokio::spawn(async move { axum::serve(listener, app(ingress)).await.unwrap() });
+            SlackWorld {
+                slack_api,
+                base_url,
+                http: reqwest::Client::new(),
+                clock,
+                store,
+                queue,
+                log,
+                deps,
+                secret: SigningSecret::new(SECRET),
+            }
+        }
+
+        pub async fn mount_default_api(server: &MockServer) {
+            Mock::given(method("POST"))
+                .and(path("/chat.postMessage"))
+                .respond_with(PostMessage { next: AtomicU64::new(1) })
+                .mount(server)
+                .await;
+            for (api, answer) in [
+                ("/reactions.add", json!({"ok": true})),
+                ("/auth.test", json!({"ok": true, "user_id": BOT_USER, "bot_id": BOT_ID, "team_id": TEAM})),
+                ("/users.info", json!({"ok": true, "user": {"name": "alice", "profile": {"display_name": "Alice"}}})),
+            ] {
+                Mock::given(method("POST"))
+                    .and(path(api))
+                    .respond_with(ResponseTemplate::new(200).set_body_json(answer))
+                    .mount(server)
+                    .await;
+            }
+        }
+
+        /// Seconds since the world began, as Slack's request timestamp.
+        pub fn now_secs(&self) -> i64 {
+            self.clock.now().as_micros() / Timestamp::MICROS_PER_SECOND
+        }
+
+        /// A Slack ts `secs` seconds after the world began (unique per `n`).
+        pub fn ts(&self, secs: u64, n: u32) -> String {
+            format!("{}.{:06}", REPLAY_EPOCH.as_micros() / 1_000_000 + secs as i64, n)
+        }
+
+        pub async fn post_signed(&self, route: &str, body: &str, extra: &[(&str, &str)]) -> reqwest::Response {
+            let timestamp = self.now_secs().to_string();
+            let signature = self.secret.sign(&timestamp, body.as_bytes());
+            let mut headers = vec![
+                ("x-slack-request-timestamp", timestamp.as_str()),
+                ("x-slack-signature", signature.as_str()),
+            ];
+            headers.extend_from_slice(extra);
+            self.post_raw(route, body, &headers).await
+        }
+
+        pub async fn post_raw(&self, route: &str, body: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+            let content_type = if route.ends_with("commands") {
+                "application/x-www-form-urlencoded"
+            } else {
+                "application/json"
+            };
+            let mut request = self
+                .http
+                .post(format!("{}{route}", self.base_url))
+                .header("content-type", content_type)
+                .body(body.to_owned());
+            for (name, value) in headers {
+                request = request.header(*name, *value);
+            }
+            request.send().await.unwrap()
+        }
+
+        /// Sends an Events API envelope around `event`, as Slack does.
+        pub async fn send_event(&self, event: Value, extra: &[(&str, &str)]) -> reqwest::Response {
+            self.post_signed("/slack/events", &envelope(event).to_string(), extra).await
+        }
+
+        /// Moves the virtual clock `secs` on and runs every job due by then.
+        pub async fn run_for(&self, secs: f64) {
+            let until = self.clock.now() + Duration::from_secs_f64(secs);
+            let clock = self.clock.clone();
+            run_due(&self.deps, &self.queue, until, move |t| clock.advance_to(t)).await;
+            self.clock.advance_to(until);
+        }
+
+        /// The bodies of the calls made to one Web API method, in order.
+        pub async fn calls(&self, api: &str) -> Vec<Value> {
+            self.slack_api
+                .received_requests()
+                .await
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|r| r.url.path() == format!("/{api}"))
+                .map(|r| serde_json::from_slice(&r.body).unwrap_or(Value::Null))
+                .collect()
+        }
+
+        pub fn events(&self) -> Vec<Event> {
+            self.log.take()
+        }
+    }
+
+    /// An Events API envelope as Slack sends it.
+    pub fn envelope(event: Value) -> Value {
+        json!({
+            "token": "legacy-verification-token",
+            "team_id": TEAM,
+            "context_team_id": TEAM,
+            "api_app_id": "A0KUUKI",
+            "event": event,
+            "type": "event_callback",
+            "event_id": format!("Ev{}", event["ts"].as_str().unwrap_or("0").replace('.', "")),
+            "event_time": 1767603600,
+            "authorizations": [{"enterprise_id": null, "team_id": TEAM, "user_id": BOT_USER, "is_bot": true, "is_enterprise_install": false}],
+            "is_ext_shared_channel": false,
+            "event_context": "4-eyJldCI6Im1lc3NhZ2UiLCJ0aWQiOiJUMFRFQU0ifQ",
+        })
+    }
+
+    /// A plain `message` event from a person, with the rich-text blocks Slack adds.
+    pub fn message(channel: &str, user: &str, text: &str, ts: &str) -> Value {
+        json!({
+            "type": "message",
+            "channel": channel,
+            "user": user,
+            "text": text,
+            "ts": ts,
+            "event_ts": ts,
+            "client_msg_id": format!("{ts}-client"),
+            "team": TEAM,
+            "channel_type": "channel",
+            "blocks": [{"type": "rich_text", "block_id": "b1", "elements": [{"type": "rich_text_section", "elements": [{"type": "text", "text": text}]}]}],
+        })
+    }
+}

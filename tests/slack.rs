@@ -1,0 +1,336 @@
+//! kuuki as a Slack app over real HTTP: signed Events API and slash-command requests
+//! in, the Web API calls out (to a fake Slack that records them).
+
+use kuuki::domain::{Author, ChannelId, EventKind, Ts};
+use kuuki::ports::MessageStore;
+use kuuki_e2e::slack_world::{BOT_ID, BOT_USER, SlackWorld, envelope, message};
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, ResponseTemplate};
+
+const CH: &str = "C0GENERAL";
+
+async fn stored(world: &SlackWorld, ts: &str) -> Option<kuuki::domain::Message> {
+    world.store.get_message(&ChannelId(CH.into()), &Ts::new(ts)).await.unwrap()
+}
+
+fn app_mention(user: &str, text: &str, ts: &str) -> Value {
+    json!({"type": "app_mention", "channel": CH, "user": user, "text": text, "ts": ts, "event_ts": ts, "team": "T0TEAM"})
+}
+
+#[tokio::test]
+async fn the_url_check_is_answered_with_its_challenge() {
+    let w = SlackWorld::start(&[], true).await;
+    let body = json!({"token": "x", "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P", "type": "url_verification"});
+    let response = w.post_signed("/slack/events", &body.to_string(), &[]).await;
+    assert_eq!(response.status(), 200);
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(answer["challenge"], "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P");
+}
+
+#[tokio::test]
+async fn bad_stale_or_missing_signatures_are_refused_and_change_nothing() {
+    let w = SlackWorld::start(&[], true).await;
+    let body = envelope(message(CH, "UALICE", "<@UKUUKI> hi", &w.ts(0, 1))).to_string();
+    let now = w.now_secs().to_string();
+    let good = w.secret.sign(&now, body.as_bytes());
+    let stale_ts = (w.now_secs() - 301).to_string();
+    let stale_sig = w.secret.sign(&stale_ts, body.as_bytes());
+    let other = kuuki::adapters::slack::SigningSecret::new("not the secret").sign(&now, body.as_bytes());
+    let cases: Vec<(Vec<(&str, &str)>, &str)> = vec![
+        (vec![("x-slack-request-timestamp", &now), ("x-slack-signature", &other)], "does not match"),
+        (vec![("x-slack-request-timestamp", &stale_ts), ("x-slack-signature", &stale_sig)], "300 s"),
+        (vec![("x-slack-request-timestamp", &now)], "X-Slack-Signature header is missing"),
+        (vec![("x-slack-signature", &good)], "X-Slack-Request-Timestamp header is missing"),
+        (vec![], "missing"),
+    ];
+    for (headers, reason) in cases {
+        let response = w.post_raw("/slack/events", &body, &headers).await;
+        assert_eq!(response.status(), 401, "{headers:?}");
+        let text = response.text().await.unwrap();
+        assert!(text.contains(reason), "{text}");
+        assert!(!text.contains(&good[3..]), "the expected signature never leaves the server");
+    }
+    // A body changed after signing.
+    let tampered = body.replace("hi", "hello");
+    let response = w.post_raw("/slack/events", &tampered, &[("x-slack-request-timestamp", &now), ("x-slack-signature", &good)]).await;
+    assert_eq!(response.status(), 401);
+    assert!(stored(&w, &w.ts(0, 1)).await.is_none());
+    assert!(w.queue.is_empty());
+    assert!(w.events().is_empty());
+    // The same request, properly signed, goes through.
+    let response = w.post_raw("/slack/events", &body, &[("x-slack-request-timestamp", &now), ("x-slack-signature", &good)]).await;
+    assert_eq!(response.status(), 200);
+    assert!(stored(&w, &w.ts(0, 1)).await.is_some());
+}
+
+#[tokio::test]
+async fn malformed_bodies_get_400_and_oversized_ones_413() {
+    let w = SlackWorld::start(&[], true).await;
+    for body in [
+        "{not json".to_owned(),
+        json!({"type": "event_callback"}).to_string(),
+        envelope(json!({"type": "message", "channel": CH, "text": "no ts", "user": "U1"})).to_string(),
+        envelope(json!({"type": "message", "text": "no channel", "user": "U1", "ts": "1.000001"})).to_string(),
+    ] {
+        let response = w.post_signed("/slack/events", &body, &[]).await;
+        assert_eq!(response.status(), 400, "{body}");
+        assert!(response.text().await.unwrap().contains("malformed"));
+    }
+    assert!(w.queue.is_empty() && w.events().is_empty());
+    let huge = format!("{{\"type\": \"url_verification\", \"challenge\": \"{}\"}}", "x".repeat(1024 * 1024 + 1));
+    let response = w.post_signed("/slack/events", &huge, &[]).await;
+    assert_eq!(response.status(), 413);
+}
+
+#[tokio::test]
+async fn a_mention_delivered_twice_and_retried_is_stored_and_answered_once() {
+    let w = SlackWorld::start(&[], true).await;
+    let ts = w.ts(0, 100);
+    // Subscribing to message.channels and app_mention delivers a mention twice.
+    assert_eq!(w.send_event(message(CH, "UALICE", "<@UKUUKI> デプロイ手順どこ？", &ts), &[]).await.status(), 200);
+    assert_eq!(w.send_event(app_mention("UALICE", "<@UKUUKI> デプロイ手順どこ？", &ts), &[]).await.status(), 200);
+    // And Slack retries when an answer came late.
+    let retry = [("x-slack-retry-num", "1"), ("x-slack-retry-reason", "http_timeout")];
+    assert_eq!(w.send_event(message(CH, "UALICE", "<@UKUUKI> デプロイ手順どこ？", &ts), &retry).await.status(), 200);
+    w.run_for(60.0).await;
+    let posts = w.calls("chat.postMessage").await;
+    assert_eq!(posts.len(), 1, "{posts:?}");
+    assert_eq!(posts[0]["channel"], CH);
+    assert!(posts[0].get("thread_ts").is_none(), "a top-level mention gets a top-level answer");
+    assert!(posts[0]["text"].as_str().unwrap().contains("full_response"));
+    let messages = w.events().into_iter().filter(|e| matches!(e.kind, EventKind::Message { .. })).count();
+    assert_eq!(messages, 1, "three deliveries, one message");
+    let own = stored(&w, "1767603600.500001").await.expect("kuuki's post is stored");
+    assert_eq!(own.author, Author::OwnBot);
+}
+
+#[tokio::test]
+async fn a_retry_after_a_lost_first_attempt_still_gets_its_work_done() {
+    let w = SlackWorld::start(&[], true).await;
+    let ts = w.ts(0, 200);
+    // The first delivery stored the message but its job was lost (a crash between the
+    // put and the send): store it directly, as that attempt did.
+    let normalized = kuuki::adapters::slack::normalize(
+        &serde_json::from_value(app_mention("UALICE", "<@UKUUKI> ping", &ts)).unwrap(),
+        &kuuki::adapters::slack::SlackIdentity { user_id: BOT_USER.into(), bot_id: Some(BOT_ID.into()) },
+    )
+    .unwrap();
+    let kuuki::adapters::slack::Normalized::Incoming(kuuki::ingest::Incoming::Message(m)) = normalized else {
+        panic!()
+    };
+    w.store.put_message(&m).await.unwrap();
+    let retry = [("x-slack-retry-num", "1")];
+    assert_eq!(w.send_event(app_mention("UALICE", "<@UKUUKI> ping", &ts), &retry).await.status(), 200);
+    w.run_for(10.0).await;
+    assert_eq!(w.calls("chat.postMessage").await.len(), 1, "the retry was processed, not dropped");
+}
+
+#[tokio::test]
+async fn a_thread_mention_is_answered_in_the_thread() {
+    let w = SlackWorld::start(&[], true).await;
+    let root = w.ts(0, 1);
+    w.send_event(message(CH, "UBOB", "deploy failed", &root), &[]).await;
+    let mut reply = message(CH, "UALICE", "<@UKUUKI> any idea?", &w.ts(5, 1));
+    reply["thread_ts"] = json!(root);
+    reply["parent_user_id"] = json!("UBOB");
+    w.send_event(reply, &[]).await;
+    w.run_for(5.0).await;
+    let posts = w.calls("chat.postMessage").await;
+    assert_eq!(posts.len(), 1);
+    assert_eq!(posts[0]["thread_ts"], root.as_str());
+    let stored_reply = stored(&w, &w.ts(5, 1)).await.unwrap();
+    assert_eq!(stored_reply.thread_root, Some(Ts::new(&root)), "thread_ts != ts is a thread reply");
+}
+
+#[tokio::test]
+async fn replies_under_kuukis_message_and_direct_messages_are_direct_triggers() {
+    let w = SlackWorld::start(&[], true).await;
+    let mut reply = message(CH, "UALICE", "thanks, and the staging one?", &w.ts(0, 1));
+    reply["thread_ts"] = json!("1767600000.000001");
+    reply["parent_user_id"] = json!(BOT_USER);
+    w.send_event(reply, &[]).await;
+    let mut dm = message("D0ALICE", "UALICE", "hey, quick question", &w.ts(1, 1));
+    dm["channel_type"] = json!("im");
+    w.send_event(dm, &[]).await;
+    w.run_for(2.0).await;
+    let posts = w.calls("chat.postMessage").await;
+    assert_eq!(posts.len(), 2, "{posts:?}");
+    assert_eq!(posts[0]["thread_ts"], "1767600000.000001");
+    assert_eq!(posts[1]["channel"], "D0ALICE");
+}
+
+#[tokio::test]
+async fn edits_update_and_deletes_remove_the_stored_message() {
+    let w = SlackWorld::start(&[], true).await;
+    let ts = w.ts(0, 1);
+    w.send_event(message(CH, "UALICE", "the deploy is brokn", &ts), &[]).await;
+    let edit = json!({
+        "type": "message", "subtype": "message_changed", "channel": CH, "hidden": true, "ts": w.ts(3, 1), "event_ts": w.ts(3, 1),
+        "message": {"type": "message", "user": "UALICE", "text": "the deploy is broken", "ts": ts, "edited": {"user": "UALICE", "ts": w.ts(3, 1)}},
+        "previous_message": {"type": "message", "user": "UALICE", "text": "the deploy is brokn", "ts": ts},
+    });
+    assert_eq!(w.send_event(edit, &[]).await.status(), 200);
+    assert_eq!(stored(&w, &ts).await.unwrap().text, "the deploy is broken");
+    let delete = json!({
+        "type": "message", "subtype": "message_deleted", "channel": CH, "hidden": true, "deleted_ts": ts, "ts": w.ts(4, 1), "event_ts": w.ts(4, 1),
+        "previous_message": {"type": "message", "user": "UALICE", "text": "the deploy is broken", "ts": ts},
+    });
+    assert_eq!(w.send_event(delete, &[]).await.status(), 200);
+    assert!(stored(&w, &ts).await.is_none());
+    w.run_for(60.0).await;
+    let kinds: Vec<&str> = w.events().iter().map(|e| e.kind.name()).collect();
+    assert_eq!(kinds, vec!["message", "edited", "deleted", "dropped"], "the queued judgment finds the message gone");
+}
+
+#[tokio::test]
+async fn other_bots_kuukis_own_messages_and_joins_are_not_judged() {
+    let w = SlackWorld::start(&[("JUDGE_SCORE_THRESHOLD", "0")], true).await;
+    let bot = json!({"type": "message", "subtype": "bot_message", "channel": CH, "bot_id": "BCI", "username": "ci", "text": "build failed <@UKUUKI>", "ts": w.ts(0, 1)});
+    let app_bot = json!({"type": "message", "channel": CH, "user": "UOTHERBOT", "bot_id": "BOTHER", "text": "beep", "ts": w.ts(0, 2)});
+    let own = json!({"type": "message", "channel": CH, "user": BOT_USER, "bot_id": BOT_ID, "text": "I said this", "ts": w.ts(0, 3)});
+    let join = json!({"type": "message", "subtype": "channel_join", "channel": CH, "user": "UNEW", "text": "<@UNEW> has joined the channel", "ts": w.ts(0, 4)});
+    for event in [bot, app_bot, own, join] {
+        assert_eq!(w.send_event(event, &[]).await.status(), 200);
+    }
+    assert_eq!(stored(&w, &w.ts(0, 1)).await.unwrap().author, Author::OtherBot);
+    assert_eq!(stored(&w, &w.ts(0, 2)).await.unwrap().author, Author::OtherBot);
+    assert_eq!(stored(&w, &w.ts(0, 3)).await.unwrap().author, Author::OwnBot);
+    assert!(stored(&w, &w.ts(0, 4)).await.is_none(), "joins are ignored");
+    assert!(w.queue.is_empty(), "nothing to judge or answer");
+    w.run_for(60.0).await;
+    assert!(w.calls("chat.postMessage").await.is_empty());
+}
+
+#[tokio::test]
+async fn an_ambient_judgment_ends_in_a_reaction() {
+    let w = SlackWorld::start(&[("JUDGE_SCORE_THRESHOLD", "0"), ("JUDGE_JITTER_RATIO", "0")], true).await;
+    let ts = w.ts(0, 1);
+    w.send_event(message(CH, "UALICE", "deploy done 🎉", &ts), &[]).await;
+    w.run_for(29.0).await;
+    assert!(w.calls("reactions.add").await.is_empty(), "judged only after the wait");
+    w.run_for(2.0).await;
+    let reactions = w.calls("reactions.add").await;
+    assert_eq!(reactions, vec![json!({"channel": CH, "timestamp": ts, "name": "tada"})]);
+}
+
+#[tokio::test]
+async fn slack_refusals_are_logged_and_never_retried_into_duplicates() {
+    let w = SlackWorld::start(&[], false).await;
+    Mock::given(method("POST"))
+        .and(path("/chat.postMessage"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "not_in_channel"})))
+        .mount(&w.slack_api)
+        .await;
+    w.send_event(message(CH, "UALICE", "<@UKUUKI> hi", &w.ts(0, 1)), &[]).await;
+    w.run_for(600.0).await;
+    assert_eq!(w.calls("chat.postMessage").await.len(), 1, "a refusal is final");
+    let failed: Vec<String> = w
+        .events()
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::RespondFailed { reason, .. } => Some(reason),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(failed.len(), 1);
+    assert!(failed[0].contains("not_in_channel"), "{failed:?}");
+}
+
+#[tokio::test]
+async fn rate_limits_are_waited_out_as_slack_asks() {
+    let w = SlackWorld::start(&[], false).await;
+    Mock::given(method("POST"))
+        .and(path("/chat.postMessage"))
+        .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "1"))
+        .up_to_n_times(1)
+        .mount(&w.slack_api)
+        .await;
+    SlackWorld::mount_default_api(&w.slack_api).await;
+    w.send_event(message(CH, "UALICE", "<@UKUUKI> hi", &w.ts(0, 1)), &[]).await;
+    let started = std::time::Instant::now();
+    w.run_for(1.0).await;
+    assert!(started.elapsed() >= std::time::Duration::from_secs(1), "Retry-After was honoured");
+    assert_eq!(w.calls("chat.postMessage").await.len(), 2, "one 429, then the post");
+    assert_eq!(w.events().iter().filter(|e| matches!(e.kind, EventKind::Respond { .. })).count(), 1);
+}
+
+fn command_body(text: &str) -> String {
+    format!(
+        "token=legacy&team_id=T0TEAM&team_domain=kuuki&channel_id={CH}&channel_name=general&user_id=UALICE&user_name=alice&command=%2Fkuuki&text={}&api_app_id=A0KUUKI&is_enterprise_install=false&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT0TEAM%2F1%2Fx&trigger_id=1.2.3",
+        text.replace(' ', "+")
+    )
+}
+
+async fn command(w: &SlackWorld, text: &str) -> String {
+    let response = w.post_signed("/slack/commands", &command_body(text), &[]).await;
+    assert_eq!(response.status(), 200);
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(answer["response_type"], "ephemeral");
+    answer["text"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn the_slash_command_reports_explains_mutes_and_shadows() {
+    let w = SlackWorld::start(&[("JUDGE_JITTER_RATIO", "0")], true).await;
+    let status = command(&w, "status").await;
+    assert!(status.contains("rules only, responds at a score of 60"), "{status}");
+    assert!(status.contains("No response here yet"), "{status}");
+    assert_eq!(command(&w, "why").await, "No judgment in this channel yet.");
+
+    // After a mention is answered, status shows cooldown and engagement.
+    w.send_event(message(CH, "UALICE", "<@UKUUKI> hi", &w.ts(0, 1)), &[]).await;
+    w.run_for(1.0).await;
+    let status = command(&w, "status").await;
+    assert!(status.contains("cooldown (-50)") && status.contains("engaged (+40)"), "{status}");
+    assert!(status.contains("Responses in the last 30 minutes: 1"), "{status}");
+
+    // why explains the last judgment with its rules.
+    w.send_event(message(CH, "UBOB", "anyone around?", &w.ts(10, 1)), &[]).await;
+    w.run_for(31.0).await;
+    let why = command(&w, "why").await;
+    assert!(why.contains("anyone around?") && why.contains("question +20") && why.contains("stay quiet"), "{why}");
+
+    // Muted: ambient messages are not judged on, mentions still answered.
+    let muted = command(&w, "mute 30").await;
+    assert!(muted.contains("Muted here until"), "{muted}");
+    assert!(command(&w, "status").await.contains("muted until"));
+    w.send_event(message(CH, "UBOB", "still there?", &w.ts(50, 1)), &[]).await;
+    w.run_for(31.0).await;
+    assert!(command(&w, "why").await.contains("muted"), "the judgment says it was muted");
+    w.send_event(message(CH, "UBOB", "<@UKUUKI> are you muted?", &w.ts(90, 1)), &[]).await;
+    w.run_for(1.0).await;
+    assert_eq!(w.calls("chat.postMessage").await.len(), 2, "mentions are answered while muted");
+    assert!(command(&w, "unmute").await.contains("Unmuted"));
+    assert!(command(&w, "mute forever").await.starts_with("mute takes minutes"));
+
+    // Shadow mode: decided and logged, never posted.
+    assert!(command(&w, "shadow on").await.contains("posts nothing"));
+    w.events();
+    w.send_event(message(CH, "UBOB", "<@UKUUKI> shadow test", &w.ts(200, 1)), &[]).await;
+    w.run_for(1.0).await;
+    assert_eq!(w.calls("chat.postMessage").await.len(), 2, "nothing posted in shadow mode");
+    let shadowed = w.events().into_iter().any(|e| matches!(e.kind, EventKind::Respond { shadow: true, .. }));
+    assert!(shadowed, "the answer is logged as shadowed");
+    assert!(command(&w, "shadow off").await.contains("posts here again"));
+    assert!(command(&w, "dance").await.starts_with("Usage: /kuuki"));
+}
+
+#[tokio::test]
+async fn slash_commands_are_verified_and_validated_too() {
+    let w = SlackWorld::start(&[], true).await;
+    let response = w.post_raw("/slack/commands", &command_body("mute"), &[]).await;
+    assert_eq!(response.status(), 401);
+    let response = w.post_signed("/slack/commands", "command=%2Fkuuki&text=status", &[]).await;
+    assert_eq!(response.status(), 400, "no channel_id");
+    let state = kuuki::ports::ChannelStateStore::channel_state(&*w.store, &ChannelId(CH.into())).await.unwrap();
+    assert_eq!(state.muted_until, None, "the unsigned mute changed nothing");
+}
+
+#[tokio::test]
+async fn health_is_served() {
+    let w = SlackWorld::start(&[], true).await;
+    let response = w.http.get(format!("{}/healthz", w.base_url)).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text().await.unwrap(), "ok");
+}
