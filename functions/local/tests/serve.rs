@@ -1,0 +1,143 @@
+//! `kuuki serve` as a user runs it: the real binary on the real clock, signed requests
+//! in over HTTP, the Slack Web API (a local fake) called out.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use kuuki::adapters::slack::SigningSecret;
+use serde_json::json;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const SECRET: &str = "serve-test-secret";
+
+struct Served {
+    child: Child,
+    base_url: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(slack_api: &str, extra_env: &[(&str, &str)]) -> Result<Served, String> {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kuuki"));
+    command
+        .args(["serve", "--listen", "127.0.0.1:0", "--seed", "1"])
+        .env_remove("LLM_PROVIDER")
+        .env("SLACK_SIGNING_SECRET", SECRET)
+        .env("SLACK_BOT_TOKEN", "xoxb-serve-test")
+        .env("SLACK_API_BASE_URL", slack_api)
+        .env("JUDGE_MIN_WAIT_SECONDS", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, v) in extra_env {
+        command.env(k, v);
+    }
+    let mut child = command.spawn().expect("kuuki starts");
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let mut seen = String::new();
+    while let Some(Ok(line)) = lines.next() {
+        seen.push_str(&line);
+        seen.push('\n');
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            let base_url = rest.split_whitespace().next().unwrap().to_owned();
+            // Keep draining stderr so the server never blocks on a full pipe.
+            std::thread::spawn(move || for _ in lines {});
+            return Ok(Served { child, base_url });
+        }
+    }
+    let _ = child.wait();
+    Err(seen)
+}
+
+async fn fake_slack() -> MockServer {
+    let server = MockServer::start().await;
+    for (api, answer) in [
+        ("/auth.test", json!({"ok": true, "user_id": "UKUUKI", "bot_id": "BKUUKI"})),
+        ("/chat.postMessage", json!({"ok": true, "ts": "1999999999.000001"})),
+        ("/reactions.add", json!({"ok": true})),
+    ] {
+        Mock::given(method("POST"))
+            .and(path(api))
+            .respond_with(ResponseTemplate::new(200).set_body_json(answer))
+            .mount(&server)
+            .await;
+    }
+    server
+}
+
+async fn posts(server: &MockServer) -> Vec<serde_json::Value> {
+    server
+        .received_requests()
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| r.url.path() == "/chat.postMessage")
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn serve_answers_a_signed_mention_through_the_slack_api() {
+    let slack = fake_slack().await;
+    let served = serve(&slack.uri(), &[]).expect("kuuki serve starts");
+    let http = reqwest::Client::new();
+    assert_eq!(http.get(format!("{}/healthz", served.base_url)).send().await.unwrap().status(), 200);
+
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let ts = format!("{now}.000100");
+    let body = json!({
+        "type": "event_callback", "team_id": "T1", "event_id": "Ev1", "event_time": now,
+        "event": {"type": "app_mention", "channel": "C1", "user": "UALICE", "text": "<@UKUUKI> hello", "ts": ts},
+    })
+    .to_string();
+    let timestamp = now.to_string();
+    let signature = SigningSecret::new(SECRET).sign(&timestamp, body.as_bytes());
+    let response = http
+        .post(format!("{}/slack/events", served.base_url))
+        .header("x-slack-request-timestamp", &timestamp)
+        .header("x-slack-signature", &signature)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while posts(&slack).await.is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let posted = posts(&slack).await;
+    assert_eq!(posted.len(), 1, "answered once, by the in-process workers");
+    assert_eq!(posted[0]["channel"], "C1");
+    let auth = slack.received_requests().await.unwrap();
+    assert_eq!(auth[0].url.path(), "/auth.test", "kuuki learns who it is at start-up");
+    assert_eq!(auth[0].headers.get("authorization").unwrap(), "Bearer xoxb-serve-test");
+
+    // Unsigned requests are refused by the real server too.
+    let refused = http.post(format!("{}/slack/events", served.base_url)).body("{}").send().await.unwrap();
+    assert_eq!(refused.status(), 401);
+}
+
+#[tokio::test]
+async fn serve_refuses_to_start_without_what_it_needs() {
+    let slack = fake_slack().await;
+    let err = serve(&slack.uri(), &[("SLACK_SIGNING_SECRET", "")]).err().expect("no secret, no server");
+    assert!(err.contains("SLACK_SIGNING_SECRET is not set"), "{err}");
+
+    let refusing = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/auth.test"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "invalid_auth"})))
+        .mount(&refusing)
+        .await;
+    let err = serve(&refusing.uri(), &[]).err().expect("a bad token stops start-up");
+    assert!(err.contains("invalid_auth") && err.contains("SLACK_BOT_TOKEN"), "{err}");
+}
