@@ -1,0 +1,135 @@
+//! The router behind Lambda: Function URL and API Gateway events, as lambda_http
+//! turns them into requests (base64 bodies included), reach the same handlers.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use kuuki::adapters::memory::{MemoryLog, MemoryQueue, MemoryStore, RecordingChat, TsMint, VirtualClock};
+use kuuki::adapters::slack::{SigningSecret, SlackIdentity};
+use kuuki::config::Settings;
+use kuuki::deps::{Adapters, Deps};
+use kuuki::domain::{ChannelId, Ts, UserId};
+use kuuki::ports::{Clock, MessageStore};
+use kuuki::replay::REPLAY_EPOCH;
+use kuuki_ingress::{Ingress, app};
+use serde_json::json;
+use tower::ServiceExt;
+
+const SECRET: &str = "lambda-test-secret";
+
+fn world() -> (Arc<Ingress>, Arc<MemoryStore>) {
+    let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
+    let store = Arc::new(MemoryStore::new());
+    let queue = Arc::new(MemoryQueue::new(clock.clone()));
+    let settings = Settings::default();
+    let persona = settings.persona(None);
+    let deps = Deps::new(
+        settings,
+        persona,
+        UserId("UKUUKI".into()),
+        Adapters {
+            messages: store.clone(),
+            channels: store.clone(),
+            ledger: store.clone(),
+            queue: queue.clone(),
+            scheduler: queue,
+            llm: None,
+            chat: Arc::new(RecordingChat::new(clock.clone(), Arc::new(TsMint::default()))),
+            clock,
+            log: Arc::new(MemoryLog::default()),
+        },
+        1,
+    );
+    let ingress = Arc::new(Ingress {
+        deps: Arc::new(deps),
+        secret: SigningSecret::new(SECRET),
+        slack: SlackIdentity {
+            user_id: "UKUUKI".into(),
+            bot_id: None,
+        },
+    });
+    (ingress, store)
+}
+
+fn signed_body(ingress: &Ingress) -> (String, String, String) {
+    let body = json!({
+        "type": "event_callback", "team_id": "T1", "event_id": "Ev9",
+        "event": {"type": "message", "channel": "C1", "user": "UALICE", "text": "こんにちは <@UKUUKI>", "ts": "1767603600.000009"},
+    })
+    .to_string();
+    let timestamp = (ingress.deps.clock.now().as_micros() / 1_000_000).to_string();
+    let signature = SigningSecret::new(SECRET).sign(&timestamp, body.as_bytes());
+    (body, timestamp, signature)
+}
+
+/// A Lambda Function URL event (the HTTP API v2 payload) with a base64 body.
+fn function_url_event(body: &str, timestamp: &str, signature: &str, path: &str) -> String {
+    json!({
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": "",
+        "headers": {
+            "content-type": "application/json",
+            "host": "abc.lambda-url.us-east-1.on.aws",
+            "x-slack-request-timestamp": timestamp,
+            "x-slack-signature": signature,
+            "x-slack-retry-num": "1",
+        },
+        "requestContext": {
+            "accountId": "anonymous", "apiId": "abc", "domainName": "abc.lambda-url.us-east-1.on.aws",
+            "domainPrefix": "abc", "requestId": "r1", "routeKey": "$default", "stage": "$default",
+            "time": "05/Jan/2026:09:00:00 +0000", "timeEpoch": 1767603600000u64,
+            "http": {"method": "POST", "path": path, "protocol": "HTTP/1.1", "sourceIp": "3.3.3.3", "userAgent": "Slackbot 1.0"},
+        },
+        "body": base64::engine::general_purpose::STANDARD.encode(body),
+        "isBase64Encoded": true,
+    })
+    .to_string()
+}
+
+async fn call(ingress: Arc<Ingress>, event: &str) -> (u16, String) {
+    let request = lambda_http::request::from_str(event).expect("lambda_http reads the event");
+    let request = request.map(|body| axum::body::Body::from(body.to_vec()));
+    let response = app(ingress).oneshot(request).await.unwrap();
+    let status = response.status().as_u16();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+    (status, String::from_utf8_lossy(&bytes).into_owned())
+}
+
+#[tokio::test]
+async fn a_function_url_event_with_a_base64_body_is_verified_and_stored() {
+    let (ingress, store) = world();
+    let (body, timestamp, signature) = signed_body(&ingress);
+    let event = function_url_event(&body, &timestamp, &signature, "/slack/events");
+    let (status, _) = call(ingress.clone(), &event).await;
+    assert_eq!(status, 200);
+    let stored = store.get_message(&ChannelId("C1".into()), &Ts::new("1767603600.000009")).await.unwrap();
+    assert_eq!(stored.unwrap().text, "こんにちは <@UKUUKI>", "the base64 body was decoded before verifying");
+}
+
+#[tokio::test]
+async fn a_lambda_event_with_a_bad_signature_is_refused() {
+    let (ingress, store) = world();
+    let (body, timestamp, _) = signed_body(&ingress);
+    let forged = SigningSecret::new("forged").sign(&timestamp, body.as_bytes());
+    let event = function_url_event(&body, &timestamp, &forged, "/slack/events");
+    let (status, text) = call(ingress, &event).await;
+    assert_eq!(status, 401);
+    assert!(text.contains("does not match"));
+    assert!(store.get_message(&ChannelId("C1".into()), &Ts::new("1767603600.000009")).await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn an_api_gateway_http_event_with_a_plain_body_works_too() {
+    let (ingress, _) = world();
+    let body = json!({"type": "url_verification", "challenge": "abc123"}).to_string();
+    let timestamp = (ingress.deps.clock.now().as_micros() / 1_000_000).to_string();
+    let signature = SigningSecret::new(SECRET).sign(&timestamp, body.as_bytes());
+    let mut event: serde_json::Value = serde_json::from_str(&function_url_event(&body, &timestamp, &signature, "/slack/events")).unwrap();
+    event["body"] = json!(body);
+    event["isBase64Encoded"] = json!(false);
+    let (status, text) = call(ingress, &event.to_string()).await;
+    assert_eq!(status, 200);
+    assert!(text.contains("abc123"));
+}
