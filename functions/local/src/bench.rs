@@ -1,14 +1,41 @@
-//! `kuuki bench`: replay throughput on a generated transcript (README figures).
+//! `kuuki bench`: the README's figures. `replay`: replay throughput on a generated
+//! transcript; `ingress`: the ingress handler in-process (verify, parse, store,
+//! enqueue), p50/p99; `http`: a load generator for a running `kuuki serve`.
 
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use clap::Args;
-use kuuki::replay::{self, LogWriter, TranscriptLine};
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use kuuki::adapters::memory::{MemoryLog, MemoryQueue, MemoryStore, RecordingChat, TsMint, VirtualClock};
+use kuuki::adapters::slack::{SigningSecret, SlackIdentity};
+use kuuki::config::Settings;
+use kuuki::deps::{Adapters, Deps};
+use kuuki::domain::{Timestamp, UserId};
+use kuuki::ports::Clock;
+use kuuki::replay::{self, LogWriter, REPLAY_EPOCH, TranscriptLine};
+use serde_json::json;
 
 use crate::cli::{CommonArgs, print_summary, setup};
 
 #[derive(Args)]
 pub struct BenchArgs {
+    #[command(subcommand)]
+    what: Bench,
+}
+
+#[derive(Subcommand)]
+enum Bench {
+    /// Replay throughput on a generated transcript.
+    Replay(ReplayBenchArgs),
+    /// The ingress handler in-process: signed request in, stored and queued, p50/p99.
+    Ingress(IngressBenchArgs),
+    /// Load a running `kuuki serve` with signed Events API requests from this process.
+    Http(HttpBenchArgs),
+}
+
+#[derive(Args)]
+pub struct ReplayBenchArgs {
     /// Messages in the generated transcript.
     #[arg(long, default_value_t = 100_000)]
     messages: usize,
@@ -61,6 +88,14 @@ pub fn generate(messages: usize, channels: usize, seed: u64) -> Vec<TranscriptLi
 }
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    match args.what {
+        Bench::Replay(args) => replay_bench(args).await,
+        Bench::Ingress(args) => ingress_bench(args).await,
+        Bench::Http(args) => http_bench(args).await,
+    }
+}
+
+async fn replay_bench(args: ReplayBenchArgs) -> anyhow::Result<()> {
     let transcript = generate(args.messages, args.channels, 7);
     let mut times = Vec::new();
     for run in 0..args.runs.max(1) {
@@ -96,5 +131,166 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         args.messages as f64 / median,
         times.len()
     );
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct IngressBenchArgs {
+    /// Requests to handle.
+    #[arg(long, default_value_t = 50_000)]
+    requests: usize,
+}
+
+#[derive(Args)]
+pub struct HttpBenchArgs {
+    /// The server, e.g. http://127.0.0.1:3000.
+    #[arg(long)]
+    target: String,
+    /// The server's SLACK_SIGNING_SECRET.
+    #[arg(long)]
+    secret: String,
+    #[arg(long, default_value_t = 20_000)]
+    requests: usize,
+    /// Requests in flight at once.
+    #[arg(long, default_value_t = 32)]
+    concurrency: usize,
+}
+
+/// A realistic Events API message event for request `i`: a new message each time.
+fn event_body(i: usize, ts_base: i64) -> String {
+    let text = TEXTS[i % TEXTS.len()].replace("<@bot>", "<@UKUUKI>");
+    json!({
+        "token": "legacy", "team_id": "T1", "api_app_id": "A1", "type": "event_callback",
+        "event_id": format!("Ev{i}"), "event_time": ts_base,
+        "authorizations": [{"team_id": "T1", "user_id": "UKUUKI", "is_bot": true}],
+        "event": {
+            "type": "message", "channel": format!("C{}", i % 50), "user": format!("U{}", i % 8),
+            "text": text, "ts": format!("{ts_base}.{:06}", i), "channel_type": "channel",
+            "blocks": [{"type": "rich_text", "block_id": "b", "elements": [{"type": "rich_text_section", "elements": [{"type": "text", "text": text}]}]}],
+        },
+    })
+    .to_string()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn report(what: &str, mut latencies: Vec<Duration>, wall: Duration) {
+    latencies.sort();
+    println!(
+        "{what}: {} requests in {:.3} s ({:.0} requests/s); latency p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs",
+        latencies.len(),
+        wall.as_secs_f64(),
+        latencies.len() as f64 / wall.as_secs_f64(),
+        percentile(&latencies, 0.50).as_secs_f64() * 1e6,
+        percentile(&latencies, 0.99).as_secs_f64() * 1e6,
+        latencies.last().map_or(0.0, |d| d.as_secs_f64() * 1e6),
+    );
+}
+
+async fn ingress_bench(args: IngressBenchArgs) -> anyhow::Result<()> {
+    use tower::ServiceExt;
+    let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
+    let store = Arc::new(MemoryStore::new());
+    let queue = Arc::new(MemoryQueue::new(clock.clone()));
+    let settings = Settings::default();
+    let persona = settings.persona(None);
+    let deps = Deps::new(
+        settings,
+        persona,
+        UserId("UKUUKI".into()),
+        Adapters {
+            messages: store.clone(),
+            channels: store.clone(),
+            ledger: store,
+            queue: queue.clone(),
+            scheduler: queue.clone(),
+            llm: None,
+            chat: Arc::new(RecordingChat::new(clock.clone(), Arc::new(TsMint::default()))),
+            clock: clock.clone(),
+            log: Arc::new(MemoryLog::default()),
+        },
+        1,
+    );
+    let secret = SigningSecret::new("bench-secret");
+    let router = kuuki_ingress::app(Arc::new(kuuki_ingress::Ingress {
+        deps: Arc::new(deps),
+        secret: secret.clone(),
+        slack: SlackIdentity { user_id: "UKUUKI".into(), bot_id: None },
+    }));
+    let now = clock.now().as_micros() / Timestamp::MICROS_PER_SECOND;
+    let timestamp = now.to_string();
+    let requests: Vec<_> = (0..args.requests)
+        .map(|i| {
+            let body = event_body(i, now);
+            let signature = secret.sign(&timestamp, body.as_bytes());
+            axum::http::Request::post("/slack/events")
+                .header("content-type", "application/json")
+                .header("x-slack-request-timestamp", &timestamp)
+                .header("x-slack-signature", signature)
+                .body(axum::body::Body::from(body))
+                .expect("a request")
+        })
+        .collect();
+    let mut latencies = Vec::with_capacity(requests.len());
+    let started = Instant::now();
+    for request in requests {
+        let t = Instant::now();
+        let response = router.clone().oneshot(request).await?;
+        latencies.push(t.elapsed());
+        if !response.status().is_success() {
+            bail!("the handler answered {}", response.status());
+        }
+    }
+    let wall = started.elapsed();
+    report("ingress handler in-process (verify, parse, store, enqueue)", latencies, wall);
+    println!("queued jobs: {}", queue.len());
+    Ok(())
+}
+
+async fn http_bench(args: HttpBenchArgs) -> anyhow::Result<()> {
+    let client = reqwest::Client::builder().pool_max_idle_per_host(args.concurrency).build()?;
+    let secret = SigningSecret::new(args.secret.clone());
+    let url = format!("{}/slack/events", args.target.trim_end_matches('/'));
+    client.get(format!("{}/healthz", args.target.trim_end_matches('/'))).send().await.context("is kuuki serve running?")?;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs() as i64;
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..args.concurrency.max(1) {
+        let (client, secret, url, next) = (client.clone(), secret.clone(), url.clone(), next.clone());
+        let total = args.requests;
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= total {
+                    return Ok::<_, anyhow::Error>(latencies);
+                }
+                let body = event_body(i, now);
+                let timestamp = now.to_string();
+                let signature = secret.sign(&timestamp, body.as_bytes());
+                let t = Instant::now();
+                let response = client
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .header("x-slack-request-timestamp", &timestamp)
+                    .header("x-slack-signature", signature)
+                    .body(body)
+                    .send()
+                    .await?;
+                latencies.push(t.elapsed());
+                if !response.status().is_success() {
+                    bail!("the server answered {}", response.status());
+                }
+            }
+        }));
+    }
+    let mut latencies = Vec::new();
+    for task in tasks {
+        latencies.extend(task.await??);
+    }
+    report(&format!("kuuki serve over HTTP, {} connections", args.concurrency), latencies, started.elapsed());
     Ok(())
 }
