@@ -334,3 +334,21 @@ async fn health_is_served() {
     assert_eq!(response.status(), 200);
     assert_eq!(response.text().await.unwrap(), "ok");
 }
+
+#[tokio::test]
+async fn prompts_name_people_by_their_slack_display_names_looked_up_once() {
+    let llm = kuuki_e2e::RecordingLlm::new(r#"{"role": "generate", "reply": "こんにちは、Alice さん", "repeat": true}"#);
+    let w = SlackWorld::start_with(&[], true, Some(llm.clone())).await;
+    w.send_event(message(CH, "UALICE", "<@UKUUKI> おはよう", &w.ts(0, 1)), &[]).await;
+    w.run_for(1.0).await;
+    w.send_event(message(CH, "UALICE", "<@UKUUKI> もう一つ", &w.ts(2, 1)), &[]).await;
+    w.run_for(1.0).await;
+    let posts = w.calls("chat.postMessage").await;
+    assert_eq!(posts.len(), 2);
+    assert_eq!(posts[0]["text"], "こんにちは、Alice さん");
+    let prompts = llm.requests();
+    assert_eq!(prompts.len(), 2);
+    assert!(prompts[1].system.contains("Alice: <@UKUUKI> もう一つ"), "{}", prompts[1].system);
+    assert!(prompts[1].system.contains("kuuki: こんにちは、Alice さん"), "kuuki's own post is in the context");
+    assert_eq!(w.calls("users.info").await, vec![json!({"user": "UALICE"})], "cached after the first look-up");
+}

@@ -295,6 +295,15 @@ pub mod slack_world {
     impl SlackWorld {
         /// `mount_defaults: false` leaves the fake API empty, for tests that mount their own.
         pub async fn start(settings: &[(&str, &str)], mount_defaults: bool) -> SlackWorld {
+            Self::start_with(settings, mount_defaults, None).await
+        }
+
+        /// With an LLM behind the judge and the writer.
+        pub async fn start_with(
+            settings: &[(&str, &str)],
+            mount_defaults: bool,
+            llm: Option<Arc<dyn kuuki::ports::Llm>>,
+        ) -> SlackWorld {
             let slack_api = MockServer::start().await;
             if mount_defaults {
                 Self::mount_default_api(&slack_api).await;
@@ -302,6 +311,9 @@ pub mod slack_world {
             let mut vars: std::collections::HashMap<String, String> =
                 settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
             vars.insert("SLACK_SIGNING_SECRET".into(), SECRET.into());
+            if llm.is_some() {
+                vars.insert("LLM_PROVIDER".into(), "script".into());
+            }
             let settings = Settings::from_vars(&vars).unwrap();
             let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
             let store = Arc::new(MemoryStore::new());
@@ -319,7 +331,7 @@ pub mod slack_world {
                     ledger: store.clone(),
                     queue: queue.clone(),
                     scheduler: queue.clone(),
-                    llm: None,
+                    llm,
                     chat,
                     clock: clock.clone(),
                     log: log.clone(),
@@ -468,5 +480,32 @@ pub mod slack_world {
             "channel_type": "channel",
             "blocks": [{"type": "rich_text", "block_id": "b1", "elements": [{"type": "rich_text_section", "elements": [{"type": "text", "text": text}]}]}],
         })
+    }
+}
+
+/// An LLM that answers from a script and keeps every request it was sent.
+pub struct RecordingLlm {
+    inner: kuuki::adapters::llm::ScriptedLlm,
+    pub requests: std::sync::Mutex<Vec<kuuki::ports::LlmRequest>>,
+}
+
+impl RecordingLlm {
+    pub fn new(script: &str) -> Arc<Self> {
+        Arc::new(RecordingLlm {
+            inner: ScriptedLlm::parse(script).expect("a valid script"),
+            requests: Default::default(),
+        })
+    }
+
+    pub fn requests(&self) -> Vec<kuuki::ports::LlmRequest> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+#[async_trait::async_trait]
+impl Llm for RecordingLlm {
+    async fn complete(&self, request: kuuki::ports::LlmRequest) -> Result<kuuki::ports::LlmResponse, kuuki::ports::LlmError> {
+        self.requests.lock().unwrap().push(request.clone());
+        self.inner.complete(request).await
     }
 }

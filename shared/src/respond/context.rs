@@ -1,12 +1,13 @@
 //! One context builder for the judge and for generation (spec 004): the channel's
 //! recent top level, the target conversation last, the time, the intervention history.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::deps::Deps;
-use crate::domain::{Author, Message, Persona, ResponseType, ThreadKey, Timestamp};
+use crate::domain::{Author, Message, Persona, ResponseType, ThreadKey, Timestamp, UserId};
 use crate::ports::{ChannelState, PortResult};
 
 /// The last intervened conversation is quoted up to this many characters.
@@ -74,13 +75,22 @@ pub async fn build<'a>(
         _ => Vec::new(),
     };
     let last = state.interventions.last();
+    let names = display_names(deps, top_level.iter().chain(conversation).chain(std::iter::once(target))).await;
+    let prompt_message = |m: &Message| PromptMessage {
+        time: clock_time(m.at),
+        name: match m.author {
+            Author::OwnBot => deps.persona.name.clone(),
+            _ => names.get(&m.user).cloned().unwrap_or_else(|| m.user_name.clone()),
+        },
+        text: m.text.clone(),
+    };
     Ok(PromptContext {
         persona: &deps.persona,
         now: now.to_utc_string(),
-        top_level: top_level.iter().map(|m| prompt_message(deps, m)).collect(),
-        target_conversation: conversation.iter().map(|m| prompt_message(deps, m)).collect(),
+        top_level: top_level.iter().map(prompt_message).collect(),
+        target_conversation: conversation.iter().map(prompt_message).collect(),
         in_thread: target.thread_root.is_some(),
-        target: prompt_message(deps, target),
+        target: prompt_message(target),
         response_type: response_type.as_str(),
         minutes_since_last_intervention: state
             .last_response_at
@@ -90,15 +100,24 @@ pub async fn build<'a>(
     })
 }
 
-fn prompt_message(deps: &Deps, m: &Message) -> PromptMessage {
-    PromptMessage {
-        time: clock_time(m.at),
-        name: match m.author {
-            Author::OwnBot => deps.persona.name.clone(),
-            _ => m.user_name.clone(),
-        },
-        text: m.text.clone(),
+/// People's display names from the platform (Slack's users.info, cached by the
+/// client); a name that cannot be had falls back to what the message carries.
+async fn display_names<'m>(deps: &Deps, messages: impl Iterator<Item = &'m Message>) -> HashMap<UserId, String> {
+    let mut names = HashMap::new();
+    for m in messages {
+        if m.author == Author::OwnBot || names.contains_key(&m.user) {
+            continue;
+        }
+        let name = match deps.chat.user_name(&m.user).await {
+            Ok(name) => name,
+            Err(error) => {
+                tracing::warn!(%error, user = %m.user, "no display name; using the id");
+                m.user_name.clone()
+            }
+        };
+        names.insert(m.user.clone(), name);
     }
+    names
 }
 
 fn clock_time(at: Timestamp) -> String {
