@@ -128,9 +128,9 @@ pub mod harness {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use kuuki::adapters::memory::{MemoryLog, MemoryQueue, MemoryStore, RecordingChat, TsMint, VirtualClock};
+    use kuuki::adapters::memory::{InProcess, MemoryLog, MemoryQueue, MemoryStore, RecordingChat, TsMint, VirtualClock};
     use kuuki::config::Settings;
-    use kuuki::deps::{Adapters, Deps};
+    use kuuki::deps::Deps;
     use kuuki::domain::{Author, ChannelId, Event, Message, Timestamp, Ts, UserId};
     use kuuki::ingest::{Incoming, IngestOutcome, ingest};
     use kuuki::ports::{Clock, MessageStore};
@@ -153,26 +153,16 @@ pub mod harness {
             let settings = Settings::from_vars(&vars).unwrap();
             let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
             let mint = Arc::new(TsMint::default());
-            let store = Arc::new(MemoryStore::new());
-            let queue = Arc::new(MemoryQueue::new(clock.clone()));
+            let parts = InProcess::new(clock.clone());
+            let (store, queue) = (parts.store.clone(), parts.queue.clone());
             let chat = Arc::new(RecordingChat::new(clock.clone(), mint.clone()));
             let log = Arc::new(MemoryLog::default());
-let persona = settings.persona(None);
+            let persona = settings.persona(None);
             let deps = Deps::new(
                 settings,
                 persona,
                 UserId("UBOT".into()),
-                Adapters {
-                    messages: store.clone(),
-                    channels: store.clone(),
-                    ledger: store.clone(),
-                    queue: queue.clone(),
-                    scheduler: queue.clone(),
-                    llm: None,
-                    chat: chat.clone(),
-                    clock: clock.clone(),
-                    log: log.clone(),
-                },
+                parts.adapters(chat.clone(), None, log.clone()),
                 1,
             );
             Harness {
@@ -241,10 +231,10 @@ pub mod slack_world {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::time::Duration;
 
-    use kuuki::adapters::memory::{MemoryLog, MemoryQueue, MemoryStore, VirtualClock};
+    use kuuki::adapters::memory::{InProcess, MemoryLog, MemoryQueue, MemoryStore, VirtualClock};
     use kuuki::adapters::slack::{SigningSecret, SlackClient, SlackIdentity};
     use kuuki::config::Settings;
-    use kuuki::deps::{Adapters, Deps};
+    use kuuki::deps::Deps;
     use kuuki::domain::{Event, Timestamp, UserId};
     use kuuki::ports::Clock;
     use kuuki::replay::REPLAY_EPOCH;
@@ -316,8 +306,8 @@ pub mod slack_world {
             }
             let settings = Settings::from_vars(&vars).unwrap();
             let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
-            let store = Arc::new(MemoryStore::new());
-            let queue = Arc::new(MemoryQueue::new(clock.clone()));
+            let parts = InProcess::new(clock.clone());
+            let (store, queue) = (parts.store.clone(), parts.queue.clone());
             let log = Arc::new(MemoryLog::default());
             let chat = Arc::new(SlackClient::new(&slack_api.uri(), "xoxb-test"));
             let persona = settings.persona(None);
@@ -325,17 +315,7 @@ pub mod slack_world {
                 settings,
                 persona,
                 UserId(BOT_USER.into()),
-                Adapters {
-                    messages: store.clone(),
-                    channels: store.clone(),
-                    ledger: store.clone(),
-                    queue: queue.clone(),
-                    scheduler: queue.clone(),
-                    llm,
-                    chat,
-                    clock: clock.clone(),
-                    log: log.clone(),
-                },
+                parts.adapters(chat, llm, log.clone()),
                 7,
             ));
             let ingress = Arc::new(Ingress {

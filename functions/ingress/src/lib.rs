@@ -10,7 +10,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use kuuki::adapters::slack::{SigningSecret, SlackIdentity};
+use kuuki::adapters::slack::{SignatureError, SigningSecret, SlackIdentity};
 use kuuki::deps::Deps;
 use kuuki::ingest::command::{parse_command, run_command};
 use kuuki::ingest::slack::{SlackIngressError, SlackReply, handle_event};
@@ -39,27 +39,25 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// 401 unless Slack signed these exact bytes recently. The reason is logged and
-/// returned; it never holds the expected signature.
-fn verify(ingress: &Ingress, headers: &HeaderMap, body: &[u8]) -> Result<(), Response> {
-    let now = ingress.deps.clock.now();
-    ingress
-        .secret
-        .verify(
-            header(headers, "x-slack-request-timestamp"),
-            header(headers, "x-slack-signature"),
-            body,
-            now,
-        )
-        .map_err(|error| {
-            tracing::warn!(%error, "refused an unsigned or badly signed request");
-            (StatusCode::UNAUTHORIZED, error.to_string()).into_response()
-        })
+/// Whether Slack signed these exact bytes recently.
+fn verify(ingress: &Ingress, headers: &HeaderMap, body: &[u8]) -> Result<(), SignatureError> {
+    ingress.secret.verify(
+        header(headers, "x-slack-request-timestamp"),
+        header(headers, "x-slack-signature"),
+        body,
+        ingress.deps.clock.now(),
+    )
+}
+
+/// 401 with the reason, which is logged too; it never holds the expected signature.
+fn refuse(error: SignatureError) -> Response {
+    tracing::warn!(%error, "refused an unsigned or badly signed request");
+    (StatusCode::UNAUTHORIZED, error.to_string()).into_response()
 }
 
 async fn slack_events(State(ingress): State<Arc<Ingress>>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(refused) = verify(&ingress, &headers, &body) {
-        return refused;
+    if let Err(error) = verify(&ingress, &headers, &body) {
+        return refuse(error);
     }
     let retry = headers.contains_key("x-slack-retry-num");
     match handle_event(&ingress.deps, &ingress.slack, &body, retry).await {
@@ -80,8 +78,8 @@ async fn slack_events(State(ingress): State<Arc<Ingress>>, headers: HeaderMap, b
 }
 
 async fn slack_commands(State(ingress): State<Arc<Ingress>>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(refused) = verify(&ingress, &headers, &body) {
-        return refused;
+    if let Err(error) = verify(&ingress, &headers, &body) {
+        return refuse(error);
     }
     let command = match parse_command(&body) {
         Ok(command) => command,

@@ -4,12 +4,12 @@
 use std::sync::Arc;
 
 use base64::Engine;
-use kuuki::adapters::memory::{MemoryLog, MemoryQueue, MemoryStore, RecordingChat, TsMint, VirtualClock};
+use kuuki::adapters::memory::{InProcess, MemoryLog, MemoryStore, RecordingChat, TsMint, VirtualClock};
 use kuuki::adapters::slack::{SigningSecret, SlackIdentity};
 use kuuki::config::Settings;
-use kuuki::deps::{Adapters, Deps};
+use kuuki::deps::Deps;
 use kuuki::domain::{ChannelId, Ts, UserId};
-use kuuki::ports::{Clock, MessageStore};
+use kuuki::ports::MessageStore;
 use kuuki::replay::REPLAY_EPOCH;
 use kuuki_ingress::{Ingress, app};
 use serde_json::json;
@@ -19,25 +19,18 @@ const SECRET: &str = "lambda-test-secret";
 
 fn world() -> (Arc<Ingress>, Arc<MemoryStore>) {
     let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
-    let store = Arc::new(MemoryStore::new());
-    let queue = Arc::new(MemoryQueue::new(clock.clone()));
+    let parts = InProcess::new(clock.clone());
     let settings = Settings::default();
     let persona = settings.persona(None);
     let deps = Deps::new(
         settings,
         persona,
         UserId("UKUUKI".into()),
-        Adapters {
-            messages: store.clone(),
-            channels: store.clone(),
-            ledger: store.clone(),
-            queue: queue.clone(),
-            scheduler: queue,
-            llm: None,
-            chat: Arc::new(RecordingChat::new(clock.clone(), Arc::new(TsMint::default()))),
-            clock,
-            log: Arc::new(MemoryLog::default()),
-        },
+        parts.adapters(
+            Arc::new(RecordingChat::new(clock, Arc::new(TsMint::default()))),
+            None,
+            Arc::new(MemoryLog::default()),
+        ),
         1,
     );
     let ingress = Arc::new(Ingress {
@@ -48,7 +41,7 @@ fn world() -> (Arc<Ingress>, Arc<MemoryStore>) {
             bot_id: None,
         },
     });
-    (ingress, store)
+    (ingress, parts.store)
 }
 
 fn signed_body(ingress: &Ingress) -> (String, String, String) {

@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
-use kuuki::adapters::memory::{MemoryLog, MemoryQueue, MemoryStore, RecordingChat, TsMint, VirtualClock};
+use kuuki::adapters::memory::{InProcess, MemoryLog, RecordingChat, TsMint, VirtualClock};
 use kuuki::adapters::slack::{SigningSecret, SlackIdentity};
 use kuuki::config::Settings;
-use kuuki::deps::{Adapters, Deps};
+use kuuki::deps::Deps;
 use kuuki::domain::{Timestamp, UserId};
 use kuuki::ports::Clock;
 use kuuki::replay::{self, LogWriter, REPLAY_EPOCH, TranscriptLine};
@@ -192,25 +192,19 @@ fn report(what: &str, mut latencies: Vec<Duration>, wall: Duration) {
 async fn ingress_bench(args: IngressBenchArgs) -> anyhow::Result<()> {
     use tower::ServiceExt;
     let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
-    let store = Arc::new(MemoryStore::new());
-    let queue = Arc::new(MemoryQueue::new(clock.clone()));
+    let parts = InProcess::new(clock.clone());
+    let queue = parts.queue.clone();
     let settings = Settings::default();
     let persona = settings.persona(None);
     let deps = Deps::new(
         settings,
         persona,
         UserId("UKUUKI".into()),
-        Adapters {
-            messages: store.clone(),
-            channels: store.clone(),
-            ledger: store,
-            queue: queue.clone(),
-            scheduler: queue.clone(),
-            llm: None,
-            chat: Arc::new(RecordingChat::new(clock.clone(), Arc::new(TsMint::default()))),
-            clock: clock.clone(),
-            log: Arc::new(MemoryLog::default()),
-        },
+        parts.adapters(
+            Arc::new(RecordingChat::new(clock.clone(), Arc::new(TsMint::default()))),
+            None,
+            Arc::new(MemoryLog::default()),
+        ),
         1,
     );
     let secret = SigningSecret::new("bench-secret");

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use kuuki::adapters::memory::{MemoryQueue, MemoryStore};
+use kuuki::adapters::memory::InProcess;
 use kuuki::adapters::slack::{SigningSecret, SlackClient};
 use kuuki::adapters::system::{JsonLinesLog, SystemClock};
-use kuuki::deps::{Adapters, Deps};
+use kuuki::deps::Deps;
 use kuuki::domain::UserId;
 use kuuki::ports::Clock;
 use kuuki_ingress::{Ingress, app};
@@ -42,24 +42,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     eprintln!("kuuki serve: signed in to Slack as bot user {}", me.user_id);
 
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let store = Arc::new(MemoryStore::new());
-    let queue = Arc::new(MemoryQueue::new(clock.clone()));
+    let parts = InProcess::new(clock);
+    let queue = parts.queue.clone();
     let secret = SigningSecret::new(settings.slack_signing_secret.clone());
     let deps = Arc::new(Deps::new(
         settings,
         options.persona,
         UserId(me.user_id.clone()),
-        Adapters {
-            messages: store.clone(),
-            channels: store.clone(),
-            ledger: store,
-            queue: queue.clone(),
-            scheduler: queue.clone(),
-            llm: options.llm,
-            chat: slack,
-            clock,
-            log: Arc::new(JsonLinesLog::new(std::io::stdout())),
-        },
+        parts.adapters(slack, options.llm, Arc::new(JsonLinesLog::new(std::io::stdout()))),
         options.seed,
     ));
     let workers = tokio::spawn(kuuki::worker::run_forever(deps.clone(), queue));

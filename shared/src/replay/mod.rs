@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::adapters::llm::CountingLlm;
-use crate::adapters::memory::{MemoryLog, MemoryQueue, MemoryStore, RecordingChat, TsMint, VirtualClock};
+use crate::adapters::memory::{InProcess, MemoryLog, RecordingChat, TsMint, VirtualClock};
 use crate::config::Settings;
-use crate::deps::{Adapters, Deps};
+use crate::deps::Deps;
 use crate::domain::{Author, ChannelId, Message, Persona, Timestamp, Ts, UserId};
 use crate::ingest::{Incoming, ingest};
 use crate::ports::{Clock, Llm, PortError};
@@ -45,8 +45,8 @@ pub enum ReplayError {
 pub async fn replay(transcript: &[TranscriptLine], options: ReplayOptions, writer: &mut LogWriter<'_>) -> Result<Stats, ReplayError> {
     let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
     let mint = Arc::new(TsMint::default());
-    let store = Arc::new(MemoryStore::new());
-    let queue = Arc::new(MemoryQueue::new(clock.clone()));
+    let parts = InProcess::new(clock.clone());
+    let queue = parts.queue.clone();
     let log = Arc::new(MemoryLog::default());
     let chat = Arc::new(RecordingChat::new(clock.clone(), mint.clone()));
     let counting = options.llm.map(|llm| Arc::new(CountingLlm::new(llm)));
@@ -54,23 +54,12 @@ pub async fn replay(transcript: &[TranscriptLine], options: ReplayOptions, write
         options.settings,
         options.persona,
         UserId(REPLAY_BOT_USER.into()),
-        Adapters {
-            messages: store.clone(),
-            channels: store.clone(),
-            ledger: store.clone(),
-            queue: queue.clone(),
-            scheduler: queue.clone(),
-            llm: counting.clone().map(|c| c as Arc<dyn Llm>),
-            chat,
-            clock: clock.clone(),
-            log: log.clone(),
-        },
+        parts.adapters(chat, counting.clone().map(|c| c as Arc<dyn Llm>), log.clone()),
         options.seed,
     );
 
     // Thread ids of the transcript -> the ts of the message that started each thread.
     let mut roots: HashMap<(String, String), Ts> = HashMap::new();
-    // The latest message kuuki posted per channel, for `reply_to_bot`.
     let advance = |at: Timestamp| clock.advance_to(at);
     for line in transcript {
         let at = REPLAY_EPOCH + Duration::from_secs_f64(line.t);

@@ -11,3 +11,41 @@ pub use clock::{TsMint, VirtualClock};
 pub use log::MemoryLog;
 pub use queue::MemoryQueue;
 pub use store::MemoryStore;
+
+use std::sync::Arc;
+
+use crate::deps::Adapters;
+use crate::ports::{Chat, Clock, DecisionLog, Llm};
+
+/// The in-process adapters wired together: one store for every memory tier, one timer
+/// queue that is also the scheduler (replay, serve, tests, benchmarks).
+pub struct InProcess {
+    pub clock: Arc<dyn Clock>,
+    pub store: Arc<MemoryStore>,
+    pub queue: Arc<MemoryQueue>,
+}
+
+impl InProcess {
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
+        InProcess {
+            store: Arc::new(MemoryStore::new()),
+            queue: Arc::new(MemoryQueue::new(clock.clone())),
+            clock,
+        }
+    }
+
+    /// Every port, with the platform, the model and the decision log given.
+    pub fn adapters(&self, chat: Arc<dyn Chat>, llm: Option<Arc<dyn Llm>>, log: Arc<dyn DecisionLog>) -> Adapters {
+        Adapters {
+            messages: self.store.clone(),
+            channels: self.store.clone(),
+            ledger: self.store.clone(),
+            queue: self.queue.clone(),
+            scheduler: self.queue.clone(),
+            llm,
+            chat,
+            clock: self.clock.clone(),
+            log,
+        }
+    }
+}

@@ -25,7 +25,7 @@ pub enum Envelope {
     EventCallback {
         #[serde(default)]
         event_id: Option<String>,
-        event: RawEvent,
+        event: Box<RawEvent>,
     },
     /// Slack stopped delivering for a while; nothing to do but acknowledge.
     AppRateLimited {},
