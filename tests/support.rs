@@ -18,6 +18,8 @@ pub struct Run<'a> {
     pub seed: u64,
     /// A persona file's TOML text.
     pub persona: Option<&'a str>,
+    /// Any LLM (an HTTP provider against a fake server); wins over `script`.
+    pub llm: Option<Arc<dyn Llm>>,
 }
 
 impl<'a> Run<'a> {
@@ -28,7 +30,13 @@ impl<'a> Run<'a> {
             script: None,
             seed: 1,
             persona: None,
+            llm: None,
         }
+    }
+
+    pub fn llm(mut self, llm: Arc<dyn Llm>) -> Self {
+        self.llm = Some(llm);
+        self
     }
 
     pub fn persona(mut self, toml: &'a str) -> Self {
@@ -55,10 +63,14 @@ impl<'a> Run<'a> {
     pub fn text(&self) -> String {
         let mut vars: HashMap<String, String> =
             self.settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        let llm: Option<Arc<dyn Llm>> = self.script.map(|s| {
+        let llm: Option<Arc<dyn Llm>> = match (&self.llm, self.script) {
+            (Some(llm), _) => Some(llm.clone()),
+            (None, Some(s)) => Some(Arc::new(ScriptedLlm::parse(s).expect("a valid script")) as Arc<dyn Llm>),
+            (None, None) => None,
+        };
+        if llm.is_some() {
             vars.insert("LLM_PROVIDER".into(), "script".into());
-            Arc::new(ScriptedLlm::parse(s).expect("a valid script")) as Arc<dyn Llm>
-        });
+        }
         let settings = Settings::from_vars(&vars).expect("valid settings");
         let transcript = replay::parse_transcript(self.transcript).expect("a valid transcript");
         let persona_file = self

@@ -68,6 +68,8 @@ settings_doc! {
     "MESSAGE_RETENTION_DAYS", "30", "Stored messages expire after this many days.";
     "LLM_PROVIDER", "none", "none, openai or anthropic (replay and serve also take --llm).";
     "LLM_MODEL", "gpt-4o-mini", "Model for generation, and for every role without its own model.";
+    "LLM_TIMEOUT_SECONDS", "30", "How long one LLM call may take before it is retried or given up.";
+    "LLM_MAX_RETRIES", "2", "Retries of an LLM call after a 429, a 5xx or a timeout (with backoff).";
     "OPENAI_BASE_URL", "https://api.openai.com/v1", "OpenAI-compatible endpoint.";
     "OPENAI_API_KEY", "", "Key for the OpenAI-compatible endpoint.";
     "ANTHROPIC_BASE_URL", "https://api.anthropic.com", "Anthropic Messages endpoint.";
@@ -155,6 +157,8 @@ pub struct Settings {
     pub message_retention_days: u32,
     pub llm_provider: LlmProvider,
     pub llm_model: String,
+    pub llm_timeout: Duration,
+    pub llm_max_retries: u32,
     pub openai_base_url: String,
     pub openai_api_key: String,
     pub anthropic_base_url: String,
@@ -355,6 +359,8 @@ impl Settings {
             message_retention_days: r.int("MESSAGE_RETENTION_DAYS", 30, 1, 3650)? as u32,
             llm_provider,
             llm_model,
+            llm_timeout: Duration::from_secs(r.int("LLM_TIMEOUT_SECONDS", 30, 1, 600)? as u64),
+            llm_max_retries: r.int("LLM_MAX_RETRIES", 2, 0, 10)? as u32,
             openai_base_url: r.string("OPENAI_BASE_URL", "https://api.openai.com/v1"),
             openai_api_key: r.string("OPENAI_API_KEY", ""),
             anthropic_base_url: r.string("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),

@@ -33,7 +33,8 @@ enum Command {
 
 #[derive(Args)]
 pub struct CommonArgs {
-    /// none (rules only) or script:FILE (canned answers). Default: LLM_PROVIDER.
+    /// none (rules only), openai, anthropic, or script:FILE (canned answers).
+    /// Default: LLM_PROVIDER.
     #[arg(long)]
     pub llm: Option<String>,
     /// Override a setting (repeatable), over the environment.
@@ -97,13 +98,16 @@ pub fn setup(common: &CommonArgs) -> anyhow::Result<Setup> {
             let script = ScriptedLlm::parse(&text).with_context(|| format!("in {path}"))?;
             ("script", Some(Arc::new(script)))
         }
-        "openai" | "anthropic" => bail!(
-            "--llm {llm_choice}: the {llm_choice} provider is not part of this build yet; use --llm none or --llm script:FILE"
-        ),
-        other => bail!("--llm {other:?}: expected none or script:FILE"),
+        "openai" => ("openai", None),
+        "anthropic" => ("anthropic", None),
+        other => bail!("--llm {other:?}: expected none, openai, anthropic or script:FILE"),
     };
     vars.insert("LLM_PROVIDER".into(), provider.into());
     let settings = Settings::from_vars(&vars)?;
+    let llm = match llm {
+        Some(script) => Some(script),
+        None => kuuki::adapters::llm::from_settings(&settings)?,
+    };
     debug_assert_eq!(settings.llm_provider == LlmProvider::None, llm.is_none());
 
     let persona_path = common.persona.clone().or_else(|| settings.persona_file.clone().map(PathBuf::from));

@@ -111,13 +111,17 @@ fn llm_choices() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("LLM script line 1"), "{}", stderr(&out));
 
-    let out = kuuki(&["replay", &t, "--llm", "openai"]);
+    let out = Command::new(env!("CARGO_BIN_EXE_kuuki"))
+        .args(["replay", &t, "--llm", "anthropic"])
+        .env_remove("ANTHROPIC_API_KEY")
+        .output()
+        .unwrap();
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("not part of this build yet"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("ANTHROPIC_API_KEY"), "{}", stderr(&out));
 
     let out = kuuki(&["replay", &t, "--llm", "magic"]);
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("expected none or script:FILE"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("expected none, openai, anthropic or script:FILE"), "{}", stderr(&out));
 }
 
 #[test]

@@ -1,9 +1,19 @@
-//! LLM adapters: scripted answers for replay and tests, and a wrapper that counts every
-//! call by role. The HTTP providers arrive with the LLM issue.
+//! LLM adapters: OpenAI-compatible chat completions and Anthropic Messages over HTTP,
+//! scripted answers for replay and tests, and a wrapper that counts every call by role.
 
+mod anthropic;
+mod http;
+mod openai;
 mod script;
 
+pub use anthropic::Anthropic;
+pub use http::HttpPolicy;
+pub use openai::OpenAiCompatible;
 pub use script::{ScriptError, ScriptedLlm};
+
+/// Everything kuuki asks is in the system prompt; providers that need a user turn
+/// (Anthropic, some compatible servers) get this one line.
+pub const USER_TURN: &str = "Follow the instructions above and answer now.";
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -12,13 +22,45 @@ use async_trait::async_trait;
 
 use crate::ports::{Llm, LlmError, LlmRequest, LlmResponse, LlmRole, Usage};
 
-/// Calls and tokens of one role.
+/// The HTTP provider `settings` name (`LLM_PROVIDER` openai or anthropic), or `None`
+/// for the others. A provider that cannot work as configured is an error naming the
+/// setting.
+pub fn from_settings(settings: &crate::config::Settings) -> Result<Option<Arc<dyn Llm>>, crate::config::ConfigError> {
+    use crate::config::{ConfigError, LlmProvider};
+    let policy = HttpPolicy {
+        timeout: settings.llm_timeout,
+        max_retries: settings.llm_max_retries,
+        backoff: std::time::Duration::from_millis(500),
+    };
+    Ok(match settings.llm_provider {
+        LlmProvider::OpenAi => Some(Arc::new(OpenAiCompatible::new(
+            &settings.openai_base_url,
+            &settings.openai_api_key,
+            policy,
+        ))),
+        LlmProvider::Anthropic => {
+            if settings.anthropic_api_key.is_empty() {
+                return Err(ConfigError::Invalid {
+                    name: "ANTHROPIC_API_KEY",
+                    value: String::new(),
+                    reason: "LLM_PROVIDER=anthropic needs a key".into(),
+                });
+            }
+            Some(Arc::new(Anthropic::new(&settings.anthropic_base_url, &settings.anthropic_api_key, policy)))
+        }
+        LlmProvider::None | LlmProvider::Script => None,
+    })
+}
+
+/// Calls, tokens and time of one role.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RoleUsage {
     pub calls: u64,
     pub failures: u64,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Wall time spent waiting for the model.
+    pub latency: std::time::Duration,
 }
 
 /// Counts every call that passes through, by role.
@@ -44,10 +86,14 @@ impl CountingLlm {
 impl Llm for CountingLlm {
     async fn complete(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
         let role = request.role;
+        let started = std::time::Instant::now();
         let result = self.inner.complete(request).await;
+        let latency = started.elapsed();
+        tracing::debug!(role = role.as_str(), ?latency, ok = result.is_ok(), "LLM call");
         let mut usage = self.usage.lock().expect("usage lock");
         let entry = usage.entry(role).or_default();
         entry.calls += 1;
+        entry.latency += latency;
         match &result {
             Ok(LlmResponse {
                 usage: Usage {
