@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::deps::Deps;
 use crate::domain::{Author, Message, Persona, ResponseType, ThreadKey, Timestamp, UserId};
 use crate::ports::{ChannelState, PortResult};
+use crate::respond::guard;
 
 /// The last intervened conversation is quoted up to this many characters.
 const EXCERPT_CHARS: usize = 200;
@@ -82,7 +83,7 @@ pub async fn build<'a>(
             Author::OwnBot => deps.persona.name.clone(),
             _ => names.get(&m.user).cloned().unwrap_or_else(|| m.user_name.clone()),
         },
-        text: m.text.clone(),
+        text: guard::fence_safe(&m.text),
     };
     Ok(PromptContext {
         persona: &deps.persona,

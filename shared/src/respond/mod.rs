@@ -2,6 +2,7 @@
 //! record it so cooldown, engagement and the intervention history see it.
 
 pub mod context;
+pub mod guard;
 
 use std::time::Duration;
 
@@ -209,10 +210,11 @@ async fn generate(
         return Ok(Ok(placeholder(deps, target, response_type)));
     };
     let ctx = context::build(deps, target, conversation, state, response_type).await?;
+    let prompt = deps.prompts.generate(&ctx);
     let request = LlmRequest {
         role: LlmRole::Generate,
         model: deps.settings.llm_model.clone(),
-        system: deps.prompts.generate(&ctx),
+        system: prompt.clone(),
         max_tokens: match response_type {
             ResponseType::ShortAck => SHORT_ACK_TOKENS,
             _ => FULL_RESPONSE_TOKENS,
@@ -220,10 +222,7 @@ async fn generate(
         subject: target.text.clone(),
     };
     Ok(match llm.complete(request).await {
-        Ok(response) => {
-            let text = response.text.trim().to_owned();
-            if text.is_empty() { Err("the model returned no text".into()) } else { Ok(text) }
-        }
+        Ok(response) => guard::check_reply(&response.text, &prompt, &deps.persona.name),
         Err(e) => Err(e.to_string()),
     })
 }
