@@ -197,6 +197,7 @@ async fn a_react_only_job_adds_one_reaction_and_counts_as_a_response() {
         ts: m.ts.clone(),
         mode: RespondMode::Ambient,
         response_type: ResponseType::ReactOnly,
+        emoji: None,
     };
     run_job(&h.deps, &job).await.unwrap();
     run_job(&h.deps, &job).await.unwrap();
@@ -218,6 +219,7 @@ async fn delays_beyond_the_queue_limit_go_through_the_scheduler() {
         ts: m.ts.clone(),
         mode: RespondMode::Ambient,
         response_type: ResponseType::ReactOnly,
+        emoji: None,
     };
     h.deps.enqueue_after(job.clone(), Duration::from_secs(900)).await.unwrap();
     assert_eq!(h.queue.scheduled_once(), 0, "900 s fits in a queue message");

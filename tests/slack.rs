@@ -352,3 +352,31 @@ async fn prompts_name_people_by_their_slack_display_names_looked_up_once() {
     assert!(prompts[1].system.contains("kuuki: こんにちは、Alice さん"), "kuuki's own post is in the context");
     assert_eq!(w.calls("users.info").await, vec![json!({"user": "UALICE"})], "cached after the first look-up");
 }
+
+#[tokio::test]
+async fn long_replies_are_split_for_slack_and_posted_once() {
+    let long = format!("{}\n\n{}\n\n{}", "あ".repeat(3000), "い".repeat(3000), "う".repeat(2000));
+    let script = format!(r#"{{"role": "generate", "reply": {}}}"#, serde_json::to_string(&long).unwrap());
+    let llm = kuuki_e2e::RecordingLlm::new(&script);
+    let w = SlackWorld::start_with(&[], true, Some(llm)).await;
+    let root = w.ts(0, 1);
+    let mut mention = message(CH, "UALICE", "<@UKUUKI> 長めに説明して", &w.ts(1, 1));
+    mention["thread_ts"] = json!(root);
+    w.send_event(mention, &[]).await;
+    w.run_for(1.0).await;
+    let posts = w.calls("chat.postMessage").await;
+    let lengths: Vec<usize> = posts.iter().map(|p| p["text"].as_str().unwrap().chars().count()).collect();
+    assert_eq!(lengths, vec![3000, 3000, 2000], "split at paragraphs within 4,000 characters");
+    assert!(posts.iter().all(|p| p["thread_ts"] == root.as_str()));
+}
+
+#[tokio::test]
+async fn the_judge_may_choose_the_reaction() {
+    let llm = kuuki_e2e::RecordingLlm::new(
+        r#"{"role": "judge", "reply": {"should_respond": true, "reason": "a nod", "confidence": 0.8, "response_type": "react_only", "emoji": "raised_hands", "conversation_state": "active"}}"#,
+    );
+    let w = SlackWorld::start_with(&[("BOT_TOPICS", "deploy"), ("JUDGE_KEYWORDS", "shipped")], true, Some(llm)).await;
+    w.send_event(message(CH, "UALICE", "deploy shipped", &w.ts(0, 1)), &[]).await;
+    w.run_for(60.0).await;
+    assert_eq!(w.calls("reactions.add").await, vec![json!({"channel": CH, "timestamp": w.ts(0, 1), "name": "raised_hands"})]);
+}

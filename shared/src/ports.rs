@@ -215,6 +215,10 @@ pub trait Chat: Send + Sync {
     async fn add_reaction(&self, channel: &ChannelId, ts: &Ts, emoji: &str) -> PortResult<()>;
     /// A display name for prompts; the id itself when the platform has none.
     async fn user_name(&self, user: &UserId) -> PortResult<String>;
+    /// The longest message the platform takes; longer replies are split.
+    fn max_message_chars(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Where decision records go: stdout in replay, structured logs in Lambda.

@@ -24,7 +24,8 @@ pub async fn run_job(deps: &Deps, job: &Job) -> PortResult<()> {
             ts,
             mode,
             response_type,
-        } => respond::handle(deps, thread, ts, *mode, *response_type).await,
+            emoji,
+        } => respond::handle(deps, thread, ts, *mode, *response_type, emoji.as_deref()).await,
     }
 }
 

@@ -217,6 +217,9 @@ pub struct LlmVerdict {
     pub delay_seconds: Option<u32>,
     pub response_type: Option<ResponseType>,
     pub conversation_state: ConversationState,
+    /// For react_only: a Slack emoji name the judge chose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emoji: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -250,6 +253,9 @@ pub enum Job {
         ts: Ts,
         mode: RespondMode,
         response_type: ResponseType,
+        /// For react_only: the emoji the judge chose (else a small rule picks one).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        emoji: Option<String>,
     },
 }
 

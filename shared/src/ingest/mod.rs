@@ -119,6 +119,7 @@ fn plan(deps: &Deps, message: &Message) -> Option<(Job, Duration)> {
                 ts: message.ts.clone(),
                 mode: RespondMode::Direct,
                 response_type: ResponseType::FullResponse,
+                emoji: None,
             },
             Duration::ZERO,
         )),

@@ -155,6 +155,7 @@ async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Messag
     }
     let respond = judgment.respond;
     let (response_type, delay) = (judgment.response_type, judgment.delay_seconds);
+    let emoji = judgment.llm.as_ref().and_then(|v| v.emoji.clone());
     judgment.record(deps, &target).await?;
     if respond {
         let job = Job::Respond {
@@ -162,6 +163,7 @@ async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Messag
             ts: ts.clone(),
             mode: RespondMode::Ambient,
             response_type,
+            emoji,
         };
         deps.enqueue_after(job, Duration::from_secs(delay.into())).await?;
     }

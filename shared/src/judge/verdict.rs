@@ -59,7 +59,18 @@ pub fn parse_verdict(raw: &str) -> Result<LlmVerdict, VerdictError> {
             VerdictError("conversation_state must be active, ending, misunderstanding or conflict".into())
         })?,
     };
+    let emoji = match object.get("emoji") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            v.as_str()
+                .map(|e| e.trim_matches(':'))
+                .filter(|e| is_emoji_name(e))
+                .ok_or_else(|| VerdictError("emoji must be an emoji name like thumbsup".into()))?
+                .to_owned(),
+        ),
+    };
     Ok(LlmVerdict {
+        emoji,
         should_respond,
         reason,
         confidence,
@@ -67,6 +78,13 @@ pub fn parse_verdict(raw: &str) -> Result<LlmVerdict, VerdictError> {
         response_type,
         conversation_state,
     })
+}
+
+/// Slack emoji names: lowercase letters, digits, `_`, `-`, `+`, `'`, at most 64.
+fn is_emoji_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_-+'".contains(&b))
 }
 
 fn strip_code_fence(text: &str) -> &str {
@@ -100,6 +118,13 @@ mod tests {
     fn tolerates_a_code_fence_and_a_one_element_array() {
         assert!(parse_verdict("```json\n{\"should_respond\": true}\n```").unwrap().should_respond);
         assert!(!parse_verdict("[{\"should_respond\": false}]").unwrap().should_respond);
+    }
+
+    #[test]
+    fn an_emoji_may_be_chosen() {
+        let v = parse_verdict(r#"{"should_respond": true, "response_type": "react_only", "emoji": ":raised_hands:"}"#).unwrap();
+        assert_eq!(v.emoji.as_deref(), Some("raised_hands"));
+        assert!(parse_verdict(r#"{"should_respond": true, "emoji": "<script>"}"#).is_err());
     }
 
     #[test]

@@ -28,6 +28,7 @@ pub async fn handle(
     ts: &Ts,
     mode: RespondMode,
     response_type: ResponseType,
+    emoji: Option<&str>,
 ) -> PortResult<()> {
     let channel = &thread.channel;
     let Some(target) = deps.messages.get_message(channel, ts).await? else {
@@ -66,7 +67,7 @@ pub async fn handle(
             return Ok(());
         }
     }
-    match answer(deps, &target, &key, mode, response_type).await {
+    match answer(deps, &target, &key, mode, response_type, emoji).await {
         Ok(()) => Ok(()),
         // The platform refused (a missing channel, a revoked token): retrying would
         // fail the same way, so the answer is given up and logged.
@@ -92,7 +93,14 @@ pub async fn handle(
     }
 }
 
-async fn answer(deps: &Deps, target: &Message, key: &str, mode: RespondMode, response_type: ResponseType) -> PortResult<()> {
+async fn answer(
+    deps: &Deps,
+    target: &Message,
+    key: &str,
+    mode: RespondMode,
+    response_type: ResponseType,
+    chosen_emoji: Option<&str>,
+) -> PortResult<()> {
     let channel = &target.channel;
     let state = deps.channels.channel_state(channel).await?;
     // The whole window only when a model will read it; the history quotes a few.
@@ -103,7 +111,7 @@ async fn answer(deps: &Deps, target: &Message, key: &str, mode: RespondMode, res
     };
     let (posted_ts, text, emoji) = match response_type {
         ResponseType::ReactOnly => {
-            let emoji = rules::pick_emoji(&target.text);
+            let emoji = chosen_emoji.unwrap_or_else(|| rules::pick_emoji(&target.text));
             if !state.shadow {
                 deps.chat.add_reaction(channel, &target.ts, emoji).await?;
             }
@@ -171,30 +179,65 @@ async fn answer(deps: &Deps, target: &Message, key: &str, mode: RespondMode, res
     Ok(())
 }
 
-/// Posts `text` where `target` was written, completes the claim at once (a redelivery
-/// must never post again), and stores kuuki's own message.
+/// Posts `text` where `target` was written, in parts when it is longer than the
+/// platform takes; completes the claim after the first part (a redelivery must never
+/// post again: a lost tail is better than a repeated head), and stores each part as
+/// kuuki's own message. Returns the first part's ts.
 async fn post(deps: &Deps, target: &Message, key: &str, text: &str) -> PortResult<Ts> {
-    let post = Post {
-        channel: target.channel.clone(),
-        thread_root: target.thread_root.clone(),
-        text: text.to_owned(),
+    let parts = match deps.chat.max_message_chars() {
+        Some(limit) => split_message(text, limit),
+        None => vec![text.to_owned()],
     };
-    let posted = deps.chat.post_message(&post).await?;
-    deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?;
-    let own = Message {
-        channel: target.channel.clone(),
-        ts: posted.clone(),
-        thread_root: target.thread_root.clone(),
-        user: deps.bot.user_id.clone(),
-        user_name: deps.persona.name.clone(),
-        text: text.to_owned(),
-        author: Author::OwnBot,
-        replies_to_bot: false,
-        in_dm: target.in_dm,
-        at: deps.clock.now(),
-    };
-    deps.messages.put_message(&own).await?;
-    Ok(posted)
+    let mut first = None;
+    for part in parts {
+        let post = Post {
+            channel: target.channel.clone(),
+            thread_root: target.thread_root.clone(),
+            text: part.clone(),
+        };
+        let posted = deps.chat.post_message(&post).await?;
+        if first.is_none() {
+            deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?;
+            first = Some(posted.clone());
+        }
+        let own = Message {
+            channel: target.channel.clone(),
+            ts: posted,
+            thread_root: target.thread_root.clone(),
+            user: deps.bot.user_id.clone(),
+            user_name: deps.persona.name.clone(),
+            text: part,
+            author: Author::OwnBot,
+            replies_to_bot: false,
+            in_dm: target.in_dm,
+            at: deps.clock.now(),
+        };
+        deps.messages.put_message(&own).await?;
+    }
+    Ok(first.expect("split_message returns at least one part"))
+}
+
+/// Splits `text` into parts of at most `limit` characters, at a paragraph, a line, a
+/// sentence or a space when one is near, mid-word only when nothing else is.
+pub fn split_message(text: &str, limit: usize) -> Vec<String> {
+    let limit = limit.max(1);
+    let mut parts = Vec::new();
+    let mut rest = text.trim();
+    while rest.chars().count() > limit {
+        let cut_at = rest.char_indices().nth(limit).map_or(rest.len(), |(i, _)| i);
+        let window = &rest[..cut_at];
+        let boundary = ["\n\n", "\n", "。", ". ", "！", "? ", "？", " "]
+            .iter()
+            .filter_map(|sep| window.rfind(sep).map(|i| i + sep.len()))
+            .find(|&i| i > cut_at / 2);
+        let cut = boundary.unwrap_or(cut_at);
+        parts.push(rest[..cut].trim_end().to_owned());
+        rest = rest[cut..].trim_start();
+    }
+    if !rest.is_empty() || parts.is_empty() {
+        parts.push(rest.to_owned());
+    }
+    parts
 }
 
 /// The text to post. The outer error is a backend failure; the inner one a failed
@@ -243,5 +286,33 @@ fn dropped(reason: &str) -> EventKind {
     EventKind::Dropped {
         stage: Stage::Respond,
         reason: reason.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_message;
+
+    #[test]
+    fn short_replies_are_one_part() {
+        assert_eq!(split_message("hello", 10), vec!["hello"]);
+        assert_eq!(split_message("", 10), vec![""]);
+    }
+
+    #[test]
+    fn long_replies_split_at_natural_boundaries_within_the_limit() {
+        let text = format!("{}\n\n{}", "a".repeat(30), "b".repeat(30));
+        assert_eq!(split_message(&text, 40), vec!["a".repeat(30), "b".repeat(30)]);
+        let ja = "今日はデプロイの日です。".repeat(10);
+        let parts = split_message(&ja, 50);
+        assert!(parts.iter().all(|p| p.chars().count() <= 50 && p.ends_with('。')), "{parts:?}");
+        assert_eq!(parts.concat(), ja);
+        let words = "word ".repeat(30);
+        let parts = split_message(&words, 23);
+        assert!(parts.iter().all(|p| p.chars().count() <= 23 && !p.ends_with(' ')), "{parts:?}");
+        // Nothing to split at: cut mid-word, never over the limit, nothing lost.
+        let blob = "x".repeat(95);
+        let parts = split_message(&blob, 40);
+        assert_eq!(parts.iter().map(|p| p.chars().count()).collect::<Vec<_>>(), vec![40, 40, 15]);
     }
 }

@@ -20,6 +20,7 @@ pub struct RecordingChat {
     mint: Arc<TsMint>,
     calls: Mutex<Vec<ChatCall>>,
     failures_left: Mutex<u32>,
+    max_chars: Option<usize>,
 }
 
 impl RecordingChat {
@@ -29,7 +30,14 @@ impl RecordingChat {
             mint,
             calls: Mutex::new(Vec::new()),
             failures_left: Mutex::new(0),
+            max_chars: None,
         }
+    }
+
+    /// Like a platform that takes at most `limit` characters a message.
+    pub fn with_max_chars(mut self, limit: usize) -> Self {
+        self.max_chars = Some(limit);
+        self
     }
 
     pub fn calls(&self) -> Vec<ChatCall> {
@@ -78,5 +86,9 @@ impl Chat for RecordingChat {
 
     async fn user_name(&self, user: &UserId) -> PortResult<String> {
         Ok(user.0.clone())
+    }
+
+    fn max_message_chars(&self) -> Option<usize> {
+        self.max_chars
     }
 }

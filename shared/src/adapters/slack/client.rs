@@ -156,6 +156,11 @@ impl Chat for SlackClient {
         }
     }
 
+    /// Slack takes up to 40,000 characters but advises 4,000 per message.
+    fn max_message_chars(&self) -> Option<usize> {
+        Some(4000)
+    }
+
     async fn user_name(&self, user: &UserId) -> PortResult<String> {
         if let Some(name) = self.names.lock().expect("names lock").get(&user.0) {
             return Ok(name.clone());
