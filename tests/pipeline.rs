@@ -226,3 +226,38 @@ async fn delays_beyond_the_queue_limit_go_through_the_scheduler() {
     h.deps.enqueue_after(job, Duration::from_secs(901)).await.unwrap();
     assert_eq!(h.queue.scheduled_once(), 1);
 }
+
+#[tokio::test]
+async fn a_redelivered_judgment_reuses_the_cached_llm_answer() {
+    let llm = kuuki_e2e::RecordingLlm::new(
+        r#"{"role": "judge", "reply": {"should_respond": false, "reason": "not needed", "confidence": 0.95, "conversation_state": "active"}}"#,
+    );
+    let h = Harness::with_llm(&[("BOT_TOPICS", "deploy"), ("JUDGE_KEYWORDS", "deploy"), ("JUDGE_JITTER_RATIO", "0")], Some(llm.clone()));
+    h.ingest(Incoming::Message(h.message(0.0, "alice", "deploy notes", None))).await;
+    // The first delivery asks the model, then fails to record its judgment.
+    h.store.fail_next_writes(1);
+    assert_eq!(h.run_until(31.0).await, 1);
+    assert_eq!(llm.requests().len(), 1);
+    // The redelivery 30 s later finds the answer cached: no second call.
+    assert_eq!(h.run_until(120.0).await, 0);
+    assert_eq!(llm.requests().len(), 1, "the script had one answer and was asked once");
+    let judgments: Vec<_> = h
+        .events()
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Judge { llm_cached, llm_called, respond, .. } => Some((llm_cached, llm_called, respond)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(judgments, vec![(true, false, false)]);
+}
+
+#[test]
+fn confident_judgments_stand_longer() {
+    use kuuki::judge::cache_lifetime;
+    assert_eq!(cache_lifetime(0.95), Duration::from_secs(12 * 3600));
+    assert_eq!(cache_lifetime(0.9), Duration::from_secs(12 * 3600));
+    assert_eq!(cache_lifetime(0.7), Duration::from_secs(3600));
+    assert_eq!(cache_lifetime(0.69), Duration::from_secs(600));
+    assert!(cache_lifetime(0.0) >= Duration::from_secs(300), "never under five minutes");
+}

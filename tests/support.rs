@@ -161,7 +161,15 @@ pub mod harness {
 
     impl Harness {
         pub fn new(settings: &[(&str, &str)]) -> Self {
-            let vars: HashMap<String, String> = settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            Self::with_llm(settings, None)
+        }
+
+        pub fn with_llm(settings: &[(&str, &str)], llm: Option<Arc<dyn kuuki::ports::Llm>>) -> Self {
+            let mut vars: HashMap<String, String> =
+                settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            if llm.is_some() {
+                vars.insert("LLM_PROVIDER".into(), "script".into());
+            }
             let settings = Settings::from_vars(&vars).unwrap();
             let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
             let mint = Arc::new(TsMint::default());
@@ -174,7 +182,7 @@ pub mod harness {
                 settings,
                 persona,
                 UserId("UBOT".into()),
-                parts.adapters(chat.clone(), None, log.clone()),
+                parts.adapters(chat.clone(), llm, log.clone()),
                 1,
             );
             Harness {

@@ -122,6 +122,10 @@ pub trait Ledger: Send + Sync {
     async fn complete(&self, key: &str, now: Timestamp, keep: Duration) -> PortResult<()>;
     /// Gives up a claim after a failure, so a redelivery can try again.
     async fn release(&self, key: &str) -> PortResult<()>;
+    /// A cached value (the judgment cache), if it has not expired by `now`.
+    async fn cache_get(&self, key: &str, now: Timestamp) -> PortResult<Option<String>>;
+    /// Caches `value` under `key` until `until`, replacing what was there.
+    async fn cache_put(&self, key: &str, value: &str, until: Timestamp) -> PortResult<()>;
 }
 
 /// Delayed work with at-least-once delivery.

@@ -100,6 +100,15 @@ pub async fn ledger(ledger: &dyn Ledger) {
     ledger.release(key).await.unwrap();
     assert_eq!(ledger.claim(key, at(1), lease).await.unwrap(), ClaimOutcome::Claimed, "released work can be claimed");
     assert_eq!(ledger.claim("contract:other", at(1), lease).await.unwrap(), ClaimOutcome::Claimed, "keys are independent");
+
+    // The cache: values until their expiry, replaced by a newer put.
+    assert_eq!(ledger.cache_get("contract:cache", at(0)).await.unwrap(), None);
+    ledger.cache_put("contract:cache", "{\"a\":1}", at(100)).await.unwrap();
+    assert_eq!(ledger.cache_get("contract:cache", at(99)).await.unwrap().as_deref(), Some("{\"a\":1}"));
+    assert_eq!(ledger.cache_get("contract:cache", at(100)).await.unwrap(), None, "expired at its time");
+    ledger.cache_put("contract:cache", "b", at(300)).await.unwrap();
+    assert_eq!(ledger.cache_get("contract:cache", at(200)).await.unwrap().as_deref(), Some("b"));
+    assert_eq!(ledger.cache_get("contract:claim", at(0)).await.unwrap(), None, "claims are not cache entries");
 }
 
 /// The last response time and a bounded intervention history per channel.

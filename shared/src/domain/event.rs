@@ -54,6 +54,8 @@ pub enum EventKind {
         llm: Option<LlmVerdict>,
         /// Why the LLM's answer could not be used (then kuuki does not respond).
         llm_error: Option<String>,
+        /// The LLM's answer came from the judgment cache.
+        llm_cached: bool,
         reason: String,
     },
     Superseded {

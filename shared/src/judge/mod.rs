@@ -124,6 +124,7 @@ async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Messag
         delay_seconds: 0,
         llm: None,
         llm_error: None,
+        llm_cached: false,
         reason: match decision {
             Decision::Respond => "the score reached the threshold".into(),
             Decision::Skip => "the score stayed below the threshold".into(),
@@ -131,8 +132,10 @@ async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Messag
         },
     };
     if decision == Decision::Llm {
-        judgment.llm_called = true;
-        match ask_llm(deps, &target, upto, &state).await? {
+        let (verdict, cached) = ask_llm(deps, &target, upto, &state).await?;
+        judgment.llm_called = !cached;
+        judgment.llm_cached = cached;
+        match verdict {
             Ok(verdict) => {
                 judgment.respond = verdict.should_respond && verdict.conversation_state != ConversationState::Ending;
                 judgment.reason = if verdict.should_respond && !judgment.respond {
@@ -177,11 +180,18 @@ async fn ask_llm(
     target: &Message,
     conversation: &[Message],
     state: &crate::ports::ChannelState,
-) -> PortResult<Result<LlmVerdict, String>> {
+) -> PortResult<(Result<LlmVerdict, String>, bool)> {
     let Some(llm) = &deps.llm else {
-        return Ok(Err("no LLM is configured".into()));
+        return Ok((Err("no LLM is configured".into()), false));
     };
     let ctx = context::build(deps, target, conversation, state, ResponseType::FullResponse).await?;
+    let cache_key = format!("judge-cache:{}", ctx.conversation_hash(target));
+    let now = deps.clock.now();
+    if let Some(cached) = deps.ledger.cache_get(&cache_key, now).await?
+        && let Ok(verdict) = serde_json::from_str::<LlmVerdict>(&cached)
+    {
+        return Ok((Ok(verdict), true));
+    }
     let request = LlmRequest {
         role: LlmRole::Judge,
         model: deps.settings.judge_model.clone(),
@@ -189,10 +199,29 @@ async fn ask_llm(
         max_tokens: 300,
         subject: target.text.clone(),
     };
-    Ok(match llm.complete(request).await {
+    let verdict = match llm.complete(request).await {
         Ok(response) => verdict::parse_verdict(&response.text).map_err(|e| e.to_string()),
         Err(e) => Err(e.to_string()),
-    })
+    };
+    if let Ok(v) = &verdict {
+        let json = serde_json::to_string(v).expect("verdicts serialize");
+        deps.ledger.cache_put(&cache_key, &json, now + cache_lifetime(v.confidence)).await?;
+    }
+    Ok((verdict, false))
+}
+
+/// How long a judgment of an unchanged conversation stands: at least five minutes,
+/// longer the surer the judge was (≥ 0.9: 12 h, ≥ 0.7: 1 h, else 10 min). A new
+/// message changes the conversation and so the key.
+pub fn cache_lifetime(confidence: f64) -> Duration {
+    let tier = if confidence >= 0.9 {
+        Duration::from_secs(12 * 3600)
+    } else if confidence >= 0.7 {
+        Duration::from_secs(3600)
+    } else {
+        Duration::from_secs(10 * 60)
+    };
+    tier.max(Duration::from_secs(5 * 60))
 }
 
 fn dropped(reason: &str) -> EventKind {
@@ -212,6 +241,7 @@ struct Judgment {
     delay_seconds: u32,
     llm: Option<LlmVerdict>,
     llm_error: Option<String>,
+    llm_cached: bool,
     reason: String,
 }
 
@@ -227,6 +257,7 @@ impl Judgment {
             delay_seconds: 0,
             llm: None,
             llm_error: None,
+            llm_cached: false,
             reason: reason.into(),
         }
     }
@@ -262,6 +293,7 @@ impl Judgment {
                 delay_seconds: self.delay_seconds,
                 llm: self.llm,
                 llm_error: self.llm_error,
+                llm_cached: self.llm_cached,
                 reason: self.reason,
             },
         );

@@ -199,6 +199,7 @@ fn body(event: &Event) -> Value {
             delay_seconds,
             llm,
             llm_error,
+            llm_cached,
             reason,
         } => {
             let mut v = json!({
@@ -214,6 +215,9 @@ fn body(event: &Event) -> Value {
             }
             if let Some(e) = llm_error {
                 v["llm_error"] = json!(e);
+            }
+            if *llm_cached {
+                v["llm_cached"] = json!(true);
             }
             v
         }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::deps::Deps;
-use crate::domain::{Author, Message, Persona, ResponseType, ThreadKey, Timestamp, UserId};
+use crate::domain::{Author, Message, Persona, ResponseType, ThreadKey, Timestamp, Ts, UserId};
 use crate::ports::{ChannelState, PortResult};
 use crate::respond::guard;
 
@@ -119,6 +119,26 @@ async fn display_names<'m>(deps: &Deps, messages: impl Iterator<Item = &'m Messa
         names.insert(m.user.clone(), name);
     }
     names
+}
+
+impl PromptContext<'_> {
+    /// A hash of the formatted conversation (not the time or the history around it):
+    /// the same conversation judged again hits the judgment cache; any new message
+    /// changes it.
+    pub fn conversation_hash(&self, target: &Message) -> String {
+        use sha2::{Digest, Sha256};
+        let mut hasher = Sha256::new();
+        hasher.update(target.channel.0.as_bytes());
+        hasher.update([0]);
+        hasher.update(target.thread_root.as_ref().map_or("", Ts::as_str).as_bytes());
+        for m in self.top_level.iter().chain(&self.target_conversation).chain(std::iter::once(&self.target)) {
+            for field in [&m.time, &m.name, &m.text] {
+                hasher.update([0]);
+                hasher.update(field.as_bytes());
+            }
+        }
+        hex::encode(hasher.finalize())
+    }
 }
 
 fn clock_time(at: Timestamp) -> String {

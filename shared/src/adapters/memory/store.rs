@@ -27,12 +27,15 @@ struct Inner {
     channels: HashMap<ChannelId, ChannelMessages>,
     states: HashMap<ChannelId, ChannelState>,
     claims: HashMap<String, Claim>,
+    cache: HashMap<String, (String, Timestamp)>,
 }
 
 /// Every memory tier in maps behind one lock: the embedded store of replay and serve.
 #[derive(Default)]
 pub struct MemoryStore {
     inner: Mutex<Inner>,
+    /// Channel-state writes that fail before succeeding again (tests of redelivery).
+    failing_writes: Mutex<u32>,
 }
 
 impl MemoryStore {
@@ -42,6 +45,23 @@ impl MemoryStore {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().expect("store lock")
+    }
+
+    /// The next `n` channel-state writes fail as if the table were unavailable.
+    pub fn fail_next_writes(&self, n: u32) {
+        *self.failing_writes.lock().expect("store lock") = n;
+    }
+
+    fn check_write(&self) -> PortResult<()> {
+        let mut left = self.failing_writes.lock().expect("store lock");
+        if *left > 0 {
+            *left -= 1;
+            return Err(crate::ports::PortError::Backend {
+                backend: "memory store",
+                message: "simulated write failure".into(),
+            });
+        }
+        Ok(())
     }
 }
 
@@ -128,6 +148,7 @@ impl ChannelStateStore for MemoryStore {
     }
 
     async fn record_intervention(&self, channel: &ChannelId, intervention: Intervention) -> PortResult<()> {
+        self.check_write()?;
         let mut inner = self.lock();
         let state = inner.states.entry(channel.clone()).or_default();
         state.last_response_at = Some(state.last_response_at.map_or(intervention.at, |t| t.max(intervention.at)));
@@ -138,6 +159,7 @@ impl ChannelStateStore for MemoryStore {
     }
 
     async fn record_judgment(&self, channel: &ChannelId, note: JudgmentNote) -> PortResult<()> {
+        self.check_write()?;
         self.lock().states.entry(channel.clone()).or_default().last_judgment = Some(note);
         Ok(())
     }
@@ -172,6 +194,20 @@ impl Ledger for MemoryStore {
         self.lock()
             .claims
             .insert(key.to_owned(), Claim::Completed { until: now + keep });
+        Ok(())
+    }
+
+    async fn cache_get(&self, key: &str, now: Timestamp) -> PortResult<Option<String>> {
+        Ok(self
+            .lock()
+            .cache
+            .get(key)
+            .filter(|(_, until)| *until > now)
+            .map(|(value, _)| value.clone()))
+    }
+
+    async fn cache_put(&self, key: &str, value: &str, until: Timestamp) -> PortResult<()> {
+        self.lock().cache.insert(key.to_owned(), (value.to_owned(), until));
         Ok(())
     }
 
