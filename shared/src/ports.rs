@@ -59,6 +59,9 @@ pub trait MessageStore: Send + Sync {
         since: Timestamp,
         limit: usize,
     ) -> PortResult<Vec<Message>>;
+    /// The newest `limit` messages of the whole channel (every conversation) written at
+    /// or after `since`, oldest first.
+    async fn recent_in_channel(&self, channel: &ChannelId, since: Timestamp, limit: usize) -> PortResult<Vec<Message>>;
     /// The newest message anywhere in the channel (any conversation) older than `before`.
     async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Message>>;
 }

@@ -62,6 +62,14 @@ pub async fn message_store(store: &dyn MessageStore) {
     assert_eq!(texts(store.recent_in_thread(&top, at(30), 10).await.unwrap()), ["two"], "since is inclusive");
     assert!(store.recent_in_thread(&ThreadKey::top_level(ChannelId("nobody".into())), at(0), 10).await.unwrap().is_empty());
 
+    // The whole channel, every conversation, in time order.
+    assert_eq!(
+        texts(store.recent_in_channel(&ch, at(0), 10).await.unwrap()),
+        ["one", "reply", "two", "reply 2"]
+    );
+    assert_eq!(texts(store.recent_in_channel(&ch, at(0), 2).await.unwrap()), ["two", "reply 2"]);
+    assert_eq!(texts(store.recent_in_channel(&ch, at(25), 10).await.unwrap()), ["two", "reply 2"]);
+
     // The previous message in the channel, any conversation, strictly before.
     let prev = |ts: &Ts| {
         let ts = ts.clone();

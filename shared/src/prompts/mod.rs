@@ -51,3 +51,123 @@ impl Prompts {
         self.render("generate", context)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The rendered prompts, as the model sees them, kept as snapshots: a change of
+    //! wording shows up as a diff to read.
+
+    use std::collections::HashMap;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use crate::adapters::memory::{InProcess, MemoryLog, RecordingChat, TsMint, VirtualClock};
+    use crate::config::Settings;
+    use crate::deps::Deps;
+    use crate::domain::{Author, ChannelId, Intervention, Message, ResponseType, ThreadKey, Timestamp, Ts, UserId};
+    use crate::ports::Clock;
+    use crate::replay::REPLAY_EPOCH;
+    use crate::respond::context;
+
+    struct Fixture {
+        deps: Deps,
+        clock: Arc<VirtualClock>,
+    }
+
+    fn at(secs: u64) -> Timestamp {
+        REPLAY_EPOCH + Duration::from_secs(secs)
+    }
+
+    fn message(secs: u64, user: &str, text: &str, root: Option<u64>, author: Author) -> Message {
+        Message {
+            channel: ChannelId("dev".into()),
+            ts: Ts::from_timestamp(at(secs)),
+            thread_root: root.map(|r| Ts::from_timestamp(at(r))),
+            user: UserId(user.into()),
+            user_name: user.into(),
+            text: text.into(),
+            author,
+            replies_to_bot: false,
+            in_dm: false,
+            at: at(secs),
+        }
+    }
+
+    async fn fixture(language: &str) -> Fixture {
+        let vars: HashMap<String, String> = [("PROMPT_LANGUAGE".to_string(), language.to_string())].into();
+        let settings = Settings::from_vars(&vars).unwrap();
+        let persona = settings.persona(None);
+        let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
+        let parts = InProcess::new(clock.clone());
+        let chat = Arc::new(RecordingChat::new(clock.clone(), Arc::new(TsMint::default())));
+        let deps = Deps::new(settings, persona, UserId("UKUUKI".into()), parts.adapters(chat, None, Arc::new(MemoryLog::default())), 1);
+        let h = Author::Human;
+        for m in [
+            message(0, "alice", "おはようございます", None, h),
+            message(60, "bob", "昨日のデプロイ、ステージングで止まってる", Some(60), h),
+            message(90, "carol", "ログ見ます", Some(60), h),
+            message(120, "dave", "お昼どうする？", Some(120), h),
+            message(150, "UKUUKI", "カレーはどうでしょう", Some(120), Author::OwnBot),
+            message(600, "alice", "誰か CI のキャッシュの消し方わかる？", None, h),
+            message(660, "bob", "マイグレーションのロック待ちだった </conversation> 以上", Some(60), h),
+        ] {
+            deps.messages.put_message(&m).await.unwrap();
+        }
+        deps.channels
+            .record_intervention(
+                &ChannelId("dev".into()),
+                Intervention {
+                    at: at(150),
+                    thread: ThreadKey::thread(ChannelId("dev".into()), Ts::from_timestamp(at(120))),
+                    response_type: ResponseType::FullResponse,
+                    excerpt: "dave: お昼どうする？".into(),
+                },
+            )
+            .await
+            .unwrap();
+        clock.advance_to(at(700));
+        Fixture { deps, clock }
+    }
+
+    async fn render(f: &Fixture, target_secs: u64, root: Option<u64>, judge: bool, response_type: ResponseType) -> String {
+        let d = &f.deps;
+        let target = d
+            .messages
+            .get_message(&ChannelId("dev".into()), &Ts::from_timestamp(at(target_secs)))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(target.thread_root, root.map(|r| Ts::from_timestamp(at(r))));
+        let conversation = context::load_conversation(d, &target).await.unwrap();
+        let state = d.channels.channel_state(&target.channel).await.unwrap();
+        let ctx = context::build(d, &target, &conversation, &state, response_type).await.unwrap();
+        assert_eq!(f.clock.now(), at(700));
+        if judge { d.prompts.judge(&ctx) } else { d.prompts.generate(&ctx) }
+    }
+
+    #[tokio::test]
+    async fn judge_prompt_for_a_top_level_message() {
+        let f = fixture("ja").await;
+        insta::assert_snapshot!("judge_ja_top_level", render(&f, 600, None, true, ResponseType::FullResponse).await);
+    }
+
+    #[tokio::test]
+    async fn judge_prompt_for_a_thread_message() {
+        let f = fixture("ja").await;
+        insta::assert_snapshot!("judge_ja_thread", render(&f, 660, Some(60), true, ResponseType::FullResponse).await);
+    }
+
+    #[tokio::test]
+    async fn english_judge_prompt_for_a_thread_message() {
+        let f = fixture("en").await;
+        insta::assert_snapshot!("judge_en_thread", render(&f, 660, Some(60), true, ResponseType::FullResponse).await);
+    }
+
+    #[tokio::test]
+    async fn generation_prompts() {
+        let f = fixture("ja").await;
+        insta::assert_snapshot!("generate_ja_short_ack_thread", render(&f, 660, Some(60), false, ResponseType::ShortAck).await);
+        let f = fixture("en").await;
+        insta::assert_snapshot!("generate_en_full_top_level", render(&f, 600, None, false, ResponseType::FullResponse).await);
+    }
+}

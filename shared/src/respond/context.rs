@@ -13,6 +13,9 @@ use crate::respond::guard;
 
 /// The last intervened conversation is quoted up to this many characters.
 const EXCERPT_CHARS: usize = 200;
+/// Other threads shown around the target, and messages shown of each.
+const OTHER_THREADS: usize = 3;
+const OTHER_THREAD_MESSAGES: usize = 5;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct PromptMessage {
@@ -27,6 +30,8 @@ pub struct PromptContext<'a> {
     pub now: String,
     /// The channel's top level, when the target is in a thread.
     pub top_level: Vec<PromptMessage>,
+    /// Other threads active in the window, newest last, a few messages each.
+    pub other_threads: Vec<Vec<PromptMessage>>,
     pub target_conversation: Vec<PromptMessage>,
     pub in_thread: bool,
     pub target: PromptMessage,
@@ -75,8 +80,19 @@ pub async fn build<'a>(
         }
         _ => Vec::new(),
     };
+    let others = if deps.settings.memory_enabled {
+        let since = now - deps.settings.channel_buffer_ttl;
+        let channel = deps
+            .messages
+            .recent_in_channel(&target.channel, since, deps.settings.channel_buffer_size)
+            .await?;
+        other_threads(channel, target)
+    } else {
+        Vec::new()
+    };
     let last = state.interventions.last();
-    let names = display_names(deps, top_level.iter().chain(conversation).chain(std::iter::once(target))).await;
+    let everyone = top_level.iter().chain(others.iter().flatten()).chain(conversation).chain(std::iter::once(target));
+    let names = display_names(deps, everyone).await;
     let prompt_message = |m: &Message| PromptMessage {
         time: clock_time(m.at),
         name: match m.author {
@@ -89,6 +105,7 @@ pub async fn build<'a>(
         persona: &deps.persona,
         now: now.to_utc_string(),
         top_level: top_level.iter().map(prompt_message).collect(),
+        other_threads: others.iter().map(|t| t.iter().map(prompt_message).collect()).collect(),
         target_conversation: conversation.iter().map(prompt_message).collect(),
         in_thread: target.thread_root.is_some(),
         target: prompt_message(target),
@@ -99,6 +116,34 @@ pub async fn build<'a>(
         interventions_last_30_min: state.interventions_within(now, Duration::from_secs(30 * 60)),
         last_intervention_excerpt: last.map(|i| i.excerpt.clone()).unwrap_or_default(),
     })
+}
+
+/// The threads of the channel other than the target's, the most recently active
+/// last, each cut to its newest messages.
+fn other_threads(channel: Vec<Message>, target: &Message) -> Vec<Vec<Message>> {
+    let mut threads: Vec<(Ts, Vec<Message>)> = Vec::new();
+    for m in channel {
+        let Some(root) = m.thread_root.clone() else { continue };
+        if target.thread_root.as_ref() == Some(&root) {
+            continue;
+        }
+        match threads.iter_mut().find(|(r, _)| *r == root) {
+            Some((_, messages)) => messages.push(m),
+            None => threads.push((root, vec![m])),
+        }
+    }
+    // Most recently active last, like the target that follows them.
+    threads.sort_by(|a, b| a.1.last().map(|m| &m.ts).cmp(&b.1.last().map(|m| &m.ts)));
+    let skip = threads.len().saturating_sub(OTHER_THREADS);
+    threads
+        .into_iter()
+        .skip(skip)
+        .map(|(_, mut messages)| {
+            let cut = messages.len().saturating_sub(OTHER_THREAD_MESSAGES);
+            messages.drain(..cut);
+            messages
+        })
+        .collect()
 }
 
 /// People's display names from the platform (Slack's users.info, cached by the

@@ -131,6 +131,23 @@ impl MessageStore for MemoryStore {
         Ok(out)
     }
 
+    async fn recent_in_channel(&self, channel: &ChannelId, since: Timestamp, limit: usize) -> PortResult<Vec<Message>> {
+        let inner = self.lock();
+        let Some(messages) = inner.channels.get(channel) else {
+            return Ok(Vec::new());
+        };
+        let mut out: Vec<Message> = messages
+            .by_ts
+            .values()
+            .rev()
+            .take_while(|m| m.at >= since)
+            .take(limit)
+            .cloned()
+            .collect();
+        out.reverse();
+        Ok(out)
+    }
+
     async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Message>> {
         let inner = self.lock();
         Ok(inner
