@@ -407,3 +407,17 @@ fn messages_cannot_change_settings() {
     assert_eq!(judge["breakdown"]["engagement"], 40);
     assert_eq!(judge["decision"], "skip");
 }
+
+#[test]
+fn engagement_follows_the_conversation_kuuki_took_part_in() {
+    let log = Run::new(
+        r#"{"t": 0, "user": "alice", "text": "<@bot> which port does staging use?", "thread": "ops"}
+{"t": 200, "user": "alice", "text": "and production?", "thread": "ops"}
+{"t": 200, "user": "bob", "text": "lunch soon", "thread": "lunch"}"#,
+    )
+    .log();
+    let ops = log.about("judge", 200.0).into_iter().find(|j| j["thread"] == "ops").unwrap().clone();
+    let lunch = log.about("judge", 200.0).into_iter().find(|j| j["thread"] == "lunch").unwrap().clone();
+    assert_eq!(ops["breakdown"]["engagement"], 40, "{log:?}");
+    assert!(lunch["breakdown"].get("engagement").is_none(), "another thread is not engaged: {lunch}");
+}

@@ -32,6 +32,9 @@ enum Bench {
     Ingress(IngressBenchArgs),
     /// Load a running `kuuki serve` with signed Events API requests from this process.
     Http(HttpBenchArgs),
+    /// LLM calls per 1,000 messages by role and tokens per judgment, with the projected
+    /// cost, on the examples and a generated transcript with a scripted judge.
+    Llm(LlmBenchArgs),
 }
 
 #[derive(Args)]
@@ -60,12 +63,14 @@ const TEXTS: &[&str] = &[
     "誰か CI の設定わかる人いますか？",
     "ありがとう！助かりました",
     "meeting moved to 3pm",
-    "<@bot> 今週の予定をまとめて",
-    "kuuki どう思う？",
 ];
 
-/// A day-like transcript: channels take turns, a few people each, some threads.
-pub fn generate(messages: usize, channels: usize, seed: u64) -> Vec<TranscriptLine> {
+/// Messages addressed to kuuki.
+const DIRECT_TEXTS: &[&str] = &["<@bot> 今週の予定をまとめて", "kuuki どう思う？"];
+
+/// A day-like transcript: channels take turns, a few people each, some threads, and
+/// `direct_share` of the messages addressed to kuuki.
+pub fn generate(messages: usize, channels: usize, direct_share: f64, seed: u64) -> Vec<TranscriptLine> {
     let mut rng = fastrand::Rng::with_seed(seed);
     let mut t = 0.0;
     (0..messages)
@@ -77,7 +82,12 @@ pub fn generate(messages: usize, channels: usize, seed: u64) -> Vec<TranscriptLi
                 line: i + 1,
                 t,
                 user: format!("user{}", rng.usize(..8)),
-                text: TEXTS[rng.usize(..TEXTS.len())].to_owned(),
+                text: if rng.f64() < direct_share {
+                    DIRECT_TEXTS[rng.usize(..DIRECT_TEXTS.len())]
+                } else {
+                    TEXTS[rng.usize(..TEXTS.len())]
+                }
+                .to_owned(),
                 thread,
                 channel: format!("ch{channel}"),
                 bot: rng.u8(..100) == 0,
@@ -92,11 +102,12 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         Bench::Replay(args) => replay_bench(args).await,
         Bench::Ingress(args) => ingress_bench(args).await,
         Bench::Http(args) => http_bench(args).await,
+        Bench::Llm(args) => llm_bench(args).await,
     }
 }
 
 async fn replay_bench(args: ReplayBenchArgs) -> anyhow::Result<()> {
-    let transcript = generate(args.messages, args.channels, 7);
+    let transcript = generate(args.messages, args.channels, 1.0 / 6.0, 7);
     let mut times = Vec::new();
     for run in 0..args.runs.max(1) {
         let mut common = CommonArgs {
@@ -287,4 +298,107 @@ async fn http_bench(args: HttpBenchArgs) -> anyhow::Result<()> {
     }
     report(&format!("kuuki serve over HTTP, {} connections", args.concurrency), latencies, started.elapsed());
     Ok(())
+}
+
+#[derive(Args)]
+pub struct LlmBenchArgs {
+    /// Messages in the generated transcript.
+    #[arg(long, default_value_t = 10_000)]
+    messages: usize,
+    /// Channels they are spread over.
+    #[arg(long, default_value_t = 20)]
+    channels: usize,
+    /// Share of messages that mention or name kuuki (each is answered, one generate call).
+    #[arg(long, default_value_t = 0.03)]
+    direct_share: f64,
+    /// Dollars per million input tokens (default: a Flash-Lite-class model).
+    #[arg(long, default_value_t = 0.10)]
+    input_price: f64,
+    /// Dollars per million output tokens.
+    #[arg(long, default_value_t = 0.40)]
+    output_price: f64,
+    /// Where the examples are.
+    #[arg(long, default_value = "examples")]
+    examples: std::path::PathBuf,
+    /// Also write the generated transcript's decision log here.
+    #[arg(long)]
+    log: Option<std::path::PathBuf>,
+}
+
+/// The generated transcript's judge: answers questions in full after a short wait,
+/// nods at the rest with a reaction now and then, mostly stays out.
+const GENERATED_SCRIPT: &str = r#"{"role": "judge", "match": "？", "reply": {"should_respond": true, "reason": "an open question", "confidence": 0.8, "delay_seconds": 20, "response_type": "full_response", "conversation_state": "active"}, "repeat": true}
+{"role": "judge", "match": "ありがとう", "reply": {"should_respond": true, "reason": "a nod", "confidence": 0.8, "response_type": "react_only", "conversation_state": "ending"}, "repeat": true}
+{"role": "judge", "reply": {"should_respond": false, "reason": "nothing to add", "confidence": 0.7, "conversation_state": "active"}, "repeat": true}
+{"role": "generate", "reply": "それなら、まず CI のログを見てみるのが早いと思います。", "repeat": true}"#;
+
+async fn llm_bench(args: LlmBenchArgs) -> anyhow::Result<()> {
+    println!("| transcript | messages | judge calls / 1,000 | generate calls / 1,000 | all calls / 1,000 | tokens / judgment | projected $ / 1,000 messages |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    let persona_path = args.examples.join("persona.toml");
+    let mut runs: Vec<(String, Vec<TranscriptLine>, String, Option<std::path::PathBuf>)> = Vec::new();
+    for name in ["team-channel", "one-on-one", "unanswered-question"] {
+        let transcript = std::fs::read_to_string(args.examples.join(format!("{name}.jsonl")))
+            .with_context(|| format!("reading the example {name} (run from the repository root, or pass --examples)"))?;
+        let script = std::fs::read_to_string(args.examples.join(format!("{name}.llm.jsonl")))?;
+        runs.push((name.to_owned(), replay::parse_transcript(&transcript)?, script, Some(persona_path.clone())));
+    }
+    runs.push((
+        format!("generated, {} channels, {:.0} % addressed to kuuki", args.channels, args.direct_share * 100.0),
+        generate(args.messages, args.channels, args.direct_share, 11),
+        GENERATED_SCRIPT.to_owned(),
+        None,
+    ));
+    for (name, transcript, script, persona) in runs {
+        let dir = tempfile_path(&name);
+        std::fs::write(&dir, &script)?;
+        let common = CommonArgs {
+            llm: Some(format!("script:{}", dir.display())),
+            set: vec![],
+            seed: Some(42),
+            persona,
+        };
+        let setup = setup(&common)?;
+        std::fs::remove_file(&dir).ok();
+        let mut out: Box<dyn std::io::Write> = match (&args.log, persona_free(&name)) {
+            (Some(path), true) => Box::new(std::io::BufWriter::new(std::fs::File::create(path)?)),
+            _ => Box::new(std::io::sink()),
+        };
+        let mut writer = LogWriter::new(&mut out, false);
+        let stats = replay::replay(&transcript, setup.options, &mut writer).await?;
+        drop(writer);
+        let per_thousand = |n: u64| n as f64 * 1000.0 / stats.messages as f64;
+        let calls = |role: &str| stats.llm_calls.get(role).copied().unwrap_or(0);
+        let all: u64 = stats.llm_calls.values().sum();
+        let judge_tokens = stats.llm_tokens.get("judge").copied().unwrap_or(0);
+        let (input, output) = stats
+            .llm_usage
+            .values()
+            .fold((0, 0), |(i, o), u| (i + u.input_tokens, o + u.output_tokens));
+        let dollars = (input as f64 * args.input_price + output as f64 * args.output_price) / 1e6;
+        println!(
+            "| {name} | {} | {:.0} | {:.0} | {:.0} | {} | {:.4} |",
+            stats.messages,
+            per_thousand(calls("judge")),
+            per_thousand(calls("generate")),
+            per_thousand(all),
+            if calls("judge") > 0 { (judge_tokens / calls("judge")).to_string() } else { "-".into() },
+            dollars * 1000.0 / stats.messages as f64,
+        );
+    }
+    println!(
+        "\nTokens are estimated at four bytes a token (scripted answers); prices ${}/M input, ${}/M output.",
+        args.input_price, args.output_price
+    );
+    Ok(())
+}
+
+/// The generated run is the one without a persona file.
+fn persona_free(name: &str) -> bool {
+    name.starts_with("generated")
+}
+
+fn tempfile_path(name: &str) -> std::path::PathBuf {
+    let safe: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+    std::env::temp_dir().join(format!("kuuki-bench-{}-{safe}.jsonl", std::process::id()))
 }

@@ -107,6 +107,12 @@ async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Messag
             conversation: upto,
             previous_in_channel: previous.map(|m| m.at),
             last_response_at: state.last_response_at,
+            last_response_here: state
+                .interventions
+                .iter()
+                .filter(|i| i.thread == target.thread_key())
+                .map(|i| i.at)
+                .max(),
             now: deps.clock.now(),
             bot: &deps.bot,
         },

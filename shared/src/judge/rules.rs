@@ -94,8 +94,11 @@ pub struct RuleInput<'a> {
     pub conversation: &'a [Message],
     /// The channel's message before the speaker's turn began, in any conversation.
     pub previous_in_channel: Option<Timestamp>,
-    /// kuuki's last response anywhere in this channel.
+    /// kuuki's last response anywhere in this channel (cooldown).
     pub last_response_at: Option<Timestamp>,
+    /// kuuki's last response in this message's conversation (engagement): people
+    /// who just talked with kuuki, not the channel's other threads.
+    pub last_response_here: Option<Timestamp>,
     /// When the judgment is made (a little after the message was written).
     pub now: Timestamp,
     pub bot: &'a BotIdentity,
@@ -117,7 +120,7 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
     // Engagement: the message was written within the window after kuuki's last
     // response (a message written before it was not a reaction to it). Cooldown: kuuki
     // spoke in this channel too recently to speak again now.
-    let engaged = input.last_response_at.is_some_and(|at| {
+    let engaged = input.last_response_here.is_some_and(|at| {
         let after = message.at.seconds_since(at);
         after >= 0.0 && after <= settings.engagement_duration.as_secs_f64()
     });
@@ -310,6 +313,8 @@ mod tests {
     struct Case {
         conversation: Vec<Message>,
         last_response: Option<f64>,
+        /// When kuuki last spoke in this conversation, if not at `last_response`.
+        last_response_here: Option<f64>,
         silence: Option<f64>,
         judge_delay: f64,
     }
@@ -319,6 +324,7 @@ mod tests {
             Case {
                 conversation,
                 last_response: None,
+                last_response_here: None,
                 silence: Some(60.0),
                 judge_delay: 30.0,
             }
@@ -333,6 +339,7 @@ mod tests {
                     conversation: &self.conversation,
                     previous_in_channel: self.silence.map(|s| Timestamp(message.at.0 - (s * 1e6) as i64)),
                     last_response_at: self.last_response.map(at),
+                    last_response_here: self.last_response_here.or(self.last_response).map(at),
                     now: Timestamp(message.at.0 + (self.judge_delay * 1e6) as i64),
                     bot: &bot,
                 },
@@ -434,6 +441,17 @@ mod tests {
         let r = c.score(&s);
         assert_eq!(points_of(&r, "engagement"), None);
         assert_eq!(points_of(&r, "cooldown"), Some(-50));
+    }
+
+    #[test]
+    fn engagement_is_for_the_conversation_kuuki_spoke_in() {
+        let s = Settings::default();
+        let mut c = one("and then?");
+        c.last_response = Some(950.0);
+        c.last_response_here = Some(-10_000.0);
+        let r = c.score(&s);
+        assert_eq!(points_of(&r, "engagement"), None, "kuuki spoke elsewhere in the channel");
+        assert_eq!(points_of(&r, "cooldown"), Some(-50), "but cooldown is channel-wide");
     }
 
     #[test]

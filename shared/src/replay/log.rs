@@ -25,6 +25,9 @@ pub struct Stats {
     pub responses: BTreeMap<&'static str, u64>,
     /// Seconds of transcript time replayed.
     pub duration_seconds: f64,
+    /// Input and output tokens apart, by role (for cost estimates; not in the log).
+    #[serde(skip)]
+    pub llm_usage: BTreeMap<&'static str, RoleUsage>,
 }
 
 #[derive(Serialize)]
@@ -141,6 +144,7 @@ impl<'a> LogWriter<'a> {
             let u = usage.get(&role).cloned().unwrap_or_default();
             stats.llm_calls.insert(role.as_str(), u.calls);
             stats.llm_tokens.insert(role.as_str(), u.input_tokens + u.output_tokens);
+            stats.llm_usage.insert(role.as_str(), u);
         }
         for t in [ResponseType::ReactOnly, ResponseType::ShortAck, ResponseType::FullResponse] {
             stats.responses.entry(t.as_str()).or_default();
