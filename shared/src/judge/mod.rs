@@ -16,6 +16,9 @@ use crate::ports::{ClaimOutcome, LlmRequest, LlmRole, PortResult};
 
 /// A judgment in progress holds its message this long; a crashed worker's claim expires.
 const JUDGE_CLAIM_LEASE: Duration = Duration::from_secs(5 * 60);
+/// Messages loaded beyond the rules' N: kuuki's own replies after the target, and the
+/// speaker's turn, may sit there.
+const RULE_WINDOW_SLACK: usize = 6;
 /// A judged message is not judged again for this long.
 const JUDGE_CLAIM_KEEP: Duration = Duration::from_secs(24 * 3600);
 use crate::respond::context;
@@ -86,7 +89,9 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
 async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Message) -> PortResult<()> {
     let channel = &thread.channel;
     let target = target.clone();
-    let conversation = context::load_conversation(deps, &target).await?;
+    // The rules read the last N messages; the LLM, when asked, reads the whole window.
+    let rule_window = deps.settings.judge_recent_messages + RULE_WINDOW_SLACK;
+    let conversation = context::load_recent(deps, &target, rule_window).await?;
     if conversation.last().is_some_and(|m| m.author == Author::OwnBot && m.ts > target.ts) {
         let mut judgment = Judgment::skip("kuuki spoke last in this conversation");
         judgment.breakdown.insert("bot_spoke_last".into(), 0);
@@ -138,7 +143,9 @@ async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Messag
         },
     };
     if decision == Decision::Llm {
-        let (verdict, cached) = ask_llm(deps, &target, upto, &state).await?;
+        let whole = context::load_conversation(deps, &target).await?;
+        let upto_whole = &whole[..whole.partition_point(|m| m.ts <= target.ts)];
+        let (verdict, cached) = ask_llm(deps, &target, upto_whole, &state).await?;
         judgment.llm_called = !cached;
         judgment.llm_cached = cached;
         match verdict {
