@@ -80,6 +80,15 @@ settings_doc! {
     "DISCORD_PUBLIC_KEY", "", "Verifies Discord interactions (hex ed25519 key).";
     "DISCORD_BOT_TOKEN", "", "Discord REST token.";
     "DISCORD_API_BASE_URL", "https://discord.com/api/v10", "Discord REST base URL.";
+    "MESSAGES_TABLE", "kuuki-messages", "DynamoDB table of messages (short-term memory).";
+    "CHANNELS_TABLE", "kuuki-channels", "DynamoDB table of channel state (cooldown, engagement, history, mute).";
+    "LEDGER_TABLE", "kuuki-ledger", "DynamoDB table of claims and the judgment cache.";
+    "JUDGE_QUEUE_URL", "", "SQS queue of JUDGE jobs.";
+    "RESPOND_QUEUE_URL", "", "SQS queue of RESPOND jobs.";
+    "JUDGE_QUEUE_ARN", "", "ARN of the JUDGE queue (the scheduler's target).";
+    "RESPOND_QUEUE_ARN", "", "ARN of the RESPOND queue (the scheduler's target).";
+    "SCHEDULE_GROUP", "kuuki", "EventBridge Scheduler group of one-time schedules.";
+    "SCHEDULER_ROLE_ARN", "", "Role EventBridge Scheduler assumes to send to the queues.";
 }
 
 /// A setting's value was not acceptable; start-up stops with this message.
@@ -169,6 +178,15 @@ pub struct Settings {
     pub discord_public_key: String,
     pub discord_bot_token: String,
     pub discord_api_base_url: String,
+    pub messages_table: String,
+    pub channels_table: String,
+    pub ledger_table: String,
+    pub judge_queue_url: String,
+    pub respond_queue_url: String,
+    pub judge_queue_arn: String,
+    pub respond_queue_arn: String,
+    pub schedule_group: String,
+    pub scheduler_role_arn: String,
 }
 
 impl Default for Settings {
@@ -371,6 +389,15 @@ impl Settings {
             discord_public_key: r.string("DISCORD_PUBLIC_KEY", ""),
             discord_bot_token: r.string("DISCORD_BOT_TOKEN", ""),
             discord_api_base_url: r.string("DISCORD_API_BASE_URL", "https://discord.com/api/v10"),
+            messages_table: r.string("MESSAGES_TABLE", "kuuki-messages"),
+            channels_table: r.string("CHANNELS_TABLE", "kuuki-channels"),
+            ledger_table: r.string("LEDGER_TABLE", "kuuki-ledger"),
+            judge_queue_url: r.string("JUDGE_QUEUE_URL", ""),
+            respond_queue_url: r.string("RESPOND_QUEUE_URL", ""),
+            judge_queue_arn: r.string("JUDGE_QUEUE_ARN", ""),
+            respond_queue_arn: r.string("RESPOND_QUEUE_ARN", ""),
+            schedule_group: r.string("SCHEDULE_GROUP", "kuuki"),
+            scheduler_role_arn: r.string("SCHEDULER_ROLE_ARN", ""),
         })
     }
 

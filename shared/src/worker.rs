@@ -79,3 +79,37 @@ pub async fn run_due(deps: &Deps, queue: &MemoryQueue, until: Timestamp, advance
     }
     failures
 }
+
+/// One message of a queue batch (an SQS record).
+#[derive(Debug, Clone)]
+pub struct QueueMessage {
+    pub id: String,
+    pub body: String,
+}
+
+/// Runs a batch of queued jobs, each on its own: returns the ids of the ones that
+/// failed (SQS `batchItemFailures`), so only those are delivered again. A body that is
+/// not a job fails alone and goes to the dead letters after its deliveries.
+pub async fn run_batch(deps: &Deps, messages: &[QueueMessage]) -> Vec<String> {
+    use tracing::Instrument;
+    let mut failed = Vec::new();
+    for message in messages {
+        let span = tracing::info_span!("job", message_id = %message.id);
+        let outcome = async {
+            let job = crate::adapters::aws::sqs::decode_job(&message.body).map_err(|reason| {
+                tracing::error!(%reason, "a queue message that is not a kuuki job");
+                reason
+            })?;
+            run_job(deps, &job).await.map_err(|error| {
+                tracing::warn!(%error, ?job, "job failed; SQS will deliver it again");
+                error.to_string()
+            })
+        }
+        .instrument(span)
+        .await;
+        if outcome.is_err() {
+            failed.push(message.id.clone());
+        }
+    }
+    failed
+}

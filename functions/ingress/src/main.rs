@@ -1,13 +1,16 @@
-//! The ingress Lambda. The router it serves is `kuuki_ingress::app` (also served by
-//! `kuuki serve`); the Lambda needs the AWS adapters (DynamoDB, SQS), which are not
-//! built yet, so this binary refuses to start instead of pretending to work.
+//! The ingress Lambda: the same router `kuuki serve` serves, behind a Function URL or
+//! an HTTP API (lambda_http decodes base64 bodies). Built once per cold start.
 
-use std::process::ExitCode;
+use std::sync::Arc;
 
-fn main() -> ExitCode {
-    eprintln!(
-        "kuuki-ingress: the AWS adapters this function needs are not built yet; \
-         serve the same routes locally with `kuuki serve`"
-    );
-    ExitCode::FAILURE
+use kuuki::adapters::aws::lambda::cold_start;
+use kuuki::adapters::slack::SigningSecret;
+use kuuki_ingress::{Ingress, app};
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), lambda_http::Error> {
+    tracing_subscriber::fmt().json().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).init();
+    let (deps, slack) = cold_start(&std::env::vars().collect()).await?;
+    let secret = SigningSecret::new(deps.settings.slack_signing_secret.clone());
+    lambda_http::run(app(Arc::new(Ingress { deps, secret, slack }))).await
 }

@@ -1,6 +1,7 @@
 //! Adapters behind the ports: in-process ones for replay, serve and tests; platform
 //! and AWS ones arrive with their issues.
 
+pub mod aws;
 pub mod contract;
 pub mod llm;
 pub mod memory;

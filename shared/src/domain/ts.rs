@@ -30,6 +30,15 @@ impl Ts {
         &self.raw
     }
 
+    /// A text key that sorts like the ts does (for stores that sort text, like a
+    /// DynamoDB sort key): zero-padded integer and fraction.
+    pub fn sort_key(&self) -> String {
+        match self.key {
+            Some((int, frac)) => format!("{int:020}.{frac:09}"),
+            None => format!("~{}", self.raw),
+        }
+    }
+
     /// The Slack-style ts of a moment: seconds, a dot, six digits of microseconds.
     pub fn from_timestamp(at: Timestamp) -> Ts {
         let micros = at.as_micros();
@@ -136,6 +145,15 @@ mod tests {
     #[test]
     fn from_timestamp_is_slack_shaped() {
         assert_eq!(Ts::from_timestamp(Timestamp(1_712_345_678_000_042)).as_str(), "1712345678.000042");
+    }
+
+    #[test]
+    fn sort_keys_sort_like_the_ts() {
+        let mut tss = vec![ts("10.1"), ts("9.5"), ts("1712345678.000010"), ts("1154745788019408896"), ts("9.50001")];
+        let mut by_key = tss.clone();
+        tss.sort();
+        by_key.sort_by_key(|t| t.sort_key());
+        assert_eq!(tss, by_key);
     }
 
     #[test]

@@ -1,0 +1,541 @@
+//! DynamoDB behind the store ports. Three tables (DESIGN §6):
+//!
+//! | table | key | what |
+//! | --- | --- | --- |
+//! | messages | `channel` (S), `sk` (S: the ts, zero-padded so text order is ts order) | every message; GSI `by_conversation` on `conv` (`channel#root`, `-` for the top level) and `sk`; TTL `expires_at` |
+//! | channels | `channel` (S) | the channel's state as JSON (`state`) with an optimistic `version` |
+//! | ledger | `key` (S) | claims (`status`, `until`) and cache entries (`value`, `until`); TTL `expires_at` |
+//!
+//! Access patterns: a message by (channel, ts) with a conditional put that dedups
+//! deliveries; a conversation's newest N (GSI, newest first, limit N); a channel's
+//! newest N and the message before a ts (table, newest first); a claim by key with a
+//! conditional put. TTL deletes up to two days late, so reads drop expired items.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ReturnValue, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TimeToLiveSpecification,
+};
+
+use crate::domain::{Author, ChannelId, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts, UserId};
+use crate::ports::{
+    ChannelState, ChannelStateStore, ClaimOutcome, Clock, Ledger, MessageStore, PortError, PortResult, PutOutcome,
+};
+
+/// The table names (settings `MESSAGES_TABLE`, `CHANNELS_TABLE`, `LEDGER_TABLE`).
+#[derive(Debug, Clone)]
+pub struct TableNames {
+    pub messages: String,
+    pub channels: String,
+    pub ledger: String,
+}
+
+const CONVERSATION_INDEX: &str = "by_conversation";
+/// Optimistic updates of a channel's state retry this often on a conflict.
+const VERSION_RETRIES: usize = 8;
+
+type Item = HashMap<String, AttributeValue>;
+
+pub struct DynamoStore {
+    client: Client,
+    tables: TableNames,
+    clock: Arc<dyn Clock>,
+    retention: Duration,
+}
+
+fn backend<E: std::fmt::Debug>(operation: &'static str) -> impl Fn(E) -> PortError {
+    move |e| PortError::Backend {
+        backend: "dynamodb",
+        message: format!("{operation}: {e:?}").chars().take(500).collect(),
+    }
+}
+
+fn s(value: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(value.into())
+}
+
+fn n(value: impl ToString) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+fn get_s<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
+    item.get(name).and_then(|v| v.as_s().ok()).map(String::as_str)
+}
+
+fn get_n(item: &Item, name: &str) -> Option<i64> {
+    item.get(name).and_then(|v| v.as_n().ok()).and_then(|v| v.parse().ok())
+}
+
+fn conversation(channel: &ChannelId, root: Option<&Ts>) -> String {
+    format!("{}#{}", channel.0, root.map_or("-", Ts::as_str))
+}
+
+impl DynamoStore {
+    /// `retention` is `MESSAGE_RETENTION_DAYS`: messages expire (TTL) that long after
+    /// they were written.
+    pub fn new(client: Client, tables: TableNames, clock: Arc<dyn Clock>, retention: Duration) -> Self {
+        DynamoStore {
+            client,
+            tables,
+            clock,
+            retention,
+        }
+    }
+
+    fn now_secs(&self) -> i64 {
+        self.clock.now().as_micros() / Timestamp::MICROS_PER_SECOND
+    }
+
+    fn message_item(&self, m: &Message) -> Item {
+        let expires = m.at.as_micros() / Timestamp::MICROS_PER_SECOND + self.retention.as_secs() as i64;
+        let mut item: Item = [
+            ("channel", s(&m.channel.0)),
+            ("sk", s(m.ts.sort_key())),
+            ("ts", s(m.ts.as_str())),
+            ("conv", s(conversation(&m.channel, m.thread_root.as_ref()))),
+            ("user", s(&m.user.0)),
+            ("user_name", s(&m.user_name)),
+            ("text", s(&m.text)),
+            ("author", s(author_name(m.author))),
+            ("replies_to_bot", AttributeValue::Bool(m.replies_to_bot)),
+            ("in_dm", AttributeValue::Bool(m.in_dm)),
+            ("at", n(m.at.as_micros())),
+            ("expires_at", n(expires)),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        if let Some(root) = &m.thread_root {
+            item.insert("thread_root".into(), s(root.as_str()));
+        }
+        item
+    }
+
+    /// A stored item back to a message; `None` when it has expired (TTL is late).
+    fn message_from(&self, item: &Item) -> Option<Message> {
+        if get_n(item, "expires_at").is_some_and(|e| e <= self.now_secs()) {
+            return None;
+        }
+        Some(Message {
+            channel: ChannelId(get_s(item, "channel")?.to_owned()),
+            ts: Ts::new(get_s(item, "ts")?),
+            thread_root: get_s(item, "thread_root").map(Ts::new),
+            user: UserId(get_s(item, "user")?.to_owned()),
+            user_name: get_s(item, "user_name").unwrap_or_default().to_owned(),
+            text: get_s(item, "text").unwrap_or_default().to_owned(),
+            author: author_from(get_s(item, "author")?)?,
+            replies_to_bot: item.get("replies_to_bot").and_then(|v| v.as_bool().ok()).copied().unwrap_or(false),
+            in_dm: item.get("in_dm").and_then(|v| v.as_bool().ok()).copied().unwrap_or(false),
+            at: Timestamp(get_n(item, "at")?),
+        })
+    }
+
+    fn message_key(channel: &ChannelId, ts: &Ts) -> Item {
+        [("channel".to_owned(), s(&channel.0)), ("sk".to_owned(), s(ts.sort_key()))].into()
+    }
+
+    /// The newest `limit` items of a query (table by channel, or the conversation
+    /// index), newest first, `before` (a sort key) exclusive when given.
+    async fn newest(&self, index: Option<&str>, partition: (&str, &str), before: Option<String>, limit: usize) -> PortResult<Vec<Item>> {
+        let (name, value) = partition;
+        let mut condition = "#p = :p".to_owned();
+        let mut query = self
+            .client
+            .query()
+            .table_name(&self.tables.messages)
+            .set_index_name(index.map(str::to_owned))
+            .expression_attribute_names("#p", name)
+            .expression_attribute_values(":p", s(value))
+            .scan_index_forward(false)
+            .limit(limit.clamp(1, 1000) as i32);
+        if let Some(before) = before {
+            condition.push_str(" AND #sk < :before");
+            query = query
+                .expression_attribute_names("#sk", "sk")
+                .expression_attribute_values(":before", s(before));
+        }
+        let out = query
+            .key_condition_expression(condition)
+            .send()
+            .await
+            .map_err(backend("query messages"))?;
+        Ok(out.items.unwrap_or_default())
+    }
+
+    /// Reads a channel's state with its version (0 when there is none yet).
+    async fn read_state(&self, channel: &ChannelId) -> PortResult<(ChannelState, i64)> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.tables.channels)
+            .key("channel", s(&channel.0))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(backend("get channel state"))?;
+        let Some(item) = out.item else {
+            return Ok((ChannelState::default(), 0));
+        };
+        let state = get_s(&item, "state")
+            .map(serde_json::from_str::<ChannelState>)
+            .transpose()
+            .map_err(backend("decode channel state"))?
+            .unwrap_or_default();
+        Ok((state, get_n(&item, "version").unwrap_or(0)))
+    }
+
+    /// Read, change, write only if nobody wrote in between; again on a conflict.
+    async fn update_state(&self, channel: &ChannelId, change: impl Fn(&mut ChannelState)) -> PortResult<()> {
+        for _ in 0..VERSION_RETRIES {
+            let (mut state, version) = self.read_state(channel).await?;
+            change(&mut state);
+            let json = serde_json::to_string(&state).map_err(backend("encode channel state"))?;
+            let mut put = self
+                .client
+                .put_item()
+                .table_name(&self.tables.channels)
+                .item("channel", s(&channel.0))
+                .item("state", s(json))
+                .item("version", n(version + 1));
+            put = if version == 0 {
+                put.condition_expression("attribute_not_exists(#v)")
+            } else {
+                put.condition_expression("#v = :v").expression_attribute_values(":v", n(version))
+            };
+            match put.expression_attribute_names("#v", "version").send().await {
+                Ok(_) => return Ok(()),
+                Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => continue,
+                Err(e) => return Err(backend("put channel state")(e)),
+            }
+        }
+        Err(PortError::Backend {
+            backend: "dynamodb",
+            message: format!("channel state of {channel} kept changing under {VERSION_RETRIES} attempts"),
+        })
+    }
+}
+
+fn author_name(author: Author) -> &'static str {
+    match author {
+        Author::Human => "human",
+        Author::OwnBot => "own_bot",
+        Author::OtherBot => "other_bot",
+    }
+}
+
+fn author_from(name: &str) -> Option<Author> {
+    match name {
+        "human" => Some(Author::Human),
+        "own_bot" => Some(Author::OwnBot),
+        "other_bot" => Some(Author::OtherBot),
+        _ => None,
+    }
+}
+
+#[async_trait]
+impl MessageStore for DynamoStore {
+    async fn put_message(&self, message: &Message) -> PortResult<PutOutcome> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.tables.messages)
+            .set_item(Some(self.message_item(message)))
+            .condition_expression("attribute_not_exists(#sk)")
+            .expression_attribute_names("#sk", "sk")
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(PutOutcome::Inserted),
+            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => {
+                Ok(PutOutcome::AlreadyExists)
+            }
+            Err(e) => Err(backend("put message")(e)),
+        }
+    }
+
+    async fn get_message(&self, channel: &ChannelId, ts: &Ts) -> PortResult<Option<Message>> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.tables.messages)
+            .set_key(Some(Self::message_key(channel, ts)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(backend("get message"))?;
+        Ok(out.item.as_ref().and_then(|i| self.message_from(i)))
+    }
+
+    async fn update_text(&self, channel: &ChannelId, ts: &Ts, text: &str) -> PortResult<bool> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.tables.messages)
+            .set_key(Some(Self::message_key(channel, ts)))
+            .update_expression("SET #text = :text")
+            .condition_expression("attribute_exists(#sk)")
+            .expression_attribute_names("#text", "text")
+            .expression_attribute_names("#sk", "sk")
+            .expression_attribute_values(":text", s(text))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => Ok(false),
+            Err(e) => Err(backend("update message")(e)),
+        }
+    }
+
+    async fn delete_message(&self, channel: &ChannelId, ts: &Ts) -> PortResult<bool> {
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.tables.messages)
+            .set_key(Some(Self::message_key(channel, ts)))
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(backend("delete message"))?;
+        Ok(out.attributes.is_some_and(|a| !a.is_empty()))
+    }
+
+    async fn recent_in_thread(&self, thread: &ThreadKey, since: Timestamp, limit: usize) -> PortResult<Vec<Message>> {
+        let conv = conversation(&thread.channel, thread.root.as_ref());
+        let items = self.newest(Some(CONVERSATION_INDEX), ("conv", &conv), None, limit).await?;
+        Ok(newest_since(items.iter().filter_map(|i| self.message_from(i)), since))
+    }
+
+    async fn recent_in_channel(&self, channel: &ChannelId, since: Timestamp, limit: usize) -> PortResult<Vec<Message>> {
+        let items = self.newest(None, ("channel", &channel.0), None, limit).await?;
+        Ok(newest_since(items.iter().filter_map(|i| self.message_from(i)), since))
+    }
+
+    async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Message>> {
+        // A few at once: expired items that TTL has not removed yet are skipped.
+        let items = self.newest(None, ("channel", &channel.0), Some(before.sort_key()), 5).await?;
+        Ok(items.iter().find_map(|i| self.message_from(i)))
+    }
+}
+
+/// Newest-first messages cut at `since`, returned oldest first.
+fn newest_since(newest_first: impl Iterator<Item = Message>, since: Timestamp) -> Vec<Message> {
+    let mut out: Vec<Message> = newest_first.take_while(|m| m.at >= since).collect();
+    out.reverse();
+    out
+}
+
+#[async_trait]
+impl ChannelStateStore for DynamoStore {
+    async fn channel_state(&self, channel: &ChannelId) -> PortResult<ChannelState> {
+        Ok(self.read_state(channel).await?.0)
+    }
+
+    async fn record_intervention(&self, channel: &ChannelId, intervention: Intervention) -> PortResult<()> {
+        self.update_state(channel, |state| {
+            state.last_response_at = Some(state.last_response_at.map_or(intervention.at, |t| t.max(intervention.at)));
+            state.interventions.push(intervention.clone());
+            let excess = state.interventions.len().saturating_sub(ChannelState::KEPT_INTERVENTIONS);
+            state.interventions.drain(..excess);
+        })
+        .await
+    }
+
+    async fn record_judgment(&self, channel: &ChannelId, note: JudgmentNote) -> PortResult<()> {
+        self.update_state(channel, |state| state.last_judgment = Some(note.clone())).await
+    }
+
+    async fn set_muted(&self, channel: &ChannelId, until: Option<Timestamp>) -> PortResult<()> {
+        self.update_state(channel, |state| state.muted_until = until).await
+    }
+
+    async fn set_shadow(&self, channel: &ChannelId, on: bool) -> PortResult<()> {
+        self.update_state(channel, |state| state.shadow = on).await
+    }
+}
+
+const IN_PROGRESS: &str = "in_progress";
+const COMPLETED: &str = "completed";
+const CACHED: &str = "cached";
+/// Ledger items outlive their `until` by a day before TTL removes them.
+const LEDGER_GRACE_SECONDS: i64 = 86_400;
+
+impl DynamoStore {
+    async fn put_ledger(&self, key: &str, status: &str, until: Timestamp, value: Option<&str>) -> PortResult<()> {
+        let mut put = self
+            .client
+            .put_item()
+            .table_name(&self.tables.ledger)
+            .item("key", s(key))
+            .item("status", s(status))
+            .item("until", n(until.as_micros()))
+            .item("expires_at", n(until.as_micros() / Timestamp::MICROS_PER_SECOND + LEDGER_GRACE_SECONDS));
+        if let Some(value) = value {
+            put = put.item("value", s(value));
+        }
+        put.send().await.map_err(backend("put ledger item"))?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Ledger for DynamoStore {
+    async fn claim(&self, key: &str, now: Timestamp, lease: Duration) -> PortResult<ClaimOutcome> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.tables.ledger)
+            .item("key", s(key))
+            .item("status", s(IN_PROGRESS))
+            .item("until", n((now + lease).as_micros()))
+            .item("expires_at", n((now + lease).as_micros() / Timestamp::MICROS_PER_SECOND + LEDGER_GRACE_SECONDS))
+            // Free, or a claim whose lease ran out (a crashed worker's).
+            .condition_expression("attribute_not_exists(#k) OR (#status = :in_progress AND #until <= :now)")
+            .expression_attribute_names("#k", "key")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_names("#until", "until")
+            .expression_attribute_values(":in_progress", s(IN_PROGRESS))
+            .expression_attribute_values(":now", n(now.as_micros()))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        let old = match result {
+            Ok(_) => return Ok(ClaimOutcome::Claimed),
+            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => match e.err() {
+                PutItemError::ConditionalCheckFailedException(failed) => failed.item().cloned(),
+                _ => None,
+            },
+            Err(e) => return Err(backend("claim")(e)),
+        };
+        let old = match old {
+            Some(item) => item,
+            None => self
+                .client
+                .get_item()
+                .table_name(&self.tables.ledger)
+                .key("key", s(key))
+                .consistent_read(true)
+                .send()
+                .await
+                .map_err(backend("read claim"))?
+                .item
+                .unwrap_or_default(),
+        };
+        Ok(match get_s(&old, "status") {
+            Some(COMPLETED) => ClaimOutcome::Completed,
+            _ => ClaimOutcome::InProgress,
+        })
+    }
+
+    async fn complete(&self, key: &str, now: Timestamp, keep: Duration) -> PortResult<()> {
+        self.put_ledger(key, COMPLETED, now + keep, None).await
+    }
+
+    async fn release(&self, key: &str) -> PortResult<()> {
+        let result = self
+            .client
+            .delete_item()
+            .table_name(&self.tables.ledger)
+            .key("key", s(key))
+            .condition_expression("#status = :in_progress")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":in_progress", s(IN_PROGRESS))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => Ok(()),
+            Err(e) => Err(backend("release claim")(e)),
+        }
+    }
+
+    async fn cache_get(&self, key: &str, now: Timestamp) -> PortResult<Option<String>> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.tables.ledger)
+            .key("key", s(key))
+            .send()
+            .await
+            .map_err(backend("get cache entry"))?;
+        Ok(out
+            .item
+            .filter(|item| get_s(item, "status") == Some(CACHED))
+            .filter(|item| get_n(item, "until").is_some_and(|until| until > now.as_micros()))
+            .and_then(|item| get_s(&item, "value").map(str::to_owned)))
+    }
+
+    async fn cache_put(&self, key: &str, value: &str, until: Timestamp) -> PortResult<()> {
+        self.put_ledger(key, CACHED, until, Some(value)).await
+    }
+}
+
+/// Creates the three tables where they do not exist (`kuuki setup-aws`, tests); in
+/// AWS the SAM template owns them.
+pub async fn create_tables(client: &Client, tables: &TableNames) -> Result<(), String> {
+    let existing = client
+        .list_tables()
+        .send()
+        .await
+        .map_err(|e| format!("list tables: {e:?}"))?
+        .table_names
+        .unwrap_or_default();
+    let key = |name: &str, kind: KeyType| KeySchemaElement::builder().attribute_name(name).key_type(kind).build();
+    let attr = |name: &str| {
+        AttributeDefinition::builder()
+            .attribute_name(name)
+            .attribute_type(ScalarAttributeType::S)
+            .build()
+    };
+    let specs: [(&str, Vec<&str>, bool); 3] = [
+        (&tables.messages, vec!["channel", "sk"], true),
+        (&tables.channels, vec!["channel"], false),
+        (&tables.ledger, vec!["key"], true),
+    ];
+    for (name, keys, ttl) in specs {
+        if existing.iter().any(|t| t == name) {
+            continue;
+        }
+        let mut create = client.create_table().table_name(name).billing_mode(BillingMode::PayPerRequest);
+        for (i, k) in keys.iter().enumerate() {
+            let kind = if i == 0 { KeyType::Hash } else { KeyType::Range };
+            create = create
+                .key_schema(key(k, kind).map_err(|e| e.to_string())?)
+                .attribute_definitions(attr(k).map_err(|e| e.to_string())?);
+        }
+        if name == tables.messages {
+            let index = GlobalSecondaryIndex::builder()
+                .index_name(CONVERSATION_INDEX)
+                .key_schema(key("conv", KeyType::Hash).map_err(|e| e.to_string())?)
+                .key_schema(key("sk", KeyType::Range).map_err(|e| e.to_string())?)
+                .projection(Projection::builder().projection_type(ProjectionType::All).build())
+                .build()
+                .map_err(|e| e.to_string())?;
+            create = create
+                .attribute_definitions(attr("conv").map_err(|e| e.to_string())?)
+                .global_secondary_indexes(index);
+        }
+        create.send().await.map_err(|e| format!("create table {name}: {e:?}"))?;
+        if ttl {
+            let spec = TimeToLiveSpecification::builder()
+                .enabled(true)
+                .attribute_name("expires_at")
+                .build()
+                .map_err(|e| e.to_string())?;
+            client
+                .update_time_to_live()
+                .table_name(name)
+                .time_to_live_specification(spec)
+                .send()
+                .await
+                .map_err(|e| format!("enable TTL on {name}: {e:?}"))?;
+        }
+    }
+    Ok(())
+}

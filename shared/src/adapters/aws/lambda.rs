@@ -1,0 +1,119 @@
+//! What every Lambda does at a cold start (settings, SDK clients, one opened
+//! connection, Slack identity) and the SQS event mapping of the workers.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+
+use super::dynamo::{DynamoStore, TableNames};
+use super::scheduler::{EventBridgeScheduler, ScheduleTargets};
+use super::sqs::{QueueUrls, SqsQueue};
+use crate::adapters::slack::{SlackClient, SlackIdentity};
+use crate::adapters::system::{JsonLinesLog, SystemClock};
+use crate::config::Settings;
+use crate::deps::{Adapters, Deps};
+use crate::domain::UserId;
+use crate::ports::{Chat, Clock, DecisionLog, Llm};
+use crate::worker::{QueueMessage, run_batch};
+
+/// The AWS adapters, built once.
+pub struct AwsAdapters {
+    pub store: Arc<DynamoStore>,
+    pub queue: Arc<SqsQueue>,
+    pub scheduler: Arc<EventBridgeScheduler>,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl AwsAdapters {
+    /// Clients from the standard AWS environment; `clock` is the system clock in Lambda.
+    pub async fn build(settings: &Settings, clock: Arc<dyn Clock>) -> Self {
+        let config = super::config::load().await;
+        let store = DynamoStore::new(
+            aws_sdk_dynamodb::Client::new(&config),
+            TableNames {
+                messages: settings.messages_table.clone(),
+                channels: settings.channels_table.clone(),
+                ledger: settings.ledger_table.clone(),
+            },
+            clock.clone(),
+            std::time::Duration::from_secs(u64::from(settings.message_retention_days) * 86_400),
+        );
+        let queue = SqsQueue::new(
+            aws_sdk_sqs::Client::new(&config),
+            QueueUrls {
+                judge: settings.judge_queue_url.clone(),
+                respond: settings.respond_queue_url.clone(),
+            },
+        );
+        let scheduler = EventBridgeScheduler::new(
+            aws_sdk_scheduler::Client::new(&config),
+            ScheduleTargets {
+                group: settings.schedule_group.clone(),
+                role_arn: settings.scheduler_role_arn.clone(),
+                judge_queue_arn: settings.judge_queue_arn.clone(),
+                respond_queue_arn: settings.respond_queue_arn.clone(),
+            },
+        );
+        AwsAdapters {
+            store: Arc::new(store),
+            queue: Arc::new(queue),
+            scheduler: Arc::new(scheduler),
+            clock,
+        }
+    }
+
+    pub fn adapters(&self, chat: Arc<dyn Chat>, llm: Option<Arc<dyn Llm>>, log: Arc<dyn DecisionLog>) -> Adapters {
+        Adapters {
+            messages: self.store.clone(),
+            channels: self.store.clone(),
+            ledger: self.store.clone(),
+            queue: self.queue.clone(),
+            scheduler: self.scheduler.clone(),
+            llm,
+            chat,
+            clock: self.clock.clone(),
+            log,
+        }
+    }
+}
+
+/// Everything a Lambda needs, from its environment: validated settings, the AWS
+/// adapters, the Slack client with kuuki's identity (`auth.test`, which also opens the
+/// connection the first request would otherwise pay for), the LLM. Errors stop the
+/// cold start with a message naming what is wrong.
+pub async fn cold_start(vars: &HashMap<String, String>) -> Result<(Arc<Deps>, SlackIdentity), String> {
+    let settings = Settings::from_vars(vars).map_err(|e| e.to_string())?;
+    let llm = crate::adapters::llm::from_settings(&settings).map_err(|e| e.to_string())?;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let aws = AwsAdapters::build(&settings, clock).await;
+    let slack = Arc::new(SlackClient::new(&settings.slack_api_base_url, &settings.slack_bot_token));
+    let me = slack.auth_test().await.map_err(|e| format!("{e} (is SLACK_BOT_TOKEN right?)"))?;
+    let persona = settings.persona(None);
+    let adapters = aws.adapters(slack, llm, Arc::new(JsonLinesLog::new(std::io::stdout())));
+    let deps = Deps::new(settings, persona, UserId(me.user_id.clone()), adapters, fastrand::u64(..));
+    Ok((Arc::new(deps), me))
+}
+
+/// An SQS event through the workers; failed records are reported, not the batch.
+pub async fn handle_sqs_event(deps: &Deps, event: SqsEvent) -> SqsBatchResponse {
+    let messages: Vec<QueueMessage> = event
+        .records
+        .into_iter()
+        .map(|r| QueueMessage {
+            id: r.message_id.unwrap_or_default(),
+            body: r.body.unwrap_or_default(),
+        })
+        .collect();
+    let failed = run_batch(deps, &messages).await;
+    let mut response = SqsBatchResponse::default();
+    response.batch_item_failures = failed
+        .into_iter()
+        .map(|id| {
+            let mut failure = BatchItemFailure::default();
+            failure.item_identifier = id;
+            failure
+        })
+        .collect();
+    response
+}
