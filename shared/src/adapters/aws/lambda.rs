@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 
+use super::calls::CallCounter;
 use super::dynamo::{DynamoStore, TableNames};
 use super::scheduler::{EventBridgeScheduler, ScheduleTargets};
 use super::sqs::{QueueUrls, SqsQueue};
@@ -28,9 +29,22 @@ pub struct AwsAdapters {
 impl AwsAdapters {
     /// Clients from the standard AWS environment; `clock` is the system clock in Lambda.
     pub async fn build(settings: &Settings, clock: Arc<dyn Clock>) -> Self {
+        Self::build_counted(settings, clock, None).await
+    }
+
+    /// Like [`AwsAdapters::build`], counting every call with `counter`.
+    pub async fn build_counted(settings: &Settings, clock: Arc<dyn Clock>, counter: Option<&CallCounter>) -> Self {
         let config = super::config::load().await;
+        let mut dynamo = aws_sdk_dynamodb::config::Builder::from(&config);
+        let mut sqs = aws_sdk_sqs::config::Builder::from(&config);
+        let mut scheduler = aws_sdk_scheduler::config::Builder::from(&config);
+        if let Some(counter) = counter {
+            dynamo = dynamo.interceptor(counter.for_service("dynamodb"));
+            sqs = sqs.interceptor(counter.for_service("sqs"));
+            scheduler = scheduler.interceptor(counter.for_service("scheduler"));
+        }
         let store = DynamoStore::new(
-            aws_sdk_dynamodb::Client::new(&config),
+            aws_sdk_dynamodb::Client::from_conf(dynamo.build()),
             TableNames {
                 messages: settings.messages_table.clone(),
                 channels: settings.channels_table.clone(),
@@ -40,14 +54,14 @@ impl AwsAdapters {
             std::time::Duration::from_secs(u64::from(settings.message_retention_days) * 86_400),
         );
         let queue = SqsQueue::new(
-            aws_sdk_sqs::Client::new(&config),
+            aws_sdk_sqs::Client::from_conf(sqs.build()),
             QueueUrls {
                 judge: settings.judge_queue_url.clone(),
                 respond: settings.respond_queue_url.clone(),
             },
         );
         let scheduler = EventBridgeScheduler::new(
-            aws_sdk_scheduler::Client::new(&config),
+            aws_sdk_scheduler::Client::from_conf(scheduler.build()),
             ScheduleTargets {
                 group: settings.schedule_group.clone(),
                 role_arn: settings.scheduler_role_arn.clone(),

@@ -2,6 +2,7 @@
 //! Scheduler for delays beyond SQS's 900 s. Clients share one rustls-on-ring HTTP
 //! client and are built once per cold start.
 
+pub mod calls;
 pub mod config;
 pub mod dynamo;
 pub mod lambda;

@@ -1,0 +1,360 @@
+//! The AWS adapters on real local emulators: DynamoDB Local for the stores, moto for
+//! SQS and EventBridge Scheduler. `scripts/test` starts them (scripts/with-emulators);
+//! under a plain `cargo test` these tests say they were skipped.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kuuki::adapters::aws::dynamo::{DynamoStore, TableNames, create_tables};
+use kuuki::adapters::aws::scheduler::{EventBridgeScheduler, ScheduleTargets, schedule_name};
+use kuuki::adapters::aws::sqs::{QueueUrls, SqsQueue, decode_job};
+use kuuki::adapters::contract;
+use kuuki::adapters::memory::VirtualClock;
+use kuuki::domain::{ChannelId, Job, ThreadKey, Timestamp, Ts};
+use kuuki::ports::{Queue, Scheduler};
+use kuuki::replay::REPLAY_EPOCH;
+
+/// The emulators' endpoints, or `None` (and a line saying the test was skipped).
+fn emulators(test: &str) -> Option<(String, String)> {
+    match (std::env::var("KUUKI_DYNAMODB_ENDPOINT"), std::env::var("KUUKI_MOTO_ENDPOINT")) {
+        (Ok(dynamo), Ok(moto)) => Some((dynamo, moto)),
+        _ if std::env::var_os("KUUKI_REQUIRE_EMULATORS").is_some() => {
+            panic!("{test}: KUUKI_REQUIRE_EMULATORS is set but the emulators' endpoints are not")
+        }
+        _ => {
+            // Straight to stderr: the test harness captures eprintln!, and a skip must show.
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED {test}: no local AWS emulators (./scripts/test starts them; or scripts/with-emulators cargo test)"
+            );
+            None
+        }
+    }
+}
+
+async fn sdk(endpoint: &str) -> aws_config::SdkConfig {
+    let mut config = kuuki::adapters::aws::config::load().await.into_builder();
+    config.set_endpoint_url(Some(endpoint.to_owned()));
+    config.build()
+}
+
+fn unique(prefix: &str) -> String {
+    format!("{prefix}-{}-{}", std::process::id(), fastrand_suffix())
+}
+
+fn fastrand_suffix() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 % 1_000_000_007
+}
+
+async fn dynamo_store(endpoint: &str, clock: Arc<VirtualClock>) -> DynamoStore {
+    let client = aws_sdk_dynamodb::Client::new(&sdk(endpoint).await);
+    let tables = TableNames {
+        messages: unique("messages"),
+        channels: unique("channels"),
+        ledger: unique("ledger"),
+    };
+    create_tables(&client, &tables).await.expect("tables are created");
+    create_tables(&client, &tables).await.expect("creating again is a no-op");
+    DynamoStore::new(client, tables, clock, Duration::from_secs(30 * 86_400))
+}
+
+#[tokio::test]
+async fn the_dynamodb_store_keeps_the_port_contract() {
+    let Some((dynamo, _)) = emulators("the_dynamodb_store_keeps_the_port_contract") else { return };
+    let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
+    let store = dynamo_store(&dynamo, clock).await;
+    contract::message_store(&store).await;
+    contract::ledger(&store).await;
+    contract::channel_states(&store).await;
+}
+
+#[tokio::test]
+async fn expired_messages_are_not_read_though_ttl_deletes_late() {
+    let Some((dynamo, _)) = emulators("expired_messages_are_not_read_though_ttl_deletes_late") else { return };
+    let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
+    let store = dynamo_store(&dynamo, clock.clone()).await;
+    let channel = ChannelId("ttl".into());
+    let message = kuuki::domain::Message {
+        channel: channel.clone(),
+        ts: Ts::from_timestamp(REPLAY_EPOCH),
+        thread_root: None,
+        user: kuuki::domain::UserId("U1".into()),
+        user_name: "alice".into(),
+        text: "old".into(),
+        author: kuuki::domain::Author::Human,
+        replies_to_bot: false,
+        in_dm: false,
+        at: REPLAY_EPOCH,
+    };
+    use kuuki::ports::MessageStore;
+    store.put_message(&message).await.unwrap();
+    assert!(store.get_message(&channel, &message.ts).await.unwrap().is_some());
+    clock.advance_to(REPLAY_EPOCH + Duration::from_secs(31 * 86_400));
+    assert!(store.get_message(&channel, &message.ts).await.unwrap().is_none(), "past MESSAGE_RETENTION_DAYS");
+    let thread = ThreadKey::top_level(channel.clone());
+    assert!(store.recent_in_thread(&thread, Timestamp(0), 10).await.unwrap().is_empty());
+}
+
+async fn queue_urls(moto: &str) -> (aws_sdk_sqs::Client, QueueUrls) {
+    let client = aws_sdk_sqs::Client::new(&sdk(moto).await);
+    let mut urls = Vec::new();
+    for name in ["judge", "respond"] {
+        let out = client.create_queue().queue_name(unique(name)).send().await.expect("a queue");
+        urls.push(out.queue_url.unwrap());
+    }
+    (client, QueueUrls { judge: urls[0].clone(), respond: urls[1].clone() })
+}
+
+fn judge_job() -> Job {
+    Job::Judge {
+        thread: ThreadKey::top_level(ChannelId("C1".into())),
+        ts: Ts::new("1767603600.000100"),
+    }
+}
+
+#[tokio::test]
+async fn sqs_carries_versioned_jobs_to_their_worker_queue_with_their_delay() {
+    let Some((_, moto)) = emulators("sqs_carries_versioned_jobs_to_their_worker_queue_with_their_delay") else { return };
+    let (client, urls) = queue_urls(&moto).await;
+    let queue = SqsQueue::new(client.clone(), urls.clone());
+    queue.enqueue(judge_job(), Duration::ZERO).await.unwrap();
+    queue.enqueue(judge_job(), Duration::from_secs(2)).await.unwrap();
+    let error = queue.enqueue(judge_job(), Duration::from_secs(901)).await.unwrap_err();
+    assert!(error.to_string().contains("beyond SQS's 900 s"), "{error}");
+
+    let now = client.receive_message().queue_url(&urls.judge).max_number_of_messages(10).send().await.unwrap();
+    let messages = now.messages.unwrap_or_default();
+    assert_eq!(messages.len(), 1, "the delayed one is not visible yet");
+    let body = messages[0].body.as_deref().unwrap();
+    assert!(body.contains("\"v\":1"), "versioned: {body}");
+    assert_eq!(decode_job(body).unwrap(), judge_job());
+    let respond = client.receive_message().queue_url(&urls.respond).send().await.unwrap();
+    assert!(respond.messages.unwrap_or_default().is_empty(), "judge jobs go to the judge queue");
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let later = client.receive_message().queue_url(&urls.judge).max_number_of_messages(10).send().await.unwrap();
+    assert_eq!(later.messages.unwrap_or_default().len(), 1, "the delayed one arrives after its delay");
+    let newer = kuuki::adapters::aws::sqs::encode_job(&judge_job()).replace("\"v\":1", "\"v\":2");
+    assert!(decode_job(&newer).unwrap_err().contains("version 2"), "{newer}");
+    assert!(decode_job("not json").unwrap_err().contains("not a kuuki job"));
+}
+
+#[tokio::test]
+async fn long_delays_become_one_time_schedules_that_delete_themselves() {
+    let Some((_, moto)) = emulators("long_delays_become_one_time_schedules_that_delete_themselves") else { return };
+    let config = sdk(&moto).await;
+    let client = aws_sdk_scheduler::Client::new(&config);
+    let group = unique("kuuki");
+    client.create_schedule_group().name(&group).send().await.expect("a schedule group");
+    let scheduler = EventBridgeScheduler::new(
+        client.clone(),
+        ScheduleTargets {
+            group: group.clone(),
+            role_arn: "arn:aws:iam::123456789012:role/kuuki-scheduler".into(),
+            judge_queue_arn: "arn:aws:sqs:us-east-1:123456789012:kuuki-judge".into(),
+            respond_queue_arn: "arn:aws:sqs:us-east-1:123456789012:kuuki-respond".into(),
+        },
+    );
+    let at = REPLAY_EPOCH + Duration::from_secs(3600);
+    scheduler.schedule_once(judge_job(), at).await.unwrap();
+    scheduler.schedule_once(judge_job(), at).await.expect("the same job at the same time is one schedule");
+    let schedule = client
+        .get_schedule()
+        .group_name(&group)
+        .name(schedule_name(&judge_job(), at))
+        .send()
+        .await
+        .expect("the schedule exists");
+    assert_eq!(schedule.schedule_expression(), Some("at(2026-01-05T10:00:00)"));
+    assert_eq!(schedule.action_after_completion().map(|a| a.as_str()), Some("DELETE"));
+    let target = schedule.target().unwrap();
+    assert_eq!(target.arn(), "arn:aws:sqs:us-east-1:123456789012:kuuki-judge");
+    assert_eq!(decode_job(target.input().unwrap()).unwrap(), judge_job());
+    let listed = client.list_schedules().group_name(&group).send().await.unwrap();
+    assert_eq!(listed.schedules().len(), 1);
+}
+
+
+/// kuuki end to end on the emulators: signed Slack requests over HTTP into the
+/// ingress router, jobs through SQS into the judge and respond handlers, posts out
+/// to a fake Slack API.
+mod end_to_end {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+    use kuuki::adapters::aws::calls::CallCounter;
+    use kuuki::adapters::aws::dynamo::{TableNames, create_tables};
+    use kuuki::adapters::aws::lambda::{AwsAdapters, handle_sqs_event};
+    use kuuki::adapters::memory::MemoryLog;
+    use kuuki::adapters::slack::{SigningSecret, SlackClient, SlackIdentity};
+    use kuuki::adapters::system::SystemClock;
+    use kuuki::config::Settings;
+    use kuuki::deps::Deps;
+    use kuuki::domain::UserId;
+    use kuuki_e2e::slack_world::{BOT_USER, SlackWorld, envelope, message};
+    use serde_json::json;
+
+    use super::{emulators, queue_urls, sdk, unique};
+
+    struct World {
+        deps: Arc<Deps>,
+        sqs: aws_sdk_sqs::Client,
+        urls: kuuki::adapters::aws::sqs::QueueUrls,
+        slack_api: wiremock::MockServer,
+        base_url: String,
+        counter: CallCounter,
+        secret: SigningSecret,
+    }
+
+    async fn world(dynamo: &str, moto: &str, settings: &[(&str, &str)]) -> World {
+        let tables = TableNames {
+            messages: unique("messages"),
+            channels: unique("channels"),
+            ledger: unique("ledger"),
+        };
+        create_tables(&aws_sdk_dynamodb::Client::new(&sdk(dynamo).await), &tables).await.unwrap();
+        let (sqs, urls) = queue_urls(moto).await;
+        let mut vars: HashMap<String, String> = settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        for (k, v) in [
+            ("MESSAGES_TABLE", &tables.messages),
+            ("CHANNELS_TABLE", &tables.channels),
+            ("LEDGER_TABLE", &tables.ledger),
+            ("JUDGE_QUEUE_URL", &urls.judge),
+            ("RESPOND_QUEUE_URL", &urls.respond),
+        ] {
+            vars.insert(k.into(), v.clone());
+        }
+        vars.insert("SLACK_SIGNING_SECRET".into(), "e2e-secret".into());
+        let settings = Settings::from_vars(&vars).unwrap();
+        let counter = CallCounter::default();
+        let aws = AwsAdapters::build_counted(&settings, Arc::new(SystemClock), Some(&counter)).await;
+        let slack_api = wiremock::MockServer::start().await;
+        SlackWorld::mount_default_api(&slack_api).await;
+        let chat = Arc::new(SlackClient::new(&slack_api.uri(), "xoxb-e2e"));
+        let persona = settings.persona(None);
+        let adapters = aws.adapters(chat, None, Arc::new(MemoryLog::default()));
+        let deps = Arc::new(Deps::new(settings, persona, UserId(BOT_USER.into()), adapters, 3));
+        let ingress = Arc::new(kuuki_ingress::Ingress {
+            deps: deps.clone(),
+            secret: SigningSecret::new("e2e-secret"),
+            slack: SlackIdentity { user_id: BOT_USER.into(), bot_id: None },
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base_url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, kuuki_ingress::app(ingress)).await.unwrap() });
+        World { deps, sqs, urls, slack_api, base_url, counter, secret: SigningSecret::new("e2e-secret") }
+    }
+
+    impl World {
+        async fn deliver(&self, event: serde_json::Value, retry: bool) -> u16 {
+            let body = envelope(event).to_string();
+            let timestamp = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()).to_string();
+            let mut request = reqwest::Client::new()
+                .post(format!("{}/slack/events", self.base_url))
+                .header("content-type", "application/json")
+                .header("x-slack-request-timestamp", &timestamp)
+                .header("x-slack-signature", self.secret.sign(&timestamp, body.as_bytes()))
+                .body(body);
+            if retry {
+                request = request.header("x-slack-retry-num", "1");
+            }
+            request.send().await.unwrap().status().as_u16()
+        }
+
+        /// What SQS would hand the Lambda: the queue's visible messages as an event.
+        async fn receive(&self, url: &str) -> SqsEvent {
+            let out = self.sqs.receive_message().queue_url(url).max_number_of_messages(10).visibility_timeout(0).send().await.unwrap();
+            let mut event = SqsEvent::default();
+            event.records = out
+                .messages
+                .unwrap_or_default()
+                .into_iter()
+                .map(|m| {
+                    let mut record = SqsMessage::default();
+                    record.message_id = m.message_id;
+                    record.body = m.body;
+                    record
+                })
+                .collect();
+            event
+        }
+
+        async fn slack_calls(&self, api: &str) -> Vec<serde_json::Value> {
+            self.slack_api
+                .received_requests()
+                .await
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|r| r.url.path() == format!("/{api}"))
+                .map(|r| serde_json::from_slice(&r.body).unwrap())
+                .collect()
+        }
+    }
+
+    fn now_ts(n: u32) -> String {
+        let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        format!("{secs}.{n:06}")
+    }
+
+    #[tokio::test]
+    async fn a_mention_delivered_three_times_and_redelivered_by_sqs_posts_once() {
+        let Some((dynamo, moto)) = emulators("a_mention_delivered_three_times_and_redelivered_by_sqs_posts_once") else { return };
+        let w = world(&dynamo, &moto, &[]).await;
+        let ts = now_ts(7);
+        let mention = message("C0E2E", "UALICE", "<@UKUUKI> 今日のリリースは？", &ts);
+        let mut app_mention = mention.clone();
+        app_mention["type"] = json!("app_mention");
+        w.counter.reset();
+        assert_eq!(w.deliver(mention.clone(), false).await, 200);
+        let first_delivery = w.counter.calls();
+        assert_eq!(w.deliver(app_mention, false).await, 200);
+        assert_eq!(w.deliver(mention, true).await, 200);
+        assert_eq!(
+            first_delivery.values().sum::<u64>(),
+            2,
+            "one conditional put and one SQS send per new message: {first_delivery:?}"
+        );
+
+        // The respond queue holds the job (twice: the retry re-queued it).
+        let event = w.receive(&w.urls.respond).await;
+        assert!(!event.records.is_empty());
+        let response = handle_sqs_event(&w.deps, event.clone()).await;
+        assert!(response.batch_item_failures.is_empty());
+        // SQS delivers the same records again (a visibility timeout ran out).
+        let again = handle_sqs_event(&w.deps, event).await;
+        assert!(again.batch_item_failures.is_empty());
+        let posts = w.slack_calls("chat.postMessage").await;
+        assert_eq!(posts.len(), 1, "{posts:?}");
+        assert_eq!(posts[0]["channel"], "C0E2E");
+    }
+
+    #[tokio::test]
+    async fn an_ambient_message_goes_through_the_judge_queue_to_a_reaction() {
+        let Some((dynamo, moto)) = emulators("an_ambient_message_goes_through_the_judge_queue_to_a_reaction") else { return };
+        let w = world(&dynamo, &moto, &[("JUDGE_MIN_WAIT_SECONDS", "0"), ("JUDGE_SCORE_THRESHOLD", "0")]).await;
+        let ts = now_ts(9);
+        assert_eq!(w.deliver(message("C0AMB", "UBOB", "deploy done 🎉", &ts), false).await, 200);
+        let judged = handle_sqs_event(&w.deps, w.receive(&w.urls.judge).await).await;
+        assert!(judged.batch_item_failures.is_empty());
+        let answered = handle_sqs_event(&w.deps, w.receive(&w.urls.respond).await).await;
+        assert!(answered.batch_item_failures.is_empty());
+        assert_eq!(w.slack_calls("reactions.add").await, vec![json!({"channel": "C0AMB", "timestamp": ts, "name": "tada"})]);
+    }
+
+    #[tokio::test]
+    async fn a_bad_record_fails_alone() {
+        let Some((dynamo, moto)) = emulators("a_bad_record_fails_alone") else { return };
+        let w = world(&dynamo, &moto, &[]).await;
+        assert_eq!(w.deliver(message("C0BAD", "UALICE", "<@UKUUKI> hi", &now_ts(3)), false).await, 200);
+        let mut event = w.receive(&w.urls.respond).await;
+        let mut bad = SqsMessage::default();
+        bad.message_id = Some("not-a-job".into());
+        bad.body = Some("{\"hello\": 1}".into());
+        event.records.push(bad);
+        let response = handle_sqs_event(&w.deps, event).await;
+        let failed: Vec<_> = response.batch_item_failures.iter().map(|f| f.item_identifier.clone()).collect();
+        assert_eq!(failed, vec!["not-a-job".to_string()]);
+        assert_eq!(w.slack_calls("chat.postMessage").await.len(), 1, "the good record was answered");
+    }
+}
