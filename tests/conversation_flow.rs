@@ -421,3 +421,17 @@ fn engagement_follows_the_conversation_kuuki_took_part_in() {
     assert_eq!(ops["breakdown"]["engagement"], 40, "{log:?}");
     assert!(lunch["breakdown"].get("engagement").is_none(), "another thread is not engaged: {lunch}");
 }
+
+#[test]
+fn a_reply_may_quote_the_question_it_answers() {
+    let question = "what does this mean?\nerror: could not compile `foo` due to 2 previous errors";
+    let answer = "「error: could not compile `foo` due to 2 previous errors」は、foo のビルドが 2 か所で失敗したという意味です。";
+    let llm = kuuki_e2e::RecordingLlm::new(&format!(
+        r#"{{"role": "generate", "reply": {}}}"#,
+        serde_json::to_string(answer).unwrap()
+    ));
+    let transcript = format!(r#"{{"t": 0, "user": "alice", "text": {}}}"#, serde_json::to_string(&format!("<@bot> {question}")).unwrap());
+    let log = Run::new(&transcript).llm(llm).log();
+    assert_eq!(log.kind("respond").len(), 1, "quoting the asker is not leaking the prompt: {log:?}");
+    assert_eq!(log.kind("respond")[0]["text"], answer);
+}

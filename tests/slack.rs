@@ -380,3 +380,21 @@ async fn the_judge_may_choose_the_reaction() {
     w.run_for(60.0).await;
     assert_eq!(w.calls("reactions.add").await, vec![json!({"channel": CH, "timestamp": w.ts(0, 1), "name": "raised_hands"})]);
 }
+
+#[tokio::test]
+async fn a_thread_reply_is_judged_and_answered_with_the_message_that_started_the_thread() {
+    let llm = kuuki_e2e::RecordingLlm::new(r#"{"role": "generate", "reply": "ステージングのログを見ましょう"}"#);
+    let w = SlackWorld::start_with(&[], true, Some(llm.clone())).await;
+    let root = w.ts(0, 1);
+    w.send_event(message(CH, "UBOB", "deploy failed on staging", &root), &[]).await;
+    w.run_for(2400.0).await;
+    let mut reply = message(CH, "UALICE", "<@UKUUKI> any idea?", &w.ts(2400, 1));
+    reply["thread_ts"] = json!(root);
+    reply["parent_user_id"] = json!("UBOB");
+    w.send_event(reply, &[]).await;
+    w.run_for(1.0).await;
+    let prompt = &llm.requests()[0].system;
+    let opener = prompt.find("deploy failed on staging").expect("the thread's opening message is in the prompt");
+    let question = prompt.find("<@UKUUKI> any idea?").unwrap();
+    assert!(opener < question, "the opener comes first: {prompt}");
+}

@@ -47,16 +47,27 @@ pub async fn load_conversation(deps: &Deps, target: &Message) -> PortResult<Vec<
     load_recent(deps, target, deps.settings.channel_buffer_size).await
 }
 
-/// Like [`load_conversation`], at most `limit` messages.
+/// Like [`load_conversation`], at most `limit` messages, and a thread's opening
+/// message first: on Slack it is a top-level message (its `thread_ts` equals its `ts`),
+/// stored with the channel's top level, yet it is what the thread is about.
 pub async fn load_recent(deps: &Deps, target: &Message, limit: usize) -> PortResult<Vec<Message>> {
     if !deps.settings.memory_enabled {
         return Ok(vec![target.clone()]);
     }
     let since = deps.clock.now() - deps.settings.channel_buffer_ttl;
     let since = since.min(target.at);
-    deps.messages
+    let mut conversation = deps
+        .messages
         .recent_in_thread(&target.thread_key(), since, limit.min(deps.settings.channel_buffer_size))
-        .await
+        .await?;
+    if let Some(root) = &target.thread_root
+        && conversation.first().is_none_or(|m| &m.ts != root)
+        && let Some(opener) = deps.messages.get_message(&target.channel, root).await?
+        && opener.thread_root.is_none()
+    {
+        conversation.insert(0, opener);
+    }
+    Ok(conversation)
 }
 
 pub async fn build<'a>(
@@ -97,7 +108,7 @@ pub async fn build<'a>(
         time: clock_time(m.at),
         name: match m.author {
             Author::OwnBot => deps.persona.name.clone(),
-            _ => names.get(&m.user).cloned().unwrap_or_else(|| m.user_name.clone()),
+            _ => guard::fence_safe(names.get(&m.user).unwrap_or(&m.user_name)),
         },
         text: guard::fence_safe(&m.text),
     };
@@ -114,7 +125,7 @@ pub async fn build<'a>(
             .last_response_at
             .map(|at| (now.seconds_since(at) / 60.0).floor() as i64),
         interventions_last_30_min: state.interventions_within(now, Duration::from_secs(30 * 60)),
-        last_intervention_excerpt: last.map(|i| i.excerpt.clone()).unwrap_or_default(),
+        last_intervention_excerpt: last.map(|i| guard::fence_safe(&i.excerpt)).unwrap_or_default(),
     })
 }
 
