@@ -251,6 +251,7 @@ fn unusable_llm_answers_mean_do_not_respond() {
         assert_eq!(judge["respond"], false, "{reply}: {log:?}");
         assert!(judge["llm_error"].as_str().unwrap().contains("unusable"), "{judge}");
         assert!(log.kind("respond").is_empty());
+        assert_eq!(log.stats()["llm_unusable"], 1, "counted");
     }
     // No scripted answer at all is a failed call: also no response.
     let log = Run::new(r#"{"t": 0, "user": "alice", "text": "CI がまた落ちた"}"#)

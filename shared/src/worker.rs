@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::adapters::memory::MemoryQueue;
+use crate::adapters::memory::queue::Scheduled;
 use crate::deps::Deps;
 use crate::domain::{EventKind, Job, Stage, Timestamp};
 use crate::ingest::record;
@@ -29,12 +30,23 @@ pub async fn run_job(deps: &Deps, job: &Job) -> PortResult<()> {
     }
 }
 
+/// Jobs `kuuki serve` runs at once: one slow model call or a Slack rate limit must
+/// not hold up every other channel.
+pub const CONCURRENT_JOBS: usize = 16;
+
 /// Runs jobs as they come due on the real clock until the task is dropped: the
-/// in-process stand-in for SQS pollers (`kuuki serve`).
+/// in-process stand-in for SQS pollers (`kuuki serve`), several at a time.
 pub async fn run_forever(deps: std::sync::Arc<Deps>, queue: std::sync::Arc<MemoryQueue>) {
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(CONCURRENT_JOBS));
     loop {
-        let now = deps.clock.now();
-        run_due(&deps, &queue, now, |_| {}).await;
+        while let Some(scheduled) = queue.pop_due(deps.clock.now()) {
+            let permit = slots.clone().acquire_owned().await.expect("the semaphore is never closed");
+            let (deps, queue) = (deps.clone(), queue.clone());
+            tokio::spawn(async move {
+                deliver(&deps, &queue, scheduled).await;
+                drop(permit);
+            });
+        }
         let wait = match queue.next_due() {
             Some(due) => Duration::from_micros((due.as_micros() - deps.clock.now().as_micros()).max(0) as u64),
             None => Duration::from_secs(3600),
@@ -53,31 +65,40 @@ pub async fn run_due(deps: &Deps, queue: &MemoryQueue, until: Timestamp, advance
     while let Some(due) = queue.next_due().filter(|due| *due <= until) {
         advance(due);
         let Some(scheduled) = queue.pop_due(due) else { break };
-        if let Err(error) = run_job(deps, &scheduled.job).await {
+        if !deliver(deps, queue, scheduled).await {
             failures += 1;
-            tracing::warn!(%error, job = ?scheduled.job, "job failed; it will be delivered again");
-            if scheduled.deliveries + 1 >= MAX_DELIVERIES {
-                let job = &scheduled.job;
-                let stage = match job {
-                    Job::Judge { .. } => Stage::Judge,
-                    Job::Respond { .. } => Stage::Respond,
-                };
-                record(
-                    deps,
-                    &job.thread().channel,
-                    job.thread().root.clone(),
-                    job.ts().clone(),
-                    EventKind::Dropped {
-                        stage,
-                        reason: format!("dead letter after {MAX_DELIVERIES} failed deliveries: {error}"),
-                    },
-                );
-            } else {
-                queue.redeliver(scheduled, REDELIVERY_DELAY);
-            }
         }
     }
     failures
+}
+
+/// One delivery: a failed job comes back after [`REDELIVERY_DELAY`], until
+/// [`MAX_DELIVERIES`] send it to the dead letters. Returns whether it succeeded.
+async fn deliver(deps: &Deps, queue: &MemoryQueue, scheduled: Scheduled) -> bool {
+    let Err(error) = run_job(deps, &scheduled.job).await else {
+        return true;
+    };
+    tracing::warn!(%error, job = ?scheduled.job, "job failed; it will be delivered again");
+    if scheduled.deliveries + 1 >= MAX_DELIVERIES {
+        let job = &scheduled.job;
+        let stage = match job {
+            Job::Judge { .. } => Stage::Judge,
+            Job::Respond { .. } => Stage::Respond,
+        };
+        record(
+            deps,
+            &job.thread().channel,
+            job.thread().root.clone(),
+            job.ts().clone(),
+            EventKind::Dropped {
+                stage,
+                reason: format!("dead letter after {MAX_DELIVERIES} failed deliveries: {error}"),
+            },
+        );
+    } else {
+        queue.redeliver(scheduled, REDELIVERY_DELAY);
+    }
+    false
 }
 
 /// One message of a queue batch (an SQS record).

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::Args;
+use kuuki::adapters::llm::CountingLlm;
 use kuuki::adapters::memory::InProcess;
 use kuuki::adapters::slack::{SigningSecret, SlackClient};
 use kuuki::adapters::system::{JsonLinesLog, SystemClock};
@@ -49,7 +50,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         settings,
         options.persona,
         UserId(me.user_id.clone()),
-        parts.adapters(slack, options.llm, Arc::new(JsonLinesLog::new(std::io::stdout()))),
+        parts.adapters(
+            slack,
+            options.llm.map(|llm| Arc::new(CountingLlm::new(llm)) as Arc<dyn kuuki::ports::Llm>),
+            Arc::new(JsonLinesLog::new(std::io::stdout())),
+        ),
         options.seed,
     ));
     let workers = tokio::spawn(kuuki::worker::run_forever(deps.clone(), queue));

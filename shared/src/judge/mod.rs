@@ -16,6 +16,9 @@ use crate::ports::{ClaimOutcome, LlmRequest, LlmRole, PortResult};
 
 /// A judgment in progress holds its message this long; a crashed worker's claim expires.
 const JUDGE_CLAIM_LEASE: Duration = Duration::from_secs(5 * 60);
+/// The longest wait the LLM judge may ask for before answering: a reply later than an
+/// hour no longer answers anything.
+pub const MAX_RESPONSE_DELAY_SECONDS: u32 = 3600;
 /// Messages loaded beyond the rules' N: kuuki's own replies after the target, and the
 /// speaker's turn, may sit there.
 const RULE_WINDOW_SLACK: usize = 6;
@@ -159,7 +162,7 @@ async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Messag
                 if deps.settings.response_diversity_enabled {
                     judgment.response_type = verdict.response_type.unwrap_or(ladder);
                 }
-                judgment.delay_seconds = verdict.delay_seconds.unwrap_or(0);
+                judgment.delay_seconds = verdict.delay_seconds.unwrap_or(0).min(MAX_RESPONSE_DELAY_SECONDS);
                 judgment.llm = Some(verdict);
             }
             Err(error) => {

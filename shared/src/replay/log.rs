@@ -17,6 +17,8 @@ pub struct Stats {
     pub messages: u64,
     pub judgments: u64,
     pub llm_judgments: u64,
+    /// LLM judge answers that were not the JSON asked for (or calls that failed).
+    pub llm_unusable: u64,
     pub superseded: u64,
     pub dropped: u64,
     pub respond_failed: u64,
@@ -126,9 +128,10 @@ impl<'a> LogWriter<'a> {
     fn tally(&mut self, kind: &EventKind) {
         let s = &mut self.stats;
         match kind {
-            EventKind::Judge { llm_called, .. } => {
+            EventKind::Judge { llm_called, llm_error, .. } => {
                 s.judgments += 1;
                 s.llm_judgments += u64::from(*llm_called);
+                s.llm_unusable += u64::from(llm_error.is_some());
             }
             EventKind::Superseded { .. } => s.superseded += 1,
             EventKind::Dropped { .. } => s.dropped += 1,

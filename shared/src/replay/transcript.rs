@@ -45,6 +45,8 @@ pub struct TranscriptError {
 }
 
 pub const DEFAULT_CHANNEL: &str = "general";
+/// The latest `t` a transcript may use: ten years of chat.
+const MAX_T: f64 = 10.0 * 365.0 * 86_400.0;
 
 /// Parses a whole transcript; blank lines are skipped. Times must not go backwards.
 pub fn parse_transcript(text: &str) -> Result<Vec<TranscriptLine>, TranscriptError> {
@@ -57,8 +59,8 @@ pub fn parse_transcript(text: &str) -> Result<Vec<TranscriptLine>, TranscriptErr
             continue;
         }
         let parsed: Line = serde_json::from_str(raw).map_err(|e| err(e.to_string()))?;
-        if !parsed.t.is_finite() || parsed.t < 0.0 {
-            return Err(err(format!("t must be 0 or more seconds, not {}", parsed.t)));
+        if !parsed.t.is_finite() || !(0.0..=MAX_T).contains(&parsed.t) {
+            return Err(err(format!("t must be from 0 to {MAX_T} seconds, not {}", parsed.t)));
         }
         if parsed.t < last_t {
             return Err(err(format!("t goes backwards ({} after {last_t})", parsed.t)));
@@ -117,7 +119,8 @@ mod tests {
             ("{\"t\": 0, \"user\": \"a\"}", 1, "missing field `text`"),
             ("{\"t\": 0, \"user\": \"a\", \"text\": \"x\"}\nnot json", 2, "expected"),
             ("{\"t\": 5, \"user\": \"a\", \"text\": \"x\"}\n{\"t\": 4, \"user\": \"a\", \"text\": \"x\"}", 2, "backwards"),
-            ("{\"t\": -1, \"user\": \"a\", \"text\": \"x\"}", 1, "0 or more"),
+            ("{\"t\": -1, \"user\": \"a\", \"text\": \"x\"}", 1, "from 0 to"),
+            ("{\"t\": 1e20, \"user\": \"a\", \"text\": \"x\"}", 1, "from 0 to"),
             ("{\"t\": 0, \"user\": \"\", \"text\": \"x\"}", 1, "user is empty"),
             ("{\"t\": 0, \"user\": \"a\", \"text\": \"  \"}", 1, "text is empty"),
             ("{\"t\": 0, \"user\": \"a\", \"text\": \"x\", \"colour\": 1}", 1, "unknown field `colour`"),

@@ -98,7 +98,9 @@ impl AwsAdapters {
 /// cold start with a message naming what is wrong.
 pub async fn cold_start(vars: &HashMap<String, String>) -> Result<(Arc<Deps>, SlackIdentity), String> {
     let settings = Settings::from_vars(vars).map_err(|e| e.to_string())?;
-    let llm = crate::adapters::llm::from_settings(&settings).map_err(|e| e.to_string())?;
+    let llm = crate::adapters::llm::from_settings(&settings)
+        .map_err(|e| e.to_string())?
+        .map(|llm| Arc::new(crate::adapters::llm::CountingLlm::new(llm)) as Arc<dyn Llm>);
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let aws = AwsAdapters::build(&settings, clock).await;
     let slack = Arc::new(SlackClient::new(&settings.slack_api_base_url, &settings.slack_bot_token));

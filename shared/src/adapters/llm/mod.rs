@@ -89,7 +89,19 @@ impl Llm for CountingLlm {
         let started = std::time::Instant::now();
         let result = self.inner.complete(request).await;
         let latency = started.elapsed();
-        tracing::debug!(role = role.as_str(), ?latency, ok = result.is_ok(), "LLM call");
+        let (input_tokens, output_tokens) = match &result {
+            Ok(r) => (r.usage.input_tokens, r.usage.output_tokens),
+            Err(_) => (0, 0),
+        };
+        tracing::info!(
+            target: "kuuki::llm",
+            role = role.as_str(),
+            input_tokens,
+            output_tokens,
+            latency_ms = latency.as_millis() as u64,
+            ok = result.is_ok(),
+            "LLM call"
+        );
         let mut usage = self.usage.lock().expect("usage lock");
         let entry = usage.entry(role).or_default();
         entry.calls += 1;

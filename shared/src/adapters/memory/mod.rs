@@ -3,7 +3,7 @@
 mod chat;
 mod clock;
 mod log;
-mod queue;
+pub(crate) mod queue;
 mod store;
 
 pub use chat::{ChatCall, RecordingChat};

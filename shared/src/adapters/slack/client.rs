@@ -46,6 +46,11 @@ impl From<SlackApiError> for PortError {
     }
 }
 
+enum Body<'a> {
+    Json(&'a Value),
+    Form(&'a [(&'a str, &'a str)]),
+}
+
 pub struct SlackClient {
     http: reqwest::Client,
     base_url: String,
@@ -82,6 +87,15 @@ impl SlackClient {
     }
 
     async fn call(&self, method: &'static str, body: &Value) -> Result<Value, SlackApiError> {
+        self.send(method, Body::Json(body)).await
+    }
+
+    /// Read methods take form fields, not JSON (Slack accepts JSON for writes only).
+    async fn call_form(&self, method: &'static str, fields: &[(&str, &str)]) -> Result<Value, SlackApiError> {
+        self.send(method, Body::Form(fields)).await
+    }
+
+    async fn send(&self, method: &'static str, body: Body<'_>) -> Result<Value, SlackApiError> {
         let url = format!("{}/{method}", self.base_url);
         let transport = |e: reqwest::Error| SlackApiError::Transport {
             method,
@@ -89,14 +103,12 @@ impl SlackClient {
         };
         let mut attempt = 0;
         loop {
-            let response = self
-                .http
-                .post(&url)
-                .bearer_auth(&self.token)
-                .json(body)
-                .send()
-                .await
-                .map_err(transport)?;
+            let request = self.http.post(&url).bearer_auth(&self.token);
+            let request = match &body {
+                Body::Json(json) => request.json(json),
+                Body::Form(fields) => request.form(fields),
+            };
+            let response = request.send().await.map_err(transport)?;
             if response.status() == reqwest::StatusCode::TOO_MANY_REQUESTS {
                 let retry_after = response
                     .headers()
@@ -165,14 +177,25 @@ impl Chat for SlackClient {
         if let Some(name) = self.names.lock().expect("names lock").get(&user.0) {
             return Ok(name.clone());
         }
-        let answer = self.call("users.info", &json!({"user": user.0})).await?;
-        let u = &answer["user"];
-        let name = [&u["profile"]["display_name"], &u["profile"]["real_name"], &u["real_name"], &u["name"]]
-            .into_iter()
-            .filter_map(Value::as_str)
-            .find(|s| !s.trim().is_empty())
-            .unwrap_or(&user.0)
-            .to_owned();
+        // Bots (B…) are not users; a refusal is remembered too, so a missing user or
+        // scope costs one call, not one per prompt.
+        let name = if user.0.starts_with('B') {
+            user.0.clone()
+        } else {
+            match self.call_form("users.info", &[("user", user.0.as_str())]).await {
+                Ok(answer) => {
+                    let u = &answer["user"];
+                    [&u["profile"]["display_name"], &u["profile"]["real_name"], &u["real_name"], &u["name"]]
+                        .into_iter()
+                        .filter_map(Value::as_str)
+                        .find(|s| !s.trim().is_empty())
+                        .unwrap_or(&user.0)
+                        .to_owned()
+                }
+                Err(SlackApiError::Refused { .. }) => user.0.clone(),
+                Err(e) => return Err(e.into()),
+            }
+        };
         self.names.lock().expect("names lock").insert(user.0.clone(), name.clone());
         Ok(name)
     }

@@ -186,3 +186,75 @@ pub fn slack_time(ts: &Ts) -> Option<Timestamp> {
     let micros: i64 = format!("{frac:0<6}").get(..6)?.parse().ok()?;
     Some(Timestamp(secs * Timestamp::MICROS_PER_SECOND + micros))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn me() -> SlackIdentity {
+        SlackIdentity {
+            user_id: "UKUUKI".into(),
+            bot_id: Some("BKUUKI".into()),
+        }
+    }
+
+    fn normalized(event: serde_json::Value) -> Normalized {
+        normalize(&serde_json::from_value(event).unwrap(), &me()).unwrap()
+    }
+
+    fn new_message(event: serde_json::Value) -> Message {
+        match normalized(event) {
+            Normalized::Incoming(Incoming::Message(m)) => m,
+            other => panic!("not a new message: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_thread_broadcast_is_a_thread_reply() {
+        let m = new_message(json!({"type": "message", "subtype": "thread_broadcast", "channel": "C1", "user": "U1",
+            "text": "also here", "ts": "1700000100.000001", "thread_ts": "1700000000.000001"}));
+        assert_eq!(m.thread_root, Some(Ts::new("1700000000.000001")));
+        assert_eq!(m.author, Author::Human);
+    }
+
+    #[test]
+    fn a_threads_opening_message_is_top_level() {
+        let m = new_message(json!({"type": "message", "channel": "C1", "user": "U1", "text": "start",
+            "ts": "1700000000.000001", "thread_ts": "1700000000.000001"}));
+        assert_eq!(m.thread_root, None, "thread_ts equal to ts is the parent");
+        assert_eq!(m.at, Timestamp(1_700_000_000_000_001));
+    }
+
+    #[test]
+    fn group_and_multi_person_dms_are_channels_and_dms_are_direct() {
+        for kind in ["channel", "group", "mpim"] {
+            let m = new_message(json!({"type": "message", "channel": "G1", "channel_type": kind, "user": "U1", "text": "x", "ts": "1.000001"}));
+            assert!(!m.in_dm, "{kind}");
+        }
+        let m = new_message(json!({"type": "message", "channel": "D1", "channel_type": "im", "user": "U1", "text": "x", "ts": "1.000001"}));
+        assert!(m.in_dm);
+    }
+
+    #[test]
+    fn a_reply_added_under_a_message_is_not_an_edit() {
+        let event = json!({"type": "message", "subtype": "message_changed", "channel": "C1", "ts": "2.000001",
+            "message": {"type": "message", "user": "U1", "text": "same", "ts": "1.000001", "reply_count": 1},
+            "previous_message": {"type": "message", "user": "U1", "text": "same", "ts": "1.000001"}});
+        assert!(matches!(normalized(event), Normalized::Ignored(_)));
+    }
+
+    #[test]
+    fn other_event_types_and_subtypes_are_ignored_and_missing_fields_are_errors() {
+        assert!(matches!(normalized(json!({"type": "reaction_added"})), Normalized::Ignored(_)));
+        assert!(matches!(
+            normalized(json!({"type": "message", "subtype": "channel_topic", "channel": "C1", "ts": "1.1"})),
+            Normalized::Ignored(_)
+        ));
+        let no_user: RawEvent = serde_json::from_value(json!({"type": "message", "channel": "C1", "ts": "1.1", "text": "x"})).unwrap();
+        assert!(normalize(&no_user, &me()).is_err());
+        let bad_ts: RawEvent = serde_json::from_value(json!({"type": "message", "channel": "C1", "user": "U1", "ts": "soon"})).unwrap();
+        assert!(normalize(&bad_ts, &me()).is_err());
+    }
+}

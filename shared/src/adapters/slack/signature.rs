@@ -54,9 +54,11 @@ impl SigningSecret {
         let timestamp = timestamp.ok_or(SignatureError::Missing("X-Slack-Request-Timestamp"))?;
         let signature = signature.ok_or(SignatureError::Missing("X-Slack-Signature"))?;
         let seconds: i64 = timestamp.trim().parse().map_err(|_| SignatureError::BadTimestamp)?;
-        let skew = now.as_micros() / Timestamp::MICROS_PER_SECOND - seconds;
-        if skew.abs() > MAX_CLOCK_SKEW_SECONDS {
-            return Err(SignatureError::Stale { skew_seconds: skew });
+        let skew = (now.as_micros() / Timestamp::MICROS_PER_SECOND).checked_sub(seconds);
+        match skew {
+            Some(skew) if skew.abs() <= MAX_CLOCK_SKEW_SECONDS => {}
+            Some(skew) => return Err(SignatureError::Stale { skew_seconds: skew }),
+            None => return Err(SignatureError::BadTimestamp),
         }
         let hex_part = signature.strip_prefix("v0=").ok_or(SignatureError::BadFormat)?;
         let given = hex::decode(hex_part).map_err(|_| SignatureError::BadFormat)?;
@@ -137,6 +139,7 @@ mod tests {
             (check(None, Some(SIGNATURE), BODY, now), SignatureError::Missing("X-Slack-Request-Timestamp")),
             (check(Some(TIMESTAMP), None, BODY, now), SignatureError::Missing("X-Slack-Signature")),
             (check(Some("soon"), Some(SIGNATURE), BODY, now), SignatureError::BadTimestamp),
+            (check(Some("-9223372036854775808"), Some(SIGNATURE), BODY, now), SignatureError::BadTimestamp),
             (check(Some(TIMESTAMP), Some(&SIGNATURE[3..]), BODY, now), SignatureError::BadFormat),
             (check(Some(TIMESTAMP), Some("v0=zz"), BODY, now), SignatureError::BadFormat),
             (check(Some(TIMESTAMP), Some("v0=a2114d57"), BODY, now), SignatureError::Mismatch),
