@@ -27,6 +27,9 @@ enum Command {
     Settings,
     /// Serve the Slack ingress on a local address with the workers in-process.
     Serve(crate::serve::ServeArgs),
+    /// Create the DynamoDB tables, SQS queues and schedule group where the AWS
+    /// environment points, and print the queue settings.
+    SetupAws(crate::aws::SetupArgs),
     /// Measure replay throughput on a generated transcript.
     Bench(crate::bench::BenchArgs),
 }
@@ -67,6 +70,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Serve(args) => crate::serve::run(args).await,
+        Command::SetupAws(args) => crate::aws::setup_aws(args).await,
         Command::Bench(args) => crate::bench::run(args).await,
     }
 }

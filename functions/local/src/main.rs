@@ -1,6 +1,7 @@
 //! `kuuki`: every function in one process. `kuuki replay` runs a transcript through the
 //! whole pipeline on a virtual clock and prints the decision log.
 
+mod aws;
 mod bench;
 mod cli;
 mod serve;

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::Args;
 use kuuki::adapters::llm::CountingLlm;
+use kuuki::adapters::aws::lambda::AwsAdapters;
+use kuuki::adapters::aws::sqs::poll_forever;
 use kuuki::adapters::memory::InProcess;
 use kuuki::adapters::slack::{SigningSecret, SlackClient};
 use kuuki::adapters::system::{JsonLinesLog, SystemClock};
@@ -22,6 +24,10 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:3000")]
     listen: SocketAddr,
+    /// Use DynamoDB, SQS and the Scheduler as the AWS environment configures them
+    /// (AWS_ENDPOINT_URL* for emulators), with in-process SQS pollers.
+    #[arg(long)]
+    aws: bool,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -43,21 +49,28 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     eprintln!("kuuki serve: signed in to Slack as bot user {}", me.user_id);
 
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let parts = InProcess::new(clock);
-    let queue = parts.queue.clone();
     let secret = SigningSecret::new(settings.slack_signing_secret.clone());
-    let deps = Arc::new(Deps::new(
-        settings,
-        options.persona,
-        UserId(me.user_id.clone()),
-        parts.adapters(
-            slack,
-            options.llm.map(|llm| Arc::new(CountingLlm::new(llm)) as Arc<dyn kuuki::ports::Llm>),
-            Arc::new(JsonLinesLog::new(std::io::stdout())),
-        ),
-        options.seed,
-    ));
-    let workers = tokio::spawn(kuuki::worker::run_forever(deps.clone(), queue));
+    let llm = options.llm.map(|llm| Arc::new(CountingLlm::new(llm)) as Arc<dyn kuuki::ports::Llm>);
+    let log = Arc::new(JsonLinesLog::new(std::io::stdout()));
+    let user = UserId(me.user_id.clone());
+    let (deps, workers) = if args.aws {
+        if settings.judge_queue_url.is_empty() || settings.respond_queue_url.is_empty() {
+            bail!("--aws needs JUDGE_QUEUE_URL and RESPOND_QUEUE_URL (kuuki setup-aws prints them)");
+        }
+        let aws = AwsAdapters::build(&settings, clock).await;
+        let deps = Arc::new(Deps::new(settings, options.persona, user, aws.adapters(slack, llm, log), options.seed));
+        let (client, urls) = (aws.queue.client().clone(), aws.queue.urls().clone());
+        let pollers = vec![
+            tokio::spawn(poll_forever(deps.clone(), client.clone(), urls.judge)),
+            tokio::spawn(poll_forever(deps.clone(), client, urls.respond)),
+        ];
+        (deps, pollers)
+    } else {
+        let parts = InProcess::new(clock);
+        let queue = parts.queue.clone();
+        let deps = Arc::new(Deps::new(settings, options.persona, user, parts.adapters(slack, llm, log), options.seed));
+        (deps.clone(), vec![tokio::spawn(kuuki::worker::run_forever(deps, queue))])
+    };
     let router = app(Arc::new(Ingress { deps, secret, slack: me }));
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -72,6 +85,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         })
         .await
         .context("serving")?;
-    workers.abort();
+    for worker in workers {
+        worker.abort();
+    }
     Ok(())
 }

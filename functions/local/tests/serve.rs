@@ -25,9 +25,14 @@ impl Drop for Served {
 }
 
 fn serve(slack_api: &str, extra_env: &[(&str, &str)]) -> Result<Served, String> {
+    serve_with(slack_api, extra_env, &[])
+}
+
+fn serve_with(slack_api: &str, extra_env: &[(&str, &str)], flags: &[&str]) -> Result<Served, String> {
     let mut command = Command::new(env!("CARGO_BIN_EXE_kuuki"));
     command
         .args(["serve", "--listen", "127.0.0.1:0", "--seed", "1"])
+        .args(flags)
         .env_remove("LLM_PROVIDER")
         .env("SLACK_SIGNING_SECRET", SECRET)
         .env("SLACK_BOT_TOKEN", "xoxb-serve-test")
@@ -140,4 +145,79 @@ async fn serve_refuses_to_start_without_what_it_needs() {
         .await;
     let err = serve(&refusing.uri(), &[]).err().expect("a bad token stops start-up");
     assert!(err.contains("invalid_auth") && err.contains("SLACK_BOT_TOKEN"), "{err}");
+}
+
+/// The emulators' environment is there (scripts/test), or the test says it skipped.
+fn emulators(test: &str) -> bool {
+    if std::env::var_os("KUUKI_DYNAMODB_ENDPOINT").is_some() && std::env::var_os("KUUKI_MOTO_ENDPOINT").is_some() {
+        return true;
+    }
+    assert!(std::env::var_os("KUUKI_REQUIRE_EMULATORS").is_none(), "{test}: the emulators are required but missing");
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: no local AWS emulators (./scripts/test starts them)");
+    false
+}
+
+async fn signed_mention(base_url: &str, channel: &str) -> u16 {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let body = json!({
+        "type": "event_callback", "team_id": "T1", "event_id": "Ev2", "event_time": now,
+        "event": {"type": "app_mention", "channel": channel, "user": "UALICE", "text": "<@UKUUKI> on AWS?", "ts": format!("{now}.000200")},
+    })
+    .to_string();
+    let timestamp = now.to_string();
+    let signature = SigningSecret::new(SECRET).sign(&timestamp, body.as_bytes());
+    reqwest::Client::new()
+        .post(format!("{base_url}/slack/events"))
+        .header("x-slack-request-timestamp", &timestamp)
+        .header("x-slack-signature", &signature)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+#[tokio::test]
+async fn setup_aws_then_serve_aws_answers_through_dynamodb_and_sqs() {
+    if !emulators("setup_aws_then_serve_aws_answers_through_dynamodb_and_sqs") {
+        return;
+    }
+    let suffix = std::process::id();
+    let tables = [
+        format!("MESSAGES_TABLE=serve-messages-{suffix}"),
+        format!("CHANNELS_TABLE=serve-channels-{suffix}"),
+        format!("LEDGER_TABLE=serve-ledger-{suffix}"),
+    ];
+    let mut args = vec!["setup-aws".to_owned(), "--prefix".into(), format!("serve-{suffix}")];
+    for t in &tables {
+        args.extend(["--set".to_owned(), t.clone()]);
+    }
+    let setup = Command::new(env!("CARGO_BIN_EXE_kuuki")).args(&args).output().unwrap();
+    assert!(setup.status.success(), "{}", String::from_utf8_lossy(&setup.stderr));
+    let exports: Vec<(String, String)> = String::from_utf8(setup.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("export ")?.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
+        .collect();
+    assert_eq!(exports.len(), 4, "{exports:?}");
+    // Running it again changes nothing and succeeds.
+    assert!(Command::new(env!("CARGO_BIN_EXE_kuuki")).args(&args).output().unwrap().status.success());
+
+    let slack = fake_slack().await;
+    let mut env: Vec<(&str, &str)> = exports.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let table_env: Vec<(String, String)> =
+        tables.iter().map(|t| t.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())).unwrap()).collect();
+    env.extend(table_env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let served = serve_with(&slack.uri(), &env, &["--aws"]).expect("kuuki serve --aws starts");
+    assert_eq!(signed_mention(&served.base_url, "C9").await, 200);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while posts(&slack).await.is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let posted = posts(&slack).await;
+    assert_eq!(posted.len(), 1, "answered through SQS by the in-process pollers");
+    assert_eq!(posted[0]["channel"], "C9");
 }

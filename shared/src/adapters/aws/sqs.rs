@@ -35,6 +35,94 @@ impl SqsQueue {
     pub fn new(client: Client, urls: QueueUrls) -> Self {
         SqsQueue { client, urls }
     }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub fn urls(&self) -> &QueueUrls {
+        &self.urls
+    }
+}
+
+/// Receives from one queue and runs what arrives until the task is dropped: the
+/// in-process stand-in for Lambda's event source mapping (`kuuki serve --aws`).
+/// Succeeded messages are deleted; failed ones become visible again after the
+/// queue's visibility timeout, as with `ReportBatchItemFailures`.
+pub async fn poll_forever(deps: std::sync::Arc<crate::deps::Deps>, client: Client, url: String) {
+    use crate::worker::{QueueMessage, run_batch};
+    loop {
+        let received = client
+            .receive_message()
+            .queue_url(&url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(5)
+            .send()
+            .await;
+        let messages = match received {
+            Ok(out) => out.messages.unwrap_or_default(),
+            Err(error) => {
+                tracing::warn!(?error, %url, "receiving from SQS failed; trying again shortly");
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                continue;
+            }
+        };
+        let batch: Vec<QueueMessage> = messages
+            .iter()
+            .map(|m| QueueMessage {
+                id: m.message_id.clone().unwrap_or_default(),
+                body: m.body.clone().unwrap_or_default(),
+            })
+            .collect();
+        let failed = run_batch(&deps, &batch).await;
+        for m in &messages {
+            if failed.iter().any(|id| Some(id) == m.message_id.as_ref()) {
+                continue;
+            }
+            if let Some(handle) = &m.receipt_handle
+                && let Err(error) = client.delete_message().queue_url(&url).receipt_handle(handle).send().await
+            {
+                tracing::warn!(?error, "deleting a handled SQS message failed; it may be delivered again");
+            }
+        }
+    }
+}
+
+/// Creates kuuki's two queues where they do not exist and returns their URLs and
+/// ARNs (`kuuki setup-aws`; in AWS the SAM template owns them).
+pub async fn create_queues(client: &Client, prefix: &str) -> Result<(QueueUrls, (String, String)), String> {
+    let mut urls = Vec::new();
+    let mut arns = Vec::new();
+    for name in ["judge", "respond"] {
+        let url = client
+            .create_queue()
+            .queue_name(format!("{prefix}-{name}"))
+            .send()
+            .await
+            .map_err(|e| format!("create queue {prefix}-{name}: {e:?}"))?
+            .queue_url
+            .ok_or("create queue: no URL in the answer")?;
+        let attributes = client
+            .get_queue_attributes()
+            .queue_url(&url)
+            .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+            .send()
+            .await
+            .map_err(|e| format!("queue attributes of {url}: {e:?}"))?;
+        let arn = attributes
+            .attributes
+            .and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::QueueArn).cloned())
+            .unwrap_or_default();
+        urls.push(url);
+        arns.push(arn);
+    }
+    Ok((
+        QueueUrls {
+            judge: urls[0].clone(),
+            respond: urls[1].clone(),
+        },
+        (arns[0].clone(), arns[1].clone()),
+    ))
 }
 
 /// A job as a queue message body.
