@@ -358,3 +358,31 @@ mod end_to_end {
         assert_eq!(w.slack_calls("chat.postMessage").await.len(), 1, "the good record was answered");
     }
 }
+
+#[tokio::test]
+async fn secrets_given_as_arns_are_read_once_from_secrets_manager() {
+    let Some((_, moto)) = emulators("secrets_given_as_arns_are_read_once_from_secrets_manager") else { return };
+    let client = aws_sdk_secretsmanager::Client::new(&sdk(&moto).await);
+    let created = client
+        .create_secret()
+        .name(unique("kuuki-slack-token"))
+        .secret_string("xoxb-from-secrets-manager\n")
+        .send()
+        .await
+        .unwrap();
+    let arn = created.arn.unwrap();
+    let mut vars: std::collections::HashMap<String, String> = [
+        ("SLACK_BOT_TOKEN_ARN".to_string(), arn.clone()),
+        ("SLACK_SIGNING_SECRET".to_string(), "set directly".to_string()),
+        ("SLACK_SIGNING_SECRET_ARN".to_string(), arn.clone()),
+    ]
+    .into();
+    kuuki::adapters::aws::secrets::resolve(&client, &mut vars).await.unwrap();
+    assert_eq!(vars["SLACK_BOT_TOKEN"], "xoxb-from-secrets-manager");
+    assert_eq!(vars["SLACK_SIGNING_SECRET"], "set directly", "a value set directly wins");
+    let mut missing: std::collections::HashMap<String, String> =
+        [("OPENAI_API_KEY_ARN".to_string(), format!("{arn}-gone"))].into();
+    let error = kuuki::adapters::aws::secrets::resolve(&client, &mut missing).await.unwrap_err();
+    assert!(error.contains("OPENAI_API_KEY_ARN"), "{error}");
+    assert!(!error.contains("xoxb-from"), "no secret value in errors");
+}

@@ -80,6 +80,7 @@ settings_doc! {
     "DISCORD_PUBLIC_KEY", "", "Verifies Discord interactions (hex ed25519 key).";
     "DISCORD_BOT_TOKEN", "", "Discord REST token.";
     "DISCORD_API_BASE_URL", "https://discord.com/api/v10", "Discord REST base URL.";
+    "SLACK_SIGNING_SECRET_ARN", "", "In Lambda: the Secrets Manager secret holding SLACK_SIGNING_SECRET, read once per cold start. Likewise SLACK_BOT_TOKEN_ARN, OPENAI_API_KEY_ARN, ANTHROPIC_API_KEY_ARN, DISCORD_BOT_TOKEN_ARN, DISCORD_PUBLIC_KEY_ARN.";
     "MESSAGES_TABLE", "kuuki-messages", "DynamoDB table of messages (short-term memory).";
     "CHANNELS_TABLE", "kuuki-channels", "DynamoDB table of channel state (cooldown, engagement, history, mute).";
     "LEDGER_TABLE", "kuuki-ledger", "DynamoDB table of claims and the judgment cache.";

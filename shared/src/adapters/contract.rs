@@ -32,6 +32,17 @@ fn message(channel: &str, secs: i64, root: Option<i64>, text: &str) -> Message {
     }
 }
 
+/// Waits (up to 10 s) until `thread` reads back `count` messages.
+async fn settle(store: &dyn MessageStore, thread: &ThreadKey, count: usize) {
+    for _ in 0..100 {
+        if store.recent_in_thread(thread, Timestamp(0), 100).await.unwrap().len() == count {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{thread:?} never read back {count} messages");
+}
+
 /// Conditional put, get, edit, delete, windowed reads per conversation, the previous
 /// message of a channel.
 pub async fn message_store(store: &dyn MessageStore) {
@@ -55,6 +66,10 @@ pub async fn message_store(store: &dyn MessageStore) {
     let top = ThreadKey::top_level(ch.clone());
     let thread = ThreadKey::thread(ch.clone(), m1.ts.clone());
     let texts = |ms: Vec<Message>| ms.into_iter().map(|m| m.text).collect::<Vec<_>>();
+    // Conversation reads may lag writes a little (a DynamoDB index is eventually
+    // consistent); kuuki reads them seconds later, so the checks wait for them too.
+    settle(store, &top, 2).await;
+    settle(store, &thread, 2).await;
     assert_eq!(texts(store.recent_in_thread(&top, at(0), 10).await.unwrap()), ["one", "two"], "oldest first");
     assert_eq!(texts(store.recent_in_thread(&thread, at(0), 10).await.unwrap()), ["reply", "reply 2"]);
     assert_eq!(texts(store.recent_in_thread(&top, at(0), 1).await.unwrap()), ["two"], "the newest within the limit");
@@ -86,6 +101,7 @@ pub async fn message_store(store: &dyn MessageStore) {
     assert!(!store.update_text(&ch, &Ts::new("1.000001"), "x").await.unwrap());
     assert!(store.delete_message(&ch, &m2.ts).await.unwrap());
     assert!(!store.delete_message(&ch, &m2.ts).await.unwrap(), "deleting twice");
+    settle(store, &thread, 1).await;
     assert_eq!(store.get_message(&ch, &m2.ts).await.unwrap(), None);
     assert_eq!(texts(store.recent_in_thread(&thread, at(0), 10).await.unwrap()), ["reply 2"]);
     assert_eq!(prev(&m3.ts).await.as_deref(), Some("one"), "a deleted message is not previous");

@@ -97,7 +97,10 @@ impl AwsAdapters {
 /// connection the first request would otherwise pay for), the LLM. Errors stop the
 /// cold start with a message naming what is wrong.
 pub async fn cold_start(vars: &HashMap<String, String>) -> Result<(Arc<Deps>, SlackIdentity), String> {
-    let settings = Settings::from_vars(vars).map_err(|e| e.to_string())?;
+    let mut vars = vars.clone();
+    let config = super::config::load().await;
+    super::secrets::resolve(&aws_sdk_secretsmanager::Client::new(&config), &mut vars).await?;
+    let settings = Settings::from_vars(&vars).map_err(|e| e.to_string())?;
     let llm = crate::adapters::llm::from_settings(&settings)
         .map_err(|e| e.to_string())?
         .map(|llm| Arc::new(crate::adapters::llm::CountingLlm::new(llm)) as Arc<dyn Llm>);

@@ -7,4 +7,5 @@ pub mod config;
 pub mod dynamo;
 pub mod lambda;
 pub mod scheduler;
+pub mod secrets;
 pub mod sqs;
