@@ -136,3 +136,14 @@ pub async fn handle_sqs_event(deps: &Deps, event: SqsEvent) -> SqsBatchResponse 
         .collect();
     response
 }
+
+/// A worker Lambda's whole life: the cold start, then SQS batches until the runtime
+/// stops. The judge and respond functions differ only in the queue that feeds them.
+pub async fn run_sqs_worker() -> Result<(), lambda_runtime::Error> {
+    let (deps, _) = cold_start(&std::env::vars().collect()).await?;
+    lambda_runtime::run(lambda_runtime::service_fn(|event: lambda_runtime::LambdaEvent<SqsEvent>| {
+        let deps = deps.clone();
+        async move { Ok::<SqsBatchResponse, lambda_runtime::Error>(handle_sqs_event(&deps, event.payload).await) }
+    }))
+    .await
+}
