@@ -239,6 +239,7 @@ mod end_to_end {
             deps: deps.clone(),
             secret: SigningSecret::new("e2e-secret"),
             slack: SlackIdentity { user_id: BOT_USER.into(), bot_id: None },
+            metrics_for: None,
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base_url = format!("http://{}", listener.local_addr().unwrap());

@@ -345,6 +345,7 @@ pub mod slack_world {
                     user_id: BOT_USER.into(),
                     bot_id: Some(BOT_ID.into()),
                 },
+                metrics_for: None,
             });
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let base_url = format!("http://{}", listener.local_addr().unwrap());

@@ -24,6 +24,19 @@ pub struct Ingress {
     pub deps: Arc<Deps>,
     pub secret: SigningSecret,
     pub slack: SlackIdentity,
+    /// In Lambda, the function's name: rejections and duplicates become CloudWatch
+    /// metrics (EMF lines on stdout).
+    pub metrics_for: Option<String>,
+}
+
+impl Ingress {
+    fn count(&self, metric: &str) {
+        if let Some(function) = &self.metrics_for {
+            let now_ms = self.deps.clock.now().as_micros() / 1000;
+            let line = kuuki::adapters::aws::emf::line(now_ms, &[("Function", function)], &[(metric, 1.0, "Count")]);
+            println!("{line}");
+        }
+    }
 }
 
 pub fn app(ingress: Arc<Ingress>) -> Router {
@@ -50,19 +63,23 @@ fn verify(ingress: &Ingress, headers: &HeaderMap, body: &[u8]) -> Result<(), Sig
 }
 
 /// 401 with the reason, which is logged too; it never holds the expected signature.
-fn refuse(error: SignatureError) -> Response {
+fn refuse(ingress: &Ingress, error: SignatureError) -> Response {
+    ingress.count("SignatureRejections");
     tracing::warn!(%error, "refused an unsigned or badly signed request");
     (StatusCode::UNAUTHORIZED, error.to_string()).into_response()
 }
 
 async fn slack_events(State(ingress): State<Arc<Ingress>>, headers: HeaderMap, body: Bytes) -> Response {
     if let Err(error) = verify(&ingress, &headers, &body) {
-        return refuse(error);
+        return refuse(&ingress, error);
     }
     let retry = headers.contains_key("x-slack-retry-num");
     match handle_event(&ingress.deps, &ingress.slack, &body, retry).await {
         Ok(SlackReply::Challenge(challenge)) => axum::Json(json!({ "challenge": challenge })).into_response(),
         Ok(SlackReply::Ack(what)) => {
+            if what == "duplicate" {
+                ingress.count("Duplicates");
+            }
             tracing::debug!(%what, retry, "Slack event acknowledged");
             StatusCode::OK.into_response()
         }
@@ -79,7 +96,7 @@ async fn slack_events(State(ingress): State<Arc<Ingress>>, headers: HeaderMap, b
 
 async fn slack_commands(State(ingress): State<Arc<Ingress>>, headers: HeaderMap, body: Bytes) -> Response {
     if let Err(error) = verify(&ingress, &headers, &body) {
-        return refuse(error);
+        return refuse(&ingress, error);
     }
     let command = match parse_command(&body) {
         Ok(command) => command,

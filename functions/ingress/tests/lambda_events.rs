@@ -40,6 +40,7 @@ fn world() -> (Arc<Ingress>, Arc<MemoryStore>) {
             user_id: "UKUUKI".into(),
             bot_id: None,
         },
+        metrics_for: None,
     });
     (ingress, parts.store)
 }

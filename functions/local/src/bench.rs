@@ -223,6 +223,7 @@ async fn ingress_bench(args: IngressBenchArgs) -> anyhow::Result<()> {
         deps: Arc::new(deps),
         secret: secret.clone(),
         slack: SlackIdentity { user_id: "UKUUKI".into(), bot_id: None },
+        metrics_for: None,
     }));
     let now = clock.now().as_micros() / Timestamp::MICROS_PER_SECOND;
     let timestamp = now.to_string();

@@ -71,7 +71,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         let deps = Arc::new(Deps::new(settings, options.persona, user, parts.adapters(slack, llm, log), options.seed));
         (deps.clone(), vec![tokio::spawn(kuuki::worker::run_forever(deps, queue))])
     };
-    let router = app(Arc::new(Ingress { deps, secret, slack: me }));
+    let router = app(Arc::new(Ingress { deps, secret, slack: me, metrics_for: None }));
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("listening on {}", args.listen))?;

@@ -11,7 +11,7 @@ use super::dynamo::{DynamoStore, TableNames};
 use super::scheduler::{EventBridgeScheduler, ScheduleTargets};
 use super::sqs::{QueueUrls, SqsQueue};
 use crate::adapters::slack::{SlackClient, SlackIdentity};
-use crate::adapters::system::{JsonLinesLog, SystemClock};
+use crate::adapters::system::SystemClock;
 use crate::config::Settings;
 use crate::deps::{Adapters, Deps};
 use crate::domain::UserId;
@@ -97,19 +97,20 @@ impl AwsAdapters {
 /// connection the first request would otherwise pay for), the LLM. Errors stop the
 /// cold start with a message naming what is wrong.
 pub async fn cold_start(vars: &HashMap<String, String>) -> Result<(Arc<Deps>, SlackIdentity), String> {
+    let function = vars.get("AWS_LAMBDA_FUNCTION_NAME").cloned().unwrap_or_else(|| "kuuki".into());
     let mut vars = vars.clone();
     let config = super::config::load().await;
     super::secrets::resolve(&aws_sdk_secretsmanager::Client::new(&config), &mut vars).await?;
     let settings = Settings::from_vars(&vars).map_err(|e| e.to_string())?;
     let llm = crate::adapters::llm::from_settings(&settings)
         .map_err(|e| e.to_string())?
-        .map(|llm| Arc::new(crate::adapters::llm::CountingLlm::new(llm)) as Arc<dyn Llm>);
+        .map(|llm| Arc::new(crate::adapters::llm::CountingLlm::new(llm).with_metrics(&function)) as Arc<dyn Llm>);
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let aws = AwsAdapters::build(&settings, clock).await;
     let slack = Arc::new(SlackClient::new(&settings.slack_api_base_url, &settings.slack_bot_token));
     let me = slack.auth_test().await.map_err(|e| format!("{e} (is SLACK_BOT_TOKEN right?)"))?;
     let persona = settings.persona(None);
-    let adapters = aws.adapters(slack, llm, Arc::new(JsonLinesLog::new(std::io::stdout())));
+    let adapters = aws.adapters(slack, llm, Arc::new(super::emf::EmfLog::new(std::io::stdout(), &function)));
     let deps = Deps::new(settings, persona, UserId(me.user_id.clone()), adapters, fastrand::u64(..));
     Ok((Arc::new(deps), me))
 }

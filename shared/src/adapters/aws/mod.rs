@@ -5,6 +5,7 @@
 pub mod calls;
 pub mod config;
 pub mod dynamo;
+pub mod emf;
 pub mod lambda;
 pub mod scheduler;
 pub mod secrets;

@@ -67,6 +67,8 @@ pub struct RoleUsage {
 pub struct CountingLlm {
     inner: Arc<dyn Llm>,
     usage: Mutex<BTreeMap<LlmRole, RoleUsage>>,
+    /// In Lambda: also write each call as CloudWatch metrics (EMF) for this function.
+    emf_function: Option<String>,
 }
 
 impl CountingLlm {
@@ -74,7 +76,14 @@ impl CountingLlm {
         Self {
             inner,
             usage: Mutex::new(BTreeMap::new()),
+            emf_function: None,
         }
+    }
+
+    /// Also emits every call's metrics (calls, failures, tokens, latency by role) as EMF.
+    pub fn with_metrics(mut self, function: &str) -> Self {
+        self.emf_function = Some(function.to_owned());
+        self
     }
 
     pub fn usage(&self) -> BTreeMap<LlmRole, RoleUsage> {
@@ -102,6 +111,20 @@ impl Llm for CountingLlm {
             ok = result.is_ok(),
             "LLM call"
         );
+        if let Some(function) = &self.emf_function {
+            let now_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64);
+            let metrics = [
+                ("LlmCalls", 1.0, "Count"),
+                ("LlmFailures", if result.is_ok() { 0.0 } else { 1.0 }, "Count"),
+                ("LlmInputTokens", input_tokens as f64, "Count"),
+                ("LlmOutputTokens", output_tokens as f64, "Count"),
+                ("LlmLatency", latency.as_millis() as f64, "Milliseconds"),
+            ];
+            let line = crate::adapters::aws::emf::line(now_ms, &[("Function", function), ("Role", role.as_str())], &metrics);
+            println!("{line}");
+        }
         let mut usage = self.usage.lock().expect("usage lock");
         let entry = usage.entry(role).or_default();
         entry.calls += 1;

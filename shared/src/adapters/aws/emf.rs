@@ -1,0 +1,153 @@
+//! Metrics as CloudWatch embedded metric format: one JSON log line per measurement
+//! that CloudWatch turns into metrics, with no agent and no extra API call.
+//! Namespace `kuuki`; every metric also carries the function's name.
+
+use std::io::Write;
+use std::sync::Mutex;
+
+use serde_json::{Map, Value, json};
+
+use crate::domain::{Decision, Event, EventKind};
+use crate::ports::DecisionLog;
+
+pub const NAMESPACE: &str = "kuuki";
+
+/// One EMF line: `metrics` (name, value, unit) under `dimensions` (name, value).
+pub fn line(timestamp_ms: i64, dimensions: &[(&str, &str)], metrics: &[(&str, f64, &str)]) -> Value {
+    let mut root = Map::new();
+    root.insert(
+        "_aws".into(),
+        json!({
+            "Timestamp": timestamp_ms,
+            "CloudWatchMetrics": [{
+                "Namespace": NAMESPACE,
+                "Dimensions": [dimensions.iter().map(|(k, _)| *k).collect::<Vec<_>>()],
+                "Metrics": metrics.iter().map(|(name, _, unit)| json!({"Name": name, "Unit": unit})).collect::<Vec<_>>(),
+            }],
+        }),
+    );
+    for (k, v) in dimensions {
+        root.insert((*k).into(), json!(v));
+    }
+    for (name, value, _) in metrics {
+        root.insert((*name).into(), json!(value));
+    }
+    Value::Object(root)
+}
+
+/// The metrics a decision record stands for: judgments by decision, superseded and
+/// dropped work, responses by type, failed responses.
+pub fn metrics_of(event: &Event) -> Vec<(&'static str, f64, &'static str)> {
+    match &event.kind {
+        EventKind::Judge { decision, respond, llm_error, .. } => {
+            let mut m = vec![
+                ("Judgments", 1.0, "Count"),
+                (
+                    match decision {
+                        Decision::Respond => "JudgedRespond",
+                        Decision::Skip => "JudgedSkip",
+                        Decision::Llm => "JudgedByLlm",
+                    },
+                    1.0,
+                    "Count",
+                ),
+            ];
+            if *respond {
+                m.push(("DecidedToRespond", 1.0, "Count"));
+            }
+            if llm_error.is_some() {
+                m.push(("LlmUnusable", 1.0, "Count"));
+            }
+            m
+        }
+        EventKind::Superseded { .. } => vec![("Superseded", 1.0, "Count")],
+        EventKind::Dropped { .. } => vec![("Dropped", 1.0, "Count")],
+        EventKind::Respond { response_type, .. } => vec![
+            ("Responses", 1.0, "Count"),
+            (
+                match response_type {
+                    crate::domain::ResponseType::ReactOnly => "ResponsesReactOnly",
+                    crate::domain::ResponseType::ShortAck => "ResponsesShortAck",
+                    crate::domain::ResponseType::FullResponse => "ResponsesFullResponse",
+                },
+                1.0,
+                "Count",
+            ),
+        ],
+        EventKind::RespondFailed { .. } => vec![("ResponsesFailed", 1.0, "Count")],
+        EventKind::Message { .. } => vec![("Messages", 1.0, "Count")],
+        EventKind::Edited { .. } | EventKind::Deleted => vec![],
+    }
+}
+
+/// Decision records as JSON lines, each followed by its EMF metrics line.
+pub struct EmfLog<W: Write + Send> {
+    out: Mutex<W>,
+    function: String,
+}
+
+impl<W: Write + Send> EmfLog<W> {
+    pub fn new(out: W, function: &str) -> Self {
+        EmfLog {
+            out: Mutex::new(out),
+            function: function.to_owned(),
+        }
+    }
+}
+
+impl<W: Write + Send> DecisionLog for EmfLog<W> {
+    fn record(&self, event: Event) {
+        let metrics = metrics_of(&event);
+        let record = json!({
+            "time": event.at.to_utc_string(),
+            "kind": event.kind.name(),
+            "channel": event.channel,
+            "thread": event.thread_root,
+            "ts": event.ts,
+            "event": event.kind,
+        });
+        let mut out = self.out.lock().expect("log lock");
+        let mut written = writeln!(out, "{record}");
+        if !metrics.is_empty() {
+            let emf = line(event.at.as_micros() / 1000, &[("Function", &self.function)], &metrics);
+            written = written.and_then(|_| writeln!(out, "{emf}"));
+        }
+        if let Err(error) = written.and_then(|_| out.flush()) {
+            tracing::warn!(%error, "could not write a decision record");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{ChannelId, Stage, Timestamp, Ts};
+
+    #[test]
+    fn an_emf_line_declares_its_metrics_and_carries_their_values() {
+        let v = line(1_700_000_000_000, &[("Function", "judge")], &[("Judgments", 1.0, "Count"), ("LlmLatency", 812.0, "Milliseconds")]);
+        assert_eq!(v["_aws"]["CloudWatchMetrics"][0]["Namespace"], "kuuki");
+        assert_eq!(v["_aws"]["CloudWatchMetrics"][0]["Dimensions"], json!([["Function"]]));
+        assert_eq!(v["_aws"]["CloudWatchMetrics"][0]["Metrics"][1], json!({"Name": "LlmLatency", "Unit": "Milliseconds"}));
+        assert_eq!(v["_aws"]["Timestamp"], 1_700_000_000_000i64);
+        assert_eq!((v["Function"].clone(), v["Judgments"].clone(), v["LlmLatency"].clone()), (json!("judge"), json!(1.0), json!(812.0)));
+    }
+
+    #[test]
+    fn decision_records_are_followed_by_their_metrics() {
+        let log = EmfLog::new(Vec::new(), "judge");
+        log.record(Event {
+            at: Timestamp(1_700_000_000_000_000),
+            channel: ChannelId("C1".into()),
+            thread_root: None,
+            ts: Ts::new("1.000001"),
+            kind: EventKind::Superseded { stage: Stage::Judge, by: Ts::new("2.000001") },
+        });
+        let out = String::from_utf8(log.out.into_inner().unwrap()).unwrap();
+        let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["kind"], "superseded");
+        assert_eq!(lines[1]["Superseded"], 1.0);
+        assert_eq!(lines[1]["Function"], "judge");
+    }
+}
