@@ -197,14 +197,18 @@ mod end_to_end {
 
     use super::{emulators, queue_urls, sdk, unique};
 
-    struct World {
-        deps: Arc<Deps>,
+    pub(super) struct World {
+        pub(super) deps: Arc<Deps>,
         sqs: aws_sdk_sqs::Client,
-        urls: kuuki::adapters::aws::sqs::QueueUrls,
+        pub(super) urls: kuuki::adapters::aws::sqs::QueueUrls,
         slack_api: wiremock::MockServer,
         base_url: String,
-        counter: CallCounter,
+        pub(super) counter: CallCounter,
         secret: SigningSecret,
+    }
+
+    pub(super) async fn world_for_costs(dynamo: &str, moto: &str) -> World {
+        world(dynamo, moto, &[("JUDGE_MIN_WAIT_SECONDS", "0")]).await
     }
 
     async fn world(dynamo: &str, moto: &str, settings: &[(&str, &str)]) -> World {
@@ -248,6 +252,10 @@ mod end_to_end {
     }
 
     impl World {
+        pub(super) async fn deliver_text(&self, text: &str, n: u32) -> u16 {
+            self.deliver(message("C0COST", &format!("U{}", n % 3), text, &now_ts(n + 100)), false).await
+        }
+
         async fn deliver(&self, event: serde_json::Value, retry: bool) -> u16 {
             let body = envelope(event).to_string();
             let timestamp = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()).to_string();
@@ -264,7 +272,7 @@ mod end_to_end {
         }
 
         /// What SQS would hand the Lambda: the queue's visible messages as an event.
-        async fn receive(&self, url: &str) -> SqsEvent {
+        pub(super) async fn receive(&self, url: &str) -> SqsEvent {
             let out = self.sqs.receive_message().queue_url(url).max_number_of_messages(10).visibility_timeout(0).send().await.unwrap();
             let mut event = SqsEvent::default();
             event.records = out
@@ -386,4 +394,40 @@ async fn secrets_given_as_arns_are_read_once_from_secrets_manager() {
     let error = kuuki::adapters::aws::secrets::resolve(&client, &mut missing).await.unwrap_err();
     assert!(error.contains("OPENAI_API_KEY_ARN"), "{error}");
     assert!(!error.contains("xoxb-from"), "no secret value in errors");
+}
+
+/// AWS calls a conversation costs, by service and operation, for the README's cost
+/// figure: ten messages (one mention), every job through SQS into the workers.
+#[tokio::test]
+async fn aws_calls_per_message_through_the_whole_pipeline() {
+    use kuuki::adapters::aws::lambda::handle_sqs_event;
+    let Some((dynamo, moto)) = emulators("aws_calls_per_message_through_the_whole_pipeline") else { return };
+    let w = end_to_end::world_for_costs(&dynamo, &moto).await;
+    w.counter.reset();
+    let texts = ["おはよう", "deploy どう？", "見てます", "<@UKUUKI> 手順どこ？", "ありがとう", "了解", "lunch?", "カレー", "いいね", "行く"];
+    let mut ingress = 0;
+    for (i, text) in texts.iter().enumerate() {
+        let before = w.counter.total();
+        assert_eq!(w.deliver_text(text, i as u32).await, 200);
+        ingress += w.counter.total() - before;
+    }
+    assert_eq!(ingress, 2 * texts.len() as u64, "two AWS calls per message at ingress");
+    for _ in 0..3 {
+        for url in [w.urls.judge.clone(), w.urls.respond.clone()] {
+            let event = w.receive(&url).await;
+            if !event.records.is_empty() {
+                handle_sqs_event(&w.deps, event).await;
+            }
+        }
+    }
+    let calls = w.counter.calls();
+    let total: u64 = calls.values().sum();
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "AWS calls for {} messages: {total} ({:.1} per message), excluding the test's own receives: {calls:?}",
+        texts.len(),
+        total as f64 / texts.len() as f64
+    );
+    assert!(total >= ingress);
 }

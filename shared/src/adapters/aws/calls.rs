@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::interceptors::Intercept;
 use aws_smithy_runtime_api::client::interceptors::context::BeforeSerializationInterceptorContextRef;
+use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_types::config_bag::ConfigBag;
 
 #[derive(Debug, Clone, Default)]
@@ -43,18 +44,13 @@ impl Intercept for CallCounter {
         "kuuki-call-counter"
     }
 
-    fn read_before_execution(
+    fn read_before_serialization(
         &self,
-        context: &BeforeSerializationInterceptorContextRef<'_>,
-        _cfg: &mut ConfigBag,
+        _context: &BeforeSerializationInterceptorContextRef<'_>,
+        _runtime_components: &aws_smithy_runtime_api::client::runtime_components::RuntimeComponents,
+        cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        // The input's type names the operation (PutItemInput, SendMessageInput, ...).
-        let operation = std::any::type_name_of_val(context.input())
-            .rsplit("::")
-            .next()
-            .unwrap_or("call")
-            .trim_end_matches("Input")
-            .to_owned();
+        let operation = cfg.load::<Metadata>().map_or("call", |m| m.name()).to_owned();
         *self
             .calls
             .lock()
