@@ -99,11 +99,11 @@ async fn expired_messages_are_not_read_though_ttl_deletes_late() {
 async fn queue_urls(moto: &str) -> (aws_sdk_sqs::Client, QueueUrls) {
     let client = aws_sdk_sqs::Client::new(&sdk(moto).await);
     let mut urls = Vec::new();
-    for name in ["judge", "respond"] {
+    for name in ["judge", "respond", "summarize"] {
         let out = client.create_queue().queue_name(unique(name)).send().await.expect("a queue");
         urls.push(out.queue_url.unwrap());
     }
-    (client, QueueUrls { judge: urls[0].clone(), respond: urls[1].clone() })
+    (client, QueueUrls { judge: urls[0].clone(), respond: urls[1].clone(), summarize: urls[2].clone() })
 }
 
 fn judge_job() -> Job {
@@ -153,6 +153,7 @@ async fn long_delays_become_one_time_schedules_that_delete_themselves() {
             role_arn: "arn:aws:iam::123456789012:role/kuuki-scheduler".into(),
             judge_queue_arn: "arn:aws:sqs:us-east-1:123456789012:kuuki-judge".into(),
             respond_queue_arn: "arn:aws:sqs:us-east-1:123456789012:kuuki-respond".into(),
+            summarize_queue_arn: "arn:aws:sqs:us-east-1:123456789012:kuuki-summarize".into(),
         },
     );
     let at = REPLAY_EPOCH + Duration::from_secs(3600);
@@ -226,6 +227,7 @@ mod end_to_end {
             ("LEDGER_TABLE", &tables.ledger),
             ("JUDGE_QUEUE_URL", &urls.judge),
             ("RESPOND_QUEUE_URL", &urls.respond),
+            ("SUMMARIZE_QUEUE_URL", &urls.summarize),
         ] {
             vars.insert(k.into(), v.clone());
         }

@@ -436,3 +436,60 @@ fn a_reply_may_quote_the_question_it_answers() {
     assert_eq!(log.kind("respond").len(), 1, "quoting the asker is not leaking the prompt: {log:?}");
     assert_eq!(log.kind("respond")[0]["text"], answer);
 }
+
+const SUMMARY: &str = r#"{"role": "summarize", "match": "workspace", "reply": {"history": "a team workspace", "recent_events": "deploys"}, "repeat": true}
+{"role": "summarize", "reply": {"summary": "the team talked about the deploy", "history": "dev is where deploys are discussed", "mood": "calm", "topic_keywords": ["deploy"], "active_users": ["alice", "bob"]}, "repeat": true}"#;
+
+#[test]
+fn a_channel_is_summarized_after_n_messages_or_n_minutes() {
+    let script = format!("{SUMMARY}\n{YES}");
+    let settings = [("SUMMARIZE_EVERY_N_MESSAGES", "3"), ("SUMMARIZE_EVERY_N_MINUTES", "15"), ("JUDGE_JITTER_RATIO", "0")];
+    // Three messages, each judged: the third judgment finds three new ones.
+    let log = Run::new(
+        r#"{"t": 0, "user": "alice", "text": "deploy at 3?"}
+{"t": 100, "user": "bob", "text": "ok"}
+{"t": 200, "user": "alice", "text": "done"}"#,
+    )
+    .script(&script)
+    .settings(&settings)
+    .log();
+    let summaries = log.kind("summary");
+    assert_eq!(summaries[0]["t"], 230.0, "at the third judgment: {log:?}");
+    assert_eq!(summaries[0]["messages"], 3);
+    assert_eq!(summaries[0]["summary"], "the team talked about the deploy");
+    assert_eq!(summaries[0]["workspace"], true, "the first summary also starts the workspace memory");
+    // One message: summarized 15 minutes after its judgment.
+    let log = Run::new(r#"{"t": 0, "user": "alice", "text": "deploy at 3?"}"#).script(&script).settings(&settings).log();
+    let summaries = log.kind("summary");
+    assert_eq!(summaries.len(), 1, "{log:?}");
+    assert_eq!(summaries[0]["t"], 930.0);
+    assert_eq!(log.stats()["summaries"], 1);
+    assert_eq!(log.stats()["llm_calls"]["summarize"], 2, "the channel and the workspace");
+}
+
+#[test]
+fn what_kuuki_remembers_reaches_its_prompts() {
+    let llm = kuuki_e2e::RecordingLlm::new(&format!("{SUMMARY}\n{YES}"));
+    Run::new(
+        r#"{"t": 0, "user": "alice", "text": "deploy at 3?"}
+{"t": 3600, "user": "bob", "text": "<@bot> what did we decide?"}"#,
+    )
+    .llm(llm.clone())
+    .log();
+    let generate = llm.requests().into_iter().rfind(|r| r.role == kuuki::ports::LlmRole::Generate).unwrap();
+    assert!(generate.system.contains("the team talked about the deploy"), "{}", generate.system);
+    assert!(generate.system.contains("deploys"), "the workspace memory too");
+}
+
+#[test]
+fn an_unusable_summary_changes_nothing_and_without_a_model_there_are_none() {
+    let bad = r#"{"role": "summarize", "reply": "Here is a summary: they deployed.", "repeat": true}"#;
+    let log = Run::new(r#"{"t": 0, "user": "alice", "text": "deploy at 3?"}"#).script(bad).log();
+    assert!(log.kind("summary").is_empty());
+    let dropped = log.kind("dropped");
+    assert_eq!(dropped.len(), 1, "{log:?}");
+    assert_eq!(dropped[0]["stage"], "summarize");
+    assert!(dropped[0]["reason"].as_str().unwrap().contains("unusable summary"));
+    let log = Run::new(r#"{"t": 0, "user": "alice", "text": "deploy at 3?"}"#).log();
+    assert!(log.kind("summary").is_empty() && log.kind("dropped").is_empty(), "rules only: {log:?}");
+}

@@ -204,6 +204,8 @@ fn replay_with_a_real_provider_judges_and_writes_through_it() {
     assert_eq!(second["respond"], false);
     assert!(second["llm_error"].as_str().unwrap().contains("not JSON"), "{second}");
     assert!(log.about("respond", 600.0).is_empty());
-    assert_eq!(log.stats()["llm_calls"], json!({"judge": 2, "generate": 1, "summarize": 0, "reflect": 0}));
+    // Each channel is summarized 15 minutes on; this fake answers prose, so neither is used.
+    assert_eq!(log.stats()["llm_calls"], json!({"judge": 2, "generate": 1, "summarize": 2, "reflect": 0}));
+    assert_eq!(log.kind("dropped").len(), 2, "unusable summaries change nothing: {log:?}");
     assert!(log.stats()["llm_tokens"]["judge"].as_u64().unwrap() == 300, "usage from the provider: {}", log.stats());
 }

@@ -396,7 +396,9 @@ async fn a_thread_reply_is_judged_and_answered_with_the_message_that_started_the
     reply["parent_user_id"] = json!("UBOB");
     w.send_event(reply, &[]).await;
     w.run_for(1.0).await;
-    let prompt = &llm.requests()[0].system;
+    let requests = llm.requests();
+    let generate = requests.iter().find(|r| r.role == kuuki::ports::LlmRole::Generate).expect("a generation");
+    let prompt = &generate.system;
     let opener = prompt.find("deploy failed on staging").expect("the thread's opening message is in the prompt");
     let question = prompt.find("<@UKUUKI> any idea?").unwrap();
     assert!(opener < question, "the opener comes first: {prompt}");

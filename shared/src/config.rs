@@ -86,8 +86,10 @@ settings_doc! {
     "LEDGER_TABLE", "kuuki-ledger", "DynamoDB table of claims and the judgment cache.";
     "JUDGE_QUEUE_URL", "", "SQS queue of JUDGE jobs.";
     "RESPOND_QUEUE_URL", "", "SQS queue of RESPOND jobs.";
+    "SUMMARIZE_QUEUE_URL", "", "SQS queue of SUMMARIZE jobs.";
     "JUDGE_QUEUE_ARN", "", "ARN of the JUDGE queue (the scheduler's target).";
     "RESPOND_QUEUE_ARN", "", "ARN of the RESPOND queue (the scheduler's target).";
+    "SUMMARIZE_QUEUE_ARN", "", "ARN of the SUMMARIZE queue (the scheduler's target).";
     "SCHEDULE_GROUP", "kuuki", "EventBridge Scheduler group of one-time schedules.";
     "SCHEDULER_ROLE_ARN", "", "Role EventBridge Scheduler assumes to send to the queues.";
 }
@@ -184,8 +186,10 @@ pub struct Settings {
     pub ledger_table: String,
     pub judge_queue_url: String,
     pub respond_queue_url: String,
+    pub summarize_queue_url: String,
     pub judge_queue_arn: String,
     pub respond_queue_arn: String,
+    pub summarize_queue_arn: String,
     pub schedule_group: String,
     pub scheduler_role_arn: String,
 }
@@ -395,8 +399,10 @@ impl Settings {
             ledger_table: r.string("LEDGER_TABLE", "kuuki-ledger"),
             judge_queue_url: r.string("JUDGE_QUEUE_URL", ""),
             respond_queue_url: r.string("RESPOND_QUEUE_URL", ""),
+            summarize_queue_url: r.string("SUMMARIZE_QUEUE_URL", ""),
             judge_queue_arn: r.string("JUDGE_QUEUE_ARN", ""),
             respond_queue_arn: r.string("RESPOND_QUEUE_ARN", ""),
+            summarize_queue_arn: r.string("SUMMARIZE_QUEUE_ARN", ""),
             schedule_group: r.string("SCHEDULE_GROUP", "kuuki"),
             scheduler_role_arn: r.string("SCHEDULER_ROLE_ARN", ""),
         })

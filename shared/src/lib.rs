@@ -6,6 +6,7 @@ pub mod deps;
 pub mod domain;
 pub mod ingest;
 pub mod judge;
+pub mod memory;
 pub mod ports;
 pub mod prompts;
 pub mod replay;

@@ -8,7 +8,9 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::domain::{ChannelId, Intervention, Job, JudgmentNote, Message, ThreadKey, Timestamp, Ts, UserId};
+use crate::domain::{
+    ChannelId, ChannelMemory, Intervention, Job, JudgmentNote, Message, ThreadKey, Timestamp, Ts, UserId, WorkspaceMemory,
+};
 
 /// A backend failed. `Backend` may pass (queues redeliver the job); `Rejected` will
 /// not (the platform said no: a missing channel, a revoked token), so the work is
@@ -78,6 +80,12 @@ pub struct ChannelState {
     /// Judge and log but never post (`/kuuki shadow on`).
     pub shadow: bool,
     pub last_judgment: Option<JudgmentNote>,
+    /// The channel's memory (summary, history, mood, topics, people).
+    #[serde(default)]
+    pub memory: ChannelMemory,
+    /// A summary is queued for then (the N-minutes trigger), so no second one is.
+    #[serde(default)]
+    pub summary_due: Option<Timestamp>,
 }
 
 impl ChannelState {
@@ -103,6 +111,18 @@ pub trait ChannelStateStore: Send + Sync {
     /// Mutes ambient participation until `until`; `None` unmutes.
     async fn set_muted(&self, channel: &ChannelId, until: Option<Timestamp>) -> PortResult<()>;
     async fn set_shadow(&self, channel: &ChannelId, on: bool) -> PortResult<()>;
+    /// Stores a new channel memory and clears the pending summary.
+    async fn set_channel_memory(&self, channel: &ChannelId, memory: ChannelMemory) -> PortResult<()>;
+    /// Marks a summary as queued for `due`, unless one is queued already for an earlier
+    /// time still ahead of `now`; returns whether this call marked it.
+    async fn mark_summary_due(&self, channel: &ChannelId, due: Timestamp, now: Timestamp) -> PortResult<bool>;
+    async fn workspace_memory(&self) -> PortResult<WorkspaceMemory>;
+    async fn set_workspace_memory(&self, memory: WorkspaceMemory) -> PortResult<()>;
+}
+
+/// Whether a summary marked due at `due` still blocks a new one at `now`.
+pub fn summary_pending(due: Option<Timestamp>, now: Timestamp) -> bool {
+    due.is_some_and(|d| d > now)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -27,6 +27,7 @@ pub async fn run_job(deps: &Deps, job: &Job) -> PortResult<()> {
             response_type,
             emoji,
         } => respond::handle(deps, thread, ts, *mode, *response_type, emoji.as_deref()).await,
+        Job::Summarize { channel, ts } => crate::memory::summarize::handle(deps, channel, ts).await,
     }
 }
 
@@ -84,10 +85,11 @@ async fn deliver(deps: &Deps, queue: &MemoryQueue, scheduled: Scheduled) -> bool
         let stage = match job {
             Job::Judge { .. } => Stage::Judge,
             Job::Respond { .. } => Stage::Respond,
+            Job::Summarize { .. } => Stage::Summarize,
         };
         record(
             deps,
-            &job.thread().channel,
+            job.channel(),
             job.thread().root.clone(),
             job.ts().clone(),
             EventKind::Dropped {

@@ -29,7 +29,7 @@ pub async fn setup_aws(args: SetupArgs) -> anyhow::Result<()> {
         .await
         .map_err(anyhow::Error::msg)
         .context("creating the DynamoDB tables")?;
-    let (urls, (judge_arn, respond_arn)) = create_queues(&aws_sdk_sqs::Client::new(&config), &args.prefix)
+    let (urls, arns) = create_queues(&aws_sdk_sqs::Client::new(&config), &args.prefix)
         .await
         .map_err(anyhow::Error::msg)
         .context("creating the SQS queues")?;
@@ -50,7 +50,9 @@ pub async fn setup_aws(args: SetupArgs) -> anyhow::Result<()> {
     );
     println!("export JUDGE_QUEUE_URL={}", urls.judge);
     println!("export RESPOND_QUEUE_URL={}", urls.respond);
-    println!("export JUDGE_QUEUE_ARN={judge_arn}");
-    println!("export RESPOND_QUEUE_ARN={respond_arn}");
+    println!("export SUMMARIZE_QUEUE_URL={}", urls.summarize);
+    println!("export JUDGE_QUEUE_ARN={}", arns[0]);
+    println!("export RESPOND_QUEUE_ARN={}", arns[1]);
+    println!("export SUMMARIZE_QUEUE_ARN={}", arns[2]);
     Ok(())
 }

@@ -54,16 +54,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let log = Arc::new(JsonLinesLog::new(std::io::stdout()));
     let user = UserId(me.user_id.clone());
     let (deps, workers) = if args.aws {
-        if settings.judge_queue_url.is_empty() || settings.respond_queue_url.is_empty() {
-            bail!("--aws needs JUDGE_QUEUE_URL and RESPOND_QUEUE_URL (kuuki setup-aws prints them)");
+        if settings.judge_queue_url.is_empty() || settings.respond_queue_url.is_empty() || settings.summarize_queue_url.is_empty() {
+            bail!("--aws needs JUDGE_QUEUE_URL, RESPOND_QUEUE_URL and SUMMARIZE_QUEUE_URL (kuuki setup-aws prints them)");
         }
         let aws = AwsAdapters::build(&settings, clock).await;
         let deps = Arc::new(Deps::new(settings, options.persona, user, aws.adapters(slack, llm, log), options.seed));
         let (client, urls) = (aws.queue.client().clone(), aws.queue.urls().clone());
-        let pollers = vec![
-            tokio::spawn(poll_forever(deps.clone(), client.clone(), urls.judge)),
-            tokio::spawn(poll_forever(deps.clone(), client, urls.respond)),
-        ];
+        let pollers = [urls.judge, urls.respond, urls.summarize]
+            .into_iter()
+            .map(|url| tokio::spawn(poll_forever(deps.clone(), client.clone(), url)))
+            .collect();
         (deps, pollers)
     } else {
         let parts = InProcess::new(clock);

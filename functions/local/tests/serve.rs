@@ -202,7 +202,7 @@ async fn setup_aws_then_serve_aws_answers_through_dynamodb_and_sqs() {
         .lines()
         .filter_map(|l| l.strip_prefix("export ")?.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
         .collect();
-    assert_eq!(exports.len(), 4, "{exports:?}");
+    assert_eq!(exports.len(), 6, "{exports:?}");
     // Running it again changes nothing and succeeds.
     assert!(Command::new(env!("CARGO_BIN_EXE_kuuki")).args(&args).output().unwrap().status.success());
 

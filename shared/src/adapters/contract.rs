@@ -7,7 +7,8 @@
 use std::time::Duration;
 
 use crate::domain::{
-    Author, ChannelId, Decision, Intervention, JudgmentNote, Message, ResponseType, ThreadKey, Timestamp, Ts, UserId,
+    Author, ChannelId, ChannelMemory, Decision, Intervention, JudgmentNote, Message, ResponseType, ThreadKey, Timestamp,
+    Ts, UserId, WorkspaceMemory,
 };
 use crate::ports::{ChannelState, ChannelStateStore, ClaimOutcome, Ledger, MessageStore, PutOutcome};
 
@@ -184,6 +185,33 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     let state = store.channel_state(&ch).await.unwrap();
     assert_eq!((state.muted_until, state.shadow), (None, false));
     assert!(state.last_judgment.is_some());
+
+    // Memories: a summary due blocks another until its time; a new memory clears it.
+    assert!(store.mark_summary_due(&ch, at(900), at(0)).await.unwrap());
+    assert!(!store.mark_summary_due(&ch, at(950), at(10)).await.unwrap(), "one is pending");
+    assert!(store.mark_summary_due(&ch, at(2000), at(901)).await.unwrap(), "the pending one is past");
+    let memory = ChannelMemory {
+        summary: "deploys".into(),
+        history: "h".into(),
+        mood: "calm".into(),
+        topic_keywords: vec!["deploy".into()],
+        active_users: vec!["alice".into()],
+        updated_at: Some(at(1000)),
+        watermark: Some(Ts::from_timestamp(at(999))),
+    };
+    store.set_channel_memory(&ch, memory.clone()).await.unwrap();
+    let state = store.channel_state(&ch).await.unwrap();
+    assert_eq!(state.memory, memory);
+    assert_eq!(state.summary_due, None);
+    assert_eq!(state.interventions.len(), ChannelState::KEPT_INTERVENTIONS, "the rest of the state stays");
+    assert_eq!(store.workspace_memory().await.unwrap(), WorkspaceMemory::default());
+    let workspace = WorkspaceMemory {
+        history: "a team".into(),
+        recent_events: "a release".into(),
+        updated_at: Some(at(1000)),
+    };
+    store.set_workspace_memory(workspace.clone()).await.unwrap();
+    assert_eq!(store.workspace_memory().await.unwrap(), workspace);
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use super::{Author, ChannelId, Decision, DirectTrigger, LlmVerdict, RespondMode,
 pub enum Stage {
     Judge,
     Respond,
+    Summarize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -77,6 +78,16 @@ pub enum EventKind {
         /// The channel is in shadow mode: decided and logged, not posted.
         shadow: bool,
     },
+    /// A channel's memory was brought up to date.
+    Summary {
+        messages: usize,
+        summary: String,
+        mood: String,
+        topic_keywords: Vec<String>,
+        active_users: Vec<String>,
+        /// The workspace memory was updated too.
+        workspace: bool,
+    },
     RespondFailed {
         mode: RespondMode,
         response_type: ResponseType,
@@ -95,6 +106,7 @@ impl EventKind {
             EventKind::Dropped { .. } => "dropped",
             EventKind::Respond { .. } => "respond",
             EventKind::RespondFailed { .. } => "respond_failed",
+            EventKind::Summary { .. } => "summary",
         }
     }
 }

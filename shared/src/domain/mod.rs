@@ -257,6 +257,12 @@ pub enum Job {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         emoji: Option<String>,
     },
+    /// Bring a channel's memory up to date (every N messages or N minutes).
+    Summarize {
+        channel: ChannelId,
+        /// The newest message when the job was made (for logs and dedup).
+        ts: Ts,
+    },
 }
 
 /// A job as it travels through a queue: versioned JSON.
@@ -279,15 +285,24 @@ impl JobEnvelope {
 }
 
 impl Job {
-    pub fn thread(&self) -> &ThreadKey {
+    pub fn channel(&self) -> &ChannelId {
         match self {
-            Job::Judge { thread, .. } | Job::Respond { thread, .. } => thread,
+            Job::Judge { thread, .. } | Job::Respond { thread, .. } => &thread.channel,
+            Job::Summarize { channel, .. } => channel,
+        }
+    }
+
+    /// The conversation the job is about; a summary is about the channel's top level.
+    pub fn thread(&self) -> ThreadKey {
+        match self {
+            Job::Judge { thread, .. } | Job::Respond { thread, .. } => thread.clone(),
+            Job::Summarize { channel, .. } => ThreadKey::top_level(channel.clone()),
         }
     }
 
     pub fn ts(&self) -> &Ts {
         match self {
-            Job::Judge { ts, .. } | Job::Respond { ts, .. } => ts,
+            Job::Judge { ts, .. } | Job::Respond { ts, .. } | Job::Summarize { ts, .. } => ts,
         }
     }
 
@@ -298,9 +313,33 @@ impl Job {
         let kind = match self {
             Job::Judge { .. } => "judge",
             Job::Respond { .. } => "respond",
+            Job::Summarize { .. } => "summarize",
         };
         format!("{kind}:{}:{root}:{}", thread.channel, self.ts())
     }
+}
+
+/// A channel's memory (spec 001 tier two): the recent flow, the long-term history,
+/// the mood, topic keywords and who is active. Summarized incrementally.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChannelMemory {
+    pub summary: String,
+    pub history: String,
+    pub mood: String,
+    pub topic_keywords: Vec<String>,
+    pub active_users: Vec<String>,
+    pub updated_at: Option<Timestamp>,
+    /// The newest message already summarized.
+    pub watermark: Option<Ts>,
+}
+
+/// What happened across channels: the workspace's history and recent events, from
+/// the channel memories, on a slower schedule.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkspaceMemory {
+    pub history: String,
+    pub recent_events: String,
+    pub updated_at: Option<Timestamp>,
 }
 
 /// The last judgment in a channel, for `/kuuki why`.

@@ -11,6 +11,10 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("judge.en", include_str!("judge.en.md.j2")),
     ("generate.ja", include_str!("generate.ja.md.j2")),
     ("generate.en", include_str!("generate.en.md.j2")),
+    ("summarize.ja", include_str!("summarize.ja.md.j2")),
+    ("summarize.en", include_str!("summarize.en.md.j2")),
+    ("workspace.ja", include_str!("workspace.ja.md.j2")),
+    ("workspace.en", include_str!("workspace.en.md.j2")),
 ];
 
 /// The compiled templates for one language; built once at start-up.
@@ -50,6 +54,14 @@ impl Prompts {
     pub fn generate(&self, context: impl Serialize) -> String {
         self.render("generate", context)
     }
+
+    pub fn summarize(&self, context: impl Serialize) -> String {
+        self.render("summarize", context)
+    }
+
+    pub fn workspace(&self, context: impl Serialize) -> String {
+        self.render("workspace", context)
+    }
 }
 
 #[cfg(test)]
@@ -64,7 +76,10 @@ mod tests {
     use crate::adapters::memory::{InProcess, MemoryLog, RecordingChat, TsMint, VirtualClock};
     use crate::config::Settings;
     use crate::deps::Deps;
-    use crate::domain::{Author, ChannelId, Intervention, Message, ResponseType, ThreadKey, Timestamp, Ts, UserId};
+    use crate::domain::{
+        Author, ChannelId, ChannelMemory, Intervention, Message, ResponseType, ThreadKey, Timestamp, Ts, UserId,
+        WorkspaceMemory,
+    };
     use crate::ports::Clock;
     use crate::replay::REPLAY_EPOCH;
     use crate::respond::context;
@@ -123,6 +138,29 @@ mod tests {
                     excerpt: "dave: お昼どうする？".into(),
                 },
             )
+            .await
+            .unwrap();
+        deps.channels
+            .set_channel_memory(
+                &ChannelId("dev".into()),
+                ChannelMemory {
+                    summary: "ステージングのデプロイが止まり、bob が調べている".into(),
+                    history: "dev はデプロイとリリースの相談の場".into(),
+                    mood: "落ち着いている".into(),
+                    topic_keywords: vec!["デプロイ".into(), "CI".into()],
+                    active_users: vec!["alice".into(), "bob".into()],
+                    updated_at: Some(at(100)),
+                    watermark: Some(Ts::from_timestamp(at(90))),
+                },
+            )
+            .await
+            .unwrap();
+        deps.channels
+            .set_workspace_memory(WorkspaceMemory {
+                history: "開発チームのワークスペース".into(),
+                recent_events: "金曜にリリース予定".into(),
+                updated_at: Some(at(100)),
+            })
             .await
             .unwrap();
         clock.advance_to(at(700));

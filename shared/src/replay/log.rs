@@ -19,6 +19,7 @@ pub struct Stats {
     pub llm_judgments: u64,
     /// LLM judge answers that were not the JSON asked for (or calls that failed).
     pub llm_unusable: u64,
+    pub summaries: u64,
     pub superseded: u64,
     pub dropped: u64,
     pub respond_failed: u64,
@@ -137,6 +138,7 @@ impl<'a> LogWriter<'a> {
             EventKind::Dropped { .. } => s.dropped += 1,
             EventKind::RespondFailed { .. } => s.respond_failed += 1,
             EventKind::Respond { response_type, .. } => *s.responses.entry(response_type.as_str()).or_default() += 1,
+            EventKind::Summary { .. } => s.summaries += 1,
             _ => {}
         }
     }
@@ -255,6 +257,17 @@ fn body(event: &Event) -> Value {
             response_type,
             reason,
         } => json!({"type": response_type, "mode": mode, "reason": reason}),
+        EventKind::Summary {
+            messages,
+            summary,
+            mood,
+            topic_keywords,
+            active_users,
+            workspace,
+        } => json!({
+            "messages": messages, "summary": summary, "mood": mood,
+            "topic_keywords": topic_keywords, "active_users": active_users, "workspace": workspace,
+        }),
     }
 }
 

@@ -7,7 +7,9 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::deps::Deps;
-use crate::domain::{Author, Message, Persona, ResponseType, ThreadKey, Timestamp, Ts, UserId};
+use crate::domain::{
+    Author, ChannelMemory, Message, Persona, ResponseType, ThreadKey, Timestamp, Ts, UserId, WorkspaceMemory,
+};
 use crate::ports::{ChannelState, PortResult};
 use crate::respond::guard;
 
@@ -27,6 +29,9 @@ pub struct PromptMessage {
 #[derive(Debug, Clone, Serialize)]
 pub struct PromptContext<'a> {
     pub persona: &'a Persona,
+    /// What kuuki remembers of the channel and the workspace (summaries).
+    pub channel_memory: ChannelMemory,
+    pub workspace_memory: WorkspaceMemory,
     pub now: String,
     /// The channel's top level, when the target is in a thread.
     pub top_level: Vec<PromptMessage>,
@@ -112,8 +117,19 @@ pub async fn build<'a>(
         },
         text: guard::fence_safe(&m.text),
     };
+    let (channel_memory, workspace_memory) = if deps.settings.memory_enabled {
+        (state.memory.clone(), deps.channels.workspace_memory().await?)
+    } else {
+        Default::default()
+    };
     Ok(PromptContext {
         persona: &deps.persona,
+        channel_memory: fenced_memory(channel_memory),
+        workspace_memory: WorkspaceMemory {
+            history: guard::fence_safe(&workspace_memory.history),
+            recent_events: guard::fence_safe(&workspace_memory.recent_events),
+            updated_at: workspace_memory.updated_at,
+        },
         now: now.to_utc_string(),
         top_level: top_level.iter().map(prompt_message).collect(),
         other_threads: others.iter().map(|t| t.iter().map(prompt_message).collect()).collect(),
@@ -127,6 +143,18 @@ pub async fn build<'a>(
         interventions_last_30_min: state.interventions_within(now, Duration::from_secs(30 * 60)),
         last_intervention_excerpt: last.map(|i| guard::fence_safe(&i.excerpt)).unwrap_or_default(),
     })
+}
+
+/// Memory text came from channel messages through a model: it stays data too.
+fn fenced_memory(m: ChannelMemory) -> ChannelMemory {
+    ChannelMemory {
+        summary: guard::fence_safe(&m.summary),
+        history: guard::fence_safe(&m.history),
+        mood: guard::fence_safe(&m.mood),
+        topic_keywords: m.topic_keywords.iter().map(|k| guard::fence_safe(k)).collect(),
+        active_users: m.active_users.iter().map(|u| guard::fence_safe(u)).collect(),
+        ..m
+    }
 }
 
 /// The threads of the channel other than the target's, the most recently active

@@ -24,9 +24,12 @@ use aws_sdk_dynamodb::types::{
     ProjectionType, ReturnValue, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TimeToLiveSpecification,
 };
 
-use crate::domain::{Author, ChannelId, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts, UserId};
+use crate::domain::{
+    Author, ChannelId, ChannelMemory, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts, UserId, WorkspaceMemory,
+};
 use crate::ports::{
     ChannelState, ChannelStateStore, ClaimOutcome, Clock, Ledger, MessageStore, PortError, PortResult, PutOutcome,
+    summary_pending,
 };
 
 /// The table names (settings `MESSAGES_TABLE`, `CHANNELS_TABLE`, `LEDGER_TABLE`).
@@ -38,6 +41,8 @@ pub struct TableNames {
 }
 
 const CONVERSATION_INDEX: &str = "by_conversation";
+/// The channels table's item for the workspace memory (no channel id starts with '#').
+const WORKSPACE_KEY: &str = "#workspace";
 /// Optimistic updates of a channel's state retry this often on a conflict.
 const VERSION_RETRIES: usize = 8;
 
@@ -357,6 +362,58 @@ impl ChannelStateStore for DynamoStore {
 
     async fn set_shadow(&self, channel: &ChannelId, on: bool) -> PortResult<()> {
         self.update_state(channel, |state| state.shadow = on).await
+    }
+
+    async fn set_channel_memory(&self, channel: &ChannelId, memory: ChannelMemory) -> PortResult<()> {
+        self.update_state(channel, |state| {
+            state.memory = memory.clone();
+            state.summary_due = None;
+        })
+        .await
+    }
+
+    async fn mark_summary_due(&self, channel: &ChannelId, due: Timestamp, now: Timestamp) -> PortResult<bool> {
+        let marked = std::sync::atomic::AtomicBool::new(false);
+        self.update_state(channel, |state| {
+            let free = !summary_pending(state.summary_due, now);
+            if free {
+                state.summary_due = Some(due);
+            }
+            marked.store(free, std::sync::atomic::Ordering::SeqCst);
+        })
+        .await?;
+        Ok(marked.load(std::sync::atomic::Ordering::SeqCst))
+    }
+
+    async fn workspace_memory(&self) -> PortResult<WorkspaceMemory> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.tables.channels)
+            .key("channel", s(WORKSPACE_KEY))
+            .send()
+            .await
+            .map_err(backend("get workspace memory"))?;
+        out.item
+            .as_ref()
+            .and_then(|item| get_s(item, "workspace"))
+            .map(serde_json::from_str::<WorkspaceMemory>)
+            .transpose()
+            .map_err(backend("decode workspace memory"))
+            .map(Option::unwrap_or_default)
+    }
+
+    async fn set_workspace_memory(&self, memory: WorkspaceMemory) -> PortResult<()> {
+        let json = serde_json::to_string(&memory).map_err(backend("encode workspace memory"))?;
+        self.client
+            .put_item()
+            .table_name(&self.tables.channels)
+            .item("channel", s(WORKSPACE_KEY))
+            .item("workspace", s(json))
+            .send()
+            .await
+            .map_err(backend("put workspace memory"))?;
+        Ok(())
     }
 }
 

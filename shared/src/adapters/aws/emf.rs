@@ -75,6 +75,7 @@ pub fn metrics_of(event: &Event) -> Vec<(&'static str, f64, &'static str)> {
             ),
         ],
         EventKind::RespondFailed { .. } => vec![("ResponsesFailed", 1.0, "Count")],
+        EventKind::Summary { .. } => vec![("Summaries", 1.0, "Count")],
         EventKind::Message { .. } => vec![("Messages", 1.0, "Count")],
         EventKind::Edited { .. } | EventKind::Deleted => vec![],
     }

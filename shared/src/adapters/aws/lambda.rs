@@ -58,6 +58,7 @@ impl AwsAdapters {
             QueueUrls {
                 judge: settings.judge_queue_url.clone(),
                 respond: settings.respond_queue_url.clone(),
+                summarize: settings.summarize_queue_url.clone(),
             },
         );
         let scheduler = EventBridgeScheduler::new(
@@ -67,6 +68,7 @@ impl AwsAdapters {
                 role_arn: settings.scheduler_role_arn.clone(),
                 judge_queue_arn: settings.judge_queue_arn.clone(),
                 respond_queue_arn: settings.respond_queue_arn.clone(),
+                summarize_queue_arn: settings.summarize_queue_arn.clone(),
             },
         );
         AwsAdapters {
@@ -139,7 +141,8 @@ pub async fn handle_sqs_event(deps: &Deps, event: SqsEvent) -> SqsBatchResponse 
 }
 
 /// A worker Lambda's whole life: the cold start, then SQS batches until the runtime
-/// stops. The judge and respond functions differ only in the queue that feeds them.
+/// stops. The judge, respond and summarize functions differ only in the queue that
+/// feeds them.
 pub async fn run_sqs_worker() -> Result<(), lambda_runtime::Error> {
     let (deps, _) = cold_start(&std::env::vars().collect()).await?;
     lambda_runtime::run(lambda_runtime::service_fn(|event: lambda_runtime::LambdaEvent<SqsEvent>| {

@@ -21,6 +21,7 @@ pub struct ScheduleTargets {
     pub role_arn: String,
     pub judge_queue_arn: String,
     pub respond_queue_arn: String,
+    pub summarize_queue_arn: String,
 }
 
 pub struct EventBridgeScheduler {
@@ -59,6 +60,7 @@ impl Scheduler for EventBridgeScheduler {
         let arn = match job {
             Job::Judge { .. } => &self.targets.judge_queue_arn,
             Job::Respond { .. } => &self.targets.respond_queue_arn,
+            Job::Summarize { .. } => &self.targets.summarize_queue_arn,
         };
         let target = Target::builder()
             .arn(arn)

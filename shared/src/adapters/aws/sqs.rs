@@ -15,6 +15,7 @@ use crate::ports::{MAX_QUEUE_DELAY, PortError, PortResult, Queue};
 pub struct QueueUrls {
     pub judge: String,
     pub respond: String,
+    pub summarize: String,
 }
 
 impl QueueUrls {
@@ -22,6 +23,7 @@ impl QueueUrls {
         match job {
             Job::Judge { .. } => &self.judge,
             Job::Respond { .. } => &self.respond,
+            Job::Summarize { .. } => &self.summarize,
         }
     }
 }
@@ -88,12 +90,12 @@ pub async fn poll_forever(deps: std::sync::Arc<crate::deps::Deps>, client: Clien
     }
 }
 
-/// Creates kuuki's two queues where they do not exist and returns their URLs and
+/// Creates kuuki's three queues where they do not exist and returns their URLs and
 /// ARNs (`kuuki setup-aws`; in AWS the SAM template owns them).
-pub async fn create_queues(client: &Client, prefix: &str) -> Result<(QueueUrls, (String, String)), String> {
+pub async fn create_queues(client: &Client, prefix: &str) -> Result<(QueueUrls, Vec<String>), String> {
     let mut urls = Vec::new();
     let mut arns = Vec::new();
-    for name in ["judge", "respond"] {
+    for name in ["judge", "respond", "summarize"] {
         let url = client
             .create_queue()
             .queue_name(format!("{prefix}-{name}"))
@@ -120,8 +122,9 @@ pub async fn create_queues(client: &Client, prefix: &str) -> Result<(QueueUrls, 
         QueueUrls {
             judge: urls[0].clone(),
             respond: urls[1].clone(),
+            summarize: urls[2].clone(),
         },
-        (arns[0].clone(), arns[1].clone()),
+        arns,
     ))
 }
 

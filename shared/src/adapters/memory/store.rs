@@ -4,9 +4,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::domain::{ChannelId, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts};
+use crate::domain::{ChannelId, ChannelMemory, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts, WorkspaceMemory};
 use crate::ports::{
-    ChannelState, ChannelStateStore, ClaimOutcome, Ledger, MessageStore, PortResult, PutOutcome,
+    ChannelState, ChannelStateStore, ClaimOutcome, Ledger, MessageStore, PortResult, PutOutcome, summary_pending,
 };
 
 #[derive(Default)]
@@ -28,6 +28,7 @@ struct Inner {
     states: HashMap<ChannelId, ChannelState>,
     claims: HashMap<String, Claim>,
     cache: HashMap<String, (String, Timestamp)>,
+    workspace: WorkspaceMemory,
 }
 
 /// Every memory tier in maps behind one lock: the embedded store of replay and serve.
@@ -188,6 +189,34 @@ impl ChannelStateStore for MemoryStore {
 
     async fn set_shadow(&self, channel: &ChannelId, on: bool) -> PortResult<()> {
         self.lock().states.entry(channel.clone()).or_default().shadow = on;
+        Ok(())
+    }
+
+    async fn set_channel_memory(&self, channel: &ChannelId, memory: ChannelMemory) -> PortResult<()> {
+        self.check_write()?;
+        let mut inner = self.lock();
+        let state = inner.states.entry(channel.clone()).or_default();
+        state.memory = memory;
+        state.summary_due = None;
+        Ok(())
+    }
+
+    async fn mark_summary_due(&self, channel: &ChannelId, due: Timestamp, now: Timestamp) -> PortResult<bool> {
+        let mut inner = self.lock();
+        let state = inner.states.entry(channel.clone()).or_default();
+        if summary_pending(state.summary_due, now) {
+            return Ok(false);
+        }
+        state.summary_due = Some(due);
+        Ok(true)
+    }
+
+    async fn workspace_memory(&self) -> PortResult<WorkspaceMemory> {
+        Ok(self.lock().workspace.clone())
+    }
+
+    async fn set_workspace_memory(&self, memory: WorkspaceMemory) -> PortResult<()> {
+        self.lock().workspace = memory;
         Ok(())
     }
 }

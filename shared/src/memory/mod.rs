@@ -1,0 +1,4 @@
+//! Memory beyond the conversation window (DESIGN §6): channel and workspace memory,
+//! kept up to date by summarization.
+
+pub mod summarize;

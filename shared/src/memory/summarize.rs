@@ -1,0 +1,264 @@
+//! Summarization (spec 001 tier two): a channel's memory is brought up to date from
+//! the messages since the last summary, every `SUMMARIZE_EVERY_N_MESSAGES` or
+//! `SUMMARIZE_EVERY_N_MINUTES`, whichever comes first; the workspace memory follows
+//! from the channel summaries on a slower schedule.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::deps::Deps;
+use crate::domain::{Author, ChannelId, ChannelMemory, EventKind, Job, Message, Stage, Timestamp, Ts, WorkspaceMemory};
+use crate::ingest::record;
+use crate::ports::{ChannelState, ClaimOutcome, LlmRequest, LlmRole, PortResult};
+use crate::respond::guard::fence_safe;
+
+/// Most new messages one summary reads.
+const MAX_NEW_MESSAGES: usize = 200;
+/// The workspace memory is refreshed at most once per this many summary periods.
+const WORKSPACE_PERIODS: u32 = 4;
+const CLAIM_LEASE: Duration = Duration::from_secs(10 * 60);
+const CLAIM_KEEP: Duration = Duration::from_secs(24 * 3600);
+
+/// Called by the judge with each judgment: queue a summary now when N messages piled
+/// up since the last one, else one N minutes out unless one is queued already.
+pub async fn maybe_queue(deps: &Deps, channel: &ChannelId, newest: &Message, state: &ChannelState) -> PortResult<()> {
+    if deps.llm.is_none() || !deps.settings.memory_enabled {
+        return Ok(());
+    }
+    let every = deps.settings.summarize_every_n_messages as usize;
+    let new = new_messages(deps, channel, &state.memory, every).await?;
+    if new.is_empty() {
+        return Ok(());
+    }
+    let job = Job::Summarize {
+        channel: channel.clone(),
+        ts: newest.ts.clone(),
+    };
+    let now = deps.clock.now();
+    if new.len() >= every {
+        return deps.enqueue_after(job, Duration::ZERO).await;
+    }
+    let wait = Duration::from_secs(u64::from(deps.settings.summarize_every_n_minutes) * 60);
+    if deps.channels.mark_summary_due(channel, now + wait, now).await? {
+        deps.enqueue_after(job, wait).await?;
+    }
+    Ok(())
+}
+
+/// Messages after the memory's watermark, oldest first, at most `limit`.
+async fn new_messages(deps: &Deps, channel: &ChannelId, memory: &ChannelMemory, limit: usize) -> PortResult<Vec<Message>> {
+    let since = memory.updated_at.map_or(Timestamp(0), |t| t - deps.settings.channel_buffer_ttl);
+    let recent = deps.messages.recent_in_channel(channel, since, MAX_NEW_MESSAGES.max(limit)).await?;
+    Ok(recent
+        .into_iter()
+        .filter(|m| memory.watermark.as_ref().is_none_or(|w| m.ts > *w))
+        .collect())
+}
+
+#[derive(Serialize)]
+struct SummaryContext<'a> {
+    persona_name: &'a str,
+    memory: &'a ChannelMemory,
+    messages: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct WorkspaceContext<'a> {
+    workspace: &'a WorkspaceMemory,
+    channel: &'a str,
+    memory: &'a ChannelMemory,
+}
+
+/// Handles a SUMMARIZE job. Errors are backend failures; the queue delivers again.
+pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()> {
+    let Some(llm) = &deps.llm else {
+        return Ok(());
+    };
+    let state = deps.channels.channel_state(channel).await?;
+    let memory = state.memory;
+    let new = new_messages(deps, channel, &memory, MAX_NEW_MESSAGES).await?;
+    let Some(newest) = new.last().map(|m| m.ts.clone()) else {
+        // Nothing new since the last summary (it ran already): just clear the mark.
+        return deps.channels.set_channel_memory(channel, memory).await;
+    };
+    let watermark = memory.watermark.as_ref().map_or("-", Ts::as_str);
+    let key = format!("summarize:{channel}:{watermark}");
+    match deps.ledger.claim(&key, deps.clock.now(), CLAIM_LEASE).await? {
+        ClaimOutcome::Claimed => {}
+        _ => return Ok(()),
+    }
+    let lines: Vec<String> = new.iter().map(|m| line(deps, m)).collect();
+    let prompt = deps.prompts.summarize(&SummaryContext {
+        persona_name: &deps.persona.name,
+        memory: &memory,
+        messages: lines,
+    });
+    let answer = llm
+        .complete(LlmRequest {
+            role: LlmRole::Summarize,
+            model: deps.settings.summarize_model.clone(),
+            system: prompt,
+            max_tokens: 800,
+            subject: format!("summary of {channel}"),
+        })
+        .await;
+    let parsed = answer.map_err(|e| e.to_string()).and_then(|a| parse_summary(&a.text));
+    let mut updated = match parsed {
+        Ok(updated) => updated,
+        Err(reason) => {
+            // Nothing changes; the mark is cleared so the next trigger tries again.
+            deps.ledger.release(&key).await?;
+            deps.channels.set_channel_memory(channel, memory).await?;
+            record(deps, channel, None, ts.clone(), EventKind::Dropped {
+                stage: Stage::Summarize,
+                reason: format!("unusable summary: {reason}"),
+            });
+            return Ok(());
+        }
+    };
+    let now = deps.clock.now();
+    updated.updated_at = Some(now);
+    updated.watermark = Some(newest);
+    deps.channels.set_channel_memory(channel, updated.clone()).await?;
+    deps.ledger.complete(&key, now, CLAIM_KEEP).await?;
+    let workspace = refresh_workspace(deps, channel, &updated).await?;
+    record(
+        deps,
+        channel,
+        None,
+        ts.clone(),
+        EventKind::Summary {
+            messages: new.len(),
+            summary: updated.summary,
+            mood: updated.mood,
+            topic_keywords: updated.topic_keywords,
+            active_users: updated.active_users,
+            workspace,
+        },
+    );
+    Ok(())
+}
+
+/// Folds a fresh channel memory into the workspace memory, at most once per
+/// `WORKSPACE_PERIODS` summary periods. Returns whether it did.
+async fn refresh_workspace(deps: &Deps, channel: &ChannelId, memory: &ChannelMemory) -> PortResult<bool> {
+    let Some(llm) = &deps.llm else { return Ok(false) };
+    let workspace = deps.channels.workspace_memory().await?;
+    let now = deps.clock.now();
+    let period = Duration::from_secs(u64::from(deps.settings.summarize_every_n_minutes) * 60 * u64::from(WORKSPACE_PERIODS));
+    if workspace.updated_at.is_some_and(|at| now.seconds_since(at) < period.as_secs_f64()) {
+        return Ok(false);
+    }
+    let prompt = deps.prompts.workspace(&WorkspaceContext {
+        workspace: &workspace,
+        channel: &channel.0,
+        memory,
+    });
+    let answer = llm
+        .complete(LlmRequest {
+            role: LlmRole::Summarize,
+            model: deps.settings.summarize_model.clone(),
+            system: prompt,
+            max_tokens: 600,
+            subject: "workspace summary".into(),
+        })
+        .await;
+    let Ok(updated) = answer.map_err(|e| e.to_string()).and_then(|a| parse_workspace(&a.text)) else {
+        return Ok(false);
+    };
+    deps.channels
+        .set_workspace_memory(WorkspaceMemory {
+            updated_at: Some(now),
+            ..updated
+        })
+        .await?;
+    Ok(true)
+}
+
+fn line(deps: &Deps, m: &Message) -> String {
+    let name = match m.author {
+        Author::OwnBot => deps.persona.name.clone(),
+        _ => m.user_name.clone(),
+    };
+    fence_safe(&format!("{name}: {}", m.text))
+}
+
+fn object(raw: &str) -> Result<serde_json::Map<String, Value>, String> {
+    let body = raw.trim();
+    let body = body.strip_prefix("```json").or_else(|| body.strip_prefix("```")).unwrap_or(body);
+    let body = body.strip_suffix("```").unwrap_or(body).trim();
+    match serde_json::from_str::<Value>(body).map_err(|e| format!("not JSON ({e})"))? {
+        Value::Object(o) => Ok(o),
+        _ => Err("not a JSON object".into()),
+    }
+}
+
+fn text(o: &serde_json::Map<String, Value>, key: &str) -> Result<String, String> {
+    o.get(key)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| format!("{key} must be a string"))
+}
+
+fn list(o: &serde_json::Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
+    match o.get(key) {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| i.as_str().map(str::to_owned).ok_or_else(|| format!("{key} must hold strings")))
+            .collect(),
+        _ => Err(format!("{key} must be a list")),
+    }
+}
+
+/// `{"summary", "history", "mood", "topic_keywords", "active_users"}`; anything else is
+/// an error and changes nothing.
+pub fn parse_summary(raw: &str) -> Result<ChannelMemory, String> {
+    let o = object(raw)?;
+    Ok(ChannelMemory {
+        summary: text(&o, "summary")?,
+        history: text(&o, "history")?,
+        mood: text(&o, "mood")?,
+        topic_keywords: list(&o, "topic_keywords")?,
+        active_users: list(&o, "active_users")?,
+        updated_at: None,
+        watermark: None,
+    })
+}
+
+/// `{"history", "recent_events"}`.
+pub fn parse_workspace(raw: &str) -> Result<WorkspaceMemory, String> {
+    let o = object(raw)?;
+    Ok(WorkspaceMemory {
+        history: text(&o, "history")?,
+        recent_events: text(&o, "recent_events")?,
+        updated_at: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries_are_strict_json() {
+        let m = parse_summary(
+            r#"```json
+{"summary": "デプロイの話", "history": "毎週金曜にリリース", "mood": "落ち着いている", "topic_keywords": ["デプロイ"], "active_users": ["alice"]}
+```"#,
+        )
+        .unwrap();
+        assert_eq!(m.topic_keywords, vec!["デプロイ"]);
+        for bad in [
+            "a summary in prose",
+            r#"{"summary": "x", "history": "y", "mood": "z", "topic_keywords": "deploy", "active_users": []}"#,
+            r#"{"summary": "x", "mood": "z", "topic_keywords": [], "active_users": []}"#,
+            r#"[{"summary": "x"}]"#,
+        ] {
+            assert!(parse_summary(bad).is_err(), "{bad}");
+        }
+        assert!(parse_workspace(r#"{"history": "h", "recent_events": "r"}"#).is_ok());
+        assert!(parse_workspace(r#"{"history": "h"}"#).is_err());
+    }
+}
