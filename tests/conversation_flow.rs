@@ -493,3 +493,16 @@ fn an_unusable_summary_changes_nothing_and_without_a_model_there_are_none() {
     let log = Run::new(r#"{"t": 0, "user": "alice", "text": "deploy at 3?"}"#).log();
     assert!(log.kind("summary").is_empty() && log.kind("dropped").is_empty(), "rules only: {log:?}");
 }
+
+#[test]
+fn a_failing_summarizer_is_not_asked_at_every_message() {
+    let bad = r#"{"role": "summarize", "reply": "no", "repeat": true}"#;
+    let lines: Vec<String> = (0..12)
+        .map(|i| format!(r#"{{"t": {}, "user": "{}", "text": "message {i}"}}"#, i * 40, if i % 2 == 0 { "alice" } else { "bob" }))
+        .collect();
+    let log = Run::new(&lines.join("\n"))
+        .script(bad)
+        .settings(&[("SUMMARIZE_EVERY_N_MESSAGES", "3"), ("JUDGE_JITTER_RATIO", "0")])
+        .log();
+    assert_eq!(log.stats()["llm_calls"]["summarize"], 1, "one failure, then a wait of a summary period: {log:?}");
+}

@@ -86,6 +86,9 @@ pub struct ChannelState {
     /// A summary is queued for then (the N-minutes trigger), so no second one is.
     #[serde(default)]
     pub summary_due: Option<Timestamp>,
+    /// The last summary failed: no new one is queued before then.
+    #[serde(default)]
+    pub summary_retry_after: Option<Timestamp>,
 }
 
 impl ChannelState {
@@ -113,6 +116,8 @@ pub trait ChannelStateStore: Send + Sync {
     async fn set_shadow(&self, channel: &ChannelId, on: bool) -> PortResult<()>;
     /// Stores a new channel memory and clears the pending summary.
     async fn set_channel_memory(&self, channel: &ChannelId, memory: ChannelMemory) -> PortResult<()>;
+    /// After a failed summary: none is queued before `until`.
+    async fn defer_summary(&self, channel: &ChannelId, until: Timestamp) -> PortResult<()>;
     /// Marks a summary as queued for `due`, unless one is queued already for an earlier
     /// time still ahead of `now`; returns whether this call marked it.
     async fn mark_summary_due(&self, channel: &ChannelId, due: Timestamp, now: Timestamp) -> PortResult<bool>;

@@ -331,7 +331,9 @@ pub struct LlmBenchArgs {
 const GENERATED_SCRIPT: &str = r#"{"role": "judge", "match": "？", "reply": {"should_respond": true, "reason": "an open question", "confidence": 0.8, "delay_seconds": 20, "response_type": "full_response", "conversation_state": "active"}, "repeat": true}
 {"role": "judge", "match": "ありがとう", "reply": {"should_respond": true, "reason": "a nod", "confidence": 0.8, "response_type": "react_only", "conversation_state": "ending"}, "repeat": true}
 {"role": "judge", "reply": {"should_respond": false, "reason": "nothing to add", "confidence": 0.7, "conversation_state": "active"}, "repeat": true}
-{"role": "generate", "reply": "それなら、まず CI のログを見てみるのが早いと思います。", "repeat": true}"#;
+{"role": "generate", "reply": "それなら、まず CI のログを見てみるのが早いと思います。", "repeat": true}
+{"role": "summarize", "match": "workspace", "reply": {"history": "開発チームのワークスペース", "recent_events": "デプロイと CI の話が続いている"}, "repeat": true}
+{"role": "summarize", "reply": {"summary": "デプロイと CI とお昼の話", "history": "開発の相談の場", "mood": "和やか", "topic_keywords": ["デプロイ", "CI"], "active_users": ["user1", "user2"]}, "repeat": true}"#;
 
 async fn llm_bench(args: LlmBenchArgs) -> anyhow::Result<()> {
     println!("| transcript | messages | judge calls / 1,000 | generate calls / 1,000 | all calls / 1,000 | tokens / judgment | projected $ / 1,000 messages |");

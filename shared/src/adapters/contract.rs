@@ -199,10 +199,13 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
         updated_at: Some(at(1000)),
         watermark: Some(Ts::from_timestamp(at(999))),
     };
+    store.defer_summary(&ch, at(1500)).await.unwrap();
+    let state = store.channel_state(&ch).await.unwrap();
+    assert_eq!((state.summary_due, state.summary_retry_after), (None, Some(at(1500))));
     store.set_channel_memory(&ch, memory.clone()).await.unwrap();
     let state = store.channel_state(&ch).await.unwrap();
     assert_eq!(state.memory, memory);
-    assert_eq!(state.summary_due, None);
+    assert_eq!((state.summary_due, state.summary_retry_after), (None, None));
     assert_eq!(state.interventions.len(), ChannelState::KEPT_INTERVENTIONS, "the rest of the state stays");
     assert_eq!(store.workspace_memory().await.unwrap(), WorkspaceMemory::default());
     let workspace = WorkspaceMemory {

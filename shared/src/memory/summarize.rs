@@ -24,7 +24,8 @@ const CLAIM_KEEP: Duration = Duration::from_secs(24 * 3600);
 /// Called by the judge with each judgment: queue a summary now when N messages piled
 /// up since the last one, else one N minutes out unless one is queued already.
 pub async fn maybe_queue(deps: &Deps, channel: &ChannelId, newest: &Message, state: &ChannelState) -> PortResult<()> {
-    if deps.llm.is_none() || !deps.settings.memory_enabled {
+    let now = deps.clock.now();
+    if deps.llm.is_none() || !deps.settings.memory_enabled || state.summary_retry_after.is_some_and(|t| t > now) {
         return Ok(());
     }
     let every = deps.settings.summarize_every_n_messages as usize;
@@ -36,7 +37,6 @@ pub async fn maybe_queue(deps: &Deps, channel: &ChannelId, newest: &Message, sta
         channel: channel.clone(),
         ts: newest.ts.clone(),
     };
-    let now = deps.clock.now();
     if new.len() >= every {
         return deps.enqueue_after(job, Duration::ZERO).await;
     }
@@ -77,6 +77,10 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
         return Ok(());
     };
     let state = deps.channels.channel_state(channel).await?;
+    if state.summary_retry_after.is_some_and(|t| t > deps.clock.now()) {
+        // Queued before the last failure; the next trigger after the wait tries again.
+        return Ok(());
+    }
     let memory = state.memory;
     let new = new_messages(deps, channel, &memory, MAX_NEW_MESSAGES).await?;
     let Some(newest) = new.last().map(|m| m.ts.clone()) else {
@@ -108,9 +112,11 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
     let mut updated = match parsed {
         Ok(updated) => updated,
         Err(reason) => {
-            // Nothing changes; the mark is cleared so the next trigger tries again.
+            // Nothing changes; the next try waits a summary period, so a broken model
+            // is not asked again at every message.
             deps.ledger.release(&key).await?;
-            deps.channels.set_channel_memory(channel, memory).await?;
+            let period = Duration::from_secs(u64::from(deps.settings.summarize_every_n_minutes) * 60);
+            deps.channels.defer_summary(channel, deps.clock.now() + period).await?;
             record(deps, channel, None, ts.clone(), EventKind::Dropped {
                 stage: Stage::Summarize,
                 reason: format!("unusable summary: {reason}"),

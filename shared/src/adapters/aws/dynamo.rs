@@ -368,6 +368,15 @@ impl ChannelStateStore for DynamoStore {
         self.update_state(channel, |state| {
             state.memory = memory.clone();
             state.summary_due = None;
+            state.summary_retry_after = None;
+        })
+        .await
+    }
+
+    async fn defer_summary(&self, channel: &ChannelId, until: Timestamp) -> PortResult<()> {
+        self.update_state(channel, |state| {
+            state.summary_due = None;
+            state.summary_retry_after = Some(until);
         })
         .await
     }

@@ -198,6 +198,15 @@ impl ChannelStateStore for MemoryStore {
         let state = inner.states.entry(channel.clone()).or_default();
         state.memory = memory;
         state.summary_due = None;
+        state.summary_retry_after = None;
+        Ok(())
+    }
+
+    async fn defer_summary(&self, channel: &ChannelId, until: Timestamp) -> PortResult<()> {
+        let mut inner = self.lock();
+        let state = inner.states.entry(channel.clone()).or_default();
+        state.summary_due = None;
+        state.summary_retry_after = Some(until);
         Ok(())
     }
 
