@@ -83,8 +83,14 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
     }
     let memory = state.memory;
     let new = new_messages(deps, channel, &memory, MAX_NEW_MESSAGES).await?;
-    let Some(newest) = new.last().map(|m| m.ts.clone()) else {
-        // Nothing new since the last summary (it ran already): just clear the mark.
+    let now = deps.clock.now();
+    let period = Duration::from_secs(u64::from(deps.settings.summarize_every_n_minutes) * 60);
+    // Whichever comes first: N new messages, or N minutes since the last summary.
+    let due = new.len() >= deps.settings.summarize_every_n_messages as usize
+        || memory.updated_at.is_none_or(|at| now.seconds_since(at) >= period.as_secs_f64());
+    let Some(newest) = new.last().map(|m| m.ts.clone()).filter(|_| due) else {
+        // Nothing new, or summarized lately by the other trigger: clear the mark so the
+        // next message sets a new one.
         return deps.channels.set_channel_memory(channel, memory).await;
     };
     let watermark = memory.watermark.as_ref().map_or("-", Ts::as_str);
