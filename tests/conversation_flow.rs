@@ -506,3 +506,17 @@ fn a_failing_summarizer_is_not_asked_at_every_message() {
         .log();
     assert_eq!(log.stats()["llm_calls"]["summarize"], 1, "one failure, then a wait of a summary period: {log:?}");
 }
+
+#[test]
+fn every_n_messages_is_one_summary_each_time() {
+    let lines: Vec<String> = (0..6)
+        .map(|i| format!(r#"{{"t": {}, "user": "{}", "text": "message {i}"}}"#, i * 40, if i % 2 == 0 { "alice" } else { "bob" }))
+        .collect();
+    let log = Run::new(&lines.join("\n"))
+        .script(&format!("{SUMMARY}\n{YES}"))
+        .settings(&[("SUMMARIZE_EVERY_N_MESSAGES", "3"), ("JUDGE_JITTER_RATIO", "0")])
+        .log();
+    let summaries: Vec<_> = log.kind("summary").iter().map(|s| (s["t"].clone(), s["messages"].clone())).collect();
+    assert_eq!(summaries, vec![(json!(110.0), json!(3)), (json!(230.0), json!(3))], "{log:?}");
+    assert_eq!(log.stats()["llm_calls"]["summarize"], 3, "two channel summaries and one workspace refresh");
+}

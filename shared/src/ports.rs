@@ -64,6 +64,9 @@ pub trait MessageStore: Send + Sync {
     /// The newest `limit` messages of the whole channel (every conversation) written at
     /// or after `since`, oldest first.
     async fn recent_in_channel(&self, channel: &ChannelId, since: Timestamp, limit: usize) -> PortResult<Vec<Message>>;
+    /// The oldest `limit` messages of the whole channel newer than `after` (all of them
+    /// from the start when `None`), oldest first.
+    async fn messages_after(&self, channel: &ChannelId, after: Option<&Ts>, limit: usize) -> PortResult<Vec<Message>>;
     /// The newest message anywhere in the channel (any conversation) older than `before`.
     async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Message>>;
 }
@@ -118,16 +121,19 @@ pub trait ChannelStateStore: Send + Sync {
     async fn set_channel_memory(&self, channel: &ChannelId, memory: ChannelMemory) -> PortResult<()>;
     /// After a failed summary: none is queued before `until`.
     async fn defer_summary(&self, channel: &ChannelId, until: Timestamp) -> PortResult<()>;
-    /// Marks a summary as queued for `due`, unless one is queued already for an earlier
-    /// time still ahead of `now`; returns whether this call marked it.
+    /// Marks a summary as queued for `due`, unless one is queued already for a time
+    /// still ahead of `now` and no later than `due`; returns whether this call marked it.
     async fn mark_summary_due(&self, channel: &ChannelId, due: Timestamp, now: Timestamp) -> PortResult<bool>;
+    /// Forgets a queued or deferred summary, leaving the memory as it is.
+    async fn clear_summary_marks(&self, channel: &ChannelId) -> PortResult<()>;
     async fn workspace_memory(&self) -> PortResult<WorkspaceMemory>;
     async fn set_workspace_memory(&self, memory: WorkspaceMemory) -> PortResult<()>;
 }
 
-/// Whether a summary marked due at `due` still blocks a new one at `now`.
-pub fn summary_pending(due: Option<Timestamp>, now: Timestamp) -> bool {
-    due.is_some_and(|d| d > now)
+/// Whether a summary marked due at `marked` blocks a new mark for `due` at `now`: it
+/// is still ahead and comes no later.
+pub fn summary_pending(marked: Option<Timestamp>, due: Timestamp, now: Timestamp) -> bool {
+    marked.is_some_and(|m| m > now && m <= due)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

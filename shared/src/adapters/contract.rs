@@ -86,6 +86,11 @@ pub async fn message_store(store: &dyn MessageStore) {
     assert_eq!(texts(store.recent_in_channel(&ch, at(0), 2).await.unwrap()), ["two", "reply 2"]);
     assert_eq!(texts(store.recent_in_channel(&ch, at(25), 10).await.unwrap()), ["two", "reply 2"]);
 
+    // Forward from a ts: the oldest first, after it (exclusive).
+    assert_eq!(texts(store.messages_after(&ch, None, 2).await.unwrap()), ["one", "reply"]);
+    assert_eq!(texts(store.messages_after(&ch, Some(&m2.ts), 10).await.unwrap()), ["two", "reply 2"]);
+    assert!(store.messages_after(&ch, Some(&m4.ts), 10).await.unwrap().is_empty());
+
     // The previous message in the channel, any conversation, strictly before.
     let prev = |ts: &Ts| {
         let ts = ts.clone();
@@ -189,7 +194,11 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     // Memories: a summary due blocks another until its time; a new memory clears it.
     assert!(store.mark_summary_due(&ch, at(900), at(0)).await.unwrap());
     assert!(!store.mark_summary_due(&ch, at(950), at(10)).await.unwrap(), "one is pending");
+    assert!(store.mark_summary_due(&ch, at(60), at(10)).await.unwrap(), "an earlier one takes its place");
+    assert!(!store.mark_summary_due(&ch, at(70), at(11)).await.unwrap(), "then that one is pending");
     assert!(store.mark_summary_due(&ch, at(2000), at(901)).await.unwrap(), "the pending one is past");
+    store.clear_summary_marks(&ch).await.unwrap();
+    assert!(store.mark_summary_due(&ch, at(2100), at(902)).await.unwrap(), "cleared");
     let memory = ChannelMemory {
         summary: "deploys".into(),
         history: "h".into(),

@@ -107,7 +107,11 @@ async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Messag
         return judgment.record(deps, &target).await;
     }
     let upto = &conversation[..conversation.partition_point(|m| m.ts <= target.ts)];
-    crate::memory::summarize::maybe_queue(deps, channel, &target, &state).await?;
+    // A summary that cannot be queued now will be at the next message; the judgment
+    // goes on.
+    if let Err(error) = crate::memory::summarize::maybe_queue(deps, channel, &target, &state).await {
+        tracing::warn!(%error, "could not queue a summary");
+    }
     let turn_start = rules::turn(upto).first().map_or(&target.ts, |m| &m.ts);
     let previous = deps.messages.previous_in_channel(channel, turn_start).await?;
     let scored = rules::score(

@@ -9,13 +9,16 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::deps::Deps;
-use crate::domain::{Author, ChannelId, ChannelMemory, EventKind, Job, Message, Stage, Timestamp, Ts, WorkspaceMemory};
+use crate::domain::{Author, ChannelId, ChannelMemory, EventKind, Job, Message, Stage, Ts, WorkspaceMemory};
 use crate::ingest::record;
 use crate::ports::{ChannelState, ClaimOutcome, LlmRequest, LlmRole, PortResult};
 use crate::respond::guard::fence_safe;
 
-/// Most new messages one summary reads.
+/// Most new messages one summary reads (the rest wait for the next one).
 const MAX_NEW_MESSAGES: usize = 200;
+/// How long an N-messages summary holds its mark, so the judgments around it do not
+/// queue it again.
+const IMMEDIATE_MARK: Duration = Duration::from_secs(60);
 /// The workspace memory is refreshed at most once per this many summary periods.
 const WORKSPACE_PERIODS: u32 = 4;
 const CLAIM_LEASE: Duration = Duration::from_secs(10 * 60);
@@ -37,24 +40,24 @@ pub async fn maybe_queue(deps: &Deps, channel: &ChannelId, newest: &Message, sta
         channel: channel.clone(),
         ts: newest.ts.clone(),
     };
-    if new.len() >= every {
-        return deps.enqueue_after(job, Duration::ZERO).await;
-    }
-    let wait = Duration::from_secs(u64::from(deps.settings.summarize_every_n_minutes) * 60);
+    // N messages: now (marked for a moment, so the next judgments do not queue it
+    // again); otherwise N minutes out. A mark only gives way to an earlier one.
+    let wait = if new.len() >= every {
+        IMMEDIATE_MARK
+    } else {
+        Duration::from_secs(u64::from(deps.settings.summarize_every_n_minutes) * 60)
+    };
     if deps.channels.mark_summary_due(channel, now + wait, now).await? {
-        deps.enqueue_after(job, wait).await?;
+        let delay = if new.len() >= every { Duration::ZERO } else { wait };
+        deps.enqueue_after(job, delay).await?;
     }
     Ok(())
 }
 
-/// Messages after the memory's watermark, oldest first, at most `limit`.
+/// Messages after the memory's watermark, oldest first, at most `limit`: a summary
+/// reads forward, so nothing is skipped when more piled up than it reads at once.
 async fn new_messages(deps: &Deps, channel: &ChannelId, memory: &ChannelMemory, limit: usize) -> PortResult<Vec<Message>> {
-    let since = memory.updated_at.map_or(Timestamp(0), |t| t - deps.settings.channel_buffer_ttl);
-    let recent = deps.messages.recent_in_channel(channel, since, MAX_NEW_MESSAGES.max(limit)).await?;
-    Ok(recent
-        .into_iter()
-        .filter(|m| memory.watermark.as_ref().is_none_or(|w| m.ts > *w))
-        .collect())
+    deps.messages.messages_after(channel, memory.watermark.as_ref(), limit).await
 }
 
 #[derive(Serialize)]
@@ -73,9 +76,9 @@ struct WorkspaceContext<'a> {
 
 /// Handles a SUMMARIZE job. Errors are backend failures; the queue delivers again.
 pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()> {
-    let Some(llm) = &deps.llm else {
+    if deps.llm.is_none() {
         return Ok(());
-    };
+    }
     let state = deps.channels.channel_state(channel).await?;
     if state.summary_retry_after.is_some_and(|t| t > deps.clock.now()) {
         // Queued before the last failure; the next trigger after the wait tries again.
@@ -90,8 +93,8 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
         || memory.updated_at.is_none_or(|at| now.seconds_since(at) >= period.as_secs_f64());
     let Some(newest) = new.last().map(|m| m.ts.clone()).filter(|_| due) else {
         // Nothing new, or summarized lately by the other trigger: clear the mark so the
-        // next message sets a new one.
-        return deps.channels.set_channel_memory(channel, memory).await;
+        // next message sets a new one (the memory itself is left alone).
+        return deps.channels.clear_summary_marks(channel).await;
     };
     let watermark = memory.watermark.as_ref().map_or("-", Ts::as_str);
     let key = format!("summarize:{channel}:{watermark}");
@@ -99,6 +102,26 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
         ClaimOutcome::Claimed => {}
         _ => return Ok(()),
     }
+    let result = summarize_claimed(deps, channel, ts, memory, new, newest, &key).await;
+    if result.is_err() {
+        // Give the claim back so the redelivery can do the work.
+        deps.ledger.release(&key).await?;
+    }
+    result
+}
+
+async fn summarize_claimed(
+    deps: &Deps,
+    channel: &ChannelId,
+    ts: &Ts,
+    memory: ChannelMemory,
+    new: Vec<Message>,
+    newest: Ts,
+    key: &str,
+) -> PortResult<()> {
+    let Some(llm) = &deps.llm else {
+        return Ok(());
+    };
     let lines: Vec<String> = new.iter().map(|m| line(deps, m)).collect();
     let prompt = deps.prompts.summarize(&SummaryContext {
         persona_name: &deps.persona.name,
@@ -120,7 +143,7 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
         Err(reason) => {
             // Nothing changes; the next try waits a summary period, so a broken model
             // is not asked again at every message.
-            deps.ledger.release(&key).await?;
+            deps.ledger.release(key).await?;
             let period = Duration::from_secs(u64::from(deps.settings.summarize_every_n_minutes) * 60);
             deps.channels.defer_summary(channel, deps.clock.now() + period).await?;
             record(deps, channel, None, ts.clone(), EventKind::Dropped {
@@ -134,8 +157,12 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
     updated.updated_at = Some(now);
     updated.watermark = Some(newest);
     deps.channels.set_channel_memory(channel, updated.clone()).await?;
-    deps.ledger.complete(&key, now, CLAIM_KEEP).await?;
-    let workspace = refresh_workspace(deps, channel, &updated).await?;
+    deps.ledger.complete(key, now, CLAIM_KEEP).await?;
+    // The channel's summary stands whatever happens to the workspace's.
+    let workspace = refresh_workspace(deps, channel, &updated).await.unwrap_or_else(|error| {
+        tracing::warn!(%error, "the workspace memory was not refreshed");
+        false
+    });
     record(
         deps,
         channel,

@@ -322,6 +322,26 @@ impl MessageStore for DynamoStore {
         Ok(newest_since(items.iter().filter_map(|i| self.message_from(i)), since))
     }
 
+    async fn messages_after(&self, channel: &ChannelId, after: Option<&Ts>, limit: usize) -> PortResult<Vec<Message>> {
+        let mut query = self
+            .client
+            .query()
+            .table_name(&self.tables.messages)
+            .expression_attribute_names("#p", "channel")
+            .expression_attribute_values(":p", s(&channel.0))
+            .scan_index_forward(true)
+            .limit(limit.clamp(1, 1000) as i32);
+        query = match after {
+            Some(after) => query
+                .key_condition_expression("#p = :p AND #sk > :after")
+                .expression_attribute_names("#sk", "sk")
+                .expression_attribute_values(":after", s(after.sort_key())),
+            None => query.key_condition_expression("#p = :p"),
+        };
+        let out = query.send().await.map_err(backend("query messages after"))?;
+        Ok(out.items.unwrap_or_default().iter().filter_map(|i| self.message_from(i)).collect())
+    }
+
     async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Message>> {
         // A few at once: expired items that TTL has not removed yet are skipped.
         let items = self.newest(None, ("channel", &channel.0), Some(before.sort_key()), 5).await?;
@@ -373,6 +393,14 @@ impl ChannelStateStore for DynamoStore {
         .await
     }
 
+    async fn clear_summary_marks(&self, channel: &ChannelId) -> PortResult<()> {
+        self.update_state(channel, |state| {
+            state.summary_due = None;
+            state.summary_retry_after = None;
+        })
+        .await
+    }
+
     async fn defer_summary(&self, channel: &ChannelId, until: Timestamp) -> PortResult<()> {
         self.update_state(channel, |state| {
             state.summary_due = None;
@@ -384,7 +412,7 @@ impl ChannelStateStore for DynamoStore {
     async fn mark_summary_due(&self, channel: &ChannelId, due: Timestamp, now: Timestamp) -> PortResult<bool> {
         let marked = std::sync::atomic::AtomicBool::new(false);
         self.update_state(channel, |state| {
-            let free = !summary_pending(state.summary_due, now);
+            let free = !summary_pending(state.summary_due, due, now);
             if free {
                 state.summary_due = Some(due);
             }

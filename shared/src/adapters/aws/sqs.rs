@@ -93,28 +93,46 @@ pub async fn poll_forever(deps: std::sync::Arc<crate::deps::Deps>, client: Clien
 /// Creates kuuki's three queues where they do not exist and returns their URLs and
 /// ARNs (`kuuki setup-aws`; in AWS the SAM template owns them).
 pub async fn create_queues(client: &Client, prefix: &str) -> Result<(QueueUrls, Vec<String>), String> {
-    let mut urls = Vec::new();
-    let mut arns = Vec::new();
-    for name in ["judge", "respond", "summarize"] {
-        let url = client
-            .create_queue()
-            .queue_name(format!("{prefix}-{name}"))
+    use aws_sdk_sqs::types::QueueAttributeName;
+    async fn create(client: &Client, name: &str, attributes: &[(QueueAttributeName, String)]) -> Result<(String, String), String> {
+        let mut create = client.create_queue().queue_name(name);
+        for (k, v) in attributes {
+            create = create.attributes(k.clone(), v.clone());
+        }
+        let url = create
             .send()
             .await
-            .map_err(|e| format!("create queue {prefix}-{name}: {e:?}"))?
+            .map_err(|e| format!("create queue {name}: {e:?}"))?
             .queue_url
             .ok_or("create queue: no URL in the answer")?;
-        let attributes = client
+        let arn = client
             .get_queue_attributes()
             .queue_url(&url)
-            .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+            .attribute_names(QueueAttributeName::QueueArn)
             .send()
             .await
-            .map_err(|e| format!("queue attributes of {url}: {e:?}"))?;
-        let arn = attributes
+            .map_err(|e| format!("queue attributes of {url}: {e:?}"))?
             .attributes
-            .and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::QueueArn).cloned())
+            .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
             .unwrap_or_default();
+        Ok((url, arn))
+    }
+    let mut urls = Vec::new();
+    let mut arns = Vec::new();
+    // As in the SAM template: a dead-letter queue after five deliveries, and a
+    // visibility timeout longer than a batch takes.
+    for (name, visibility) in [("judge", 180), ("respond", 180), ("summarize", 360)] {
+        let (_, dead_letters) = create(client, &format!("{prefix}-{name}-dead-letters"), &[]).await?;
+        let redrive = format!(r#"{{"deadLetterTargetArn":"{dead_letters}","maxReceiveCount":"5"}}"#);
+        let (url, arn) = create(
+            client,
+            &format!("{prefix}-{name}"),
+            &[
+                (QueueAttributeName::RedrivePolicy, redrive),
+                (QueueAttributeName::VisibilityTimeout, visibility.to_string()),
+            ],
+        )
+        .await?;
         urls.push(url);
         arns.push(arn);
     }

@@ -149,6 +149,21 @@ impl MessageStore for MemoryStore {
         Ok(out)
     }
 
+    async fn messages_after(&self, channel: &ChannelId, after: Option<&Ts>, limit: usize) -> PortResult<Vec<Message>> {
+        use std::ops::Bound;
+        let inner = self.lock();
+        let Some(messages) = inner.channels.get(channel) else {
+            return Ok(Vec::new());
+        };
+        let lower = after.map_or(Bound::Unbounded, |a| Bound::Excluded(a.clone()));
+        Ok(messages
+            .by_ts
+            .range((lower, Bound::Unbounded))
+            .take(limit)
+            .map(|(_, m)| m.clone())
+            .collect())
+    }
+
     async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Message>> {
         let inner = self.lock();
         Ok(inner
@@ -202,6 +217,14 @@ impl ChannelStateStore for MemoryStore {
         Ok(())
     }
 
+    async fn clear_summary_marks(&self, channel: &ChannelId) -> PortResult<()> {
+        let mut inner = self.lock();
+        let state = inner.states.entry(channel.clone()).or_default();
+        state.summary_due = None;
+        state.summary_retry_after = None;
+        Ok(())
+    }
+
     async fn defer_summary(&self, channel: &ChannelId, until: Timestamp) -> PortResult<()> {
         let mut inner = self.lock();
         let state = inner.states.entry(channel.clone()).or_default();
@@ -213,7 +236,7 @@ impl ChannelStateStore for MemoryStore {
     async fn mark_summary_due(&self, channel: &ChannelId, due: Timestamp, now: Timestamp) -> PortResult<bool> {
         let mut inner = self.lock();
         let state = inner.states.entry(channel.clone()).or_default();
-        if summary_pending(state.summary_due, now) {
+        if summary_pending(state.summary_due, due, now) {
             return Ok(false);
         }
         state.summary_due = Some(due);
