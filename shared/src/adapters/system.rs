@@ -29,15 +29,8 @@ impl<W: std::io::Write + Send> JsonLinesLog<W> {
 
 impl<W: std::io::Write + Send> crate::ports::DecisionLog for JsonLinesLog<W> {
     fn record(&self, event: crate::domain::Event) {
+        let line = event.to_json();
         let mut out = self.out.lock().expect("log lock");
-        let line = serde_json::json!({
-            "time": event.at.to_utc_string(),
-            "kind": event.kind.name(),
-            "channel": event.channel,
-            "thread": event.thread_root,
-            "ts": event.ts,
-            "event": event.kind,
-        });
         if let Err(error) = writeln!(out, "{line}").and_then(|_| out.flush()) {
             tracing::warn!(%error, "could not write a decision record");
         }

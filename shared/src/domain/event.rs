@@ -95,6 +95,20 @@ pub enum EventKind {
     },
 }
 
+impl Event {
+    /// The record as one structured log line (serve's stdout, Lambda's JSON logs).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "time": self.at.to_utc_string(),
+            "kind": self.kind.name(),
+            "channel": self.channel,
+            "thread": self.thread_root,
+            "ts": self.ts,
+            "event": self.kind,
+        })
+    }
+}
+
 impl EventKind {
     pub fn name(&self) -> &'static str {
         match self {

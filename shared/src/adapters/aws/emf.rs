@@ -99,14 +99,7 @@ impl<W: Write + Send> EmfLog<W> {
 impl<W: Write + Send> DecisionLog for EmfLog<W> {
     fn record(&self, event: Event) {
         let metrics = metrics_of(&event);
-        let record = json!({
-            "time": event.at.to_utc_string(),
-            "kind": event.kind.name(),
-            "channel": event.channel,
-            "thread": event.thread_root,
-            "ts": event.ts,
-            "event": event.kind,
-        });
+        let record = event.to_json();
         let mut out = self.out.lock().expect("log lock");
         let mut written = writeln!(out, "{record}");
         if !metrics.is_empty() {
