@@ -1268,6 +1268,26 @@ fn row(out: &mut String, ci: usize, i: usize, e: &Ev, ctx: &Ctx) {
                 text_cell(str_of(line, "reason").unwrap_or("?"))
             ),
         ),
+        "summary" => {
+            let topics: Vec<&str> = line
+                .get("topic_keywords")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            (
+                sys("memory"),
+                String::new(),
+                format!(
+                    "<span class=\"badge\">summary of {} messages</span>{} {} \
+                     <span class=\"reason\">· mood: {} · topics: {}</span>",
+                    num(line, "messages").map_or("?".into(), |n| format!("{n}")),
+                    if bool_of(line, "workspace") { "<span class=\"badge\">workspace too</span>" } else { "" },
+                    text_cell(str_of(line, "summary").unwrap_or("")),
+                    esc(&clip(str_of(line, "mood").unwrap_or(""), CELL_CHARS)),
+                    esc(&clip(&topics.join(", "), CELL_CHARS))
+                ),
+            )
+        }
         // Unknown kinds, and judgments without a score, as they were logged.
         other => (
             sys(other),
@@ -1649,6 +1669,18 @@ mod tests {
         let html = render("sample", &lines, &rules());
         assert_eq!(charts(&html).matches("class=\"r-react\"").count(), 1);
         assert!(html.contains(":thinking_face:"));
+    }
+
+    #[test]
+    fn summaries_read_as_memory_rows() {
+        let lines = vec![json!({"t": 930.0, "kind": "summary", "channel": "dev", "thread": null, "msg_t": 0.0,
+            "messages": 8, "summary": "deploy <b>talk</b>", "mood": "calm", "topic_keywords": ["deploy", "CI"],
+            "active_users": ["alice"], "workspace": true})];
+        let html = render("t", &lines, &Settings::default());
+        assert!(html.contains("summary of 8 messages"), "{html}");
+        assert!(html.contains("workspace too"));
+        assert!(html.contains("deploy &lt;b&gt;talk&lt;/b&gt;"));
+        assert!(html.contains("topics: deploy, CI"));
     }
 
     #[test]
