@@ -2,7 +2,7 @@
 //! in, the Web API calls out (to a fake Slack that records them).
 
 use kuuki::domain::{Author, ChannelId, EventKind, Ts};
-use kuuki::ports::MessageStore;
+use kuuki::ports::{Clock, MessageStore};
 use kuuki_e2e::slack_world::{BOT_ID, BOT_USER, SlackWorld, envelope, message};
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
@@ -276,6 +276,7 @@ async fn the_slash_command_reports_explains_mutes_and_shadows() {
     let status = command(&w, "status").await;
     assert!(status.contains("rules only, responds at a score of 60"), "{status}");
     assert!(status.contains("No response here yet"), "{status}");
+    assert!(status.contains("No summary of this channel yet."), "{status}");
     assert_eq!(command(&w, "why").await, "No judgment in this channel yet.");
 
     // After a mention is answered, status shows cooldown and engagement.
@@ -402,4 +403,27 @@ async fn a_thread_reply_is_judged_and_answered_with_the_message_that_started_the
     let opener = prompt.find("deploy failed on staging").expect("the thread's opening message is in the prompt");
     let question = prompt.find("<@UKUUKI> any idea?").unwrap();
     assert!(opener < question, "the opener comes first: {prompt}");
+}
+
+#[tokio::test]
+async fn status_shows_what_kuuki_remembers_of_the_channel() {
+    let w = SlackWorld::start(&[], true).await;
+    kuuki::ports::ChannelStateStore::set_channel_memory(
+        &*w.store,
+        &ChannelId(CH.into()),
+        kuuki::domain::ChannelMemory {
+            summary: "the deploy was fixed".into(),
+            history: "h".into(),
+            mood: "relieved".into(),
+            topic_keywords: vec!["deploy".into()],
+            active_users: vec!["alice".into()],
+            updated_at: Some(w.clock.now() - std::time::Duration::from_secs(120)),
+            watermark: None,
+        },
+    )
+    .await
+    .unwrap();
+    let status = command(&w, "status").await;
+    assert!(status.contains("summarized 2 min ago): the deploy was fixed"), "{status}");
+    assert!(status.contains("Mood: relieved · Topics: deploy · People: alice"), "{status}");
 }

@@ -66,7 +66,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             .collect();
         (deps, pollers)
     } else {
-        let parts = InProcess::new(clock);
+        let retention = std::time::Duration::from_secs(u64::from(settings.message_retention_days) * 86_400);
+        let parts = InProcess::with_retention(clock, retention);
         let queue = parts.queue.clone();
         let deps = Arc::new(Deps::new(settings, options.persona, user, parts.adapters(slack, llm, log), options.seed));
         (deps.clone(), vec![tokio::spawn(kuuki::worker::run_forever(deps, queue))])

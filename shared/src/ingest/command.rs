@@ -119,6 +119,23 @@ async fn status(deps: &Deps, channel: &ChannelId, now: Timestamp) -> PortResult<
         "Responses in the last 30 minutes: {}",
         state.interventions_within(now, Duration::from_secs(30 * 60))
     );
+    let memory = &state.memory;
+    match memory.updated_at {
+        Some(at) => {
+            let _ = writeln!(
+                out,
+                "What kuuki remembers here (summarized {} ago): {}\nMood: {} · Topics: {} · People: {}",
+                human_duration(now.seconds_since(at).max(0.0)),
+                memory.summary,
+                memory.mood,
+                memory.topic_keywords.join(", "),
+                memory.active_users.join(", ")
+            );
+        }
+        None => {
+            let _ = writeln!(out, "No summary of this channel yet.");
+        }
+    }
     Ok(out.trim_end().to_owned())
 }
 

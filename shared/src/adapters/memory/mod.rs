@@ -34,6 +34,15 @@ impl InProcess {
         }
     }
 
+    /// For long runs (`kuuki serve`): messages older than `retention` are forgotten.
+    pub fn with_retention(clock: Arc<dyn Clock>, retention: std::time::Duration) -> Self {
+        InProcess {
+            store: Arc::new(MemoryStore::with_retention(retention, clock.clone())),
+            queue: Arc::new(MemoryQueue::new(clock.clone())),
+            clock,
+        }
+    }
+
     /// Every port, with the platform, the model and the decision log given.
     pub fn adapters(&self, chat: Arc<dyn Chat>, llm: Option<Arc<dyn Llm>>, log: Arc<dyn DecisionLog>) -> Adapters {
         Adapters {

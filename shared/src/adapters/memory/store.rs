@@ -37,11 +37,49 @@ pub struct MemoryStore {
     inner: Mutex<Inner>,
     /// Channel-state writes that fail before succeeding again (tests of redelivery).
     failing_writes: Mutex<u32>,
+    /// For a long-running `kuuki serve`: messages older than this are forgotten, and
+    /// expired claims and cache entries with them (DynamoDB's TTL does this in AWS).
+    retention: Option<(Duration, std::sync::Arc<dyn crate::ports::Clock>)>,
+    puts: std::sync::atomic::AtomicU64,
 }
+
+/// How often (in stored messages) a store with a retention prunes itself.
+const PRUNE_EVERY: u64 = 1024;
 
 impl MemoryStore {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A store that forgets messages older than `retention` (`MESSAGE_RETENTION_DAYS`).
+    pub fn with_retention(retention: Duration, clock: std::sync::Arc<dyn crate::ports::Clock>) -> Self {
+        MemoryStore {
+            retention: Some((retention, clock)),
+            ..Self::default()
+        }
+    }
+
+    /// Drops what has expired: messages past the retention, claims and cache entries
+    /// past their time.
+    fn prune(&self, inner: &mut Inner) {
+        let Some((retention, clock)) = &self.retention else { return };
+        let now = clock.now();
+        let oldest = now - *retention;
+        for messages in inner.channels.values_mut() {
+            let expired: Vec<Ts> = messages.by_ts.iter().filter(|(_, m)| m.at < oldest).map(|(ts, _)| ts.clone()).collect();
+            for ts in expired {
+                if let Some(m) = messages.by_ts.remove(&ts)
+                    && let Some(thread) = messages.threads.get_mut(&m.thread_root)
+                {
+                    thread.remove(&ts);
+                }
+            }
+            messages.threads.retain(|_, tss| !tss.is_empty());
+        }
+        inner.claims.retain(|_, claim| match claim {
+            Claim::InProgress { until } | Claim::Completed { until } => *until > now,
+        });
+        inner.cache.retain(|_, (_, until)| *until > now);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -80,6 +118,9 @@ impl MessageStore for MemoryStore {
             .or_default()
             .insert(message.ts.clone());
         channel.by_ts.insert(message.ts.clone(), message.clone());
+        if self.puts.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % PRUNE_EVERY == PRUNE_EVERY - 1 {
+            self.prune(&mut inner);
+        }
         Ok(PutOutcome::Inserted)
     }
 
@@ -295,5 +336,47 @@ impl Ledger for MemoryStore {
             inner.claims.remove(key);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::adapters::memory::VirtualClock;
+    use crate::domain::{Author, UserId};
+
+    fn message(channel: &str, secs: i64) -> Message {
+        let at = Timestamp(secs * 1_000_000);
+        Message {
+            channel: ChannelId(channel.into()),
+            ts: Ts::from_timestamp(at),
+            thread_root: None,
+            user: UserId("U1".into()),
+            user_name: "alice".into(),
+            text: "x".into(),
+            author: Author::Human,
+            replies_to_bot: false,
+            in_dm: false,
+            at,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_store_with_a_retention_forgets_old_messages() {
+        let day = 86_400;
+        let clock = Arc::new(VirtualClock::new(Timestamp(0)));
+        let store = MemoryStore::with_retention(Duration::from_secs(day as u64), clock.clone());
+        store.put_message(&message("old", 10)).await.unwrap();
+        clock.advance_to(Timestamp(2 * day * 1_000_000));
+        for i in 0..PRUNE_EVERY as i64 {
+            store.put_message(&message("new", 2 * day + i)).await.unwrap();
+        }
+        assert!(store.get_message(&ChannelId("old".into()), &Ts::from_timestamp(Timestamp(10_000_000))).await.unwrap().is_none());
+        assert!(store.get_message(&ChannelId("new".into()), &Ts::from_timestamp(Timestamp(2 * day * 1_000_000))).await.unwrap().is_some());
+        let plain = MemoryStore::new();
+        plain.put_message(&message("old", 10)).await.unwrap();
+        assert!(plain.get_message(&ChannelId("old".into()), &Ts::from_timestamp(Timestamp(10_000_000))).await.unwrap().is_some());
     }
 }
