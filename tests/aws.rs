@@ -53,6 +53,7 @@ async fn dynamo_store(endpoint: &str, clock: Arc<VirtualClock>) -> DynamoStore {
         messages: unique("messages"),
         channels: unique("channels"),
         ledger: unique("ledger"),
+        facts: unique("facts"),
     };
     create_tables(&client, &tables).await.expect("tables are created");
     create_tables(&client, &tables).await.expect("creating again is a no-op");
@@ -67,6 +68,7 @@ async fn the_dynamodb_store_keeps_the_port_contract() {
     contract::message_store(&store).await;
     contract::ledger(&store).await;
     contract::channel_states(&store).await;
+    contract::facts(&store).await;
 }
 
 #[tokio::test]
@@ -99,11 +101,11 @@ async fn expired_messages_are_not_read_though_ttl_deletes_late() {
 async fn queue_urls(moto: &str) -> (aws_sdk_sqs::Client, QueueUrls) {
     let client = aws_sdk_sqs::Client::new(&sdk(moto).await);
     let mut urls = Vec::new();
-    for name in ["judge", "respond", "summarize"] {
+    for name in ["judge", "respond", "summarize", "reflect"] {
         let out = client.create_queue().queue_name(unique(name)).send().await.expect("a queue");
         urls.push(out.queue_url.unwrap());
     }
-    (client, QueueUrls { judge: urls[0].clone(), respond: urls[1].clone(), summarize: urls[2].clone() })
+    (client, QueueUrls { judge: urls[0].clone(), respond: urls[1].clone(), summarize: urls[2].clone(), reflect: urls[3].clone() })
 }
 
 fn judge_job() -> Job {
@@ -154,6 +156,7 @@ async fn long_delays_become_one_time_schedules_that_delete_themselves() {
             judge_queue_arn: "arn:aws:sqs:us-east-1:123456789012:kuuki-judge".into(),
             respond_queue_arn: "arn:aws:sqs:us-east-1:123456789012:kuuki-respond".into(),
             summarize_queue_arn: "arn:aws:sqs:us-east-1:123456789012:kuuki-summarize".into(),
+            reflect_queue_arn: "arn:aws:sqs:us-east-1:123456789012:kuuki-reflect".into(),
         },
     );
     let at = REPLAY_EPOCH + Duration::from_secs(3600);
@@ -217,6 +220,7 @@ mod end_to_end {
             messages: unique("messages"),
             channels: unique("channels"),
             ledger: unique("ledger"),
+            facts: unique("facts"),
         };
         create_tables(&aws_sdk_dynamodb::Client::new(&sdk(dynamo).await), &tables).await.unwrap();
         let (sqs, urls) = queue_urls(moto).await;
@@ -228,6 +232,8 @@ mod end_to_end {
             ("JUDGE_QUEUE_URL", &urls.judge),
             ("RESPOND_QUEUE_URL", &urls.respond),
             ("SUMMARIZE_QUEUE_URL", &urls.summarize),
+            ("REFLECT_QUEUE_URL", &urls.reflect),
+            ("FACTS_TABLE", &tables.facts),
         ] {
             vars.insert(k.into(), v.clone());
         }

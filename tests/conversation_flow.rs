@@ -520,3 +520,62 @@ fn every_n_messages_is_one_summary_each_time() {
     assert_eq!(summaries, vec![(json!(110.0), json!(3)), (json!(230.0), json!(3))], "{log:?}");
     assert_eq!(log.stats()["llm_calls"]["summarize"], 3, "two channel summaries and one workspace refresh");
 }
+
+const REFLECT: &str = r#"{"role": "reflect", "reply": {"facts": [{"content": "alice deploys on Fridays", "keywords": ["deploy", "friday"], "source_users": ["alice"], "confidence": 0.9, "shareable": true}], "profiles": [{"user": "alice", "tags": ["release manager"], "summary": "runs the Friday deploys"}]}, "repeat": true}"#;
+
+fn chatter(n: usize, start: f64) -> Vec<String> {
+    (0..n)
+        .map(|i| {
+            let user = if i % 2 == 0 { "alice" } else { "bob" };
+            format!(r#"{{"t": {}, "user": "{user}", "text": "we deploy on friday, note {i}"}}"#, start + i as f64 * 30.0)
+        })
+        .collect()
+}
+
+#[test]
+fn a_quiet_channel_is_reflected_on_and_its_facts_reach_later_replies() {
+    let llm = kuuki_e2e::RecordingLlm::new(&format!("{REFLECT}\n{SUMMARY}\n{YES}"));
+    let mut lines = chatter(10, 0.0);
+    lines.push(r#"{"t": 7200, "user": "carol", "text": "<@bot> when do we deploy?"}"#.into());
+    let log = Run::new(&lines.join("\n"))
+        .llm(llm.clone())
+        .settings(&[("JUDGE_JITTER_RATIO", "0"), ("REFLECTION_LULL_MINUTES", "10")])
+        .log();
+    let reflections = log.kind("reflect");
+    assert_eq!(reflections.len(), 1, "{log:?}");
+    assert_eq!(reflections[0]["t"], 300.0 + 600.0 - 30.0 + 30.0, "the last message at 270 s, judged at 300 s, then a 10-minute lull");
+    assert_eq!(reflections[0]["messages"], 10);
+    assert_eq!(reflections[0]["facts_new"], 1);
+    assert_eq!(reflections[0]["profiles"], 1);
+    let generate = llm.requests().into_iter().rfind(|r| r.role == kuuki::ports::LlmRole::Generate).unwrap();
+    assert!(generate.system.contains("- alice deploys on Fridays"), "the fact reaches the reply: {}", generate.system);
+}
+
+#[test]
+fn a_restated_fact_strengthens_the_known_one_and_watermarks_keep_messages_from_counting_twice() {
+    let mut lines = chatter(10, 0.0);
+    lines.extend(chatter(10, 3600.0));
+    let log = Run::new(&lines.join("\n"))
+        .script(&format!("{REFLECT}\n{SUMMARY}\n{YES}"))
+        .settings(&[("JUDGE_JITTER_RATIO", "0")])
+        .log();
+    let reflections = log.kind("reflect");
+    assert_eq!(reflections.len(), 2, "{log:?}");
+    assert_eq!((reflections[0]["facts_new"].clone(), reflections[0]["facts_strengthened"].clone()), (json!(1), json!(0)));
+    assert_eq!((reflections[1]["facts_new"].clone(), reflections[1]["facts_strengthened"].clone()), (json!(0), json!(1)));
+    assert_eq!(reflections[1]["messages"], 10, "only the messages since the first reflection");
+}
+
+#[test]
+fn reflection_waits_for_enough_messages_or_a_full_buffer() {
+    let script = format!("{REFLECT}\n{SUMMARY}\n{YES}");
+    let few = Run::new(&chatter(9, 0.0).join("\n")).script(&script).log();
+    assert!(few.kind("reflect").is_empty(), "fewer than REFLECTION_MIN_MESSAGES: {few:?}");
+    // A buffer that fills up is reflected on without waiting for a lull.
+    let busy = Run::new(&chatter(12, 0.0).join("\n"))
+        .script(&script)
+        .settings(&[("REFLECTION_MAX_BUFFER_MESSAGES", "5"), ("REFLECTION_MIN_MESSAGES", "3"), ("JUDGE_JITTER_RATIO", "0")])
+        .log();
+    let first = &busy.kind("reflect")[0];
+    assert!(first["t"].as_f64().unwrap() < 600.0, "not after a lull: {first}");
+}

@@ -261,3 +261,28 @@ fn confident_judgments_stand_longer() {
     assert_eq!(cache_lifetime(0.69), Duration::from_secs(600));
     assert!(cache_lifetime(0.0) >= Duration::from_secs(300), "never under five minutes");
 }
+
+#[tokio::test]
+async fn the_daily_sweep_forgets_faded_facts_only() {
+    use kuuki::domain::{ChannelId, Fact};
+    use kuuki::ports::FactStore;
+    let h = Harness::new(&[("FACT_DECAY_HALF_LIFE_DAYS", "30")]);
+    let fact = |id: &str, days_old: u64| Fact {
+        id: id.into(),
+        channel: ChannelId("general".into()),
+        content: id.into(),
+        keywords: vec![],
+        source_users: vec![],
+        confidence: 0.9,
+        shareable: false,
+        created_at: h.at(0.0),
+        confirmed_at: h.at(0.0) - Duration::from_secs(days_old * 86_400),
+        strength: 1,
+    };
+    h.store.put_fact(&fact("fresh", 1)).await.unwrap();
+    // 0.9 × 0.5^(150/30) ≈ 0.028: under the floor.
+    h.store.put_fact(&fact("faded", 150)).await.unwrap();
+    run_job(&h.deps, &Job::SweepFacts).await.unwrap();
+    let left: Vec<String> = h.store.facts(&ChannelId("general".into())).await.unwrap().into_iter().map(|f| f.id).collect();
+    assert_eq!(left, vec!["fresh"]);
+}

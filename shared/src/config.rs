@@ -87,9 +87,12 @@ settings_doc! {
     "JUDGE_QUEUE_URL", "", "SQS queue of JUDGE jobs.";
     "RESPOND_QUEUE_URL", "", "SQS queue of RESPOND jobs.";
     "SUMMARIZE_QUEUE_URL", "", "SQS queue of SUMMARIZE jobs.";
+    "REFLECT_QUEUE_URL", "", "SQS queue of REFLECT jobs.";
     "JUDGE_QUEUE_ARN", "", "ARN of the JUDGE queue (the scheduler's target).";
     "RESPOND_QUEUE_ARN", "", "ARN of the RESPOND queue (the scheduler's target).";
     "SUMMARIZE_QUEUE_ARN", "", "ARN of the SUMMARIZE queue (the scheduler's target).";
+    "REFLECT_QUEUE_ARN", "", "ARN of the REFLECT queue (the scheduler's target).";
+    "FACTS_TABLE", "kuuki-facts", "DynamoDB table of facts and notes about people (long-term memory).";
     "SCHEDULE_GROUP", "kuuki", "EventBridge Scheduler group of one-time schedules.";
     "SCHEDULER_ROLE_ARN", "", "Role EventBridge Scheduler assumes to send to the queues.";
 }
@@ -187,6 +190,9 @@ pub struct Settings {
     pub judge_queue_url: String,
     pub respond_queue_url: String,
     pub summarize_queue_url: String,
+    pub reflect_queue_url: String,
+    pub reflect_queue_arn: String,
+    pub facts_table: String,
     pub judge_queue_arn: String,
     pub respond_queue_arn: String,
     pub summarize_queue_arn: String,
@@ -400,6 +406,9 @@ impl Settings {
             judge_queue_url: r.string("JUDGE_QUEUE_URL", ""),
             respond_queue_url: r.string("RESPOND_QUEUE_URL", ""),
             summarize_queue_url: r.string("SUMMARIZE_QUEUE_URL", ""),
+            reflect_queue_url: r.string("REFLECT_QUEUE_URL", ""),
+            reflect_queue_arn: r.string("REFLECT_QUEUE_ARN", ""),
+            facts_table: r.string("FACTS_TABLE", "kuuki-facts"),
             judge_queue_arn: r.string("JUDGE_QUEUE_ARN", ""),
             respond_queue_arn: r.string("RESPOND_QUEUE_ARN", ""),
             summarize_queue_arn: r.string("SUMMARIZE_QUEUE_ARN", ""),

@@ -7,7 +7,7 @@ use crate::config::Settings;
 use crate::domain::{BotIdentity, Persona, UserId};
 use crate::domain::Job;
 use crate::ports::{
-    Chat, ChannelStateStore, Clock, DecisionLog, Ledger, Llm, MAX_QUEUE_DELAY, MessageStore, PortResult, Queue, Scheduler,
+    Chat, ChannelStateStore, Clock, DecisionLog, FactStore, Ledger, Llm, MAX_QUEUE_DELAY, MessageStore, PortResult, Queue, Scheduler,
 };
 use crate::prompts::Prompts;
 
@@ -18,6 +18,7 @@ pub struct Deps {
     pub prompts: Prompts,
     pub messages: Arc<dyn MessageStore>,
     pub channels: Arc<dyn ChannelStateStore>,
+    pub facts: Arc<dyn FactStore>,
     pub ledger: Arc<dyn Ledger>,
     pub queue: Arc<dyn Queue>,
     pub scheduler: Arc<dyn Scheduler>,
@@ -33,6 +34,7 @@ pub struct Deps {
 pub struct Adapters {
     pub messages: Arc<dyn MessageStore>,
     pub channels: Arc<dyn ChannelStateStore>,
+    pub facts: Arc<dyn FactStore>,
     pub ledger: Arc<dyn Ledger>,
     pub queue: Arc<dyn Queue>,
     pub scheduler: Arc<dyn Scheduler>,
@@ -57,6 +59,7 @@ impl Deps {
             persona,
             messages: adapters.messages,
             channels: adapters.channels,
+            facts: adapters.facts,
             ledger: adapters.ledger,
             queue: adapters.queue,
             scheduler: adapters.scheduler,

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::domain::{
-    ChannelId, ChannelMemory, Intervention, Job, JudgmentNote, Message, ThreadKey, Timestamp, Ts, UserId, WorkspaceMemory,
+    ChannelId, ChannelMemory, Fact, Intervention, Job, JudgmentNote, Message, ThreadKey, Timestamp, Ts, UserId,
+    UserNote, WorkspaceMemory,
 };
 
 /// A backend failed. `Backend` may pass (queues redeliver the job); `Rejected` will
@@ -92,6 +93,9 @@ pub struct ChannelState {
     /// The last summary failed: no new one is queued before then.
     #[serde(default)]
     pub summary_retry_after: Option<Timestamp>,
+    /// The newest message already reflected on.
+    #[serde(default)]
+    pub reflection_watermark: Option<Ts>,
 }
 
 impl ChannelState {
@@ -121,6 +125,8 @@ pub trait ChannelStateStore: Send + Sync {
     async fn set_channel_memory(&self, channel: &ChannelId, memory: ChannelMemory) -> PortResult<()>;
     /// After a failed summary: none is queued before `until`.
     async fn defer_summary(&self, channel: &ChannelId, until: Timestamp) -> PortResult<()>;
+    /// The newest message reflected on: the same messages never yield facts twice.
+    async fn set_reflection_watermark(&self, channel: &ChannelId, ts: Ts) -> PortResult<()>;
     /// Marks a summary as queued for `due`, unless one is queued already for a time
     /// still ahead of `now` and no later than `due`; returns whether this call marked it.
     async fn mark_summary_due(&self, channel: &ChannelId, due: Timestamp, now: Timestamp) -> PortResult<bool>;
@@ -128,6 +134,20 @@ pub trait ChannelStateStore: Send + Sync {
     async fn clear_summary_marks(&self, channel: &ChannelId) -> PortResult<()>;
     async fn workspace_memory(&self) -> PortResult<WorkspaceMemory>;
     async fn set_workspace_memory(&self, memory: WorkspaceMemory) -> PortResult<()>;
+}
+
+/// Facts and notes about people (DESIGN §6, long-term memory).
+#[async_trait]
+pub trait FactStore: Send + Sync {
+    /// The channel's facts (at most `FACT_STORE_MAX_FACTS_PER_CHANNEL` are kept).
+    async fn facts(&self, channel: &ChannelId) -> PortResult<Vec<Fact>>;
+    /// Stores `fact`, replacing one with the same id.
+    async fn put_fact(&self, fact: &Fact) -> PortResult<()>;
+    async fn delete_fact(&self, channel: &ChannelId, id: &str) -> PortResult<()>;
+    /// Every channel that has facts (for the daily clean-up).
+    async fn fact_channels(&self) -> PortResult<Vec<ChannelId>>;
+    async fn user_note(&self, user: &str) -> PortResult<Option<UserNote>>;
+    async fn put_user_note(&self, note: &UserNote) -> PortResult<()>;
 }
 
 /// Whether a summary marked due at `marked` blocks a new mark for `due` at `now`: it

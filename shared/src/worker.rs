@@ -28,6 +28,8 @@ pub async fn run_job(deps: &Deps, job: &Job) -> PortResult<()> {
             emoji,
         } => respond::handle(deps, thread, ts, *mode, *response_type, emoji.as_deref()).await,
         Job::Summarize { channel, ts } => crate::memory::summarize::handle(deps, channel, ts).await,
+        Job::Reflect { channel, ts } => crate::memory::reflect::handle(deps, channel, ts).await,
+        Job::SweepFacts => crate::memory::reflect::sweep(deps).await,
     }
 }
 
@@ -86,6 +88,7 @@ async fn deliver(deps: &Deps, queue: &MemoryQueue, scheduled: Scheduled) -> bool
             Job::Judge { .. } => Stage::Judge,
             Job::Respond { .. } => Stage::Respond,
             Job::Summarize { .. } => Stage::Summarize,
+            Job::Reflect { .. } | Job::SweepFacts => Stage::Reflect,
         };
         record(
             deps,

@@ -24,6 +24,7 @@ pub async fn setup_aws(args: SetupArgs) -> anyhow::Result<()> {
         messages: settings.messages_table.clone(),
         channels: settings.channels_table.clone(),
         ledger: settings.ledger_table.clone(),
+        facts: settings.facts_table.clone(),
     };
     create_tables(&aws_sdk_dynamodb::Client::new(&config), &tables)
         .await
@@ -45,14 +46,16 @@ pub async fn setup_aws(args: SetupArgs) -> anyhow::Result<()> {
             .with_context(|| format!("creating the schedule group {group}"))?;
     }
     eprintln!(
-        "kuuki setup-aws: tables {}, {}, {}; queues and schedule group {group} are ready. For kuuki serve --aws:",
-        tables.messages, tables.channels, tables.ledger
+        "kuuki setup-aws: tables {}, {}, {}, {}; queues and schedule group {group} are ready. For kuuki serve --aws:",
+        tables.messages, tables.channels, tables.ledger, tables.facts
     );
     println!("export JUDGE_QUEUE_URL={}", urls.judge);
     println!("export RESPOND_QUEUE_URL={}", urls.respond);
     println!("export SUMMARIZE_QUEUE_URL={}", urls.summarize);
+    println!("export REFLECT_QUEUE_URL={}", urls.reflect);
     println!("export JUDGE_QUEUE_ARN={}", arns[0]);
     println!("export RESPOND_QUEUE_ARN={}", arns[1]);
     println!("export SUMMARIZE_QUEUE_ARN={}", arns[2]);
+    println!("export REFLECT_QUEUE_ARN={}", arns[3]);
     Ok(())
 }

@@ -54,13 +54,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let log = Arc::new(JsonLinesLog::new(std::io::stdout()));
     let user = UserId(me.user_id.clone());
     let (deps, workers) = if args.aws {
-        if settings.judge_queue_url.is_empty() || settings.respond_queue_url.is_empty() || settings.summarize_queue_url.is_empty() {
-            bail!("--aws needs JUDGE_QUEUE_URL, RESPOND_QUEUE_URL and SUMMARIZE_QUEUE_URL (kuuki setup-aws prints them)");
+        let urls = [&settings.judge_queue_url, &settings.respond_queue_url, &settings.summarize_queue_url, &settings.reflect_queue_url];
+        if urls.iter().any(|u| u.is_empty()) {
+            bail!("--aws needs JUDGE_QUEUE_URL, RESPOND_QUEUE_URL, SUMMARIZE_QUEUE_URL and REFLECT_QUEUE_URL (kuuki setup-aws prints them)");
         }
         let aws = AwsAdapters::build(&settings, clock).await;
         let deps = Arc::new(Deps::new(settings, options.persona, user, aws.adapters(slack, llm, log), options.seed));
         let (client, urls) = (aws.queue.client().clone(), aws.queue.urls().clone());
-        let pollers = [urls.judge, urls.respond, urls.summarize]
+        let pollers = [urls.judge, urls.respond, urls.summarize, urls.reflect]
             .into_iter()
             .map(|url| tokio::spawn(poll_forever(deps.clone(), client.clone(), url)))
             .collect();

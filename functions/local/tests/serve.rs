@@ -190,6 +190,7 @@ async fn setup_aws_then_serve_aws_answers_through_dynamodb_and_sqs() {
         format!("MESSAGES_TABLE=serve-messages-{suffix}"),
         format!("CHANNELS_TABLE=serve-channels-{suffix}"),
         format!("LEDGER_TABLE=serve-ledger-{suffix}"),
+        format!("FACTS_TABLE=serve-facts-{suffix}"),
     ];
     let mut args = vec!["setup-aws".to_owned(), "--prefix".into(), format!("serve-{suffix}")];
     for t in &tables {
@@ -202,7 +203,7 @@ async fn setup_aws_then_serve_aws_answers_through_dynamodb_and_sqs() {
         .lines()
         .filter_map(|l| l.strip_prefix("export ")?.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
         .collect();
-    assert_eq!(exports.len(), 6, "{exports:?}");
+    assert_eq!(exports.len(), 8, "{exports:?}");
     // Running it again changes nothing and succeeds.
     assert!(Command::new(env!("CARGO_BIN_EXE_kuuki")).args(&args).output().unwrap().status.success());
 

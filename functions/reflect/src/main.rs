@@ -1,13 +1,8 @@
-//! The reflect Lambda. Its AWS adapters (DynamoDB, SQS, Scheduler) and the Lambda runtime
-//! are not built yet, so this binary refuses to start instead of pretending to work.
-//! The same logic runs today in one process: `kuuki replay` (and later `kuuki serve`).
+//! The reflect Lambda: REFLECT jobs from SQS (a channel fell quiet, or its buffer
+//! filled) and the daily fact clean-up a schedule sends, with partial batch failures.
 
-use std::process::ExitCode;
-
-fn main() -> ExitCode {
-    eprintln!(
-        "kuuki-reflect: the AWS adapters this function needs are not built yet; \
-         run kuuki locally with `kuuki replay` instead"
-    );
-    ExitCode::FAILURE
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    tracing_subscriber::fmt().json().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).init();
+    kuuki::adapters::aws::lambda::run_sqs_worker().await
 }

@@ -7,10 +7,10 @@
 use std::time::Duration;
 
 use crate::domain::{
-    Author, ChannelId, ChannelMemory, Decision, Intervention, JudgmentNote, Message, ResponseType, ThreadKey, Timestamp,
-    Ts, UserId, WorkspaceMemory,
+    Author, ChannelId, ChannelMemory, Decision, Fact, Intervention, JudgmentNote, Message, ResponseType, ThreadKey,
+    Timestamp, Ts, UserId, UserNote, WorkspaceMemory,
 };
-use crate::ports::{ChannelState, ChannelStateStore, ClaimOutcome, Ledger, MessageStore, PutOutcome};
+use crate::ports::{ChannelState, ChannelStateStore, ClaimOutcome, FactStore, Ledger, MessageStore, PutOutcome};
 
 const T0: i64 = 1_767_603_600 * 1_000_000;
 
@@ -226,6 +226,47 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     assert_eq!(store.workspace_memory().await.unwrap(), workspace);
 }
 
+/// Facts per channel, replaced by id, deleted; notes about people.
+pub async fn facts(store: &dyn FactStore) {
+    let ch = ChannelId("contract-facts".into());
+    assert!(store.facts(&ch).await.unwrap().is_empty());
+    let fact = |id: &str, content: &str| Fact {
+        id: id.into(),
+        channel: ch.clone(),
+        content: content.into(),
+        keywords: vec!["deploy".into()],
+        source_users: vec!["alice".into()],
+        confidence: 0.8,
+        shareable: true,
+        created_at: at(0),
+        confirmed_at: at(0),
+        strength: 1,
+    };
+    store.put_fact(&fact("f1", "alice deploys on Fridays")).await.unwrap();
+    store.put_fact(&fact("f2", "lunch is curry")).await.unwrap();
+    let mut stronger = fact("f1", "alice deploys on Fridays");
+    stronger.strength = 2;
+    store.put_fact(&stronger).await.unwrap();
+    let mut facts = store.facts(&ch).await.unwrap();
+    facts.sort_by(|a, b| a.id.cmp(&b.id));
+    assert_eq!(facts.len(), 2);
+    assert_eq!(facts[0], stronger, "replaced by id");
+    assert!(store.facts(&ChannelId("contract-elsewhere".into())).await.unwrap().is_empty(), "facts stay in their channel");
+    assert!(store.fact_channels().await.unwrap().contains(&ch));
+    store.delete_fact(&ch, "f2").await.unwrap();
+    store.delete_fact(&ch, "f2").await.unwrap();
+    assert_eq!(store.facts(&ch).await.unwrap().len(), 1);
+    assert_eq!(store.user_note("contract-user").await.unwrap(), None);
+    let note = UserNote {
+        user: "contract-user".into(),
+        tags: vec!["Rust".into()],
+        summary: "deploys".into(),
+        updated_at: Some(at(5)),
+    };
+    store.put_user_note(&note).await.unwrap();
+    assert_eq!(store.user_note("contract-user").await.unwrap(), Some(note));
+}
+
 #[cfg(test)]
 mod tests {
     use crate::adapters::memory::MemoryStore;
@@ -236,5 +277,6 @@ mod tests {
         super::message_store(&store).await;
         super::ledger(&store).await;
         super::channel_states(&store).await;
+        super::facts(&store).await;
     }
 }

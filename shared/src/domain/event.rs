@@ -14,6 +14,7 @@ pub enum Stage {
     Judge,
     Respond,
     Summarize,
+    Reflect,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -78,6 +79,13 @@ pub enum EventKind {
         /// The channel is in shadow mode: decided and logged, not posted.
         shadow: bool,
     },
+    /// A quiet stretch of a channel was reflected on.
+    Reflect {
+        messages: usize,
+        facts_new: usize,
+        facts_strengthened: usize,
+        profiles: usize,
+    },
     /// A channel's memory was brought up to date.
     Summary {
         messages: usize,
@@ -121,6 +129,7 @@ impl EventKind {
             EventKind::Respond { .. } => "respond",
             EventKind::RespondFailed { .. } => "respond_failed",
             EventKind::Summary { .. } => "summary",
+            EventKind::Reflect { .. } => "reflect",
         }
     }
 }

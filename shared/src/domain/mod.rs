@@ -257,6 +257,15 @@ pub enum Job {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         emoji: Option<String>,
     },
+    /// Reflect on a channel's quiet conversation: facts and notes about people.
+    Reflect {
+        channel: ChannelId,
+        /// The newest message when the job was made: a newer one means the channel
+        /// was not quiet after all.
+        ts: Ts,
+    },
+    /// The daily clean-up: facts faded under the floor are forgotten (a schedule sends it).
+    SweepFacts,
     /// Bring a channel's memory up to date (every N messages or N minutes).
     Summarize {
         channel: ChannelId,
@@ -285,10 +294,13 @@ impl JobEnvelope {
 }
 
 impl Job {
+    /// The channel the job is about; the sweep is about all of them.
     pub fn channel(&self) -> &ChannelId {
+        static ALL: std::sync::LazyLock<ChannelId> = std::sync::LazyLock::new(|| ChannelId("*".into()));
         match self {
+            Job::SweepFacts => &ALL,
             Job::Judge { thread, .. } | Job::Respond { thread, .. } => &thread.channel,
-            Job::Summarize { channel, .. } => channel,
+            Job::Summarize { channel, .. } | Job::Reflect { channel, .. } => channel,
         }
     }
 
@@ -296,13 +308,16 @@ impl Job {
     pub fn thread(&self) -> ThreadKey {
         match self {
             Job::Judge { thread, .. } | Job::Respond { thread, .. } => thread.clone(),
-            Job::Summarize { channel, .. } => ThreadKey::top_level(channel.clone()),
+            Job::Summarize { channel, .. } | Job::Reflect { channel, .. } => ThreadKey::top_level(channel.clone()),
+            Job::SweepFacts => ThreadKey::top_level(self.channel().clone()),
         }
     }
 
     pub fn ts(&self) -> &Ts {
+        static NONE: std::sync::LazyLock<Ts> = std::sync::LazyLock::new(|| Ts::new("0"));
         match self {
-            Job::Judge { ts, .. } | Job::Respond { ts, .. } | Job::Summarize { ts, .. } => ts,
+            Job::SweepFacts => &NONE,
+            Job::Judge { ts, .. } | Job::Respond { ts, .. } | Job::Summarize { ts, .. } | Job::Reflect { ts, .. } => ts,
         }
     }
 
@@ -314,6 +329,8 @@ impl Job {
             Job::Judge { .. } => "judge",
             Job::Respond { .. } => "respond",
             Job::Summarize { .. } => "summarize",
+            Job::Reflect { .. } => "reflect",
+            Job::SweepFacts => "sweep_facts",
         };
         format!("{kind}:{}:{root}:{}", thread.channel, self.ts())
     }
@@ -339,6 +356,35 @@ pub struct ChannelMemory {
 pub struct WorkspaceMemory {
     pub history: String,
     pub recent_events: String,
+    pub updated_at: Option<Timestamp>,
+}
+
+/// Something worth remembering, learned by reflecting on a channel's conversation. It
+/// stays in that channel: nothing learned in one channel is said in another.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fact {
+    /// Stable for the same content, so restating a fact finds it again.
+    pub id: String,
+    pub channel: ChannelId,
+    pub content: String,
+    pub keywords: Vec<String>,
+    pub source_users: Vec<String>,
+    pub confidence: f64,
+    /// Fit to bring up unasked (a proactive opener).
+    pub shareable: bool,
+    pub created_at: Timestamp,
+    /// When it was last learned or restated (decay runs from here).
+    pub confirmed_at: Timestamp,
+    /// How often it was learned: restating strengthens instead of duplicating.
+    pub strength: u32,
+}
+
+/// What reflection noted about a person (the LLM part of a profile).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UserNote {
+    pub user: String,
+    pub tags: Vec<String>,
+    pub summary: String,
     pub updated_at: Option<Timestamp>,
 }
 

@@ -112,6 +112,9 @@ async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Messag
     if let Err(error) = crate::memory::summarize::maybe_queue(deps, channel, &target, &state).await {
         tracing::warn!(%error, "could not queue a summary");
     }
+    if let Err(error) = crate::memory::reflect::maybe_queue(deps, channel, &target, &state).await {
+        tracing::warn!(%error, "could not queue a reflection");
+    }
     let turn_start = rules::turn(upto).first().map_or(&target.ts, |m| &m.ts);
     let previous = deps.messages.previous_in_channel(channel, turn_start).await?;
     let scored = rules::score(

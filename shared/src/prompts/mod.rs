@@ -15,6 +15,8 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("summarize.en", include_str!("summarize.en.md.j2")),
     ("workspace.ja", include_str!("workspace.ja.md.j2")),
     ("workspace.en", include_str!("workspace.en.md.j2")),
+    ("reflect.ja", include_str!("reflect.ja.md.j2")),
+    ("reflect.en", include_str!("reflect.en.md.j2")),
 ];
 
 /// The compiled templates for one language; built once at start-up.
@@ -61,6 +63,10 @@ impl Prompts {
 
     pub fn workspace(&self, context: impl Serialize) -> String {
         self.render("workspace", context)
+    }
+
+    pub fn reflect(&self, context: impl Serialize) -> String {
+        self.render("reflect", context)
     }
 }
 

@@ -20,6 +20,7 @@ pub struct Stats {
     /// LLM judge answers that were not the JSON asked for (or calls that failed).
     pub llm_unusable: u64,
     pub summaries: u64,
+    pub reflections: u64,
     pub superseded: u64,
     pub dropped: u64,
     pub respond_failed: u64,
@@ -139,6 +140,7 @@ impl<'a> LogWriter<'a> {
             EventKind::RespondFailed { .. } => s.respond_failed += 1,
             EventKind::Respond { response_type, .. } => *s.responses.entry(response_type.as_str()).or_default() += 1,
             EventKind::Summary { .. } => s.summaries += 1,
+            EventKind::Reflect { .. } => s.reflections += 1,
             _ => {}
         }
     }
@@ -257,6 +259,12 @@ fn body(event: &Event) -> Value {
             response_type,
             reason,
         } => json!({"type": response_type, "mode": mode, "reason": reason}),
+        EventKind::Reflect {
+            messages,
+            facts_new,
+            facts_strengthened,
+            profiles,
+        } => json!({"messages": messages, "facts_new": facts_new, "facts_strengthened": facts_strengthened, "profiles": profiles}),
         EventKind::Summary {
             messages,
             summary,

@@ -32,6 +32,11 @@ pub struct PromptContext<'a> {
     /// What kuuki remembers of the channel and the workspace (summaries).
     pub channel_memory: ChannelMemory,
     pub workspace_memory: WorkspaceMemory,
+    /// Facts relevant to the message answered (generation only), fenced.
+    pub facts: Vec<String>,
+    /// What reflection noted about the speaker (generation only), fenced.
+    pub speaker_tags: Vec<String>,
+    pub speaker_summary: String,
     pub now: String,
     /// The channel's top level, when the target is in a thread.
     pub top_level: Vec<PromptMessage>,
@@ -125,6 +130,9 @@ pub async fn build<'a>(
     Ok(PromptContext {
         persona: &deps.persona,
         channel_memory: fenced_memory(channel_memory),
+        facts: Vec::new(),
+        speaker_tags: Vec::new(),
+        speaker_summary: String::new(),
         workspace_memory: WorkspaceMemory {
             history: guard::fence_safe(&workspace_memory.history),
             recent_events: guard::fence_safe(&workspace_memory.recent_events),

@@ -252,7 +252,21 @@ async fn generate(
     let Some(llm) = &deps.llm else {
         return Ok(Ok(placeholder(deps, target, response_type)));
     };
-    let ctx = context::build(deps, target, conversation, state, response_type).await?;
+    let mut ctx = context::build(deps, target, conversation, state, response_type).await?;
+    // Facts are looked up only now that kuuki answers (spec 001), in this channel only.
+    if deps.settings.memory_enabled {
+        let facts = deps.facts.facts(&target.channel).await?;
+        let now = deps.clock.now();
+        let half_life = deps.settings.fact_decay_half_life_days;
+        ctx.facts = crate::memory::reflect::search(&facts, &target.text, &target.user.0, now, half_life)
+            .iter()
+            .map(|f| guard::fence_safe(&f.content))
+            .collect();
+        if let Some(note) = deps.facts.user_note(&target.user.0).await? {
+            ctx.speaker_tags = note.tags.iter().map(|t| guard::fence_safe(t)).collect();
+            ctx.speaker_summary = guard::fence_safe(&note.summary);
+        }
+    }
     let prompt = deps.prompts.generate(&ctx);
     let request = LlmRequest {
         role: LlmRole::Generate,

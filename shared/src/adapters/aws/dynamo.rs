@@ -5,6 +5,7 @@
 //! | messages | `channel` (S), `sk` (S: the ts, zero-padded so text order is ts order) | every message; GSI `by_conversation` on `conv` (`channel#root`, `-` for the top level) and `sk`; TTL `expires_at` |
 //! | channels | `channel` (S) | the channel's state as JSON (`state`) with an optimistic `version` |
 //! | ledger | `key` (S) | claims (`status`, `until`) and cache entries (`value`, `until`); TTL `expires_at` |
+//! | facts | `scope` (S: the channel, or `#notes`), `id` (S) | facts as JSON (`fact`) per channel; people's notes (`note`) |
 //!
 //! Access patterns: a message by (channel, ts) with a conditional put that dedups
 //! deliveries; a conversation's newest N (GSI, newest first, limit N); a channel's
@@ -25,11 +26,12 @@ use aws_sdk_dynamodb::types::{
 };
 
 use crate::domain::{
-    Author, ChannelId, ChannelMemory, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts, UserId, WorkspaceMemory,
+    Author, ChannelId, ChannelMemory, Fact, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts, UserId,
+    UserNote, WorkspaceMemory,
 };
 use crate::ports::{
-    ChannelState, ChannelStateStore, ClaimOutcome, Clock, Ledger, MessageStore, PortError, PortResult, PutOutcome,
-    summary_pending,
+    ChannelState, ChannelStateStore, ClaimOutcome, Clock, FactStore, Ledger, MessageStore, PortError, PortResult,
+    PutOutcome, summary_pending,
 };
 
 /// The table names (settings `MESSAGES_TABLE`, `CHANNELS_TABLE`, `LEDGER_TABLE`).
@@ -38,6 +40,7 @@ pub struct TableNames {
     pub messages: String,
     pub channels: String,
     pub ledger: String,
+    pub facts: String,
 }
 
 const CONVERSATION_INDEX: &str = "by_conversation";
@@ -401,6 +404,10 @@ impl ChannelStateStore for DynamoStore {
         .await
     }
 
+    async fn set_reflection_watermark(&self, channel: &ChannelId, ts: Ts) -> PortResult<()> {
+        self.update_state(channel, |state| state.reflection_watermark = Some(ts.clone())).await
+    }
+
     async fn defer_summary(&self, channel: &ChannelId, until: Timestamp) -> PortResult<()> {
         self.update_state(channel, |state| {
             state.summary_due = None;
@@ -450,6 +457,126 @@ impl ChannelStateStore for DynamoStore {
             .send()
             .await
             .map_err(backend("put workspace memory"))?;
+        Ok(())
+    }
+}
+
+/// The facts table holds people's notes under this scope (no channel id starts with '#').
+const NOTES_SCOPE: &str = "#notes";
+
+#[async_trait]
+impl FactStore for DynamoStore {
+    async fn facts(&self, channel: &ChannelId) -> PortResult<Vec<Fact>> {
+        let mut facts = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.tables.facts)
+                .key_condition_expression("#scope = :scope")
+                .expression_attribute_names("#scope", "scope")
+                .expression_attribute_values(":scope", s(&channel.0))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(backend("query facts"))?;
+            for item in out.items.unwrap_or_default() {
+                if let Some(json) = get_s(&item, "fact") {
+                    facts.push(serde_json::from_str::<Fact>(json).map_err(backend("decode fact"))?);
+                }
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(facts);
+            }
+        }
+    }
+
+    async fn put_fact(&self, fact: &Fact) -> PortResult<()> {
+        let json = serde_json::to_string(fact).map_err(backend("encode fact"))?;
+        self.client
+            .put_item()
+            .table_name(&self.tables.facts)
+            .item("scope", s(&fact.channel.0))
+            .item("id", s(&fact.id))
+            .item("fact", s(json))
+            .send()
+            .await
+            .map_err(backend("put fact"))?;
+        Ok(())
+    }
+
+    async fn delete_fact(&self, channel: &ChannelId, id: &str) -> PortResult<()> {
+        self.client
+            .delete_item()
+            .table_name(&self.tables.facts)
+            .key("scope", s(&channel.0))
+            .key("id", s(id))
+            .send()
+            .await
+            .map_err(backend("delete fact"))?;
+        Ok(())
+    }
+
+    async fn fact_channels(&self) -> PortResult<Vec<ChannelId>> {
+        let mut channels: Vec<ChannelId> = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .scan()
+                .table_name(&self.tables.facts)
+                .projection_expression("#scope")
+                .expression_attribute_names("#scope", "scope")
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(backend("scan fact channels"))?;
+            for item in out.items.unwrap_or_default() {
+                if let Some(scope) = get_s(&item, "scope").filter(|s| *s != NOTES_SCOPE) {
+                    let channel = ChannelId(scope.to_owned());
+                    if !channels.contains(&channel) {
+                        channels.push(channel);
+                    }
+                }
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(channels);
+            }
+        }
+    }
+
+    async fn user_note(&self, user: &str) -> PortResult<Option<UserNote>> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.tables.facts)
+            .key("scope", s(NOTES_SCOPE))
+            .key("id", s(user))
+            .send()
+            .await
+            .map_err(backend("get user note"))?;
+        out.item
+            .as_ref()
+            .and_then(|item| get_s(item, "note"))
+            .map(serde_json::from_str::<UserNote>)
+            .transpose()
+            .map_err(backend("decode user note"))
+    }
+
+    async fn put_user_note(&self, note: &UserNote) -> PortResult<()> {
+        let json = serde_json::to_string(note).map_err(backend("encode user note"))?;
+        self.client
+            .put_item()
+            .table_name(&self.tables.facts)
+            .item("scope", s(NOTES_SCOPE))
+            .item("id", s(&note.user))
+            .item("note", s(json))
+            .send()
+            .await
+            .map_err(backend("put user note"))?;
         Ok(())
     }
 }
@@ -587,10 +714,11 @@ pub async fn create_tables(client: &Client, tables: &TableNames) -> Result<(), S
             .attribute_type(ScalarAttributeType::S)
             .build()
     };
-    let specs: [(&str, Vec<&str>, bool); 3] = [
+    let specs: [(&str, Vec<&str>, bool); 4] = [
         (&tables.messages, vec!["channel", "sk"], true),
         (&tables.channels, vec!["channel"], false),
         (&tables.ledger, vec!["key"], true),
+        (&tables.facts, vec!["scope", "id"], false),
     ];
     for (name, keys, ttl) in specs {
         if existing.iter().any(|t| t == name) {

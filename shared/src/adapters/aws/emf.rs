@@ -76,6 +76,11 @@ pub fn metrics_of(event: &Event) -> Vec<(&'static str, f64, &'static str)> {
         ],
         EventKind::RespondFailed { .. } => vec![("ResponsesFailed", 1.0, "Count")],
         EventKind::Summary { .. } => vec![("Summaries", 1.0, "Count")],
+        EventKind::Reflect { facts_new, facts_strengthened, .. } => vec![
+            ("Reflections", 1.0, "Count"),
+            ("FactsLearned", *facts_new as f64, "Count"),
+            ("FactsStrengthened", *facts_strengthened as f64, "Count"),
+        ],
         EventKind::Message { .. } => vec![("Messages", 1.0, "Count")],
         EventKind::Edited { .. } | EventKind::Deleted => vec![],
     }

@@ -49,6 +49,7 @@ impl AwsAdapters {
                 messages: settings.messages_table.clone(),
                 channels: settings.channels_table.clone(),
                 ledger: settings.ledger_table.clone(),
+                facts: settings.facts_table.clone(),
             },
             clock.clone(),
             std::time::Duration::from_secs(u64::from(settings.message_retention_days) * 86_400),
@@ -59,6 +60,7 @@ impl AwsAdapters {
                 judge: settings.judge_queue_url.clone(),
                 respond: settings.respond_queue_url.clone(),
                 summarize: settings.summarize_queue_url.clone(),
+                reflect: settings.reflect_queue_url.clone(),
             },
         );
         let scheduler = EventBridgeScheduler::new(
@@ -69,6 +71,7 @@ impl AwsAdapters {
                 judge_queue_arn: settings.judge_queue_arn.clone(),
                 respond_queue_arn: settings.respond_queue_arn.clone(),
                 summarize_queue_arn: settings.summarize_queue_arn.clone(),
+                reflect_queue_arn: settings.reflect_queue_arn.clone(),
             },
         );
         AwsAdapters {
@@ -83,6 +86,7 @@ impl AwsAdapters {
         Adapters {
             messages: self.store.clone(),
             channels: self.store.clone(),
+            facts: self.store.clone(),
             ledger: self.store.clone(),
             queue: self.queue.clone(),
             scheduler: self.scheduler.clone(),

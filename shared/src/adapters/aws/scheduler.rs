@@ -22,6 +22,7 @@ pub struct ScheduleTargets {
     pub judge_queue_arn: String,
     pub respond_queue_arn: String,
     pub summarize_queue_arn: String,
+    pub reflect_queue_arn: String,
 }
 
 pub struct EventBridgeScheduler {
@@ -61,6 +62,7 @@ impl Scheduler for EventBridgeScheduler {
             Job::Judge { .. } => &self.targets.judge_queue_arn,
             Job::Respond { .. } => &self.targets.respond_queue_arn,
             Job::Summarize { .. } => &self.targets.summarize_queue_arn,
+            Job::Reflect { .. } | Job::SweepFacts => &self.targets.reflect_queue_arn,
         };
         let target = Target::builder()
             .arn(arn)

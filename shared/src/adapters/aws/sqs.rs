@@ -16,6 +16,7 @@ pub struct QueueUrls {
     pub judge: String,
     pub respond: String,
     pub summarize: String,
+    pub reflect: String,
 }
 
 impl QueueUrls {
@@ -24,6 +25,7 @@ impl QueueUrls {
             Job::Judge { .. } => &self.judge,
             Job::Respond { .. } => &self.respond,
             Job::Summarize { .. } => &self.summarize,
+            Job::Reflect { .. } | Job::SweepFacts => &self.reflect,
         }
     }
 }
@@ -121,7 +123,7 @@ pub async fn create_queues(client: &Client, prefix: &str) -> Result<(QueueUrls, 
     let mut arns = Vec::new();
     // As in the SAM template: a dead-letter queue after five deliveries, and a
     // visibility timeout longer than a batch takes.
-    for (name, visibility) in [("judge", 180), ("respond", 180), ("summarize", 360)] {
+    for (name, visibility) in [("judge", 180), ("respond", 180), ("summarize", 360), ("reflect", 360)] {
         let (_, dead_letters) = create(client, &format!("{prefix}-{name}-dead-letters"), &[]).await?;
         let redrive = format!(r#"{{"deadLetterTargetArn":"{dead_letters}","maxReceiveCount":"5"}}"#);
         let (url, arn) = create(
@@ -141,6 +143,7 @@ pub async fn create_queues(client: &Client, prefix: &str) -> Result<(QueueUrls, 
             judge: urls[0].clone(),
             respond: urls[1].clone(),
             summarize: urls[2].clone(),
+            reflect: urls[3].clone(),
         },
         arns,
     ))
@@ -181,5 +184,17 @@ impl Queue for SqsQueue {
                 message: format!("send message: {e:?}").chars().take(500).collect(),
             })?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_templates_sweep_message_is_a_job() {
+        // infra/template.yaml's FactSweepSchedule sends exactly this.
+        assert_eq!(decode_job(r#"{"v":1,"job":"sweep_facts"}"#), Ok(Job::SweepFacts));
+        assert_eq!(decode_job(&encode_job(&Job::SweepFacts)), Ok(Job::SweepFacts));
     }
 }

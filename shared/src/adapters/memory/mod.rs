@@ -48,6 +48,7 @@ impl InProcess {
         Adapters {
             messages: self.store.clone(),
             channels: self.store.clone(),
+            facts: self.store.clone(),
             ledger: self.store.clone(),
             queue: self.queue.clone(),
             scheduler: self.queue.clone(),

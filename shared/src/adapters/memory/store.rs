@@ -4,9 +4,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::domain::{ChannelId, ChannelMemory, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts, WorkspaceMemory};
+use crate::domain::{
+    ChannelId, ChannelMemory, Fact, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts, UserNote,
+    WorkspaceMemory,
+};
 use crate::ports::{
-    ChannelState, ChannelStateStore, ClaimOutcome, Ledger, MessageStore, PortResult, PutOutcome, summary_pending,
+    ChannelState, ChannelStateStore, ClaimOutcome, FactStore, Ledger, MessageStore, PortResult, PutOutcome,
+    summary_pending,
 };
 
 #[derive(Default)]
@@ -29,6 +33,8 @@ struct Inner {
     claims: HashMap<String, Claim>,
     cache: HashMap<String, (String, Timestamp)>,
     workspace: WorkspaceMemory,
+    facts: HashMap<ChannelId, BTreeMap<String, Fact>>,
+    notes: HashMap<String, UserNote>,
 }
 
 /// Every memory tier in maps behind one lock: the embedded store of replay and serve.
@@ -266,6 +272,11 @@ impl ChannelStateStore for MemoryStore {
         Ok(())
     }
 
+    async fn set_reflection_watermark(&self, channel: &ChannelId, ts: Ts) -> PortResult<()> {
+        self.lock().states.entry(channel.clone()).or_default().reflection_watermark = Some(ts);
+        Ok(())
+    }
+
     async fn defer_summary(&self, channel: &ChannelId, until: Timestamp) -> PortResult<()> {
         let mut inner = self.lock();
         let state = inner.states.entry(channel.clone()).or_default();
@@ -290,6 +301,42 @@ impl ChannelStateStore for MemoryStore {
 
     async fn set_workspace_memory(&self, memory: WorkspaceMemory) -> PortResult<()> {
         self.lock().workspace = memory;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl FactStore for MemoryStore {
+    async fn facts(&self, channel: &ChannelId) -> PortResult<Vec<Fact>> {
+        Ok(self.lock().facts.get(channel).map(|f| f.values().cloned().collect()).unwrap_or_default())
+    }
+
+    async fn put_fact(&self, fact: &Fact) -> PortResult<()> {
+        self.lock()
+            .facts
+            .entry(fact.channel.clone())
+            .or_default()
+            .insert(fact.id.clone(), fact.clone());
+        Ok(())
+    }
+
+    async fn delete_fact(&self, channel: &ChannelId, id: &str) -> PortResult<()> {
+        if let Some(facts) = self.lock().facts.get_mut(channel) {
+            facts.remove(id);
+        }
+        Ok(())
+    }
+
+    async fn fact_channels(&self) -> PortResult<Vec<ChannelId>> {
+        Ok(self.lock().facts.iter().filter(|(_, f)| !f.is_empty()).map(|(c, _)| c.clone()).collect())
+    }
+
+    async fn user_note(&self, user: &str) -> PortResult<Option<UserNote>> {
+        Ok(self.lock().notes.get(user).cloned())
+    }
+
+    async fn put_user_note(&self, note: &UserNote) -> PortResult<()> {
+        self.lock().notes.insert(note.user.clone(), note.clone());
         Ok(())
     }
 }

@@ -1,0 +1,369 @@
+//! Reflection (spec 001 tier three): when a channel falls quiet for
+//! `REFLECTION_LULL_MINUTES` after at least `REFLECTION_MIN_MESSAGES` new messages, or
+//! when `REFLECTION_MAX_BUFFER_MESSAGES` pile up, the LLM extracts facts worth
+//! remembering and notes about people. A watermark keeps the same messages from
+//! yielding the same facts twice; a fact restated strengthens the one known.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::keywords::{jaccard, keywords};
+use crate::deps::Deps;
+use crate::domain::{Author, ChannelId, EventKind, Fact, Job, Message, Stage, Timestamp, Ts, UserNote};
+use crate::ingest::record;
+use crate::ports::{ChannelState, ClaimOutcome, LlmRequest, LlmRole, PortResult};
+use crate::respond::guard::fence_safe;
+
+/// Most new messages one reflection reads (the rest wait for the next one).
+const MAX_MESSAGES: usize = 200;
+/// Keyword overlap at which a new fact is the same as a known one.
+const SAME_FACT: f64 = 0.6;
+/// A fact whose weight (confidence × decay) falls under this is forgotten.
+pub const FORGET_BELOW: f64 = 0.05;
+/// Facts a reply may draw on.
+pub const FACTS_PER_REPLY: usize = 3;
+/// A fact about the speaker counts this much more.
+const SPEAKER_BOOST: f64 = 1.5;
+const CLAIM_LEASE: Duration = Duration::from_secs(10 * 60);
+const CLAIM_KEEP: Duration = Duration::from_secs(24 * 3600);
+
+/// Called by the judge with each judgment: reflect now when the buffer is full, else
+/// after the lull (a newer message queues its own, later one).
+pub async fn maybe_queue(deps: &Deps, channel: &ChannelId, newest: &Message, state: &ChannelState) -> PortResult<()> {
+    let s = &deps.settings;
+    if deps.llm.is_none() || !s.reflection_enabled || !s.memory_enabled {
+        return Ok(());
+    }
+    let max = s.reflection_max_buffer_messages as usize;
+    let new = deps.messages.messages_after(channel, state.reflection_watermark.as_ref(), max).await?;
+    if new.len() < s.reflection_min_messages as usize {
+        return Ok(());
+    }
+    let job = Job::Reflect {
+        channel: channel.clone(),
+        ts: newest.ts.clone(),
+    };
+    let delay = if new.len() >= max {
+        Duration::ZERO
+    } else {
+        Duration::from_secs(u64::from(s.reflection_lull_minutes) * 60)
+    };
+    deps.enqueue_after(job, delay).await
+}
+
+#[derive(Serialize)]
+struct ReflectContext<'a> {
+    persona_name: &'a str,
+    messages: Vec<String>,
+    known_facts: Vec<String>,
+}
+
+/// Handles a REFLECT job. Errors are backend failures; the queue delivers again.
+pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()> {
+    if deps.llm.is_none() {
+        return Ok(());
+    }
+    let s = &deps.settings;
+    let state = deps.channels.channel_state(channel).await?;
+    let new = deps.messages.messages_after(channel, state.reflection_watermark.as_ref(), MAX_MESSAGES).await?;
+    let full = new.len() >= s.reflection_max_buffer_messages as usize;
+    // Not quiet after all: the newer message queued its own reflection.
+    if !full && new.last().is_some_and(|m| m.ts > *ts) {
+        return Ok(());
+    }
+    if new.len() < s.reflection_min_messages as usize {
+        return Ok(());
+    }
+    let watermark = state.reflection_watermark.as_ref().map_or("-", Ts::as_str);
+    let key = format!("reflect:{channel}:{watermark}");
+    match deps.ledger.claim(&key, deps.clock.now(), CLAIM_LEASE).await? {
+        ClaimOutcome::Claimed => {}
+        _ => return Ok(()),
+    }
+    let result = reflect_claimed(deps, channel, ts, &new, &key).await;
+    if result.is_err() {
+        deps.ledger.release(&key).await?;
+    }
+    result
+}
+
+async fn reflect_claimed(deps: &Deps, channel: &ChannelId, ts: &Ts, new: &[Message], key: &str) -> PortResult<()> {
+    let Some(llm) = &deps.llm else { return Ok(()) };
+    let known = deps.facts.facts(channel).await?;
+    let prompt = deps.prompts.reflect(&ReflectContext {
+        persona_name: &deps.persona.name,
+        messages: new.iter().map(|m| line(deps, m)).collect(),
+        known_facts: known.iter().map(|f| fence_safe(&f.content)).collect(),
+    });
+    let answer = llm
+        .complete(LlmRequest {
+            role: LlmRole::Reflect,
+            model: deps.settings.reflection_model.clone(),
+            system: prompt,
+            max_tokens: 1200,
+            subject: format!("reflection on {channel}"),
+        })
+        .await;
+    let (facts, notes) = match answer.map_err(|e| e.to_string()).and_then(|a| parse_reflection(&a.text)) {
+        Ok(parsed) => parsed,
+        Err(reason) => {
+            deps.ledger.release(key).await?;
+            record(deps, channel, None, ts.clone(), EventKind::Dropped {
+                stage: Stage::Reflect,
+                reason: format!("unusable reflection: {reason}"),
+            });
+            return Ok(());
+        }
+    };
+    let now = deps.clock.now();
+    let (added, strengthened) = merge_facts(deps, channel, known, facts, now).await?;
+    for note in &notes {
+        let mut merged = deps.facts.user_note(&note.user).await?.unwrap_or_else(|| UserNote {
+            user: note.user.clone(),
+            ..UserNote::default()
+        });
+        for tag in &note.tags {
+            if !merged.tags.contains(tag) {
+                merged.tags.push(tag.clone());
+            }
+        }
+        if !note.summary.is_empty() {
+            merged.summary = note.summary.clone();
+        }
+        merged.updated_at = Some(now);
+        deps.facts.put_user_note(&merged).await?;
+    }
+    let newest = new.last().map(|m| m.ts.clone()).expect("reflection needs messages");
+    deps.channels.set_reflection_watermark(channel, newest).await?;
+    deps.ledger.complete(key, now, CLAIM_KEEP).await?;
+    record(
+        deps,
+        channel,
+        None,
+        ts.clone(),
+        EventKind::Reflect {
+            messages: new.len(),
+            facts_new: added,
+            facts_strengthened: strengthened,
+            profiles: notes.len(),
+        },
+    );
+    Ok(())
+}
+
+/// A fact as the LLM gives it, before it is merged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewFact {
+    pub content: String,
+    pub keywords: Vec<String>,
+    pub source_users: Vec<String>,
+    pub confidence: f64,
+    pub shareable: bool,
+}
+
+/// Stores new facts: one restating a known fact strengthens it; then the channel keeps
+/// at most `FACT_STORE_MAX_FACTS_PER_CHANNEL`, and forgets those too faded to matter.
+async fn merge_facts(deps: &Deps, channel: &ChannelId, mut known: Vec<Fact>, new: Vec<NewFact>, now: Timestamp) -> PortResult<(usize, usize)> {
+    let (mut added, mut strengthened) = (0, 0);
+    for fact in new {
+        let mut kws: Vec<String> = fact.keywords.iter().map(|k| k.to_lowercase()).collect();
+        for k in keywords(&fact.content) {
+            if !kws.contains(&k) {
+                kws.push(k);
+            }
+        }
+        let id = fact_id(channel, &fact.content);
+        match known.iter_mut().find(|f| f.id == id || jaccard(&f.keywords, &kws) >= SAME_FACT) {
+            Some(same) => {
+                same.strength += 1;
+                same.confidence = same.confidence.max(fact.confidence);
+                same.confirmed_at = now;
+                same.shareable |= fact.shareable;
+                for u in fact.source_users {
+                    if !same.source_users.contains(&u) {
+                        same.source_users.push(u);
+                    }
+                }
+                deps.facts.put_fact(same).await?;
+                strengthened += 1;
+            }
+            None => {
+                let f = Fact {
+                    id,
+                    channel: channel.clone(),
+                    content: fact.content,
+                    keywords: kws,
+                    source_users: fact.source_users,
+                    confidence: fact.confidence,
+                    shareable: fact.shareable,
+                    created_at: now,
+                    confirmed_at: now,
+                    strength: 1,
+                };
+                deps.facts.put_fact(&f).await?;
+                known.push(f);
+                added += 1;
+            }
+        }
+    }
+    let half_life = deps.settings.fact_decay_half_life_days;
+    let weight = |f: &Fact| f.confidence * decay(f, now, half_life) * f64::from(f.strength);
+    known.sort_by(|a, b| weight(b).total_cmp(&weight(a)));
+    let keep = deps.settings.fact_store_max_facts_per_channel as usize;
+    for (i, f) in known.iter().enumerate() {
+        if i >= keep || f.confidence * decay(f, now, half_life) < FORGET_BELOW {
+            deps.facts.delete_fact(channel, &f.id).await?;
+        }
+    }
+    Ok((added, strengthened))
+}
+
+/// The daily clean-up: every channel forgets the facts that faded under the floor.
+pub async fn sweep(deps: &Deps) -> PortResult<()> {
+    let now = deps.clock.now();
+    let half_life = deps.settings.fact_decay_half_life_days;
+    for channel in deps.facts.fact_channels().await? {
+        for fact in deps.facts.facts(&channel).await? {
+            if fact.confidence * decay(&fact, now, half_life) < FORGET_BELOW {
+                deps.facts.delete_fact(&channel, &fact.id).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// 0.5^(age / half-life), age from when the fact was last confirmed.
+pub fn decay(fact: &Fact, now: Timestamp, half_life_days: f64) -> f64 {
+    let age_days = now.seconds_since(fact.confirmed_at).max(0.0) / 86_400.0;
+    0.5_f64.powf(age_days / half_life_days)
+}
+
+/// The facts a reply to `text` by `speaker` may draw on, best first: keyword overlap,
+/// faded by age, facts about the speaker first among equals.
+pub fn search(facts: &[Fact], text: &str, speaker: &str, now: Timestamp, half_life_days: f64) -> Vec<Fact> {
+    let query = keywords(text);
+    let mut scored: Vec<(f64, &Fact)> = facts
+        .iter()
+        .map(|f| {
+            let boost = if f.source_users.iter().any(|u| u == speaker) { SPEAKER_BOOST } else { 1.0 };
+            (jaccard(&query, &f.keywords) * decay(f, now, half_life_days) * boost, f)
+        })
+        .filter(|(score, _)| *score > 0.0)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    scored.into_iter().take(FACTS_PER_REPLY).map(|(_, f)| f.clone()).collect()
+}
+
+fn fact_id(channel: &ChannelId, content: &str) -> String {
+    let normalized: String = content.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+    hex::encode(&Sha256::digest(format!("{channel}\n{normalized}"))[..12])
+}
+
+fn line(deps: &Deps, m: &Message) -> String {
+    let name = match m.author {
+        Author::OwnBot => deps.persona.name.clone(),
+        _ => m.user_name.clone(),
+    };
+    fence_safe(&format!("{name}: {}", m.text))
+}
+
+fn strings(v: Option<&Value>, what: &str) -> Result<Vec<String>, String> {
+    match v {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| i.as_str().map(str::to_owned).ok_or_else(|| format!("{what} must hold strings")))
+            .collect(),
+        Some(_) => Err(format!("{what} must be a list")),
+    }
+}
+
+/// `{"facts": [{"content", "keywords", "source_users", "confidence", "shareable"}],
+/// "profiles": [{"user", "tags", "summary"}]}`; anything else is an error.
+pub fn parse_reflection(raw: &str) -> Result<(Vec<NewFact>, Vec<UserNote>), String> {
+    let body = raw.trim();
+    let body = body.strip_prefix("```json").or_else(|| body.strip_prefix("```")).unwrap_or(body);
+    let body = body.strip_suffix("```").unwrap_or(body).trim();
+    let value: Value = serde_json::from_str(body).map_err(|e| format!("not JSON ({e})"))?;
+    let object = value.as_object().ok_or("not a JSON object")?;
+    let mut facts = Vec::new();
+    for f in object.get("facts").and_then(Value::as_array).ok_or("facts must be a list")? {
+        let content = f["content"].as_str().filter(|c| !c.trim().is_empty()).ok_or("a fact needs content")?;
+        let confidence = f.get("confidence").and_then(Value::as_f64).unwrap_or(0.5);
+        if !(0.0..=1.0).contains(&confidence) {
+            return Err("confidence must be from 0 to 1".into());
+        }
+        facts.push(NewFact {
+            content: content.trim().to_owned(),
+            keywords: strings(f.get("keywords"), "keywords")?,
+            source_users: strings(f.get("source_users"), "source_users")?,
+            confidence,
+            shareable: f.get("shareable").and_then(Value::as_bool).unwrap_or(false),
+        });
+    }
+    let mut notes = Vec::new();
+    for p in object.get("profiles").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default() {
+        let user = p["user"].as_str().filter(|u| !u.is_empty()).ok_or("a profile needs a user")?;
+        notes.push(UserNote {
+            user: user.to_owned(),
+            tags: strings(p.get("tags"), "tags")?,
+            summary: p.get("summary").and_then(Value::as_str).unwrap_or_default().to_owned(),
+            updated_at: None,
+        });
+    }
+    Ok((facts, notes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fact(content: &str, kws: &[&str], users: &[&str], days_old: f64) -> Fact {
+        let now = Timestamp(100 * 86_400 * 1_000_000);
+        let at = Timestamp(now.0 - (days_old * 86_400.0 * 1e6) as i64);
+        Fact {
+            id: content.into(),
+            channel: ChannelId("c".into()),
+            content: content.into(),
+            keywords: kws.iter().map(|k| k.to_string()).collect(),
+            source_users: users.iter().map(|u| u.to_string()).collect(),
+            confidence: 0.9,
+            shareable: true,
+            created_at: at,
+            confirmed_at: at,
+            strength: 1,
+        }
+    }
+
+    #[test]
+    fn search_ranks_by_overlap_age_and_speaker() {
+        let now = Timestamp(100 * 86_400 * 1_000_000);
+        let facts = vec![
+            fact("alice deploys on Fridays", &["デプロイ", "金曜"], &["alice"], 1.0),
+            fact("old deploy story", &["デプロイ", "金曜"], &["bob"], 60.0),
+            fact("lunch is curry", &["カレー"], &["bob"], 1.0),
+        ];
+        let found = search(&facts, "今日のデプロイは金曜？", "alice", now, 30.0);
+        let contents: Vec<&str> = found.iter().map(|f| f.content.as_str()).collect();
+        assert_eq!(contents, vec!["alice deploys on Fridays", "old deploy story"], "no overlap, not found");
+        assert!((decay(&facts[1], now, 30.0) - 0.25).abs() < 1e-9, "two half-lives");
+    }
+
+    #[test]
+    fn reflections_are_strict_json() {
+        let (facts, notes) = parse_reflection(
+            r#"{"facts": [{"content": "alice は金曜にデプロイする", "keywords": ["デプロイ"], "source_users": ["alice"], "confidence": 0.8, "shareable": true}],
+                "profiles": [{"user": "alice", "tags": ["Rust"], "summary": "デプロイ担当"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(facts[0].source_users, vec!["alice"]);
+        assert_eq!(notes[0].tags, vec!["Rust"]);
+        for bad in ["prose", r#"{"facts": "x"}"#, r#"{"facts": [{"content": ""}]}"#, r#"{"facts": [{"content": "x", "confidence": 3}]}"#] {
+            assert!(parse_reflection(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_reflection(r#"{"facts": []}"#).unwrap(), (vec![], vec![]));
+    }
+}
