@@ -579,3 +579,13 @@ fn reflection_waits_for_enough_messages_or_a_full_buffer() {
     let first = &busy.kind("reflect")[0];
     assert!(first["t"].as_f64().unwrap() < 600.0, "not after a lull: {first}");
 }
+
+#[test]
+fn a_failing_reflector_is_not_asked_at_every_message() {
+    let bad = r#"{"role": "reflect", "reply": "no", "repeat": true}"#;
+    let log = Run::new(&chatter(30, 0.0).join("\n"))
+        .script(&format!("{bad}\n{SUMMARY}\n{YES}"))
+        .settings(&[("REFLECTION_MAX_BUFFER_MESSAGES", "5"), ("REFLECTION_MIN_MESSAGES", "3"), ("JUDGE_JITTER_RATIO", "0")])
+        .log();
+    assert_eq!(log.stats()["llm_calls"]["reflect"], 2, "one failure per lull, not one per message: {log:?}");
+}

@@ -96,6 +96,12 @@ pub struct ChannelState {
     /// The newest message already reflected on.
     #[serde(default)]
     pub reflection_watermark: Option<Ts>,
+    /// An immediate (full-buffer) reflection is queued until then.
+    #[serde(default)]
+    pub reflection_due: Option<Timestamp>,
+    /// The last reflection failed: none is queued before then.
+    #[serde(default)]
+    pub reflection_retry_after: Option<Timestamp>,
 }
 
 impl ChannelState {
@@ -126,7 +132,13 @@ pub trait ChannelStateStore: Send + Sync {
     /// After a failed summary: none is queued before `until`.
     async fn defer_summary(&self, channel: &ChannelId, until: Timestamp) -> PortResult<()>;
     /// The newest message reflected on: the same messages never yield facts twice.
+    /// Clears the reflection's marks.
     async fn set_reflection_watermark(&self, channel: &ChannelId, ts: Ts) -> PortResult<()>;
+    /// Marks an immediate reflection as queued until `due` unless one is marked still;
+    /// returns whether this call marked it.
+    async fn mark_reflection_due(&self, channel: &ChannelId, due: Timestamp, now: Timestamp) -> PortResult<bool>;
+    /// After a failed reflection: none is queued before `until`.
+    async fn defer_reflection(&self, channel: &ChannelId, until: Timestamp) -> PortResult<()>;
     /// Marks a summary as queued for `due`, unless one is queued already for a time
     /// still ahead of `now` and no later than `due`; returns whether this call marked it.
     async fn mark_summary_due(&self, channel: &ChannelId, due: Timestamp, now: Timestamp) -> PortResult<bool>;

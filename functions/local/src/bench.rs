@@ -332,6 +332,7 @@ const GENERATED_SCRIPT: &str = r#"{"role": "judge", "match": "？", "reply": {"s
 {"role": "judge", "match": "ありがとう", "reply": {"should_respond": true, "reason": "a nod", "confidence": 0.8, "response_type": "react_only", "conversation_state": "ending"}, "repeat": true}
 {"role": "judge", "reply": {"should_respond": false, "reason": "nothing to add", "confidence": 0.7, "conversation_state": "active"}, "repeat": true}
 {"role": "generate", "reply": "それなら、まず CI のログを見てみるのが早いと思います。", "repeat": true}
+{"role": "reflect", "reply": {"facts": [{"content": "デプロイは CI が通ってから", "keywords": ["デプロイ", "ci"], "source_users": ["user1"], "confidence": 0.7, "shareable": false}], "profiles": []}, "repeat": true}
 {"role": "summarize", "match": "workspace", "reply": {"history": "開発チームのワークスペース", "recent_events": "デプロイと CI の話が続いている"}, "repeat": true}
 {"role": "summarize", "reply": {"summary": "デプロイと CI とお昼の話", "history": "開発の相談の場", "mood": "和やか", "topic_keywords": ["デプロイ", "CI"], "active_users": ["user1", "user2"]}, "repeat": true}"#;
 

@@ -216,6 +216,16 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     assert_eq!(state.memory, memory);
     assert_eq!((state.summary_due, state.summary_retry_after), (None, None));
     assert_eq!(state.interventions.len(), ChannelState::KEPT_INTERVENTIONS, "the rest of the state stays");
+    // Reflection marks work like the summary's and the watermark clears them.
+    assert!(store.mark_reflection_due(&ch, at(60), at(0)).await.unwrap());
+    assert!(!store.mark_reflection_due(&ch, at(70), at(10)).await.unwrap());
+    store.defer_reflection(&ch, at(700)).await.unwrap();
+    let state = store.channel_state(&ch).await.unwrap();
+    assert_eq!((state.reflection_due, state.reflection_retry_after), (None, Some(at(700))));
+    store.set_reflection_watermark(&ch, Ts::from_timestamp(at(600))).await.unwrap();
+    let state = store.channel_state(&ch).await.unwrap();
+    assert_eq!(state.reflection_watermark, Some(Ts::from_timestamp(at(600))));
+    assert_eq!((state.reflection_due, state.reflection_retry_after), (None, None));
     assert_eq!(store.workspace_memory().await.unwrap(), WorkspaceMemory::default());
     let workspace = WorkspaceMemory {
         history: "a team".into(),

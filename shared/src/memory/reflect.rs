@@ -34,7 +34,12 @@ const CLAIM_KEEP: Duration = Duration::from_secs(24 * 3600);
 /// after the lull (a newer message queues its own, later one).
 pub async fn maybe_queue(deps: &Deps, channel: &ChannelId, newest: &Message, state: &ChannelState) -> PortResult<()> {
     let s = &deps.settings;
-    if deps.llm.is_none() || !s.reflection_enabled || !s.memory_enabled {
+    let now = deps.clock.now();
+    if deps.llm.is_none()
+        || !s.reflection_enabled
+        || !s.memory_enabled
+        || state.reflection_retry_after.is_some_and(|t| t > now)
+    {
         return Ok(());
     }
     let max = s.reflection_max_buffer_messages as usize;
@@ -46,13 +51,19 @@ pub async fn maybe_queue(deps: &Deps, channel: &ChannelId, newest: &Message, sta
         channel: channel.clone(),
         ts: newest.ts.clone(),
     };
-    let delay = if new.len() >= max {
-        Duration::ZERO
-    } else {
-        Duration::from_secs(u64::from(s.reflection_lull_minutes) * 60)
-    };
-    deps.enqueue_after(job, delay).await
+    if new.len() >= max {
+        // Marked for a moment, so the judgments around it do not queue it again.
+        if deps.channels.mark_reflection_due(channel, now + IMMEDIATE_MARK, now).await? {
+            deps.enqueue_after(job, Duration::ZERO).await?;
+        }
+        return Ok(());
+    }
+    // The lull: every message queues its own; all but the last find a newer message.
+    deps.enqueue_after(job, Duration::from_secs(u64::from(s.reflection_lull_minutes) * 60)).await
 }
+
+/// How long a full-buffer reflection holds its mark.
+const IMMEDIATE_MARK: Duration = Duration::from_secs(60);
 
 #[derive(Serialize)]
 struct ReflectContext<'a> {
@@ -68,6 +79,9 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
     }
     let s = &deps.settings;
     let state = deps.channels.channel_state(channel).await?;
+    if state.reflection_retry_after.is_some_and(|t| t > deps.clock.now()) {
+        return Ok(());
+    }
     let new = deps.messages.messages_after(channel, state.reflection_watermark.as_ref(), MAX_MESSAGES).await?;
     let full = new.len() >= s.reflection_max_buffer_messages as usize;
     // Not quiet after all: the newer message queued its own reflection.
@@ -110,7 +124,11 @@ async fn reflect_claimed(deps: &Deps, channel: &ChannelId, ts: &Ts, new: &[Messa
     let (facts, notes) = match answer.map_err(|e| e.to_string()).and_then(|a| parse_reflection(&a.text)) {
         Ok(parsed) => parsed,
         Err(reason) => {
+            // Nothing changes; the next try waits a lull, so a broken model is not
+            // asked again at every message.
             deps.ledger.release(key).await?;
+            let wait = Duration::from_secs(u64::from(deps.settings.reflection_lull_minutes) * 60);
+            deps.channels.defer_reflection(channel, deps.clock.now() + wait).await?;
             record(deps, channel, None, ts.clone(), EventKind::Dropped {
                 stage: Stage::Reflect,
                 reason: format!("unusable reflection: {reason}"),

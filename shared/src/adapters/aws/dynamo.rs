@@ -405,7 +405,33 @@ impl ChannelStateStore for DynamoStore {
     }
 
     async fn set_reflection_watermark(&self, channel: &ChannelId, ts: Ts) -> PortResult<()> {
-        self.update_state(channel, |state| state.reflection_watermark = Some(ts.clone())).await
+        self.update_state(channel, |state| {
+            state.reflection_watermark = Some(ts.clone());
+            state.reflection_due = None;
+            state.reflection_retry_after = None;
+        })
+        .await
+    }
+
+    async fn mark_reflection_due(&self, channel: &ChannelId, due: Timestamp, now: Timestamp) -> PortResult<bool> {
+        let marked = std::sync::atomic::AtomicBool::new(false);
+        self.update_state(channel, |state| {
+            let free = state.reflection_due.is_none_or(|d| d <= now);
+            if free {
+                state.reflection_due = Some(due);
+            }
+            marked.store(free, std::sync::atomic::Ordering::SeqCst);
+        })
+        .await?;
+        Ok(marked.load(std::sync::atomic::Ordering::SeqCst))
+    }
+
+    async fn defer_reflection(&self, channel: &ChannelId, until: Timestamp) -> PortResult<()> {
+        self.update_state(channel, |state| {
+            state.reflection_due = None;
+            state.reflection_retry_after = Some(until);
+        })
+        .await
     }
 
     async fn defer_summary(&self, channel: &ChannelId, until: Timestamp) -> PortResult<()> {

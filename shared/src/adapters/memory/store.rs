@@ -273,7 +273,29 @@ impl ChannelStateStore for MemoryStore {
     }
 
     async fn set_reflection_watermark(&self, channel: &ChannelId, ts: Ts) -> PortResult<()> {
-        self.lock().states.entry(channel.clone()).or_default().reflection_watermark = Some(ts);
+        let mut inner = self.lock();
+        let state = inner.states.entry(channel.clone()).or_default();
+        state.reflection_watermark = Some(ts);
+        state.reflection_due = None;
+        state.reflection_retry_after = None;
+        Ok(())
+    }
+
+    async fn mark_reflection_due(&self, channel: &ChannelId, due: Timestamp, now: Timestamp) -> PortResult<bool> {
+        let mut inner = self.lock();
+        let state = inner.states.entry(channel.clone()).or_default();
+        if state.reflection_due.is_some_and(|d| d > now) {
+            return Ok(false);
+        }
+        state.reflection_due = Some(due);
+        Ok(true)
+    }
+
+    async fn defer_reflection(&self, channel: &ChannelId, until: Timestamp) -> PortResult<()> {
+        let mut inner = self.lock();
+        let state = inner.states.entry(channel.clone()).or_default();
+        state.reflection_due = None;
+        state.reflection_retry_after = Some(until);
         Ok(())
     }
 
