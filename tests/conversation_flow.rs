@@ -589,3 +589,14 @@ fn a_failing_reflector_is_not_asked_at_every_message() {
         .log();
     assert_eq!(log.stats()["llm_calls"]["reflect"], 2, "one failure per lull, not one per message: {log:?}");
 }
+
+#[test]
+fn a_judgment_that_asked_the_llm_records_its_tokens() {
+    let log = Run::new(r#"{"t": 0, "user": "alice", "text": "CI が落ちるんだけど誰かわかる？"}"#)
+        .script(YES)
+        .settings(&[("JUDGE_KEYWORDS", "CI")])
+        .log();
+    let judge = log.kind("judge")[0];
+    assert!(judge["llm_tokens"]["input"].as_u64().unwrap() > 100, "{judge}");
+    assert!(judge["llm_tokens"]["output"].as_u64().unwrap() > 0, "{judge}");
+}

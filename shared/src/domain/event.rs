@@ -58,6 +58,8 @@ pub enum EventKind {
         llm_error: Option<String>,
         /// The LLM's answer came from the judgment cache.
         llm_cached: bool,
+        /// Tokens the LLM judge used for this judgment (its cost).
+        llm_usage: Option<crate::ports::Usage>,
         reason: String,
     },
     Superseded {

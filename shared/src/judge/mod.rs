@@ -12,7 +12,7 @@ use crate::domain::{
     Stage, ThreadKey, Ts,
 };
 use crate::ingest::record;
-use crate::ports::{ClaimOutcome, LlmRequest, LlmRole, PortResult};
+use crate::ports::{ClaimOutcome, LlmRequest, LlmRole, PortResult, Usage};
 
 /// A judgment in progress holds its message this long; a crashed worker's claim expires.
 const JUDGE_CLAIM_LEASE: Duration = Duration::from_secs(5 * 60);
@@ -147,6 +147,7 @@ async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Messag
         llm: None,
         llm_error: None,
         llm_cached: false,
+        llm_usage: None,
         reason: match decision {
             Decision::Respond => "the score reached the threshold".into(),
             Decision::Skip => "the score stayed below the threshold".into(),
@@ -156,9 +157,10 @@ async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Messag
     if decision == Decision::Llm {
         let whole = context::load_conversation(deps, &target).await?;
         let upto_whole = &whole[..whole.partition_point(|m| m.ts <= target.ts)];
-        let (verdict, cached) = ask_llm(deps, &target, upto_whole, &state).await?;
+        let (verdict, cached, usage) = ask_llm(deps, &target, upto_whole, &state).await?;
         judgment.llm_called = !cached;
         judgment.llm_cached = cached;
+        judgment.llm_usage = usage;
         match verdict {
             Ok(verdict) => {
                 judgment.respond = verdict.should_respond && verdict.conversation_state != ConversationState::Ending;
@@ -204,9 +206,9 @@ async fn ask_llm(
     target: &Message,
     conversation: &[Message],
     state: &crate::ports::ChannelState,
-) -> PortResult<(Result<LlmVerdict, String>, bool)> {
+) -> PortResult<(Result<LlmVerdict, String>, bool, Option<Usage>)> {
     let Some(llm) = &deps.llm else {
-        return Ok((Err("no LLM is configured".into()), false));
+        return Ok((Err("no LLM is configured".into()), false, None));
     };
     let ctx = context::build(deps, target, conversation, state, ResponseType::FullResponse).await?;
     let cache_key = format!("judge-cache:{}", ctx.conversation_hash(target));
@@ -214,7 +216,7 @@ async fn ask_llm(
     if let Some(cached) = deps.ledger.cache_get(&cache_key, now).await?
         && let Ok(verdict) = serde_json::from_str::<LlmVerdict>(&cached)
     {
-        return Ok((Ok(verdict), true));
+        return Ok((Ok(verdict), true, None));
     }
     let request = LlmRequest {
         role: LlmRole::Judge,
@@ -223,15 +225,18 @@ async fn ask_llm(
         max_tokens: 300,
         subject: target.text.clone(),
     };
-    let verdict = match llm.complete(request).await {
-        Ok(response) => verdict::parse_verdict(&response.text).map_err(|e| e.to_string()),
-        Err(e) => Err(e.to_string()),
+    let (verdict, usage) = match llm.complete(request).await {
+        Ok(response) => (
+            verdict::parse_verdict(&response.text).map_err(|e| e.to_string()),
+            Some(response.usage),
+        ),
+        Err(e) => (Err(e.to_string()), None),
     };
     if let Ok(v) = &verdict {
         let json = serde_json::to_string(v).expect("verdicts serialize");
         deps.ledger.cache_put(&cache_key, &json, now + cache_lifetime(v.confidence)).await?;
     }
-    Ok((verdict, false))
+    Ok((verdict, false, usage))
 }
 
 /// How long a judgment of an unchanged conversation stands: at least five minutes,
@@ -266,6 +271,7 @@ struct Judgment {
     llm: Option<LlmVerdict>,
     llm_error: Option<String>,
     llm_cached: bool,
+    llm_usage: Option<Usage>,
     reason: String,
 }
 
@@ -282,6 +288,7 @@ impl Judgment {
             llm: None,
             llm_error: None,
             llm_cached: false,
+            llm_usage: None,
             reason: reason.into(),
         }
     }
@@ -318,6 +325,7 @@ impl Judgment {
                 llm: self.llm,
                 llm_error: self.llm_error,
                 llm_cached: self.llm_cached,
+                llm_usage: self.llm_usage,
                 reason: self.reason,
             },
         );

@@ -211,6 +211,7 @@ fn body(event: &Event) -> Value {
             llm,
             llm_error,
             llm_cached,
+            llm_usage,
             reason,
         } => {
             let mut v = json!({
@@ -229,6 +230,9 @@ fn body(event: &Event) -> Value {
             }
             if *llm_cached {
                 v["llm_cached"] = json!(true);
+            }
+            if let Some(u) = llm_usage {
+                v["llm_tokens"] = json!({"input": u.input_tokens, "output": u.output_tokens});
             }
             v
         }
