@@ -44,6 +44,36 @@ pub struct Adapters {
     pub log: Arc<dyn DecisionLog>,
 }
 
+/// Where the clock, platform, model and decision log come from; the stores and queues
+/// are given by the adapter family (in-process or AWS).
+pub struct Surroundings {
+    pub chat: Arc<dyn Chat>,
+    pub llm: Option<Arc<dyn Llm>>,
+    pub clock: Arc<dyn Clock>,
+    pub log: Arc<dyn DecisionLog>,
+}
+
+impl Adapters {
+    /// Every port from one store that keeps every memory tier, a queue and a scheduler.
+    pub fn from_store<S>(store: Arc<S>, queue: Arc<dyn Queue>, scheduler: Arc<dyn Scheduler>, around: Surroundings) -> Self
+    where
+        S: MessageStore + ChannelStateStore + FactStore + Ledger + 'static,
+    {
+        Adapters {
+            messages: store.clone(),
+            channels: store.clone(),
+            facts: store.clone(),
+            ledger: store,
+            queue,
+            scheduler,
+            llm: around.llm,
+            chat: around.chat,
+            clock: around.clock,
+            log: around.log,
+        }
+    }
+}
+
 impl Deps {
     /// `persona` replaces the name, aliases and topics of `settings` (the persona file
     /// wins); `seed` makes the judge's jitter reproducible.

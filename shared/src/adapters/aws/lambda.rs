@@ -13,7 +13,7 @@ use super::sqs::{QueueUrls, SqsQueue};
 use crate::adapters::slack::{SlackClient, SlackIdentity};
 use crate::adapters::system::SystemClock;
 use crate::config::Settings;
-use crate::deps::{Adapters, Deps};
+use crate::deps::{Adapters, Deps, Surroundings};
 use crate::domain::UserId;
 use crate::ports::{Chat, Clock, DecisionLog, Llm};
 use crate::worker::{QueueMessage, run_batch};
@@ -83,18 +83,8 @@ impl AwsAdapters {
     }
 
     pub fn adapters(&self, chat: Arc<dyn Chat>, llm: Option<Arc<dyn Llm>>, log: Arc<dyn DecisionLog>) -> Adapters {
-        Adapters {
-            messages: self.store.clone(),
-            channels: self.store.clone(),
-            facts: self.store.clone(),
-            ledger: self.store.clone(),
-            queue: self.queue.clone(),
-            scheduler: self.scheduler.clone(),
-            llm,
-            chat,
-            clock: self.clock.clone(),
-            log,
-        }
+        let around = Surroundings { chat, llm, clock: self.clock.clone(), log };
+        Adapters::from_store(self.store.clone(), self.queue.clone(), self.scheduler.clone(), around)
     }
 }
 

@@ -14,7 +14,7 @@ pub use store::MemoryStore;
 
 use std::sync::Arc;
 
-use crate::deps::Adapters;
+use crate::deps::{Adapters, Surroundings};
 use crate::ports::{Chat, Clock, DecisionLog, Llm};
 
 /// The in-process adapters wired together: one store for every memory tier, one timer
@@ -45,17 +45,7 @@ impl InProcess {
 
     /// Every port, with the platform, the model and the decision log given.
     pub fn adapters(&self, chat: Arc<dyn Chat>, llm: Option<Arc<dyn Llm>>, log: Arc<dyn DecisionLog>) -> Adapters {
-        Adapters {
-            messages: self.store.clone(),
-            channels: self.store.clone(),
-            facts: self.store.clone(),
-            ledger: self.store.clone(),
-            queue: self.queue.clone(),
-            scheduler: self.queue.clone(),
-            llm,
-            chat,
-            clock: self.clock.clone(),
-            log,
-        }
+        let around = Surroundings { chat, llm, clock: self.clock.clone(), log };
+        Adapters::from_store(self.store.clone(), self.queue.clone(), self.queue.clone(), around)
     }
 }
