@@ -110,6 +110,13 @@ impl MemoryStore {
     }
 }
 
+/// The first `limit` of newest-first messages written at or after `since`, oldest first.
+fn newest_since<'a>(newest_first: impl Iterator<Item = &'a Message>, since: Timestamp, limit: usize) -> Vec<Message> {
+    let mut out: Vec<Message> = newest_first.take_while(|m| m.at >= since).take(limit).cloned().collect();
+    out.reverse();
+    out
+}
+
 #[async_trait]
 impl MessageStore for MemoryStore {
     async fn put_message(&self, message: &Message) -> PortResult<PutOutcome> {
@@ -167,16 +174,7 @@ impl MessageStore for MemoryStore {
         let Some(tss) = messages.threads.get(&thread.root) else {
             return Ok(Vec::new());
         };
-        let mut out: Vec<Message> = tss
-            .iter()
-            .rev()
-            .filter_map(|ts| messages.by_ts.get(ts))
-            .take_while(|m| m.at >= since)
-            .take(limit)
-            .cloned()
-            .collect();
-        out.reverse();
-        Ok(out)
+        Ok(newest_since(tss.iter().rev().filter_map(|ts| messages.by_ts.get(ts)), since, limit))
     }
 
     async fn recent_in_channel(&self, channel: &ChannelId, since: Timestamp, limit: usize) -> PortResult<Vec<Message>> {
@@ -184,16 +182,7 @@ impl MessageStore for MemoryStore {
         let Some(messages) = inner.channels.get(channel) else {
             return Ok(Vec::new());
         };
-        let mut out: Vec<Message> = messages
-            .by_ts
-            .values()
-            .rev()
-            .take_while(|m| m.at >= since)
-            .take(limit)
-            .cloned()
-            .collect();
-        out.reverse();
-        Ok(out)
+        Ok(newest_since(messages.by_ts.values().rev(), since, limit))
     }
 
     async fn messages_after(&self, channel: &ChannelId, after: Option<&Ts>, limit: usize) -> PortResult<Vec<Message>> {
