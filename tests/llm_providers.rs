@@ -16,6 +16,7 @@ fn policy(max_retries: u32) -> HttpPolicy {
         timeout: Duration::from_millis(800),
         max_retries,
         backoff: Duration::from_millis(10),
+        max_retry_wait: Duration::from_secs(2),
     }
 }
 

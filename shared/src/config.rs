@@ -70,6 +70,9 @@ settings_doc! {
     "LLM_MODEL", "gpt-4o-mini", "Model for generation, and for every role without its own model.";
     "LLM_TIMEOUT_SECONDS", "30", "How long one LLM call may take before it is retried or given up.";
     "LLM_MAX_RETRIES", "2", "Retries of an LLM call after a 429, a 5xx or a timeout (with backoff).";
+    "WORKER_TIMEOUT_SECONDS", "240", "How long a worker may run one delivery (each worker Lambda's timeout). The LLM and chat budgets must fit in it (checked at start-up); queues make a job visible again after 6 times this, claims expire after it plus an eighth.";
+    "CHAT_TIMEOUT_SECONDS", "10", "How long one Slack or Discord API call may take; a 429 is waited out once, up to this long.";
+    "DIRECT_FAILURE_NOTICE", "true", "When an answer to a direct mention cannot be generated, post one short, honest line saying so; off, post nothing. Ambient answers never post a failure.";
     "OPENAI_BASE_URL", "https://api.openai.com/v1", "OpenAI-compatible endpoint.";
     "OPENAI_API_KEY", "", "Key for the OpenAI-compatible endpoint.";
     "ANTHROPIC_BASE_URL", "https://api.anthropic.com", "Anthropic Messages endpoint.";
@@ -174,6 +177,9 @@ pub struct Settings {
     pub llm_model: String,
     pub llm_timeout: Duration,
     pub llm_max_retries: u32,
+    pub worker_timeout: Duration,
+    pub chat_timeout: Duration,
+    pub direct_failure_notice: bool,
     pub openai_base_url: String,
     pub openai_api_key: String,
     pub anthropic_base_url: String,
@@ -341,7 +347,7 @@ impl Settings {
 
         let bot_name = r.string("BOT_NAME", "kuuki");
 
-        Ok(Settings {
+        let settings = Settings {
             memory_enabled: r.bool("MEMORY_ENABLED", true)?,
             channel_buffer_size: r.int("CHANNEL_BUFFER_SIZE", 50, 1, 1000)? as usize,
             channel_buffer_ttl: Duration::from_secs(r.int("CHANNEL_BUFFER_TTL_MINUTES", 30, 1, 7 * 24 * 60)? as u64 * 60),
@@ -390,6 +396,9 @@ impl Settings {
             llm_model,
             llm_timeout: Duration::from_secs(r.int("LLM_TIMEOUT_SECONDS", 30, 1, 600)? as u64),
             llm_max_retries: r.int("LLM_MAX_RETRIES", 2, 0, 10)? as u32,
+            worker_timeout: Duration::from_secs(r.int("WORKER_TIMEOUT_SECONDS", crate::budget::DEFAULT_WORKER_TIMEOUT_SECONDS as i64, 2, 900)? as u64),
+            chat_timeout: Duration::from_secs(r.int("CHAT_TIMEOUT_SECONDS", 10, 1, 60)? as u64),
+            direct_failure_notice: r.bool("DIRECT_FAILURE_NOTICE", true)?,
             openai_base_url: r.string("OPENAI_BASE_URL", "https://api.openai.com/v1"),
             openai_api_key: r.string("OPENAI_API_KEY", ""),
             anthropic_base_url: r.string("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
@@ -414,7 +423,15 @@ impl Settings {
             summarize_queue_arn: r.string("SUMMARIZE_QUEUE_ARN", ""),
             schedule_group: r.string("SCHEDULE_GROUP", "kuuki"),
             scheduler_role_arn: r.string("SCHEDULER_ROLE_ARN", ""),
-        })
+        };
+        crate::budget::TimeBudget::from_settings(&settings)
+            .check()
+            .map_err(|reason| ConfigError::Invalid {
+                name: "WORKER_TIMEOUT_SECONDS",
+                value: settings.worker_timeout.as_secs().to_string(),
+                reason,
+            })?;
+        Ok(settings)
     }
 
     /// Whether kuuki judges messages nobody addressed to it.

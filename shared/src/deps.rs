@@ -13,6 +13,8 @@ use crate::prompts::Prompts;
 
 pub struct Deps {
     pub settings: Settings,
+    /// The time budget the settings give (claims' leases, the workers' timeouts).
+    pub budget: crate::budget::TimeBudget,
     pub bot: BotIdentity,
     pub persona: Persona,
     pub prompts: Prompts,
@@ -84,6 +86,7 @@ impl Deps {
         let bot = BotIdentity::new(bot_user_id, &persona.name, &persona.aliases);
         Self {
             prompts: Prompts::new(settings.prompt_language),
+            budget: crate::budget::TimeBudget::from_settings(&settings),
             settings,
             bot,
             persona,

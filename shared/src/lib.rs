@@ -1,6 +1,7 @@
 //! kuuki's library: everything with logic in it, behind ports (DESIGN §1-2).
 
 pub mod adapters;
+pub mod budget;
 pub mod config;
 pub mod deps;
 pub mod domain;

@@ -15,7 +15,8 @@ use crate::domain::{
 
 /// A backend failed. `Backend` may pass (queues redeliver the job); `Rejected` will
 /// not (the platform said no: a missing channel, a revoked token), so the work is
-/// given up and logged instead of retried.
+/// given up and logged instead of retried; `Busy` is work another delivery holds, to
+/// be tried again once that delivery's claim has run out.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum PortError {
     #[error("{backend}: {message}")]
@@ -28,6 +29,8 @@ pub enum PortError {
         backend: &'static str,
         message: String,
     },
+    #[error("busy: {message} (try again in {} s)", retry_after.as_secs())]
+    Busy { message: String, retry_after: Duration },
 }
 
 pub type PortResult<T> = Result<T, PortError>;
@@ -172,10 +175,30 @@ pub fn summary_pending(marked: Option<Timestamp>, due: Timestamp, now: Timestamp
 pub enum ClaimOutcome {
     /// This caller holds the claim until it completes or the lease runs out.
     Claimed,
-    /// Someone else holds an unexpired claim.
-    InProgress,
+    /// Like `Claimed`, but an earlier holder had started to post and never completed:
+    /// whether its post went out is unknown, so look for it before posting again.
+    Resumed,
+    /// Someone else holds an unexpired claim, until then.
+    InProgress { until: Timestamp },
     /// The work was done already.
     Completed,
+}
+
+impl ClaimOutcome {
+    /// Whether this caller now holds the claim.
+    pub fn holds(self) -> bool {
+        matches!(self, ClaimOutcome::Claimed | ClaimOutcome::Resumed)
+    }
+
+    /// A claim another delivery holds as the error that makes the queue try again
+    /// after it has run out (never a drop: that delivery may die).
+    pub fn busy(key: &str, until: Timestamp, now: Timestamp) -> PortError {
+        let left = until.as_micros().saturating_sub(now.as_micros()).max(0) as u64;
+        PortError::Busy {
+            message: format!("another delivery holds {key}"),
+            retry_after: Duration::from_micros(left) + Duration::from_secs(1),
+        }
+    }
 }
 
 /// Idempotency: claims on work so a redelivered job never posts twice.
@@ -184,9 +207,13 @@ pub trait Ledger: Send + Sync {
     /// Claims `key` for `lease` unless it is held or completed. An expired claim can
     /// be taken again.
     async fn claim(&self, key: &str, now: Timestamp, lease: Duration) -> PortResult<ClaimOutcome>;
+    /// Notes on a held claim that posting begins: a later holder of the claim (after a
+    /// crash, a timeout, a post whose answer never came) gets `Resumed`.
+    async fn mark_posting(&self, key: &str) -> PortResult<()>;
     /// Marks `key` done; it stays done for `keep`.
     async fn complete(&self, key: &str, now: Timestamp, keep: Duration) -> PortResult<()>;
-    /// Gives up a claim after a failure, so a redelivery can try again.
+    /// Gives up a claim after a failure, so a redelivery can try again (a posting mark
+    /// stays).
     async fn release(&self, key: &str) -> PortResult<()>;
     /// A cached value (the judgment cache), if it has not expired by `now`.
     async fn cache_get(&self, key: &str, now: Timestamp) -> PortResult<Option<String>>;
@@ -253,6 +280,32 @@ pub struct Usage {
 pub struct LlmResponse {
     pub text: String,
     pub usage: Usage,
+    /// Why the model stopped writing.
+    pub finish: Finish,
+}
+
+/// Why a model stopped: only a normal stop gives text fit to post.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Finish {
+    /// The model finished its answer (OpenAI `stop`, Anthropic `end_turn`).
+    Complete,
+    /// Cut off at the token limit (`length`, `max_tokens`).
+    Truncated,
+    /// Withheld by the provider's filter or a refusal (`content_filter`, `refusal`).
+    Filtered,
+    /// Any other reason, as the provider named it.
+    Other(String),
+}
+
+impl std::fmt::Display for Finish {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Finish::Complete => f.write_str("complete"),
+            Finish::Truncated => f.write_str("cut off at the token limit"),
+            Finish::Filtered => f.write_str("withheld by the provider's filter"),
+            Finish::Other(reason) => write!(f, "stopped for {reason:?}"),
+        }
+    }
 }
 
 #[derive(Debug, Error, Clone, PartialEq)]
@@ -275,6 +328,16 @@ pub struct Post {
     /// Post in this thread; `None` posts at the top level.
     pub thread_root: Option<Ts>,
     pub text: String,
+    /// Marks the post as kuuki's answer to one piece of work (Slack message metadata),
+    /// so an attempt whose outcome is unknown can be found before posting again.
+    pub tag: Option<String>,
+}
+
+/// kuuki's own earlier post, found by its tag.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoundPost {
+    pub ts: Ts,
+    pub text: String,
 }
 
 /// The chat platform's API.
@@ -283,6 +346,15 @@ pub trait Chat: Send + Sync {
     /// Posts and returns the new message's ts.
     async fn post_message(&self, post: &Post) -> PortResult<Ts>;
     async fn add_reaction(&self, channel: &ChannelId, ts: &Ts, emoji: &str) -> PortResult<()>;
+    /// kuuki's own post tagged `tag` in the conversation (`thread_root`, or the top
+    /// level) written after `after`, if there is one.
+    async fn find_post(
+        &self,
+        channel: &ChannelId,
+        thread_root: Option<&Ts>,
+        after: &Ts,
+        tag: &str,
+    ) -> PortResult<Option<FoundPost>>;
     /// A display name for prompts; the id itself when the platform has none.
     async fn user_name(&self, user: &UserId) -> PortResult<String>;
     /// The longest message the platform takes; longer replies are split.

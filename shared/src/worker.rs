@@ -1,14 +1,18 @@
 //! Runs queued jobs: the in-process stand-in for SQS delivering to the judge and
 //! respond functions, with redelivery after a failure and a dead-letter limit.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::sync::Semaphore;
 
 use crate::adapters::memory::MemoryQueue;
 use crate::adapters::memory::queue::Scheduled;
 use crate::deps::Deps;
-use crate::domain::{EventKind, Job, Stage, Timestamp};
+use crate::domain::{EventKind, Job, RespondMode, Stage, Timestamp};
 use crate::ingest::record;
-use crate::ports::PortResult;
+use crate::ports::{PortError, PortResult};
 use crate::{judge, respond};
 
 /// Like an SQS visibility timeout: a failed job comes back after this long.
@@ -33,21 +37,62 @@ pub async fn run_job(deps: &Deps, job: &Job) -> PortResult<()> {
     }
 }
 
-/// Jobs `kuuki serve` runs at once: one slow model call or a Slack rate limit must
-/// not hold up every other channel.
-pub const CONCURRENT_JOBS: usize = 16;
+/// Which worker pool a job waits for in `kuuki serve`: a slow model answering one
+/// channel must never hold up reactions, judgments or mentions elsewhere, so each kind
+/// of work has its own slots (as each has its own Lambda in AWS).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pool {
+    /// Answers to mentions, replies and name calls.
+    RespondDirect,
+    /// Answers kuuki decided to give unasked (reactions included).
+    RespondAmbient,
+    Judge,
+    /// Summaries, reflections, the fact sweep.
+    Memory,
+}
+
+impl Pool {
+    pub const ALL: [Pool; 4] = [Pool::RespondDirect, Pool::RespondAmbient, Pool::Judge, Pool::Memory];
+
+    pub fn of(job: &Job) -> Self {
+        match job {
+            Job::Respond { mode: RespondMode::Direct, .. } => Pool::RespondDirect,
+            Job::Respond { .. } => Pool::RespondAmbient,
+            Job::Judge { .. } => Pool::Judge,
+            Job::Summarize { .. } | Job::Reflect { .. } | Job::SweepFacts => Pool::Memory,
+        }
+    }
+
+    /// Jobs of this kind `kuuki serve` runs at once.
+    pub fn slots(self) -> usize {
+        match self {
+            Pool::RespondDirect => 8,
+            Pool::RespondAmbient => 4,
+            Pool::Judge => 8,
+            Pool::Memory => 2,
+        }
+    }
+}
 
 /// Runs jobs as they come due on the real clock until the task is dropped: the
-/// in-process stand-in for SQS pollers (`kuuki serve`), several at a time.
-pub async fn run_forever(deps: std::sync::Arc<Deps>, queue: std::sync::Arc<MemoryQueue>) {
-    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(CONCURRENT_JOBS));
+/// in-process stand-in for SQS pollers and Lambda (`kuuki serve`). Each pool runs its
+/// own jobs at once up to its slots; a job that runs past `WORKER_TIMEOUT_SECONDS` is
+/// stopped as Lambda would stop it, and comes back after the visibility timeout.
+pub async fn run_forever(deps: Arc<Deps>, queue: Arc<MemoryQueue>) {
+    queue.set_visibility_timeout(deps.budget.visibility_timeout());
+    let pools: HashMap<Pool, Arc<Semaphore>> =
+        Pool::ALL.into_iter().map(|pool| (pool, Arc::new(Semaphore::new(pool.slots())))).collect();
     loop {
         while let Some(scheduled) = queue.pop_due(deps.clock.now()) {
-            let permit = slots.clone().acquire_owned().await.expect("the semaphore is never closed");
+            let slots = pools[&Pool::of(&scheduled.job)].clone();
             let (deps, queue) = (deps.clone(), queue.clone());
             tokio::spawn(async move {
-                deliver(&deps, &queue, scheduled).await;
-                drop(permit);
+                let _slot = slots.acquire_owned().await.expect("the semaphore is never closed");
+                let timeout = deps.settings.worker_timeout;
+                let job = scheduled.job.clone();
+                if tokio::time::timeout(timeout, deliver(&deps, &queue, scheduled)).await.is_err() {
+                    tracing::error!(?job, ?timeout, "job stopped at the worker timeout; it will be delivered again");
+                }
             });
         }
         let wait = match queue.next_due() {
@@ -75,35 +120,54 @@ pub async fn run_due(deps: &Deps, queue: &MemoryQueue, until: Timestamp, advance
     failures
 }
 
-/// One delivery: a failed job comes back after [`REDELIVERY_DELAY`], until
-/// [`MAX_DELIVERIES`] send it to the dead letters. Returns whether it succeeded.
-async fn deliver(deps: &Deps, queue: &MemoryQueue, scheduled: Scheduled) -> bool {
-    let Err(error) = run_job(deps, &scheduled.job).await else {
-        return true;
+/// One delivery: a failed job comes back after [`REDELIVERY_DELAY`] (or, when another
+/// delivery holds its claim, once that claim has run out), until [`MAX_DELIVERIES`]
+/// send it to the dead letters. Returns whether it succeeded.
+pub async fn deliver(deps: &Deps, queue: &MemoryQueue, scheduled: Scheduled) -> bool {
+    if scheduled.deliveries >= MAX_DELIVERIES {
+        // Delivered that often without an answer (its workers died): dead letters.
+        dead_letter(deps, &scheduled.job, "its workers stopped before finishing");
+        queue.ack(&scheduled);
+        return false;
+    }
+    let error = match run_job(deps, &scheduled.job).await {
+        Ok(()) => {
+            queue.ack(&scheduled);
+            return true;
+        }
+        Err(error) => error,
     };
     tracing::warn!(%error, job = ?scheduled.job, "job failed; it will be delivered again");
     if scheduled.deliveries + 1 >= MAX_DELIVERIES {
-        let job = &scheduled.job;
-        let stage = match job {
-            Job::Judge { .. } => Stage::Judge,
-            Job::Respond { .. } => Stage::Respond,
-            Job::Summarize { .. } => Stage::Summarize,
-            Job::Reflect { .. } | Job::SweepFacts => Stage::Reflect,
-        };
-        record(
-            deps,
-            job.channel(),
-            job.thread().root.clone(),
-            job.ts().clone(),
-            EventKind::Dropped {
-                stage,
-                reason: format!("dead letter after {MAX_DELIVERIES} failed deliveries: {error}"),
-            },
-        );
+        dead_letter(deps, &scheduled.job, &error.to_string());
+        queue.ack(&scheduled);
     } else {
-        queue.redeliver(scheduled, REDELIVERY_DELAY);
+        let after = match &error {
+            PortError::Busy { retry_after, .. } => *retry_after,
+            _ => REDELIVERY_DELAY,
+        };
+        queue.redeliver(scheduled, after);
     }
     false
+}
+
+fn dead_letter(deps: &Deps, job: &Job, error: &str) {
+    let stage = match job {
+        Job::Judge { .. } => Stage::Judge,
+        Job::Respond { .. } => Stage::Respond,
+        Job::Summarize { .. } => Stage::Summarize,
+        Job::Reflect { .. } | Job::SweepFacts => Stage::Reflect,
+    };
+    record(
+        deps,
+        job.channel(),
+        job.thread().root.clone(),
+        job.ts().clone(),
+        EventKind::Dropped {
+            stage,
+            reason: format!("dead letter after {MAX_DELIVERIES} deliveries: {error}"),
+        },
+    );
 }
 
 /// One message of a queue batch (an SQS record).
@@ -113,15 +177,15 @@ pub struct QueueMessage {
     pub body: String,
 }
 
-/// Runs a batch of queued jobs, each on its own: returns the ids of the ones that
-/// failed (SQS `batchItemFailures`), so only those are delivered again. A body that is
-/// not a job fails alone and goes to the dead letters after its deliveries.
+/// Runs a batch of queued jobs, each on its own and all at once (so a batch takes as
+/// long as its slowest job, which the time budget bounds): returns the ids of the ones
+/// that failed (SQS `batchItemFailures`), so only those are delivered again. A body
+/// that is not a job fails alone and goes to the dead letters after its deliveries.
 pub async fn run_batch(deps: &Deps, messages: &[QueueMessage]) -> Vec<String> {
     use tracing::Instrument;
-    let mut failed = Vec::new();
-    for message in messages {
+    let outcomes = messages.iter().map(|message| {
         let span = tracing::info_span!("job", message_id = %message.id);
-        let outcome = async {
+        async move {
             let job = crate::adapters::aws::sqs::decode_job(&message.body).map_err(|reason| {
                 tracing::error!(%reason, "a queue message that is not a kuuki job");
                 reason
@@ -132,10 +196,12 @@ pub async fn run_batch(deps: &Deps, messages: &[QueueMessage]) -> Vec<String> {
             })
         }
         .instrument(span)
-        .await;
-        if outcome.is_err() {
-            failed.push(message.id.clone());
-        }
-    }
-    failed
+    });
+    futures_util::future::join_all(outcomes)
+        .await
+        .into_iter()
+        .zip(messages)
+        .filter(|(outcome, _)| outcome.is_err())
+        .map(|(_, message)| message.id.clone())
+        .collect()
 }

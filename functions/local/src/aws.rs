@@ -30,7 +30,11 @@ pub async fn setup_aws(args: SetupArgs) -> anyhow::Result<()> {
         .await
         .map_err(anyhow::Error::msg)
         .context("creating the DynamoDB tables")?;
-    let (urls, arns) = create_queues(&aws_sdk_sqs::Client::new(&config), &args.prefix)
+    let (urls, arns) = create_queues(
+        &aws_sdk_sqs::Client::new(&config),
+        &args.prefix,
+        kuuki::budget::TimeBudget::from_settings(&settings).visibility_timeout(),
+    )
         .await
         .map_err(anyhow::Error::msg)
         .context("creating the SQS queues")?;

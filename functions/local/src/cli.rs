@@ -18,6 +18,14 @@ pub struct Cli {
     command: Command,
 }
 
+impl Cli {
+    /// `kuuki serve` answers HTTP and runs workers at once on every core; the rest
+    /// (replay, benchmarks) run on one thread, which is faster for them.
+    pub fn wants_threads(&self) -> bool {
+        matches!(self.command, Command::Serve(_))
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Replay a transcript through the whole pipeline on a virtual clock; the decision

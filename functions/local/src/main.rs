@@ -18,10 +18,12 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_env("KUUKI_LOG").unwrap_or_else(|_| "warn".into()),
         )
         .init();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
+    let mut runtime = if args.wants_threads() {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    let runtime = runtime.enable_all().build().expect("a tokio runtime");
     match runtime.block_on(cli::run(args)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

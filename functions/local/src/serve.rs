@@ -41,7 +41,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if settings.slack_bot_token.is_empty() {
         bail!("SLACK_BOT_TOKEN is not set: kuuki serve posts with it");
     }
-    let slack = Arc::new(SlackClient::new(&settings.slack_api_base_url, &settings.slack_bot_token));
+    let slack = Arc::new(SlackClient::new(&settings.slack_api_base_url, &settings.slack_bot_token).with_timeout(settings.chat_timeout));
     let me = slack
         .auth_test()
         .await

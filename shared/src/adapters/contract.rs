@@ -118,7 +118,7 @@ pub async fn ledger(ledger: &dyn Ledger) {
     let lease = Duration::from_secs(300);
     let key = "contract:claim";
     assert_eq!(ledger.claim(key, at(0), lease).await.unwrap(), ClaimOutcome::Claimed);
-    assert_eq!(ledger.claim(key, at(10), lease).await.unwrap(), ClaimOutcome::InProgress);
+    assert_eq!(ledger.claim(key, at(10), lease).await.unwrap(), ClaimOutcome::InProgress { until: at(300) });
     assert_eq!(ledger.claim(key, at(301), lease).await.unwrap(), ClaimOutcome::Claimed, "an expired claim can be taken");
     ledger.complete(key, at(302), Duration::from_secs(3600)).await.unwrap();
     assert_eq!(ledger.claim(key, at(303), lease).await.unwrap(), ClaimOutcome::Completed);
@@ -130,6 +130,18 @@ pub async fn ledger(ledger: &dyn Ledger) {
     ledger.release(key).await.unwrap();
     assert_eq!(ledger.claim(key, at(1), lease).await.unwrap(), ClaimOutcome::Claimed, "released work can be claimed");
     assert_eq!(ledger.claim("contract:other", at(1), lease).await.unwrap(), ClaimOutcome::Claimed, "keys are independent");
+
+    // A holder that began to post and then died or gave up: the next holder is told.
+    let key = "contract:posting";
+    assert_eq!(ledger.claim(key, at(0), lease).await.unwrap(), ClaimOutcome::Claimed);
+    ledger.mark_posting(key).await.unwrap();
+    assert_eq!(ledger.claim(key, at(10), lease).await.unwrap(), ClaimOutcome::InProgress { until: at(300) });
+    assert_eq!(ledger.claim(key, at(301), lease).await.unwrap(), ClaimOutcome::Resumed, "after a crash");
+    ledger.release(key).await.unwrap();
+    assert_eq!(ledger.claim(key, at(302), lease).await.unwrap(), ClaimOutcome::Resumed, "after a release");
+    ledger.complete(key, at(303), Duration::from_secs(3600)).await.unwrap();
+    ledger.mark_posting(key).await.unwrap();
+    assert_eq!(ledger.claim(key, at(304), lease).await.unwrap(), ClaimOutcome::Completed, "a mark never reopens done work");
 
     // The cache: values until their expiry, replaced by a newer put.
     assert_eq!(ledger.cache_get("contract:cache", at(0)).await.unwrap(), None);

@@ -102,6 +102,9 @@ pub enum EventKind {
         mode: RespondMode,
         response_type: ResponseType,
         reason: String,
+        /// The short line posted instead of an answer (a direct mention, with
+        /// `DIRECT_FAILURE_NOTICE`).
+        notice: Option<String>,
     },
 }
 

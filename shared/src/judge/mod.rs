@@ -14,8 +14,6 @@ use crate::domain::{
 use crate::ingest::record;
 use crate::ports::{ClaimOutcome, LlmRequest, LlmRole, PortResult, Usage};
 
-/// A judgment in progress holds its message this long; a crashed worker's claim expires.
-const JUDGE_CLAIM_LEASE: Duration = Duration::from_secs(5 * 60);
 /// The longest wait the LLM judge may ask for before answering: a reply later than an
 /// hour no longer answers anything.
 pub const MAX_RESPONSE_DELAY_SECONDS: u32 = 3600;
@@ -73,9 +71,11 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
 
     // A redelivered or re-sent JUDGE for the same message judges once.
     let key = format!("judge:{channel}:{ts}");
-    match deps.ledger.claim(&key, deps.clock.now(), JUDGE_CLAIM_LEASE).await? {
-        ClaimOutcome::Claimed => {}
-        _ => {
+    let now = deps.clock.now();
+    match deps.ledger.claim(&key, now, deps.budget.claim_lease()).await? {
+        ClaimOutcome::Claimed | ClaimOutcome::Resumed => {}
+        ClaimOutcome::InProgress { until } => return Err(ClaimOutcome::busy(&key, until, now)),
+        ClaimOutcome::Completed => {
             record(deps, channel, thread.root.clone(), ts.clone(), dropped("already judged"));
             return Ok(());
         }

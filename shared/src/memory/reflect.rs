@@ -14,7 +14,7 @@ use super::keywords::{jaccard, keywords};
 use crate::deps::Deps;
 use crate::domain::{Author, ChannelId, EventKind, Fact, Job, Message, Stage, Timestamp, Ts, UserNote};
 use crate::ingest::record;
-use crate::ports::{ChannelState, ClaimOutcome, LlmRequest, LlmRole, PortResult};
+use crate::ports::{ChannelState, LlmRequest, LlmRole, PortResult};
 use crate::respond::guard::fence_safe;
 
 /// Most new messages one reflection reads (the rest wait for the next one).
@@ -27,7 +27,6 @@ pub const FORGET_BELOW: f64 = 0.05;
 pub const FACTS_PER_REPLY: usize = 3;
 /// A fact about the speaker counts this much more.
 const SPEAKER_BOOST: f64 = 1.5;
-const CLAIM_LEASE: Duration = Duration::from_secs(10 * 60);
 const CLAIM_KEEP: Duration = Duration::from_secs(24 * 3600);
 
 /// Called by the judge with each judgment: reflect now when the buffer is full, else
@@ -93,8 +92,10 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
     }
     let watermark = state.reflection_watermark.as_ref().map_or("-", Ts::as_str);
     let key = format!("reflect:{channel}:{watermark}");
-    match deps.ledger.claim(&key, deps.clock.now(), CLAIM_LEASE).await? {
-        ClaimOutcome::Claimed => {}
+    match deps.ledger.claim(&key, deps.clock.now(), deps.budget.claim_lease()).await? {
+        // Another delivery holds it and will do the work (or its lease runs out and
+        // the next message queues it again).
+        outcome if outcome.holds() => {}
         _ => return Ok(()),
     }
     let result = reflect_claimed(deps, channel, ts, &new, &key).await;

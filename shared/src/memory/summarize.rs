@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::deps::Deps;
 use crate::domain::{Author, ChannelId, ChannelMemory, EventKind, Job, Message, Stage, Ts, WorkspaceMemory};
 use crate::ingest::record;
-use crate::ports::{ChannelState, ClaimOutcome, LlmRequest, LlmRole, PortResult};
+use crate::ports::{ChannelState, LlmRequest, LlmRole, PortResult};
 use crate::respond::guard::fence_safe;
 
 /// Most new messages one summary reads (the rest wait for the next one).
@@ -21,7 +21,6 @@ const MAX_NEW_MESSAGES: usize = 200;
 const IMMEDIATE_MARK: Duration = Duration::from_secs(60);
 /// The workspace memory is refreshed at most once per this many summary periods.
 const WORKSPACE_PERIODS: u32 = 4;
-const CLAIM_LEASE: Duration = Duration::from_secs(10 * 60);
 const CLAIM_KEEP: Duration = Duration::from_secs(24 * 3600);
 
 /// Called by the judge with each judgment: queue a summary now when N messages piled
@@ -98,8 +97,10 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
     };
     let watermark = memory.watermark.as_ref().map_or("-", Ts::as_str);
     let key = format!("summarize:{channel}:{watermark}");
-    match deps.ledger.claim(&key, deps.clock.now(), CLAIM_LEASE).await? {
-        ClaimOutcome::Claimed => {}
+    match deps.ledger.claim(&key, deps.clock.now(), deps.budget.claim_lease()).await? {
+        // Another delivery holds it and will do the work (or its lease runs out and
+        // the next message queues it again).
+        outcome if outcome.holds() => {}
         _ => return Ok(()),
     }
     let result = summarize_claimed(deps, channel, ts, memory, new, newest, &key).await;

@@ -262,7 +262,14 @@ fn body(event: &Event) -> Value {
             mode,
             response_type,
             reason,
-        } => json!({"type": response_type, "mode": mode, "reason": reason}),
+            notice,
+        } => {
+            let mut v = json!({"type": response_type, "mode": mode, "reason": reason});
+            if let Some(notice) = notice {
+                v["notice"] = json!(notice);
+            }
+            v
+        }
         EventKind::Reflect {
             messages,
             facts_new,

@@ -46,6 +46,7 @@ pub async fn replay(transcript: &[TranscriptLine], options: ReplayOptions, write
     let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
     let mint = Arc::new(TsMint::default());
     let parts = InProcess::new(clock.clone());
+    parts.queue.set_visibility_timeout(crate::budget::TimeBudget::from_settings(&options.settings).visibility_timeout());
     let queue = parts.queue.clone();
     let log = Arc::new(MemoryLog::default());
     let chat = Arc::new(RecordingChat::new(clock.clone(), mint.clone()));

@@ -3,6 +3,7 @@
 
 pub mod context;
 pub mod guard;
+pub mod output;
 
 use std::time::Duration;
 
@@ -10,10 +11,8 @@ use crate::deps::Deps;
 use crate::domain::{Author, EventKind, Intervention, Message, RespondMode, ResponseType, Stage, ThreadKey, Ts};
 use crate::ingest::record;
 use crate::judge::{newer_message, rules};
-use crate::ports::{LlmRequest, LlmRole, PortError, PortResult, Post};
+use crate::ports::{ClaimOutcome, LlmRequest, LlmRole, PortError, PortResult, Post};
 
-/// How long a claim protects an answer in progress; a crashed worker's claim expires.
-const CLAIM_LEASE: Duration = Duration::from_secs(5 * 60);
 /// How long a completed answer is remembered against redeliveries.
 const CLAIM_KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
 /// Token limits: a short acknowledgement is a line (spec 001: 50).
@@ -21,7 +20,8 @@ const SHORT_ACK_TOKENS: u32 = 50;
 const FULL_RESPONSE_TOKENS: u32 = 1024;
 
 /// Handles a RESPOND job. Errors are backend failures: the claim is released and the
-/// queue delivers the job again, which never posts twice.
+/// queue delivers the job again, which never posts twice: a post that may have gone
+/// out is looked for before anything is posted again.
 pub async fn handle(
     deps: &Deps,
     thread: &ThreadKey,
@@ -60,14 +60,25 @@ pub async fn handle(
     }
 
     let key = format!("respond:{channel}:{ts}");
-    match deps.ledger.claim(&key, deps.clock.now(), CLAIM_LEASE).await? {
-        crate::ports::ClaimOutcome::Claimed => {}
-        _ => {
-            record(deps, channel, thread.root.clone(), ts.clone(), dropped("already answered or being answered"));
+    let now = deps.clock.now();
+    let resumed = match deps.ledger.claim(&key, now, deps.budget.claim_lease()).await? {
+        ClaimOutcome::Claimed => false,
+        ClaimOutcome::Resumed => true,
+        // Another delivery is answering: try again once its lease has run out, in case
+        // it died (dropping this delivery could lose the answer).
+        ClaimOutcome::InProgress { until } => return Err(ClaimOutcome::busy(&key, until, now)),
+        ClaimOutcome::Completed => {
+            record(deps, channel, thread.root.clone(), ts.clone(), dropped("already answered"));
             return Ok(());
         }
-    }
-    match answer(deps, &target, &key, mode, response_type, emoji).await {
+    };
+    let answering = Answering {
+        target: &target,
+        key: &key,
+        mode,
+        response_type,
+    };
+    match answer(deps, &answering, emoji, resumed).await {
         Ok(()) => Ok(()),
         // The platform refused (a missing channel, a revoked token): retrying would
         // fail the same way, so the answer is given up and logged.
@@ -82,6 +93,7 @@ pub async fn handle(
                     mode,
                     response_type,
                     reason: message,
+                    notice: None,
                 },
             );
             Ok(())
@@ -93,50 +105,56 @@ pub async fn handle(
     }
 }
 
-async fn answer(
-    deps: &Deps,
-    target: &Message,
-    key: &str,
+/// The answer being made: to which message, under which claim, how.
+struct Answering<'a> {
+    target: &'a Message,
+    key: &'a str,
     mode: RespondMode,
     response_type: ResponseType,
-    chosen_emoji: Option<&str>,
-) -> PortResult<()> {
+}
+
+async fn answer(deps: &Deps, answering: &Answering<'_>, chosen_emoji: Option<&str>, resumed: bool) -> PortResult<()> {
+    let Answering {
+        target,
+        key,
+        mode,
+        response_type,
+    } = *answering;
     let channel = &target.channel;
     let state = deps.channels.channel_state(channel).await?;
+    // An earlier attempt began to post and its outcome is unknown (it crashed, timed
+    // out, or never heard back): if its post is there, the answer is done.
+    let found = if resumed && response_type != ResponseType::ReactOnly {
+        deps.chat.find_post(channel, target.thread_root.as_ref(), &target.ts, key).await?
+    } else {
+        None
+    };
     // The whole window only when a model will read it; the history quotes a few.
-    let conversation = if deps.llm.is_some() && response_type != ResponseType::ReactOnly {
+    let conversation = if deps.llm.is_some() && response_type != ResponseType::ReactOnly && found.is_none() {
         context::load_conversation(deps, target).await?
     } else {
         context::load_recent(deps, target, context::EXCERPT_MESSAGES).await?
     };
-    let (posted_ts, text, emoji) = match response_type {
-        ResponseType::ReactOnly => {
+    let (posted_ts, text, emoji) = match (response_type, found) {
+        (_, Some(found)) => {
+            tracing::info!(key, ts = %found.ts, "an earlier attempt's post was found; not posting again");
+            deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?;
+            store_own(deps, target, &found.ts, &found.text).await?;
+            (Some(found.ts), Some(found.text), None)
+        }
+        (ResponseType::ReactOnly, None) => {
             let emoji = chosen_emoji.unwrap_or_else(|| rules::pick_emoji(&target.text));
             if !state.shadow {
+                // Reactions repeat harmlessly (`already_reacted`).
                 deps.chat.add_reaction(channel, &target.ts, emoji).await?;
             }
             deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?;
             (None, None, Some(emoji.to_owned()))
         }
-        ResponseType::ShortAck | ResponseType::FullResponse => {
+        (ResponseType::ShortAck | ResponseType::FullResponse, None) => {
             let text = match generate(deps, target, &conversation, &state, response_type).await? {
                 Ok(text) => text,
-                Err(reason) => {
-                    // A failed generation posts nothing, not even an apology.
-                    deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?;
-                    record(
-                        deps,
-                        channel,
-                        target.thread_root.clone(),
-                        target.ts.clone(),
-                        EventKind::RespondFailed {
-                            mode,
-                            response_type,
-                            reason,
-                        },
-                    );
-                    return Ok(());
-                }
+                Err(reason) => return fail_generation(deps, answering, &state, reason).await,
             };
             if state.shadow {
                 deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?;
@@ -179,42 +197,106 @@ async fn answer(
     Ok(())
 }
 
+/// A generation that failed or gave something unfit to post: nothing in ambient mode;
+/// for a direct mention one short, honest line (`DIRECT_FAILURE_NOTICE`), so the person
+/// who asked is not left waiting. Either way the answer is complete: a model that
+/// failed once is not asked again by a redelivery.
+async fn fail_generation(
+    deps: &Deps,
+    answering: &Answering<'_>,
+    state: &crate::ports::ChannelState,
+    reason: String,
+) -> PortResult<()> {
+    let Answering {
+        target,
+        key,
+        mode,
+        response_type,
+    } = *answering;
+    let notice = (mode == RespondMode::Direct && deps.settings.direct_failure_notice && !state.shadow)
+        .then(|| failure_notice(deps.settings.prompt_language).to_owned());
+    match &notice {
+        Some(text) => {
+            post(deps, target, key, text).await?;
+        }
+        None => deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?,
+    }
+    record(
+        deps,
+        &target.channel,
+        target.thread_root.clone(),
+        target.ts.clone(),
+        EventKind::RespondFailed {
+            mode,
+            response_type,
+            reason,
+            notice,
+        },
+    );
+    Ok(())
+}
+
+/// The one line a direct mention gets when no answer can be made.
+pub fn failure_notice(language: crate::config::PromptLanguage) -> &'static str {
+    match language {
+        crate::config::PromptLanguage::Ja => "ごめんなさい、今はうまく答えられません。少し時間をおいてもう一度呼んでください。",
+        crate::config::PromptLanguage::En => "Sorry, I can't answer right now. Please ask me again in a little while.",
+    }
+}
+
 /// Posts `text` where `target` was written, in parts when it is longer than the
-/// platform takes; completes the claim after the first part (a redelivery must never
-/// post again: a lost tail is better than a repeated head), and stores each part as
-/// kuuki's own message. Returns the first part's ts.
+/// platform takes. The claim is marked as posting first (so a later attempt looks for
+/// this post before posting) and completed after the first part (a redelivery must
+/// never post again: a lost tail is better than a repeated head); each part is stored
+/// as kuuki's own message. Returns the first part's ts.
 async fn post(deps: &Deps, target: &Message, key: &str, text: &str) -> PortResult<Ts> {
     let parts = match deps.chat.max_message_chars() {
         Some(limit) => split_message(text, limit),
         None => vec![text.to_owned()],
     };
+    deps.ledger.mark_posting(key).await?;
     let mut first = None;
     for part in parts {
         let post = Post {
             channel: target.channel.clone(),
             thread_root: target.thread_root.clone(),
             text: part.clone(),
+            tag: first.is_none().then(|| key.to_owned()),
         };
-        let posted = deps.chat.post_message(&post).await?;
+        let posted = match deps.chat.post_message(&post).await {
+            Ok(posted) => posted,
+            // A later part: the answer stands (its head is posted); the tail is lost.
+            Err(error) if first.is_some() => {
+                tracing::warn!(%error, key, "a later part of a long answer could not be posted");
+                break;
+            }
+            Err(error) => return Err(error),
+        };
         if first.is_none() {
             deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?;
             first = Some(posted.clone());
         }
-        let own = Message {
-            channel: target.channel.clone(),
-            ts: posted,
-            thread_root: target.thread_root.clone(),
-            user: deps.bot.user_id.clone(),
-            user_name: deps.persona.name.clone(),
-            text: part,
-            author: Author::OwnBot,
-            replies_to_bot: false,
-            in_dm: target.in_dm,
-            at: deps.clock.now(),
-        };
-        deps.messages.put_message(&own).await?;
+        store_own(deps, target, &posted, &part).await?;
     }
-    Ok(first.expect("split_message returns at least one part"))
+    Ok(first.expect("split_message returns at least one part, and the first one was posted"))
+}
+
+/// Stores a message kuuki posted in `target`'s conversation as its own.
+async fn store_own(deps: &Deps, target: &Message, ts: &Ts, text: &str) -> PortResult<()> {
+    let own = Message {
+        channel: target.channel.clone(),
+        ts: ts.clone(),
+        thread_root: target.thread_root.clone(),
+        user: deps.bot.user_id.clone(),
+        user_name: deps.persona.name.clone(),
+        text: text.to_owned(),
+        author: Author::OwnBot,
+        replies_to_bot: false,
+        in_dm: target.in_dm,
+        at: deps.clock.now(),
+    };
+    deps.messages.put_message(&own).await?;
+    Ok(())
 }
 
 /// Splits `text` into parts of at most `limit` characters, at a paragraph, a line, a
@@ -279,7 +361,7 @@ async fn generate(
         subject: target.text.clone(),
     };
     Ok(match llm.complete(request).await {
-        Ok(response) => guard::check_reply(&response.text, &prompt, &deps.persona.name),
+        Ok(response) => output::fit_to_post(&response).and_then(|()| guard::check_reply(&response.text, &prompt, &deps.persona.name)),
         Err(e) => Err(e.to_string()),
     })
 }

@@ -19,7 +19,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
-use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
     ProjectionType, ReturnValue, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TimeToLiveSpecification,
@@ -634,28 +634,34 @@ impl DynamoStore {
 #[async_trait]
 impl Ledger for DynamoStore {
     async fn claim(&self, key: &str, now: Timestamp, lease: Duration) -> PortResult<ClaimOutcome> {
+        // An update, not a put: a posting mark of an earlier holder must survive.
+        let until = now + lease;
         let result = self
             .client
-            .put_item()
+            .update_item()
             .table_name(&self.tables.ledger)
-            .item("key", s(key))
-            .item("status", s(IN_PROGRESS))
-            .item("until", n((now + lease).as_micros()))
-            .item("expires_at", n((now + lease).as_micros() / Timestamp::MICROS_PER_SECOND + LEDGER_GRACE_SECONDS))
-            // Free, or a claim whose lease ran out (a crashed worker's).
+            .key("key", s(key))
+            .update_expression("SET #status = :in_progress, #until = :until, expires_at = :expires_at")
+            // Free, or a claim whose lease ran out (a crashed or released holder's).
             .condition_expression("attribute_not_exists(#k) OR (#status = :in_progress AND #until <= :now)")
             .expression_attribute_names("#k", "key")
             .expression_attribute_names("#status", "status")
             .expression_attribute_names("#until", "until")
             .expression_attribute_values(":in_progress", s(IN_PROGRESS))
+            .expression_attribute_values(":until", n(until.as_micros()))
+            .expression_attribute_values(":expires_at", n(until.as_micros() / Timestamp::MICROS_PER_SECOND + LEDGER_GRACE_SECONDS))
             .expression_attribute_values(":now", n(now.as_micros()))
+            .return_values(ReturnValue::AllOld)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
         let old = match result {
-            Ok(_) => return Ok(ClaimOutcome::Claimed),
+            Ok(out) => {
+                let posting = out.attributes().and_then(|old| old.get("posting")).and_then(|v| v.as_bool().ok()).copied();
+                return Ok(if posting == Some(true) { ClaimOutcome::Resumed } else { ClaimOutcome::Claimed });
+            }
             Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => match e.err() {
-                PutItemError::ConditionalCheckFailedException(failed) => failed.item().cloned(),
+                UpdateItemError::ConditionalCheckFailedException(failed) => failed.item().cloned(),
                 _ => None,
             },
             Err(e) => return Err(backend("claim")(e)),
@@ -676,8 +682,31 @@ impl Ledger for DynamoStore {
         };
         Ok(match get_s(&old, "status") {
             Some(COMPLETED) => ClaimOutcome::Completed,
-            _ => ClaimOutcome::InProgress,
+            _ => ClaimOutcome::InProgress {
+                until: get_n(&old, "until").map_or(now + lease, Timestamp),
+            },
         })
+    }
+
+    async fn mark_posting(&self, key: &str) -> PortResult<()> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.tables.ledger)
+            .key("key", s(key))
+            .update_expression("SET posting = :yes")
+            .condition_expression("#status = :in_progress")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":in_progress", s(IN_PROGRESS))
+            .expression_attribute_values(":yes", AttributeValue::Bool(true))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            // Completed already, or gone: nothing is in progress to mark.
+            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => Ok(()),
+            Err(e) => Err(backend("mark posting")(e)),
+        }
     }
 
     async fn complete(&self, key: &str, now: Timestamp, keep: Duration) -> PortResult<()> {
@@ -685,14 +714,18 @@ impl Ledger for DynamoStore {
     }
 
     async fn release(&self, key: &str) -> PortResult<()> {
+        // The lease ends now; a posting mark stays for the next holder.
         let result = self
             .client
-            .delete_item()
+            .update_item()
             .table_name(&self.tables.ledger)
             .key("key", s(key))
+            .update_expression("SET #until = :zero")
             .condition_expression("#status = :in_progress")
             .expression_attribute_names("#status", "status")
+            .expression_attribute_names("#until", "until")
             .expression_attribute_values(":in_progress", s(IN_PROGRESS))
+            .expression_attribute_values(":zero", n(0))
             .send()
             .await;
         match result {

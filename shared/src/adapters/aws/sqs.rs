@@ -49,13 +49,19 @@ impl SqsQueue {
     }
 }
 
+/// Batches one poller runs at once, like a Lambda event source's concurrency.
+const CONCURRENT_BATCHES: usize = 4;
+
 /// Receives from one queue and runs what arrives until the task is dropped: the
 /// in-process stand-in for Lambda's event source mapping (`kuuki serve --aws`).
 /// Succeeded messages are deleted; failed ones become visible again after the
-/// queue's visibility timeout, as with `ReportBatchItemFailures`.
+/// queue's visibility timeout, as with `ReportBatchItemFailures`. A batch that runs
+/// past `WORKER_TIMEOUT_SECONDS` is stopped, as Lambda would stop it, and its messages
+/// come back after the visibility timeout.
 pub async fn poll_forever(deps: std::sync::Arc<crate::deps::Deps>, client: Client, url: String) {
-    use crate::worker::{QueueMessage, run_batch};
+    let batches = std::sync::Arc::new(tokio::sync::Semaphore::new(CONCURRENT_BATCHES));
     loop {
+        let slot = batches.clone().acquire_owned().await.expect("the semaphore is never closed");
         let received = client
             .receive_message()
             .queue_url(&url)
@@ -71,30 +77,47 @@ pub async fn poll_forever(deps: std::sync::Arc<crate::deps::Deps>, client: Clien
                 continue;
             }
         };
-        let batch: Vec<QueueMessage> = messages
-            .iter()
-            .map(|m| QueueMessage {
-                id: m.message_id.clone().unwrap_or_default(),
-                body: m.body.clone().unwrap_or_default(),
-            })
-            .collect();
-        let failed = run_batch(&deps, &batch).await;
-        for m in &messages {
-            if failed.iter().any(|id| Some(id) == m.message_id.as_ref()) {
-                continue;
-            }
-            if let Some(handle) = &m.receipt_handle
-                && let Err(error) = client.delete_message().queue_url(&url).receipt_handle(handle).send().await
-            {
-                tracing::warn!(?error, "deleting a handled SQS message failed; it may be delivered again");
-            }
+        if messages.is_empty() {
+            continue;
+        }
+        let (deps, client, url) = (deps.clone(), client.clone(), url.clone());
+        tokio::spawn(async move {
+            run_received(&deps, &client, &url, messages).await;
+            drop(slot);
+        });
+    }
+}
+
+async fn run_received(deps: &crate::deps::Deps, client: &Client, url: &str, messages: Vec<aws_sdk_sqs::types::Message>) {
+    use crate::worker::{QueueMessage, run_batch};
+    let batch: Vec<QueueMessage> = messages
+        .iter()
+        .map(|m| QueueMessage {
+            id: m.message_id.clone().unwrap_or_default(),
+            body: m.body.clone().unwrap_or_default(),
+        })
+        .collect();
+    let timeout = deps.settings.worker_timeout;
+    let Ok(failed) = tokio::time::timeout(timeout, run_batch(deps, &batch)).await else {
+        tracing::error!(?timeout, %url, "a batch was stopped at the worker timeout; SQS will deliver it again");
+        return;
+    };
+    for m in &messages {
+        if failed.iter().any(|id| Some(id) == m.message_id.as_ref()) {
+            continue;
+        }
+        if let Some(handle) = &m.receipt_handle
+            && let Err(error) = client.delete_message().queue_url(url).receipt_handle(handle).send().await
+        {
+            tracing::warn!(?error, "deleting a handled SQS message failed; it may be delivered again");
         }
     }
 }
 
-/// Creates kuuki's three queues where they do not exist and returns their URLs and
-/// ARNs (`kuuki setup-aws`; in AWS the SAM template owns them).
-pub async fn create_queues(client: &Client, prefix: &str) -> Result<(QueueUrls, Vec<String>), String> {
+/// Creates kuuki's four queues where they do not exist and returns their URLs and
+/// ARNs (`kuuki setup-aws`; in AWS the SAM template owns them), each made visible
+/// again `visibility` after a delivery that did not finish (the time budget's).
+pub async fn create_queues(client: &Client, prefix: &str, visibility: Duration) -> Result<(QueueUrls, Vec<String>), String> {
     use aws_sdk_sqs::types::QueueAttributeName;
     async fn create(client: &Client, name: &str, attributes: &[(QueueAttributeName, String)]) -> Result<(String, String), String> {
         let mut create = client.create_queue().queue_name(name);
@@ -121,9 +144,10 @@ pub async fn create_queues(client: &Client, prefix: &str) -> Result<(QueueUrls, 
     }
     let mut urls = Vec::new();
     let mut arns = Vec::new();
-    // As in the SAM template: a dead-letter queue after five deliveries, and a
-    // visibility timeout longer than a batch takes.
-    for (name, visibility) in [("judge", 180), ("respond", 180), ("summarize", 360), ("reflect", 360)] {
+    // As in the SAM template: a dead-letter queue after five deliveries, and the
+    // budget's visibility timeout.
+    let visibility = visibility.as_secs();
+    for name in ["judge", "respond", "summarize", "reflect"] {
         let (_, dead_letters) = create(client, &format!("{prefix}-{name}-dead-letters"), &[]).await?;
         let redrive = format!(r#"{{"deadLetterTargetArn":"{dead_letters}","maxReceiveCount":"5"}}"#);
         let (url, arn) = create(

@@ -3,8 +3,8 @@
 use async_trait::async_trait;
 use serde_json::json;
 
-use super::http::{HttpPolicy, client, post_json};
-use crate::ports::{Llm, LlmError, LlmRequest, LlmResponse, Usage};
+use super::http::{HttpPolicy, client, clip, post_json};
+use crate::ports::{Finish, Llm, LlmError, LlmRequest, LlmResponse, Usage};
 
 /// The Messages API version kuuki speaks.
 const API_VERSION: &str = "2023-06-01";
@@ -40,6 +40,16 @@ impl Llm for Anthropic {
         let url = format!("{}/v1/messages", self.base_url);
         let headers = [("x-api-key", self.api_key.as_str()), ("anthropic-version", API_VERSION)];
         let answer = post_json(&self.http, &self.policy, "anthropic", &url, &headers, &body).await?;
+        if answer["type"] == "error" {
+            let message = answer["error"]["message"].as_str().map_or_else(|| answer["error"].to_string(), str::to_owned);
+            return Err(LlmError::Failed(format!("anthropic: an error in a 200 answer: {}", clip(&message))));
+        }
+        let finish = match answer["stop_reason"].as_str() {
+            None | Some("end_turn") | Some("stop_sequence") => Finish::Complete,
+            Some("max_tokens") => Finish::Truncated,
+            Some("refusal") => Finish::Filtered,
+            Some(other) => Finish::Other(other.to_owned()),
+        };
         let text: String = answer["content"]
             .as_array()
             .ok_or_else(|| LlmError::Failed("anthropic: the answer has no content".into()))?
@@ -53,6 +63,7 @@ impl Llm for Anthropic {
                 input_tokens: answer["usage"]["input_tokens"].as_u64().unwrap_or(0),
                 output_tokens: answer["usage"]["output_tokens"].as_u64().unwrap_or(0),
             },
+            finish,
         })
     }
 }

@@ -15,11 +15,9 @@ pub struct HttpPolicy {
     pub max_retries: u32,
     /// The first backoff; it doubles after each retry.
     pub backoff: Duration,
-}
-
-impl HttpPolicy {
-    /// The longest wait a `Retry-After` may ask for inside one call.
-    pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(20);
+    /// The longest wait between two attempts (the time budget counts it): a longer
+    /// `Retry-After` is cut to this, and so is the doubling backoff.
+    pub max_retry_wait: Duration,
 }
 
 pub(super) fn client(policy: &HttpPolicy) -> reqwest::Client {
@@ -27,6 +25,11 @@ pub(super) fn client(policy: &HttpPolicy) -> reqwest::Client {
         .timeout(policy.timeout)
         .build()
         .expect("a reqwest client builds")
+}
+
+/// An error text from a provider, short enough for a log line.
+pub(super) fn clip(text: &str) -> String {
+    text.chars().take(300).collect()
 }
 
 /// POSTs `body` to `url` with `headers`, retrying what may pass, and returns the JSON.
@@ -59,7 +62,7 @@ pub(super) async fn post_json(
                     .and_then(|v| v.to_str().ok())
                     .and_then(|v| v.trim().parse::<u64>().ok())
                     .map(Duration::from_secs);
-                let detail: String = response.text().await.unwrap_or_default().chars().take(300).collect();
+                let detail = clip(&response.text().await.unwrap_or_default());
                 let error = format!("{provider}: HTTP {status}: {detail}");
                 if status.as_u16() != 429 && !status.is_server_error() {
                     // 400, 401, 404: asking again will not help.
@@ -74,8 +77,8 @@ pub(super) async fn post_json(
             return Err(LlmError::Failed(format!("{error} (after {} attempts)", attempt + 1)));
         }
         let wait = wait
-            .filter(|w| *w <= HttpPolicy::MAX_RETRY_AFTER)
-            .unwrap_or(policy.backoff * 2u32.pow(attempt));
+            .unwrap_or(policy.backoff.saturating_mul(2u32.saturating_pow(attempt)))
+            .min(policy.max_retry_wait);
         tracing::info!(provider, attempt, ?wait, %error, "LLM call failed; retrying");
         tokio::time::sleep(wait).await;
         attempt += 1;

@@ -31,6 +31,7 @@ pub fn from_settings(settings: &crate::config::Settings) -> Result<Option<Arc<dy
         timeout: settings.llm_timeout,
         max_retries: settings.llm_max_retries,
         backoff: std::time::Duration::from_millis(500),
+        max_retry_wait: crate::budget::llm_retry_wait_cap(settings.llm_timeout),
     };
     Ok(match settings.llm_provider {
         LlmProvider::OpenAi => Some(Arc::new(OpenAiCompatible::new(

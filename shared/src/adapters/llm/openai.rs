@@ -4,8 +4,8 @@
 use async_trait::async_trait;
 use serde_json::json;
 
-use super::http::{HttpPolicy, client, post_json};
-use crate::ports::{Llm, LlmError, LlmRequest, LlmResponse, Usage};
+use super::http::{HttpPolicy, client, clip, post_json};
+use crate::ports::{Finish, Llm, LlmError, LlmRequest, LlmResponse, Usage};
 
 pub struct OpenAiCompatible {
     http: reqwest::Client,
@@ -42,6 +42,17 @@ impl Llm for OpenAiCompatible {
         let headers: Vec<(&str, &str)> = if self.api_key.is_empty() { vec![] } else { vec![("authorization", &bearer)] };
         let url = format!("{}/chat/completions", self.base_url);
         let answer = post_json(&self.http, &self.policy, "openai", &url, &headers, &body).await?;
+        // Some compatible servers and proxies answer 200 with an error object.
+        if let Some(error) = answer.get("error").filter(|e| !e.is_null()) {
+            let message = error["message"].as_str().map_or_else(|| error.to_string(), str::to_owned);
+            return Err(LlmError::Failed(format!("openai: an error in a 200 answer: {}", clip(&message))));
+        }
+        let finish = match answer["choices"][0]["finish_reason"].as_str() {
+            None | Some("stop") => Finish::Complete,
+            Some("length") => Finish::Truncated,
+            Some("content_filter") => Finish::Filtered,
+            Some(other) => Finish::Other(other.to_owned()),
+        };
         let text = answer["choices"][0]["message"]["content"]
             .as_str()
             .ok_or_else(|| LlmError::Failed("openai: the answer has no choices[0].message.content".into()))?;
@@ -51,6 +62,7 @@ impl Llm for OpenAiCompatible {
                 input_tokens: answer["usage"]["prompt_tokens"].as_u64().unwrap_or(0),
                 output_tokens: answer["usage"]["completion_tokens"].as_u64().unwrap_or(0),
             },
+            finish,
         })
     }
 }

@@ -100,6 +100,7 @@ impl Llm for ScriptedLlm {
                 input_tokens: estimate_tokens(&request.system),
                 output_tokens: estimate_tokens(&entry.reply),
             },
+            finish: crate::ports::Finish::Complete,
         })
     }
 }

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use super::TsMint;
 use crate::domain::{ChannelId, Ts, UserId};
-use crate::ports::{Chat, Clock, PortError, PortResult, Post};
+use crate::ports::{Chat, Clock, FoundPost, PortError, PortResult, Post};
 
 /// One call kuuki made to the chat platform.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,6 +20,7 @@ pub struct RecordingChat {
     mint: Arc<TsMint>,
     calls: Mutex<Vec<ChatCall>>,
     failures_left: Mutex<u32>,
+    lost_answers_left: Mutex<u32>,
     max_chars: Option<usize>,
 }
 
@@ -30,6 +31,7 @@ impl RecordingChat {
             mint,
             calls: Mutex::new(Vec::new()),
             failures_left: Mutex::new(0),
+            lost_answers_left: Mutex::new(0),
             max_chars: None,
         }
     }
@@ -47,6 +49,12 @@ impl RecordingChat {
     /// The next `n` calls fail as if the platform were down.
     pub fn fail_next(&self, n: u32) {
         *self.failures_left.lock().expect("chat lock") = n;
+    }
+
+    /// The next `n` posts go out, but their answers are lost (a timeout after Slack
+    /// posted): kuuki cannot tell whether they were posted.
+    pub fn lose_next_answers(&self, n: u32) {
+        *self.lost_answers_left.lock().expect("chat lock") = n;
     }
 
     fn check_failure(&self) -> PortResult<()> {
@@ -71,7 +79,39 @@ impl Chat for RecordingChat {
             post: post.clone(),
             ts: ts.clone(),
         });
+        let mut lost = self.lost_answers_left.lock().expect("chat lock");
+        if *lost > 0 {
+            *lost -= 1;
+            return Err(PortError::Backend {
+                backend: "chat",
+                message: "simulated timeout after the post went out".into(),
+            });
+        }
         Ok(ts)
+    }
+
+    async fn find_post(
+        &self,
+        channel: &ChannelId,
+        thread_root: Option<&Ts>,
+        after: &Ts,
+        tag: &str,
+    ) -> PortResult<Option<FoundPost>> {
+        self.check_failure()?;
+        Ok(self.calls.lock().expect("chat lock").iter().find_map(|call| match call {
+            ChatCall::Post { post, ts }
+                if post.channel == *channel
+                    && post.thread_root.as_ref() == thread_root
+                    && ts > after
+                    && post.tag.as_deref() == Some(tag) =>
+            {
+                Some(FoundPost {
+                    ts: ts.clone(),
+                    text: post.text.clone(),
+                })
+            }
+            _ => None,
+        }))
     }
 
     async fn add_reaction(&self, channel: &ChannelId, ts: &Ts, emoji: &str) -> PortResult<()> {

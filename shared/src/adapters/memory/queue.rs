@@ -1,5 +1,5 @@
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -12,6 +12,7 @@ use crate::ports::{Clock, PortResult, Queue, Scheduler};
 #[derive(Debug, Clone)]
 pub struct Scheduled {
     pub due: Timestamp,
+    /// Names the queue message: a delivery's invisible copy carries the same one.
     seq: u64,
     pub job: Job,
     pub deliveries: u32,
@@ -35,12 +36,36 @@ impl Ord for Scheduled {
     }
 }
 
+#[derive(Default)]
+struct Jobs {
+    heap: BinaryHeap<Scheduled>,
+    next_seq: u64,
+    /// Messages whose delivery ended (done, or put back): their invisible copies in
+    /// the heap are skipped.
+    acked: HashSet<u64>,
+}
+
+impl Jobs {
+    /// Drops finished messages' copies from the top of the heap.
+    fn settle_top(&mut self) {
+        while let Some(top) = self.heap.peek() {
+            if !self.acked.remove(&top.seq) {
+                break;
+            }
+            self.heap.pop();
+        }
+    }
+}
+
 /// Delayed jobs on a timer heap over the [`Clock`]; a driver pops what is due
-/// (replay: on the virtual clock; serve: on the real one). It is the in-process
-/// scheduler too: a timer heap has no delay limit.
+/// (replay: on the virtual clock; serve: on the real one). Like SQS, a delivered job
+/// stays in the queue, invisible for the visibility timeout, until its delivery is
+/// acknowledged: a worker that dies or times out loses nothing, the job comes back.
+/// It is the in-process scheduler too: a timer heap has no delay limit.
 pub struct MemoryQueue {
     clock: Arc<dyn Clock>,
-    inner: Mutex<(BinaryHeap<Scheduled>, u64)>,
+    inner: Mutex<Jobs>,
+    visibility_timeout: Mutex<Duration>,
     scheduled_once: std::sync::atomic::AtomicU64,
     /// Wakes a real-time driver when a job arrives.
     arrived: tokio::sync::Notify,
@@ -48,24 +73,27 @@ pub struct MemoryQueue {
 
 impl MemoryQueue {
     pub fn new(clock: Arc<dyn Clock>) -> Self {
+        let default_budget = Duration::from_secs(crate::budget::DEFAULT_WORKER_TIMEOUT_SECONDS);
         Self {
             clock,
-            inner: Mutex::new((BinaryHeap::new(), 0)),
+            inner: Mutex::new(Jobs::default()),
+            visibility_timeout: Mutex::new(default_budget * crate::budget::VISIBILITY_PER_WORKER_TIMEOUT),
             scheduled_once: Default::default(),
             arrived: tokio::sync::Notify::new(),
         }
     }
 
+    /// How long a delivered job stays invisible before it comes back unless
+    /// acknowledged (the time budget's visibility timeout).
+    pub fn set_visibility_timeout(&self, timeout: Duration) {
+        *self.visibility_timeout.lock().expect("queue lock") = timeout;
+    }
+
     fn push(&self, job: Job, due: Timestamp, deliveries: u32) {
         let mut inner = self.inner.lock().expect("queue lock");
-        inner.1 += 1;
-        let seq = inner.1;
-        inner.0.push(Scheduled {
-            due,
-            seq,
-            job,
-            deliveries,
-        });
+        inner.next_seq += 1;
+        let seq = inner.next_seq;
+        inner.heap.push(Scheduled { due, seq, job, deliveries });
         drop(inner);
         self.arrived.notify_one();
     }
@@ -77,27 +105,45 @@ impl MemoryQueue {
 
     /// When the earliest job is due.
     pub fn next_due(&self) -> Option<Timestamp> {
-        self.inner.lock().expect("queue lock").0.peek().map(|s| s.due)
+        let mut inner = self.inner.lock().expect("queue lock");
+        inner.settle_top();
+        inner.heap.peek().map(|s| s.due)
     }
 
-    /// The earliest job due at or before `now`.
+    /// Delivers the earliest job due at or before `now`; it stays in the queue,
+    /// invisible, until [`MemoryQueue::ack`] or [`MemoryQueue::redeliver`].
     pub fn pop_due(&self, now: Timestamp) -> Option<Scheduled> {
+        let visibility = *self.visibility_timeout.lock().expect("queue lock");
         let mut inner = self.inner.lock().expect("queue lock");
-        if inner.0.peek().is_some_and(|s| s.due <= now) {
-            inner.0.pop()
-        } else {
-            None
+        inner.settle_top();
+        if !inner.heap.peek().is_some_and(|s| s.due <= now) {
+            return None;
         }
+        let delivered = inner.heap.pop()?;
+        inner.heap.push(Scheduled {
+            due: now + visibility,
+            deliveries: delivered.deliveries + 1,
+            ..delivered.clone()
+        });
+        Some(delivered)
+    }
+
+    /// The delivery is done: the job leaves the queue.
+    pub fn ack(&self, scheduled: &Scheduled) {
+        self.inner.lock().expect("queue lock").acked.insert(scheduled.seq);
     }
 
     /// Puts a job back after a failed delivery, like a message becoming visible again.
     pub fn redeliver(&self, scheduled: Scheduled, after: Duration) {
+        self.ack(&scheduled);
         let due = self.clock.now() + after;
         self.push(scheduled.job, due, scheduled.deliveries + 1);
     }
 
+    /// Jobs waiting or in delivery.
     pub fn len(&self) -> usize {
-        self.inner.lock().expect("queue lock").0.len()
+        let inner = self.inner.lock().expect("queue lock");
+        inner.heap.len() - inner.acked.len()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -22,7 +22,8 @@ struct ChannelMessages {
 
 #[derive(Debug, Clone, Copy)]
 enum Claim {
-    InProgress { until: Timestamp },
+    /// `posting`: the holder began to post (see [`Ledger::mark_posting`]).
+    InProgress { until: Timestamp, posting: bool },
     Completed { until: Timestamp },
 }
 
@@ -83,7 +84,9 @@ impl MemoryStore {
             messages.threads.retain(|_, tss| !tss.is_empty());
         }
         inner.claims.retain(|_, claim| match claim {
-            Claim::InProgress { until } | Claim::Completed { until } => *until > now,
+            // An abandoned post is kept for whoever takes the work over.
+            Claim::InProgress { posting: true, .. } => true,
+            Claim::InProgress { until, .. } | Claim::Completed { until } => *until > now,
         });
         inner.cache.retain(|_, (_, until)| *until > now);
     }
@@ -356,15 +359,23 @@ impl FactStore for MemoryStore {
 impl Ledger for MemoryStore {
     async fn claim(&self, key: &str, now: Timestamp, lease: Duration) -> PortResult<ClaimOutcome> {
         let mut inner = self.lock();
-        match inner.claims.get(key) {
+        let posting = match inner.claims.get(key) {
             Some(Claim::Completed { until }) if *until > now => return Ok(ClaimOutcome::Completed),
-            Some(Claim::InProgress { until }) if *until > now => return Ok(ClaimOutcome::InProgress),
-            _ => {}
-        }
+            Some(Claim::InProgress { until, .. }) if *until > now => return Ok(ClaimOutcome::InProgress { until: *until }),
+            Some(Claim::InProgress { posting, .. }) => *posting,
+            _ => false,
+        };
         inner
             .claims
-            .insert(key.to_owned(), Claim::InProgress { until: now + lease });
-        Ok(ClaimOutcome::Claimed)
+            .insert(key.to_owned(), Claim::InProgress { until: now + lease, posting });
+        Ok(if posting { ClaimOutcome::Resumed } else { ClaimOutcome::Claimed })
+    }
+
+    async fn mark_posting(&self, key: &str) -> PortResult<()> {
+        if let Some(Claim::InProgress { posting, .. }) = self.lock().claims.get_mut(key) {
+            *posting = true;
+        }
+        Ok(())
     }
 
     async fn complete(&self, key: &str, now: Timestamp, keep: Duration) -> PortResult<()> {
@@ -389,9 +400,9 @@ impl Ledger for MemoryStore {
     }
 
     async fn release(&self, key: &str) -> PortResult<()> {
-        let mut inner = self.lock();
-        if matches!(inner.claims.get(key), Some(Claim::InProgress { .. })) {
-            inner.claims.remove(key);
+        // The lease ends now; a posting mark stays for the next holder.
+        if let Some(Claim::InProgress { until, .. }) = self.lock().claims.get_mut(key) {
+            *until = Timestamp(i64::MIN);
         }
         Ok(())
     }

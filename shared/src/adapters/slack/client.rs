@@ -1,6 +1,8 @@
-//! The Slack Web API over reqwest: `auth.test`, `chat.postMessage`, `reactions.add`,
-//! `users.info` (cached). 429 answers are retried after `Retry-After`; `ok: false`
-//! answers are refusals, logged and never retried into a duplicate post.
+//! The Slack Web API over reqwest: `auth.test`, `chat.postMessage` (tagged with
+//! message metadata), `reactions.add`, `conversations.history`/`replies` (to find a
+//! tagged post), `users.info` (cached). A 429 is waited out once within the time
+//! budget; Slack's transient `ok: false` errors fail the call for a later retry, the
+//! others are refusals, logged and not retried.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -12,13 +14,16 @@ use thiserror::Error;
 
 use super::SlackIdentity;
 use crate::domain::{ChannelId, Ts, UserId};
-use crate::ports::{Chat, PortError, PortResult, Post};
+use crate::ports::{Chat, FoundPost, PortError, PortResult, Post};
 
-/// Retries after 429 before giving up (the job is then redelivered later).
-const RATE_LIMIT_RETRIES: u32 = 3;
-/// A `Retry-After` longer than this is not waited for inside one call.
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
-const TIMEOUT: Duration = Duration::from_secs(10);
+/// One call's timeout unless [`SlackClient::with_timeout`] sets `CHAT_TIMEOUT_SECONDS`.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The metadata event type of kuuki's answers; the payload's `tag` names the work.
+const POST_EVENT_TYPE: &str = "kuuki_reply";
+/// `ok: false` errors that say "not now" rather than "no" (Slack's Web API docs).
+const TRANSIENT_ERRORS: &[&str] = &["ratelimited", "internal_error", "service_unavailable", "request_timeout", "fatal_error"];
+/// How far back a lookup for a tagged post reads.
+const LOOKUP_MESSAGES: &str = "200";
 
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum SlackApiError {
@@ -31,10 +36,20 @@ pub enum SlackApiError {
     Transport { method: &'static str, message: String },
 }
 
+impl SlackApiError {
+    /// Whether asking again later may succeed.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            SlackApiError::Refused { error, .. } => TRANSIENT_ERRORS.contains(&error.as_str()),
+            SlackApiError::RateLimited { .. } | SlackApiError::Transport { .. } => true,
+        }
+    }
+}
+
 impl From<SlackApiError> for PortError {
     fn from(e: SlackApiError) -> Self {
         match e {
-            SlackApiError::Refused { .. } => PortError::Rejected {
+            SlackApiError::Refused { .. } if !e.is_transient() => PortError::Rejected {
                 backend: "slack",
                 message: e.to_string(),
             },
@@ -55,22 +70,35 @@ pub struct SlackClient {
     http: reqwest::Client,
     base_url: String,
     token: String,
+    timeout: Duration,
     names: Mutex<HashMap<String, String>>,
 }
 
 impl SlackClient {
     /// `base_url` is `SLACK_API_BASE_URL` (`https://slack.com/api`), `token` the bot token.
     pub fn new(base_url: &str, token: &str) -> Self {
-        let http = reqwest::Client::builder()
-            .timeout(TIMEOUT)
-            .build()
-            .expect("a reqwest client builds");
         SlackClient {
-            http,
+            http: Self::http(DEFAULT_TIMEOUT),
             base_url: base_url.trim_end_matches('/').to_owned(),
             token: token.to_owned(),
+            timeout: DEFAULT_TIMEOUT,
             names: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Each call gives up after `timeout` (`CHAT_TIMEOUT_SECONDS`), and a 429 is waited
+    /// out only when Slack asks for no longer than that: the time budget counts both.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.http = Self::http(timeout);
+        self.timeout = timeout;
+        self
+    }
+
+    fn http(timeout: Duration) -> reqwest::Client {
+        reqwest::Client::builder()
+            .timeout(timeout)
+            .build()
+            .expect("a reqwest client builds")
     }
 
     /// Who the token belongs to: the bot's user id and bot id.
@@ -117,7 +145,8 @@ impl SlackClient {
                     .and_then(|v| v.trim().parse::<u64>().ok())
                     .unwrap_or(1);
                 attempt += 1;
-                if attempt > RATE_LIMIT_RETRIES || Duration::from_secs(retry_after) > MAX_RETRY_AFTER {
+                let wait_cap = crate::budget::chat_retry_wait_cap(self.timeout);
+                if attempt >= crate::budget::CHAT_ATTEMPTS || Duration::from_secs(retry_after) > wait_cap {
                     return Err(SlackApiError::RateLimited {
                         method,
                         retry_after_seconds: retry_after,
@@ -151,6 +180,9 @@ impl Chat for SlackClient {
         if let Some(root) = &post.thread_root {
             body["thread_ts"] = json!(root.as_str());
         }
+        if let Some(tag) = &post.tag {
+            body["metadata"] = json!({"event_type": POST_EVENT_TYPE, "event_payload": {"tag": tag}});
+        }
         let answer = self.call("chat.postMessage", &body).await?;
         let ts = answer["ts"].as_str().ok_or_else(|| PortError::Backend {
             backend: "slack",
@@ -166,6 +198,38 @@ impl Chat for SlackClient {
             Err(SlackApiError::Refused { error, .. }) if error == "already_reacted" => Ok(()),
             other => other.map(|_| ()).map_err(PortError::from),
         }
+    }
+
+    async fn find_post(
+        &self,
+        channel: &ChannelId,
+        thread_root: Option<&Ts>,
+        after: &Ts,
+        tag: &str,
+    ) -> PortResult<Option<FoundPost>> {
+        let mut fields = vec![
+            ("channel", channel.0.as_str()),
+            ("oldest", after.as_str()),
+            ("inclusive", "false"),
+            ("include_all_metadata", "true"),
+            ("limit", LOOKUP_MESSAGES),
+        ];
+        let answer = match thread_root {
+            Some(root) => {
+                fields.push(("ts", root.as_str()));
+                self.call_form("conversations.replies", &fields).await?
+            }
+            None => self.call_form("conversations.history", &fields).await?,
+        };
+        let found = answer["messages"].as_array().into_iter().flatten().find(|m| {
+            m["metadata"]["event_type"] == POST_EVENT_TYPE && m["metadata"]["event_payload"]["tag"] == tag
+        });
+        Ok(found.and_then(|m| {
+            Some(FoundPost {
+                ts: Ts::new(m["ts"].as_str()?),
+                text: m["text"].as_str().unwrap_or_default().to_owned(),
+            })
+        }))
     }
 
     /// Slack takes up to 40,000 characters but advises 4,000 per message.
@@ -192,7 +256,7 @@ impl Chat for SlackClient {
                         .unwrap_or(&user.0)
                         .to_owned()
                 }
-                Err(SlackApiError::Refused { .. }) => user.0.clone(),
+                Err(e) if !e.is_transient() => user.0.clone(),
                 Err(e) => return Err(e.into()),
             }
         };

@@ -1,0 +1,197 @@
+//! One time budget for the at-least-once machinery (DESIGN §3): what one job may
+//! spend on the model and the platform fits inside the worker's timeout, a claim's
+//! lease outlives one attempt, and the queue's visibility timeout outlives the lease,
+//! so a job whose worker died comes back to find the claim expired and takes it over.
+//!
+//! ```text
+//! LLM calls × (LLM_TIMEOUT_SECONDS × attempts + retry waits) + post + margin
+//!   < WORKER_TIMEOUT_SECONDS < claim lease < visibility timeout (6 × the worker timeout)
+//! ```
+//!
+//! The SAM template, `kuuki setup-aws` and the workers read these numbers from here.
+
+use std::time::Duration;
+
+use crate::config::Settings;
+use crate::domain::Job;
+
+/// The worker timeout when `WORKER_TIMEOUT_SECONDS` is not set (each worker Lambda's
+/// `Timeout` in the template).
+pub const DEFAULT_WORKER_TIMEOUT_SECONDS: u64 = 240;
+/// AWS's advice for SQS event sources: a visibility timeout of at least six times the
+/// function's timeout, so retries of a throttled batch do not make it visible early.
+pub const VISIBILITY_PER_WORKER_TIMEOUT: u32 = 6;
+/// Attempts of one chat API call: a 429 is waited out once, then the job fails and the
+/// queue delivers it again.
+pub const CHAT_ATTEMPTS: u32 = 2;
+/// The longest `Retry-After` one LLM call waits out between attempts.
+pub const MAX_LLM_RETRY_WAIT: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeBudget {
+    /// How long a worker may run one delivery (a batch) before it is stopped (Lambda's
+    /// timeout; `kuuki serve` stops it the same way).
+    pub worker_timeout: Duration,
+    /// One LLM call at its worst: every attempt timing out, every wait at its longest.
+    pub llm_call: Duration,
+    /// One chat API call at its worst (a post, a reaction, a lookup).
+    pub chat_call: Duration,
+    /// Store reads and writes around the calls.
+    pub margin: Duration,
+}
+
+impl TimeBudget {
+    pub fn from_settings(settings: &Settings) -> Self {
+        let attempts = settings.llm_max_retries + 1;
+        let llm_wait = llm_retry_wait_cap(settings.llm_timeout);
+        let chat_wait = chat_retry_wait_cap(settings.chat_timeout);
+        TimeBudget {
+            worker_timeout: settings.worker_timeout,
+            llm_call: settings.llm_timeout * attempts + llm_wait * settings.llm_max_retries,
+            chat_call: settings.chat_timeout * CHAT_ATTEMPTS + chat_wait * (CHAT_ATTEMPTS - 1),
+            margin: settings.worker_timeout / 8,
+        }
+    }
+
+    /// The most one job of this kind may spend: its LLM calls, its posts, the margin.
+    /// A reply's first part is what the budget must cover: once it is posted the
+    /// answer is complete, and a later part lost to a timeout is not posted twice.
+    pub fn needed_for(&self, kind: JobKind) -> Duration {
+        let (llm_calls, chat_calls) = match kind {
+            JobKind::Judge | JobKind::Reflect => (1, 0),
+            // A lookup for an earlier attempt's post, then the post.
+            JobKind::Respond => (1, 2),
+            // The channel's memory, then the workspace's.
+            JobKind::Summarize => (2, 0),
+        };
+        self.llm_call * llm_calls + self.chat_call * chat_calls + self.margin
+    }
+
+    /// How long a claim protects work in progress: one attempt and a margin, so it
+    /// has run out by the time the queue delivers the job again.
+    pub fn claim_lease(&self) -> Duration {
+        self.worker_timeout + self.margin
+    }
+
+    /// The worker queues' visibility timeout.
+    pub fn visibility_timeout(&self) -> Duration {
+        self.worker_timeout * VISIBILITY_PER_WORKER_TIMEOUT
+    }
+
+    /// Every inequality of the budget, or the first one that fails, in words.
+    pub fn check(&self) -> Result<(), String> {
+        for kind in JobKind::ALL {
+            let needed = self.needed_for(kind);
+            if needed >= self.worker_timeout {
+                return Err(format!(
+                    "a {} job may need {} s (LLM calls of up to {} s each with LLM_TIMEOUT_SECONDS and LLM_MAX_RETRIES, chat calls of up to {} s, a margin of {} s), not less than WORKER_TIMEOUT_SECONDS ({} s)",
+                    kind.as_str(),
+                    needed.as_secs(),
+                    self.llm_call.as_secs(),
+                    self.chat_call.as_secs(),
+                    self.margin.as_secs(),
+                    self.worker_timeout.as_secs()
+                ));
+            }
+        }
+        if self.claim_lease() >= self.visibility_timeout() {
+            return Err("the claim lease must end before the queue delivers a job again".into());
+        }
+        Ok(())
+    }
+}
+
+/// The longest `Retry-After` one LLM call waits out.
+pub fn llm_retry_wait_cap(llm_timeout: Duration) -> Duration {
+    llm_timeout.min(MAX_LLM_RETRY_WAIT)
+}
+
+/// The longest `Retry-After` one chat call waits out.
+pub fn chat_retry_wait_cap(chat_timeout: Duration) -> Duration {
+    chat_timeout
+}
+
+/// The kinds of queued work, each with its own worker (and Lambda).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobKind {
+    Judge,
+    Respond,
+    Summarize,
+    Reflect,
+}
+
+impl JobKind {
+    pub const ALL: [JobKind; 4] = [JobKind::Judge, JobKind::Respond, JobKind::Summarize, JobKind::Reflect];
+
+    pub fn of(job: &Job) -> Self {
+        match job {
+            Job::Judge { .. } => JobKind::Judge,
+            Job::Respond { .. } => JobKind::Respond,
+            Job::Summarize { .. } => JobKind::Summarize,
+            Job::Reflect { .. } | Job::SweepFacts => JobKind::Reflect,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobKind::Judge => "judge",
+            JobKind::Respond => "respond",
+            JobKind::Summarize => "summarize",
+            JobKind::Reflect => "reflect",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn settings(vars: &[(&str, &str)]) -> Result<Settings, crate::config::ConfigError> {
+        let vars: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Settings::from_vars(&vars)
+    }
+
+    #[test]
+    fn the_defaults_fit_with_room_to_spare() {
+        let budget = TimeBudget::from_settings(&settings(&[]).unwrap());
+        assert_eq!(budget.worker_timeout, Duration::from_secs(DEFAULT_WORKER_TIMEOUT_SECONDS));
+        // 30 s × 3 attempts + 2 waits of 5 s.
+        assert_eq!(budget.llm_call, Duration::from_secs(100));
+        // 10 s × 2 attempts + one wait of 10 s.
+        assert_eq!(budget.chat_call, Duration::from_secs(30));
+        assert_eq!(budget.needed_for(JobKind::Respond), Duration::from_secs(100 + 60 + 30));
+        assert_eq!(budget.needed_for(JobKind::Summarize), Duration::from_secs(200 + 30));
+        assert!(budget.check().is_ok());
+        assert!(budget.needed_for(JobKind::Summarize) < budget.worker_timeout);
+        assert!(budget.worker_timeout < budget.claim_lease());
+        assert!(budget.claim_lease() < budget.visibility_timeout());
+        assert_eq!(budget.visibility_timeout(), Duration::from_secs(1440));
+    }
+
+    #[test]
+    fn llm_settings_that_outlast_the_worker_are_refused_at_start_up() {
+        let error = settings(&[("LLM_TIMEOUT_SECONDS", "60")]).unwrap_err().to_string();
+        assert!(error.contains("WORKER_TIMEOUT_SECONDS"), "{error}");
+        assert!(error.contains("a respond job may need 280 s"), "{error}");
+        let error = settings(&[("WORKER_TIMEOUT_SECONDS", "60")]).unwrap_err().to_string();
+        assert!(error.contains("WORKER_TIMEOUT_SECONDS"), "{error}");
+        // A longer worker timeout makes room for them.
+        assert!(settings(&[("LLM_TIMEOUT_SECONDS", "60"), ("WORKER_TIMEOUT_SECONDS", "480")]).is_ok());
+    }
+
+    #[test]
+    fn a_small_budget_for_tests_still_holds_every_inequality() {
+        let s = settings(&[
+            ("WORKER_TIMEOUT_SECONDS", "10"),
+            ("LLM_TIMEOUT_SECONDS", "1"),
+            ("LLM_MAX_RETRIES", "0"),
+            ("CHAT_TIMEOUT_SECONDS", "1"),
+        ])
+        .unwrap();
+        let budget = TimeBudget::from_settings(&s);
+        assert!(budget.check().is_ok());
+        assert_eq!(budget.visibility_timeout(), Duration::from_secs(60));
+    }
+}
