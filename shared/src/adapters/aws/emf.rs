@@ -1,6 +1,7 @@
 //! Metrics as CloudWatch embedded metric format: one JSON log line per measurement
 //! that CloudWatch turns into metrics, with no agent and no extra API call.
-//! Namespace `kuuki`; every metric also carries the function's name.
+//! Namespace `kuuki`; every metric also carries the function's name (the LLM metrics
+//! are published as all-functions totals too).
 
 use std::io::Write;
 use std::sync::Mutex;
@@ -14,6 +15,18 @@ pub const NAMESPACE: &str = "kuuki";
 
 /// One EMF line: `metrics` (name, value, unit) under `dimensions` (name, value).
 pub fn line(timestamp_ms: i64, dimensions: &[(&str, &str)], metrics: &[(&str, f64, &str)]) -> Value {
+    let names: Vec<&str> = dimensions.iter().map(|(k, _)| *k).collect();
+    line_with_dimension_sets(timestamp_ms, dimensions, &[&names], metrics)
+}
+
+/// One EMF line publishing `metrics` once per dimension set, each set naming some of
+/// `dimensions` (an empty set is the total over every value of them).
+pub fn line_with_dimension_sets(
+    timestamp_ms: i64,
+    dimensions: &[(&str, &str)],
+    dimension_sets: &[&[&str]],
+    metrics: &[(&str, f64, &str)],
+) -> Value {
     let mut root = Map::new();
     root.insert(
         "_aws".into(),
@@ -21,7 +34,7 @@ pub fn line(timestamp_ms: i64, dimensions: &[(&str, &str)], metrics: &[(&str, f6
             "Timestamp": timestamp_ms,
             "CloudWatchMetrics": [{
                 "Namespace": NAMESPACE,
-                "Dimensions": [dimensions.iter().map(|(k, _)| *k).collect::<Vec<_>>()],
+                "Dimensions": dimension_sets,
                 "Metrics": metrics.iter().map(|(name, _, unit)| json!({"Name": name, "Unit": unit})).collect::<Vec<_>>(),
             }],
         }),
@@ -33,6 +46,33 @@ pub fn line(timestamp_ms: i64, dimensions: &[(&str, &str)], metrics: &[(&str, f6
         root.insert((*name).into(), json!(value));
     }
     Value::Object(root)
+}
+
+/// One LLM call, as `CountingLlm` measures it.
+#[derive(Debug, Clone, Copy)]
+pub struct LlmCall<'a> {
+    pub function: &'a str,
+    pub role: &'a str,
+    pub ok: bool,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub latency: std::time::Duration,
+}
+
+/// The dimension sets of the LLM metrics: by function and role for the dashboard, and
+/// none for the all-functions totals that `LlmFailureRateAlarm` divides.
+pub const LLM_DIMENSION_SETS: &[&[&str]] = &[&["Function", "Role"], &[]];
+
+/// The EMF line of one LLM call: calls, failures, tokens and latency.
+pub fn llm_call_line(timestamp_ms: i64, call: &LlmCall) -> Value {
+    let metrics = [
+        ("LlmCalls", 1.0, "Count"),
+        ("LlmFailures", if call.ok { 0.0 } else { 1.0 }, "Count"),
+        ("LlmInputTokens", call.input_tokens as f64, "Count"),
+        ("LlmOutputTokens", call.output_tokens as f64, "Count"),
+        ("LlmLatency", call.latency.as_millis() as f64, "Milliseconds"),
+    ];
+    line_with_dimension_sets(timestamp_ms, &[("Function", call.function), ("Role", call.role)], LLM_DIMENSION_SETS, &metrics)
 }
 
 /// The metrics a decision record stands for: judgments by decision, superseded and
@@ -130,6 +170,22 @@ mod tests {
         assert_eq!(v["_aws"]["CloudWatchMetrics"][0]["Metrics"][1], json!({"Name": "LlmLatency", "Unit": "Milliseconds"}));
         assert_eq!(v["_aws"]["Timestamp"], 1_700_000_000_000i64);
         assert_eq!((v["Function"].clone(), v["Judgments"].clone(), v["LlmLatency"].clone()), (json!("judge"), json!(1.0), json!(812.0)));
+    }
+
+    #[test]
+    fn an_llm_call_is_published_by_function_and_role_and_as_a_total() {
+        let call = LlmCall {
+            function: "judge-fn",
+            role: "judge",
+            ok: false,
+            input_tokens: 120,
+            output_tokens: 0,
+            latency: std::time::Duration::from_millis(30_000),
+        };
+        let v = llm_call_line(1_700_000_000_000, &call);
+        assert_eq!(v["_aws"]["CloudWatchMetrics"][0]["Dimensions"], json!([["Function", "Role"], []]));
+        assert_eq!((v["Function"].clone(), v["Role"].clone()), (json!("judge-fn"), json!("judge")));
+        assert_eq!((v["LlmCalls"].clone(), v["LlmFailures"].clone(), v["LlmLatency"].clone()), (json!(1.0), json!(1.0), json!(30_000.0)));
     }
 
     #[test]

@@ -98,6 +98,7 @@ pub async fn cold_start(vars: &HashMap<String, String>) -> Result<(Arc<Deps>, Sl
     let config = super::config::load().await;
     super::secrets::resolve(&aws_sdk_secretsmanager::Client::new(&config), &mut vars).await?;
     let settings = Settings::from_vars(&vars).map_err(|e| e.to_string())?;
+    let persona_file = crate::config::persona_from_vars(&vars)?;
     let llm = crate::adapters::llm::from_settings(&settings)
         .map_err(|e| e.to_string())?
         .map(|llm| Arc::new(crate::adapters::llm::CountingLlm::new(llm).with_metrics(&function)) as Arc<dyn Llm>);
@@ -105,7 +106,7 @@ pub async fn cold_start(vars: &HashMap<String, String>) -> Result<(Arc<Deps>, Sl
     let aws = AwsAdapters::build(&settings, clock).await;
     let slack = Arc::new(SlackClient::new(&settings.slack_api_base_url, &settings.slack_bot_token).with_timeout(settings.chat_timeout));
     let me = slack.auth_test().await.map_err(|e| format!("{e} (is SLACK_BOT_TOKEN right?)"))?;
-    let persona = settings.persona(None);
+    let persona = settings.persona(persona_file.as_ref());
     let adapters = aws.adapters(slack, llm, Arc::new(super::emf::EmfLog::new(std::io::stdout(), &function)));
     let deps = Deps::new(settings, persona, UserId(me.user_id.clone()), adapters, fastrand::u64(..));
     Ok((Arc::new(deps), me))

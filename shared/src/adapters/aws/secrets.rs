@@ -1,5 +1,6 @@
 //! Secrets in Lambda: the template passes each secret's ARN (`SLACK_BOT_TOKEN_ARN`,
-//! ...); the cold start reads them from Secrets Manager once and hands the values to
+//! ...); the cold start reads them from Secrets Manager once, all at the same time (the
+//! cold start waits for the slowest read, not for the sum), and hands the values to
 //! the settings as if they had been set directly. A value set directly wins.
 
 use std::collections::HashMap;
@@ -17,9 +18,11 @@ pub const SECRET_SETTINGS: &[&str] = &[
 ];
 
 /// Fills `vars[NAME]` from the secret `vars[NAME_ARN]` names, for every secret setting
-/// that is not set directly. An error names the setting, never the value.
+/// that is not set directly, reading the secrets concurrently. Errors name the
+/// setting, never the value; every failed read is reported, in `SECRET_SETTINGS` order.
 pub async fn resolve(client: &Client, vars: &mut HashMap<String, String>) -> Result<(), String> {
-    for name in SECRET_SETTINGS {
+    let mut reads = tokio::task::JoinSet::new();
+    for (order, name) in SECRET_SETTINGS.iter().enumerate() {
         let arn_name = format!("{name}_ARN");
         let Some(arn) = vars.get(&arn_name).filter(|a| !a.trim().is_empty()).cloned() else {
             continue;
@@ -27,16 +30,125 @@ pub async fn resolve(client: &Client, vars: &mut HashMap<String, String>) -> Res
         if vars.get(*name).is_some_and(|v| !v.is_empty()) {
             continue;
         }
-        let secret = client
-            .get_secret_value()
-            .secret_id(&arn)
-            .send()
-            .await
-            .map_err(|e| format!("reading {arn_name} from Secrets Manager: {}", aws_sdk_secretsmanager::error::DisplayErrorContext(e)))?;
-        let value = secret
-            .secret_string
-            .ok_or_else(|| format!("{arn_name} names a secret without a string value"))?;
-        vars.insert((*name).to_owned(), value.trim().to_owned());
+        let client = client.clone();
+        reads.spawn(async move { (order, *name, read(&client, &arn_name, &arn).await) });
     }
-    Ok(())
+    let mut results = reads.join_all().await;
+    results.sort_by_key(|(order, ..)| *order);
+    let mut errors = Vec::new();
+    for (_, name, value) in results {
+        match value {
+            Ok(value) => {
+                vars.insert(name.to_owned(), value);
+            }
+            Err(error) => errors.push(error),
+        }
+    }
+    if errors.is_empty() { Ok(()) } else { Err(errors.join("; ")) }
+}
+
+/// The trimmed string value of the secret `arn`, which the variable `arn_name` gave.
+async fn read(client: &Client, arn_name: &str, arn: &str) -> Result<String, String> {
+    let secret = client
+        .get_secret_value()
+        .secret_id(arn)
+        .send()
+        .await
+        .map_err(|e| format!("reading {arn_name} from Secrets Manager: {}", aws_sdk_secretsmanager::error::DisplayErrorContext(e)))?;
+    let value = secret
+        .secret_string
+        .ok_or_else(|| format!("{arn_name} names a secret without a string value"))?;
+    Ok(value.trim().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use aws_sdk_secretsmanager::config::{BehaviorVersion, Credentials, Region};
+    use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode};
+    use serde_json::json;
+    use wiremock::matchers::{body_partial_json, header, method};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    use super::*;
+
+    const SLOW_READ: Duration = Duration::from_millis(500);
+
+    /// A Secrets Manager whose every `GetSecretValue` answers after `SLOW_READ`.
+    async fn slow_secrets_manager(secrets: &[(&str, &str)]) -> MockServer {
+        let server = MockServer::start().await;
+        for (arn, value) in secrets {
+            Mock::given(method("POST"))
+                .and(header("x-amz-target", "secretsmanager.GetSecretValue"))
+                .and(body_partial_json(json!({"SecretId": arn})))
+                .respond_with(
+                    ResponseTemplate::new(200)
+                        .set_delay(SLOW_READ)
+                        .insert_header("content-type", "application/x-amz-json-1.1")
+                        .set_body_json(json!({"ARN": arn, "Name": arn, "SecretString": value})),
+                )
+                .expect(1)
+                .mount(&server)
+                .await;
+        }
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(400)
+                    .insert_header("content-type", "application/x-amz-json-1.1")
+                    .set_body_json(json!({"__type": "ResourceNotFoundException", "message": "Secrets Manager can't find the specified secret."})),
+            )
+            .mount(&server)
+            .await;
+        server
+    }
+
+    fn client(endpoint: &str) -> Client {
+        let http = aws_smithy_http_client::Builder::new()
+            .tls_provider(tls::Provider::Rustls(CryptoMode::Ring))
+            .build_https();
+        let config = aws_sdk_secretsmanager::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("test", "test", None, None, "test"))
+            .endpoint_url(endpoint)
+            .http_client(http)
+            .build();
+        Client::from_conf(config)
+    }
+
+    fn vars(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn secrets_are_read_once_each_and_at_the_same_time() {
+        let server = slow_secrets_manager(&[("arn:bot", "xoxb-1\n"), ("arn:openai", "sk-2"), ("arn:discord", "dt-3")]).await;
+        let mut vars = vars(&[
+            ("SLACK_BOT_TOKEN_ARN", "arn:bot"),
+            ("OPENAI_API_KEY_ARN", "arn:openai"),
+            ("DISCORD_BOT_TOKEN_ARN", "arn:discord"),
+            ("SLACK_SIGNING_SECRET_ARN", "arn:never-read"),
+            ("SLACK_SIGNING_SECRET", "set directly"),
+        ]);
+        let started = Instant::now();
+        resolve(&client(&server.uri()), &mut vars).await.unwrap();
+        let took = started.elapsed();
+        assert_eq!(
+            (vars["SLACK_BOT_TOKEN"].as_str(), vars["OPENAI_API_KEY"].as_str(), vars["DISCORD_BOT_TOKEN"].as_str()),
+            ("xoxb-1", "sk-2", "dt-3")
+        );
+        assert_eq!(vars["SLACK_SIGNING_SECRET"], "set directly", "a value set directly wins");
+        // One after another would take three slow reads; together, about one.
+        assert!(took < SLOW_READ * 2, "three reads took {took:?}");
+    }
+
+    #[tokio::test]
+    async fn a_failed_read_names_the_setting_never_a_value() {
+        let server = slow_secrets_manager(&[("arn:bot", "xoxb-secret-value")]).await;
+        let mut vars = vars(&[("SLACK_BOT_TOKEN_ARN", "arn:bot"), ("OPENAI_API_KEY_ARN", "arn:missing")]);
+        let error = resolve(&client(&server.uri()), &mut vars).await.unwrap_err();
+        assert!(error.contains("OPENAI_API_KEY_ARN"), "{error}");
+        assert!(!error.contains("xoxb-secret-value"), "no secret value in errors: {error}");
+    }
 }

@@ -116,14 +116,15 @@ impl Llm for CountingLlm {
             let now_ms = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as i64);
-            let metrics = [
-                ("LlmCalls", 1.0, "Count"),
-                ("LlmFailures", if result.is_ok() { 0.0 } else { 1.0 }, "Count"),
-                ("LlmInputTokens", input_tokens as f64, "Count"),
-                ("LlmOutputTokens", output_tokens as f64, "Count"),
-                ("LlmLatency", latency.as_millis() as f64, "Milliseconds"),
-            ];
-            let line = crate::adapters::aws::emf::line(now_ms, &[("Function", function), ("Role", role.as_str())], &metrics);
+            let call = crate::adapters::aws::emf::LlmCall {
+                function,
+                role: role.as_str(),
+                ok: result.is_ok(),
+                input_tokens,
+                output_tokens,
+                latency,
+            };
+            let line = crate::adapters::aws::emf::llm_call_line(now_ms, &call);
             println!("{line}");
         }
         let mut usage = self.usage.lock().expect("usage lock");

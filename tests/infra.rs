@@ -1,0 +1,234 @@
+//! The deployed stack against the code: infra/template.yaml read as data, so the
+//! numbers and names the code relies on cannot drift from what is deployed.
+
+use std::collections::BTreeSet;
+
+use kuuki::adapters::aws::emf::{self, LlmCall};
+use serde_json::Value as Json;
+use serde_yaml::Value;
+
+/// Every SQS worker's function timeout in seconds (`WORKER_TIMEOUT_SECONDS`'s default).
+/// `shared/src/budget.rs` must agree.
+const WORKER_TIMEOUT_SECONDS: u64 = 240;
+/// A worker queue's visibility timeout is this many times the function timeout (AWS's
+/// advice for SQS event sources). `shared/src/budget.rs` must agree.
+const VISIBILITY_TIMEOUT_FACTOR: u64 = 6;
+
+const WORKER_QUEUES: [&str; 4] = ["JudgeQueue", "RespondQueue", "SummarizeQueue", "ReflectQueue"];
+
+fn template() -> Value {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../infra/template.yaml");
+    let text = std::fs::read_to_string(path).expect("infra/template.yaml is readable");
+    serde_yaml::from_str(&text).expect("infra/template.yaml is YAML")
+}
+
+/// The value of a short-form intrinsic such as `!Ref X` (tag `Ref`), or `None`.
+fn intrinsic<'a>(value: &'a Value, function: &str) -> Option<&'a Value> {
+    match value {
+        Value::Tagged(tagged) if tagged.tag == function => Some(&tagged.value),
+        _ => None,
+    }
+}
+
+/// The resource a `!GetAtt Resource.Attribute` names.
+fn get_att_resource(value: &Value) -> Option<&str> {
+    intrinsic(value, "GetAtt")?.as_str()?.split('.').next()
+}
+
+/// The path of a `!FindInMap [Map, Key, Field]`.
+fn find_in_map(value: &Value) -> Option<Vec<&str>> {
+    let path = intrinsic(value, "FindInMap")?.as_sequence()?;
+    path.iter().map(Value::as_str).collect()
+}
+
+fn budget(t: &Value, field: &str) -> u64 {
+    t["Mappings"]["Budget"]["Worker"][field]
+        .as_u64()
+        .unwrap_or_else(|| panic!("Mappings.Budget.Worker.{field} is a number"))
+}
+
+/// The worker functions (fed by an SQS event source), each with its queue.
+fn worker_functions(t: &Value) -> Vec<(&str, &Value, &str)> {
+    let resources = t["Resources"].as_mapping().expect("Resources");
+    let mut workers = Vec::new();
+    for (name, resource) in resources {
+        if resource["Type"] != "AWS::Serverless::Function" {
+            continue;
+        }
+        let Some(events) = resource["Properties"]["Events"].as_mapping() else { continue };
+        for event in events.values().filter(|e| e["Type"] == "SQS") {
+            let queue = get_att_resource(&event["Properties"]["Queue"]).expect("an SQS event's Queue is !GetAtt Queue.Arn");
+            workers.push((name.as_str().expect("a resource name"), resource, queue));
+        }
+    }
+    workers
+}
+
+#[test]
+fn the_budget_is_the_one_the_code_uses() {
+    let t = template();
+    let timeout = budget(&t, "TimeoutSeconds");
+    assert_eq!(timeout, WORKER_TIMEOUT_SECONDS);
+    assert_eq!(budget(&t, "VisibilityTimeoutSeconds"), VISIBILITY_TIMEOUT_FACTOR * timeout);
+}
+
+#[test]
+fn every_worker_and_its_queue_run_on_the_one_time_budget() {
+    let t = template();
+    let timeout = Some(vec!["Budget", "Worker", "TimeoutSeconds"]);
+    let visibility = Some(vec!["Budget", "Worker", "VisibilityTimeoutSeconds"]);
+    let workers = worker_functions(&t);
+    let queues: BTreeSet<&str> = workers.iter().map(|(_, _, queue)| *queue).collect();
+    assert_eq!(queues, BTreeSet::from(WORKER_QUEUES), "one worker per queue");
+    for (name, function, queue) in workers {
+        let properties = &function["Properties"];
+        assert_eq!(find_in_map(&properties["Timeout"]), timeout, "{name}'s Timeout");
+        let variable = &properties["Environment"]["Variables"]["WORKER_TIMEOUT_SECONDS"];
+        assert_eq!(find_in_map(variable), timeout, "{name}'s WORKER_TIMEOUT_SECONDS");
+        for event in properties["Events"].as_mapping().unwrap().values().filter(|e| e["Type"] == "SQS") {
+            let types = event["Properties"]["FunctionResponseTypes"].as_sequence();
+            assert!(
+                types.is_some_and(|types| types.iter().any(|t| t == "ReportBatchItemFailures")),
+                "{name} reports failed batch items, so one bad job does not retry the batch"
+            );
+        }
+        let queue_visibility = &t["Resources"][queue]["Properties"]["VisibilityTimeout"];
+        assert_eq!(find_in_map(queue_visibility), visibility, "{queue}'s VisibilityTimeout");
+    }
+}
+
+/// One metric an alarm reads: namespace, name and dimensions (name, literal value or
+/// `None` for an intrinsic resolved at deploy).
+struct AlarmMetric {
+    namespace: String,
+    name: String,
+    dimensions: Vec<(String, Option<String>)>,
+}
+
+fn alarm_metrics(alarm: &Value) -> Vec<AlarmMetric> {
+    let queries = alarm["Properties"]["Metrics"].as_sequence().expect("a metric-math alarm");
+    queries
+        .iter()
+        .filter_map(|query| query.get("MetricStat"))
+        .map(|stat| {
+            let metric = &stat["Metric"];
+            let dimensions = metric["Dimensions"].as_sequence().map(Vec::as_slice).unwrap_or_default();
+            AlarmMetric {
+                namespace: metric["Namespace"].as_str().expect("Namespace").to_owned(),
+                name: metric["MetricName"].as_str().expect("MetricName").to_owned(),
+                dimensions: dimensions
+                    .iter()
+                    .map(|d| (d["Name"].as_str().expect("a dimension's Name").to_owned(), d["Value"].as_str().map(str::to_owned)))
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// Whether the EMF `line` publishes `metric` under exactly its dimensions: a directive in
+/// its namespace that declares the metric with that dimension set, and the line carrying
+/// each literal dimension value.
+fn publishes(line: &Json, metric: &AlarmMetric) -> bool {
+    let wanted: BTreeSet<&str> = metric.dimensions.iter().map(|(name, _)| name.as_str()).collect();
+    let directives = line["_aws"]["CloudWatchMetrics"].as_array().expect("an EMF line");
+    let declared = directives.iter().any(|directive| {
+        directive["Namespace"] == metric.namespace.as_str()
+            && directive["Metrics"].as_array().unwrap().iter().any(|m| m["Name"] == metric.name.as_str())
+            && directive["Dimensions"].as_array().unwrap().iter().any(|set| {
+                let set: BTreeSet<&str> = set.as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect();
+                set == wanted
+            })
+    });
+    let values_match = metric
+        .dimensions
+        .iter()
+        .all(|(name, value)| value.as_ref().is_none_or(|value| line[name.as_str()] == value.as_str()));
+    declared && values_match && line[metric.name.as_str()].is_number()
+}
+
+#[test]
+fn the_llm_failure_rate_alarm_reads_metrics_every_llm_call_publishes() {
+    let t = template();
+    let metrics = alarm_metrics(&t["Resources"]["LlmFailureRateAlarm"]);
+    let names: BTreeSet<&str> = metrics.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, BTreeSet::from(["LlmCalls", "LlmFailures"]));
+    // Exactly the line CountingLlm prints after each call, for a failed and a good one.
+    for ok in [false, true] {
+        let call = LlmCall {
+            function: "kuuki-JudgeFunction-abc",
+            role: "judge",
+            ok,
+            input_tokens: 100,
+            output_tokens: 20,
+            latency: std::time::Duration::from_millis(800),
+        };
+        let line = emf::llm_call_line(1_700_000_000_000, &call);
+        for metric in &metrics {
+            assert!(
+                publishes(&line, metric),
+                "the alarm reads {}/{} with dimensions {:?}, which no LLM call publishes: {line}",
+                metric.namespace,
+                metric.name,
+                metric.dimensions
+            );
+        }
+    }
+}
+
+#[test]
+fn every_function_is_given_the_persona_parameter() {
+    let t = template();
+    assert_eq!(t["Parameters"]["PersonaToml"]["Default"], "", "the built-in persona by default");
+    let variable = &t["Globals"]["Function"]["Environment"]["Variables"]["PERSONA_TOML"];
+    assert_eq!(intrinsic(variable, "Ref").and_then(Value::as_str), Some("PersonaToml"));
+}
+
+/// `text` with every `${X}` of `!Sub` written as `X`.
+fn without_sub_markers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        let end = start + rest[start..].find('}').expect("every ${ is closed");
+        out.push_str(&rest[..start]);
+        out.push_str(&rest[start + 2..end]);
+        rest = &rest[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The dashboard's metrics as (namespace, metric, dimension value) with `${X}` read as `X`.
+fn dashboard_metrics(t: &Value) -> BTreeSet<(String, String, String)> {
+    let body = intrinsic(&t["Resources"]["Dashboard"]["Properties"]["DashboardBody"], "Sub")
+        .and_then(Value::as_str)
+        .expect("DashboardBody is !Sub text");
+    let dashboard: Json = serde_json::from_str(&without_sub_markers(body)).expect("the dashboard body is JSON");
+    let mut metrics = BTreeSet::new();
+    for widget in dashboard["widgets"].as_array().unwrap() {
+        for metric in widget["properties"]["metrics"].as_array().into_iter().flatten() {
+            let parts: Vec<&str> = metric.as_array().unwrap().iter().filter_map(Json::as_str).collect();
+            if let [namespace, name, _, value, ..] = parts[..] {
+                metrics.insert((namespace.to_owned(), name.to_owned(), value.to_owned()));
+            }
+        }
+    }
+    metrics
+}
+
+#[test]
+fn the_dashboard_shows_every_worker_queue_and_dead_letter_queue() {
+    let t = template();
+    let shown = dashboard_metrics(&t);
+    let sqs = |metric: &str, queue: &str| ("AWS/SQS".to_owned(), metric.to_owned(), format!("{queue}.QueueName"));
+    for queue in WORKER_QUEUES {
+        let dead_letters = get_att_resource(&t["Resources"][queue]["Properties"]["RedrivePolicy"]["deadLetterTargetArn"])
+            .expect("every worker queue has a dead-letter queue");
+        for wanted in [
+            sqs("ApproximateNumberOfMessagesVisible", queue),
+            sqs("ApproximateAgeOfOldestMessage", queue),
+            sqs("ApproximateNumberOfMessagesVisible", dead_letters),
+        ] {
+            assert!(shown.contains(&wanted), "the dashboard lacks {wanted:?}");
+        }
+    }
+}
