@@ -9,10 +9,10 @@ use serde_yaml::Value;
 
 /// Every SQS worker's function timeout in seconds (`WORKER_TIMEOUT_SECONDS`'s default).
 /// `shared/src/budget.rs` must agree.
-const WORKER_TIMEOUT_SECONDS: u64 = 240;
+const WORKER_TIMEOUT_SECONDS: u64 = kuuki::budget::DEFAULT_WORKER_TIMEOUT_SECONDS;
 /// A worker queue's visibility timeout is this many times the function timeout (AWS's
 /// advice for SQS event sources). `shared/src/budget.rs` must agree.
-const VISIBILITY_TIMEOUT_FACTOR: u64 = 6;
+const VISIBILITY_TIMEOUT_FACTOR: u64 = kuuki::budget::VISIBILITY_PER_WORKER_TIMEOUT as u64;
 
 const WORKER_QUEUES: [&str; 4] = ["JudgeQueue", "RespondQueue", "SummarizeQueue", "ReflectQueue"];
 

@@ -58,6 +58,7 @@ settings_doc! {
     "BOT_ALIASES", "くうき", "Comma-separated other names that are a direct trigger too.";
     "BOT_TOPICS", "", "Comma-separated topics the bot knows about; a message about one gets +15.";
     "PERSONA_FILE", "", "TOML file with the persona (name, system_prompt, aliases, topics).";
+    "PERSONA_TOML", "", "The persona's TOML itself (in Lambda, from the template's PersonaToml parameter); wins over PERSONA_FILE.";
     "PROMPT_LANGUAGE", "ja", "Language of the prompts: ja or en.";
     "JUDGE_MIN_WAIT_SECONDS", "30", "Ambient messages are judged this long after they arrive (a newer message in the thread supersedes).";
     "JUDGE_JITTER_RATIO", "0.3", "The wait varies by up to this fraction either way.";

@@ -63,31 +63,47 @@ async fn read(client: &Client, arn_name: &str, arn: &str) -> Result<String, Stri
 
 #[cfg(test)]
 mod tests {
+    use std::sync::{Arc, Mutex};
     use std::time::{Duration, Instant};
 
     use aws_sdk_secretsmanager::config::{BehaviorVersion, Credentials, Region};
     use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode};
     use serde_json::json;
     use wiremock::matchers::{body_partial_json, header, method};
-    use wiremock::{Mock, MockServer, ResponseTemplate};
+    use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
     use super::*;
 
-    const SLOW_READ: Duration = Duration::from_millis(500);
+    const SLOW_READ: Duration = Duration::from_secs(2);
 
-    /// A Secrets Manager whose every `GetSecretValue` answers after `SLOW_READ`.
-    async fn slow_secrets_manager(secrets: &[(&str, &str)]) -> MockServer {
+    /// Answers with `answer`, noting when each request arrived.
+    struct NotingArrivals {
+        arrivals: Arc<Mutex<Vec<Instant>>>,
+        answer: ResponseTemplate,
+    }
+
+    impl Respond for NotingArrivals {
+        fn respond(&self, _: &Request) -> ResponseTemplate {
+            self.arrivals.lock().unwrap().push(Instant::now());
+            self.answer.clone()
+        }
+    }
+
+    /// A Secrets Manager whose every `GetSecretValue` answers after `SLOW_READ`; the
+    /// requests' arrival times go to `arrivals`.
+    async fn slow_secrets_manager(secrets: &[(&str, &str)], arrivals: &Arc<Mutex<Vec<Instant>>>) -> MockServer {
         let server = MockServer::start().await;
         for (arn, value) in secrets {
             Mock::given(method("POST"))
                 .and(header("x-amz-target", "secretsmanager.GetSecretValue"))
                 .and(body_partial_json(json!({"SecretId": arn})))
-                .respond_with(
-                    ResponseTemplate::new(200)
+                .respond_with(NotingArrivals {
+                    arrivals: arrivals.clone(),
+                    answer: ResponseTemplate::new(200)
                         .set_delay(SLOW_READ)
                         .insert_header("content-type", "application/x-amz-json-1.1")
                         .set_body_json(json!({"ARN": arn, "Name": arn, "SecretString": value})),
-                )
+                })
                 .expect(1)
                 .mount(&server)
                 .await;
@@ -123,7 +139,9 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn secrets_are_read_once_each_and_at_the_same_time() {
-        let server = slow_secrets_manager(&[("arn:bot", "xoxb-1\n"), ("arn:openai", "sk-2"), ("arn:discord", "dt-3")]).await;
+        let arrivals = Arc::new(Mutex::new(Vec::new()));
+        let secrets = [("arn:bot", "xoxb-1\n"), ("arn:openai", "sk-2"), ("arn:discord", "dt-3")];
+        let server = slow_secrets_manager(&secrets, &arrivals).await;
         let mut vars = vars(&[
             ("SLACK_BOT_TOKEN_ARN", "arn:bot"),
             ("OPENAI_API_KEY_ARN", "arn:openai"),
@@ -131,21 +149,23 @@ mod tests {
             ("SLACK_SIGNING_SECRET_ARN", "arn:never-read"),
             ("SLACK_SIGNING_SECRET", "set directly"),
         ]);
-        let started = Instant::now();
         resolve(&client(&server.uri()), &mut vars).await.unwrap();
-        let took = started.elapsed();
         assert_eq!(
             (vars["SLACK_BOT_TOKEN"].as_str(), vars["OPENAI_API_KEY"].as_str(), vars["DISCORD_BOT_TOKEN"].as_str()),
             ("xoxb-1", "sk-2", "dt-3")
         );
         assert_eq!(vars["SLACK_SIGNING_SECRET"], "set directly", "a value set directly wins");
-        // One after another would take three slow reads; together, about one.
-        assert!(took < SLOW_READ * 2, "three reads took {took:?}");
+        // Together, every read is asked before the first answer comes back; one after
+        // another, each would wait for the previous answer.
+        let arrivals = arrivals.lock().unwrap().clone();
+        assert_eq!(arrivals.len(), 3);
+        let spread = arrivals.iter().max().unwrap().duration_since(*arrivals.iter().min().unwrap());
+        assert!(spread < SLOW_READ, "the reads were asked {spread:?} apart");
     }
 
     #[tokio::test]
     async fn a_failed_read_names_the_setting_never_a_value() {
-        let server = slow_secrets_manager(&[("arn:bot", "xoxb-secret-value")]).await;
+        let server = slow_secrets_manager(&[("arn:bot", "xoxb-secret-value")], &Arc::default()).await;
         let mut vars = vars(&[("SLACK_BOT_TOKEN_ARN", "arn:bot"), ("OPENAI_API_KEY_ARN", "arn:missing")]);
         let error = resolve(&client(&server.uri()), &mut vars).await.unwrap_err();
         assert!(error.contains("OPENAI_API_KEY_ARN"), "{error}");
