@@ -329,7 +329,7 @@ pub mod slack_world {
             let parts = InProcess::new(clock.clone());
             let (store, queue) = (parts.store.clone(), parts.queue.clone());
             let log = Arc::new(MemoryLog::default());
-            let chat = Arc::new(SlackClient::new(&slack_api.uri(), "xoxb-test"));
+            let chat = Arc::new(SlackClient::new(&slack_api.uri(), "xoxb-test").with_timeout(settings.chat_timeout));
             let persona = settings.persona(None);
             let deps = Arc::new(Deps::new(
                 settings,
@@ -427,10 +427,16 @@ pub mod slack_world {
 
         /// Moves the virtual clock `secs` on and runs every job due by then.
         pub async fn run_for(&self, secs: f64) {
+            self.run_for_counting(secs).await;
+        }
+
+        /// Like [`SlackWorld::run_for`]; returns how many deliveries failed.
+        pub async fn run_for_counting(&self, secs: f64) -> u32 {
             let until = self.clock.now() + Duration::from_secs_f64(secs);
             let clock = self.clock.clone();
-            run_due(&self.deps, &self.queue, until, move |t| clock.advance_to(t)).await;
+            let failures = run_due(&self.deps, &self.queue, until, move |t| clock.advance_to(t)).await;
             self.clock.advance_to(until);
+            failures
         }
 
         /// The bodies of the calls made to one Web API method, in order.
