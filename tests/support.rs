@@ -314,6 +314,17 @@ pub mod slack_world {
             mount_defaults: bool,
             llm: Option<Arc<dyn kuuki::ports::Llm>>,
         ) -> SlackWorld {
+            Self::start_adapted(settings, mount_defaults, llm, |_| {}).await
+        }
+
+        /// Like [`SlackWorld::start_with`], with the adapters changed by `adapt` first
+        /// (to wrap a port in one that injects faults).
+        pub async fn start_adapted(
+            settings: &[(&str, &str)],
+            mount_defaults: bool,
+            llm: Option<Arc<dyn kuuki::ports::Llm>>,
+            adapt: impl FnOnce(&mut kuuki::deps::Adapters),
+        ) -> SlackWorld {
             let slack_api = MockServer::start().await;
             if mount_defaults {
                 Self::mount_default_api(&slack_api).await;
@@ -331,13 +342,9 @@ pub mod slack_world {
             let log = Arc::new(MemoryLog::default());
             let chat = Arc::new(SlackClient::new(&slack_api.uri(), "xoxb-test").with_timeout(settings.chat_timeout));
             let persona = settings.persona(None);
-            let deps = Arc::new(Deps::new(
-                settings,
-                persona,
-                UserId(BOT_USER.into()),
-                parts.adapters(chat, llm, log.clone()),
-                7,
-            ));
+            let mut adapters = parts.adapters(chat, llm, log.clone());
+            adapt(&mut adapters);
+            let deps = Arc::new(Deps::new(settings, persona, UserId(BOT_USER.into()), adapters, 7));
             let ingress = Arc::new(Ingress {
                 deps: deps.clone(),
                 secret: SigningSecret::new(SECRET),
