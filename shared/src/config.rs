@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use secrecy::SecretString;
 use thiserror::Error;
 
 /// One documented setting: the README table is generated from this list.
@@ -182,14 +183,14 @@ pub struct Settings {
     pub chat_timeout: Duration,
     pub direct_failure_notice: bool,
     pub openai_base_url: String,
-    pub openai_api_key: String,
+    pub openai_api_key: SecretString,
     pub anthropic_base_url: String,
-    pub anthropic_api_key: String,
-    pub slack_signing_secret: String,
-    pub slack_bot_token: String,
+    pub anthropic_api_key: SecretString,
+    pub slack_signing_secret: SecretString,
+    pub slack_bot_token: SecretString,
     pub slack_api_base_url: String,
     pub discord_public_key: String,
-    pub discord_bot_token: String,
+    pub discord_bot_token: SecretString,
     pub discord_api_base_url: String,
     pub messages_table: String,
     pub channels_table: String,
@@ -281,6 +282,11 @@ impl Reader<'_> {
 
     fn seconds(&self, name: &'static str, default: i64, max: i64) -> Result<Duration, ConfigError> {
         Ok(Duration::from_secs(self.int(name, default, 0, max)? as u64))
+    }
+
+    /// A credential: kept out of `Debug` output and logs.
+    fn secret(&self, name: &'static str) -> SecretString {
+        SecretString::from(self.string(name, ""))
     }
 
     fn list(&self, name: &'static str, default: &str) -> Vec<String> {
@@ -401,14 +407,14 @@ impl Settings {
             chat_timeout: Duration::from_secs(r.int("CHAT_TIMEOUT_SECONDS", 10, 1, 60)? as u64),
             direct_failure_notice: r.bool("DIRECT_FAILURE_NOTICE", true)?,
             openai_base_url: r.string("OPENAI_BASE_URL", "https://api.openai.com/v1"),
-            openai_api_key: r.string("OPENAI_API_KEY", ""),
+            openai_api_key: r.secret("OPENAI_API_KEY"),
             anthropic_base_url: r.string("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
-            anthropic_api_key: r.string("ANTHROPIC_API_KEY", ""),
-            slack_signing_secret: r.string("SLACK_SIGNING_SECRET", ""),
-            slack_bot_token: r.string("SLACK_BOT_TOKEN", ""),
+            anthropic_api_key: r.secret("ANTHROPIC_API_KEY"),
+            slack_signing_secret: r.secret("SLACK_SIGNING_SECRET"),
+            slack_bot_token: r.secret("SLACK_BOT_TOKEN"),
             slack_api_base_url: r.string("SLACK_API_BASE_URL", "https://slack.com/api"),
             discord_public_key: r.string("DISCORD_PUBLIC_KEY", ""),
-            discord_bot_token: r.string("DISCORD_BOT_TOKEN", ""),
+            discord_bot_token: r.secret("DISCORD_BOT_TOKEN"),
             discord_api_base_url: r.string("DISCORD_API_BASE_URL", "https://discord.com/api/v10"),
             messages_table: r.string("MESSAGES_TABLE", "kuuki-messages"),
             channels_table: r.string("CHANNELS_TABLE", "kuuki-channels"),
@@ -477,6 +483,24 @@ mod tests {
 
     fn vars(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn credentials_never_show_in_debug_output() {
+        let s = Settings::from_vars(&vars(&[
+            ("SLACK_SIGNING_SECRET", "signing-s3cret"),
+            ("SLACK_BOT_TOKEN", "xoxb-t0ken"),
+            ("OPENAI_API_KEY", "sk-0penai"),
+            ("ANTHROPIC_API_KEY", "sk-ant-key"),
+            ("DISCORD_BOT_TOKEN", "discord-t0ken"),
+        ]))
+        .unwrap();
+        let shown = format!("{s:?}");
+        for secret in ["signing-s3cret", "xoxb-t0ken", "sk-0penai", "sk-ant-key", "discord-t0ken"] {
+            assert!(!shown.contains(secret), "{secret} leaked into {shown}");
+        }
+        use secrecy::ExposeSecret;
+        assert_eq!(s.slack_bot_token.expose_secret(), "xoxb-t0ken");
     }
 
     #[test]

@@ -13,3 +13,6 @@ pub mod prompts;
 pub mod replay;
 pub mod respond;
 pub mod worker;
+
+/// Settings hold credentials as `secrecy` strings; callers expose them where used.
+pub use secrecy;

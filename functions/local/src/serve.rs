@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
+use kuuki::secrecy::ExposeSecret;
 use clap::Args;
 use kuuki::adapters::llm::CountingLlm;
 use kuuki::adapters::aws::lambda::AwsAdapters;
@@ -35,13 +36,13 @@ pub struct ServeArgs {
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let options = setup(&args.common)?.options;
     let settings = options.settings;
-    if settings.slack_signing_secret.is_empty() {
+    if settings.slack_signing_secret.expose_secret().is_empty() {
         bail!("SLACK_SIGNING_SECRET is not set: kuuki serve verifies every request with it");
     }
-    if settings.slack_bot_token.is_empty() {
+    if settings.slack_bot_token.expose_secret().is_empty() {
         bail!("SLACK_BOT_TOKEN is not set: kuuki serve posts with it");
     }
-    let slack = Arc::new(SlackClient::new(&settings.slack_api_base_url, &settings.slack_bot_token).with_timeout(settings.chat_timeout));
+    let slack = Arc::new(SlackClient::new(&settings.slack_api_base_url, settings.slack_bot_token.expose_secret()).with_timeout(settings.chat_timeout));
     let me = slack
         .auth_test()
         .await
@@ -49,7 +50,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     eprintln!("kuuki serve: signed in to Slack as bot user {}", me.user_id);
 
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let secret = SigningSecret::new(settings.slack_signing_secret.clone());
+    let secret = SigningSecret::new(settings.slack_signing_secret.expose_secret());
     let llm = options.llm.map(|llm| Arc::new(CountingLlm::new(llm)) as Arc<dyn kuuki::ports::Llm>);
     let log = Arc::new(JsonLinesLog::new(std::io::stdout()));
     let user = UserId(me.user_id.clone());

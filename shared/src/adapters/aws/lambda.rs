@@ -4,6 +4,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use secrecy::ExposeSecret;
+
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 
 use super::calls::CallCounter;
@@ -104,7 +106,7 @@ pub async fn cold_start(vars: &HashMap<String, String>) -> Result<(Arc<Deps>, Sl
         .map(|llm| Arc::new(crate::adapters::llm::CountingLlm::new(llm).with_metrics(&function)) as Arc<dyn Llm>);
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let aws = AwsAdapters::build(&settings, clock).await;
-    let slack = Arc::new(SlackClient::new(&settings.slack_api_base_url, &settings.slack_bot_token).with_timeout(settings.chat_timeout));
+    let slack = Arc::new(SlackClient::new(&settings.slack_api_base_url, settings.slack_bot_token.expose_secret()).with_timeout(settings.chat_timeout));
     let me = slack.auth_test().await.map_err(|e| format!("{e} (is SLACK_BOT_TOKEN right?)"))?;
     let persona = settings.persona(persona_file.as_ref());
     let adapters = aws.adapters(slack, llm, Arc::new(super::emf::EmfLog::new(std::io::stdout(), &function)));

@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use secrecy::ExposeSecret;
 
 use crate::ports::{Llm, LlmError, LlmRequest, LlmResponse, LlmRole, Usage};
 
@@ -36,18 +37,18 @@ pub fn from_settings(settings: &crate::config::Settings) -> Result<Option<Arc<dy
     Ok(match settings.llm_provider {
         LlmProvider::OpenAi => Some(Arc::new(OpenAiCompatible::new(
             &settings.openai_base_url,
-            &settings.openai_api_key,
+            settings.openai_api_key.expose_secret(),
             policy,
         ))),
         LlmProvider::Anthropic => {
-            if settings.anthropic_api_key.is_empty() {
+            if settings.anthropic_api_key.expose_secret().is_empty() {
                 return Err(ConfigError::Invalid {
                     name: "ANTHROPIC_API_KEY",
                     value: String::new(),
                     reason: "LLM_PROVIDER=anthropic needs a key".into(),
                 });
             }
-            Some(Arc::new(Anthropic::new(&settings.anthropic_base_url, &settings.anthropic_api_key, policy)))
+            Some(Arc::new(Anthropic::new(&settings.anthropic_base_url, settings.anthropic_api_key.expose_secret(), policy)))
         }
         LlmProvider::None | LlmProvider::Script => None,
     })
