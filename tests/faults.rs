@@ -238,11 +238,49 @@ fn notice() -> &'static str {
     kuuki::respond::failure_notice(PromptLanguage::Ja)
 }
 
+/// What one fault ended with: a row of the README's "faults kuuki survives" table.
+struct Observed {
+    fault: &'static str,
+    /// What reached the channel.
+    posts: Vec<String>,
+    post_calls: usize,
+    lookups: usize,
+    model_calls: usize,
+    dead_letters: usize,
+}
+
+impl Observed {
+    fn row(&self) -> String {
+        let posted = match self.posts.as_slice() {
+            [] => "nothing".to_owned(),
+            [one] if one == ANSWER => "the answer, once".to_owned(),
+            [one] if one == notice() => "the honest notice, once".to_owned(),
+            many => format!("{} posts", many.len()),
+        };
+        format!(
+            "| {} | {posted} | {} | {} | {} | {} |",
+            self.fault, self.post_calls, self.lookups, self.model_calls, self.dead_letters
+        )
+    }
+}
+
+impl World {
+    async fn observe(&self, fault: &'static str, llm: &MockServer) -> Observed {
+        Observed {
+            fault,
+            posts: self.slack.texts(),
+            post_calls: self.slack_calls("chat.postMessage").await,
+            lookups: self.slack_calls("conversations.history").await + self.slack_calls("conversations.replies").await,
+            model_calls: requests(llm).await,
+            dead_letters: self.dead_letters(),
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------
 // Crashes and timeouts mid-answer.
 
-#[tokio::test]
-async fn a_worker_killed_mid_generation_answers_once_after_the_visibility_timeout() {
+async fn worker_killed_mid_generation() -> Observed {
     let llm = MockServer::start().await;
     // The first call never comes back in time: the worker dies waiting for it.
     Mock::given(method("POST"))
@@ -276,10 +314,15 @@ async fn a_worker_killed_mid_generation_answers_once_after_the_visibility_timeou
     assert_eq!(requests(&llm).await, 2);
     assert_eq!(world.responded(), 1);
     assert_eq!(world.dead_letters(), 0);
+    world.observe("the worker is killed while the model writes", &llm).await
 }
 
 #[tokio::test]
-async fn a_redelivery_that_meets_a_live_claim_retries_later_and_never_posts_twice() {
+async fn a_worker_killed_mid_generation_answers_once_after_the_visibility_timeout() {
+    worker_killed_mid_generation().await;
+}
+
+async fn two_deliveries_at_once() -> Observed {
     let llm = model(completion(ANSWER, "stop").set_delay(Duration::from_millis(300))).await;
     let mut world = World::start(&[], client(&llm, Duration::from_secs(30))).await;
     let ts = world.mention(0).await;
@@ -307,10 +350,15 @@ async fn a_redelivery_that_meets_a_live_claim_retries_later_and_never_posts_twic
     );
     assert_eq!(requests(&llm).await, 1);
     assert_eq!(world.dead_letters(), 0);
+    world.observe("two deliveries of one answer at once (a Slack retry and the first delivery)", &llm).await
 }
 
 #[tokio::test]
-async fn a_post_whose_answer_never_came_is_found_and_not_posted_again() {
+async fn a_redelivery_that_meets_a_live_claim_retries_later_and_never_posts_twice() {
+    two_deliveries_at_once().await;
+}
+
+async fn post_answer_lost() -> Observed {
     let llm = model(completion(ANSWER, "stop")).await;
     let mut world = World::start(&[("CHAT_TIMEOUT_SECONDS", "1")], client(&llm, Duration::from_secs(30))).await;
     // Slack posts, but answers after kuuki stopped waiting.
@@ -338,10 +386,15 @@ async fn a_post_whose_answer_never_came_is_found_and_not_posted_again() {
     let posted = world.slack.posts()[0]["ts"].as_str().unwrap().to_owned();
     let stored = world.w.store.get_message(&kuuki::domain::ChannelId(CH.into()), &Ts::new(&posted)).await.unwrap();
     assert!(stored.is_some_and(|m| m.text == ANSWER));
+    world.observe("Slack posts but its answer comes after kuuki's timeout", &llm).await
 }
 
 #[tokio::test]
-async fn a_throttled_store_after_the_post_does_not_post_twice() {
+async fn a_post_whose_answer_never_came_is_found_and_not_posted_again() {
+    post_answer_lost().await;
+}
+
+async fn throttled_after_the_post() -> Observed {
     let llm = model(completion(ANSWER, "stop")).await;
     let throttle = Arc::new(AtomicU32::new(1));
     let t = throttle.clone();
@@ -359,10 +412,15 @@ async fn a_throttled_store_after_the_post_does_not_post_twice() {
     assert_eq!(world.slack.texts(), [ANSWER]);
     assert_eq!(world.slack_calls("conversations.history").await, 1);
     assert_eq!(world.responded(), 1);
+    world.observe("DynamoDB throttles recording the answer after the post", &llm).await
 }
 
 #[tokio::test]
-async fn a_throttled_store_at_ingress_is_retried_by_slack_and_answered_once() {
+async fn a_throttled_store_after_the_post_does_not_post_twice() {
+    throttled_after_the_post().await;
+}
+
+async fn throttled_at_ingress() -> Observed {
     let llm = model(completion(ANSWER, "stop")).await;
     let throttle = Arc::new(AtomicU32::new(1));
     let t = throttle.clone();
@@ -385,20 +443,26 @@ async fn a_throttled_store_at_ingress_is_retried_by_slack_and_answered_once() {
     assert_eq!(world.run(60.0).await, 0);
     assert_eq!(world.slack.texts(), [ANSWER]);
     assert_eq!(requests(&llm).await, 1);
+    world.observe("DynamoDB throttles storing the message at ingress (Slack retries twice)", &llm).await
+}
+
+#[tokio::test]
+async fn a_throttled_store_at_ingress_is_retried_by_slack_and_answered_once() {
+    throttled_at_ingress().await;
 }
 
 // ---------------------------------------------------------------------------------
 // The model: down, slow, garbage, an error inside a 200, cut off.
 
-/// What a direct mention and an ambient question each got posted when the model
-/// answers with `answer`.
-async fn posted_with_model(answer: ResponseTemplate, settings: &[(&str, &str)]) -> (Vec<String>, Vec<String>) {
+/// A direct mention and an ambient question when the model answers with `answer`.
+async fn with_failing_model(fault: &'static str, answer: ResponseTemplate, settings: &[(&str, &str)]) -> [Observed; 2] {
     let llm = model(answer.clone()).await;
     let mut direct = World::start(settings, client(&llm, Duration::from_secs(1))).await;
     direct.mention(0).await;
-    assert_eq!(direct.run(120.0).await, 0, "a failed generation is not retried into a second answer");
+    assert_eq!(direct.run(120.0).await, 0, "{fault}: a failed generation is not retried into a second answer");
     let failed = direct.kinds(|k| matches!(k, EventKind::RespondFailed { .. })).len();
-    assert_eq!(failed, 1, "the failure is logged: {:?}", direct.events);
+    assert_eq!(failed, 1, "{fault}: the failure is logged: {:?}", direct.events);
+    let direct = direct.observe(fault, &llm).await;
 
     let llm = model(answer).await;
     let mut ambient_settings = vec![("LLM_JUDGE_ENABLED", "false"), ("JUDGE_SCORE_THRESHOLD", "5")];
@@ -409,38 +473,50 @@ async fn posted_with_model(answer: ResponseTemplate, settings: &[(&str, &str)]) 
     assert_eq!(response.status(), 200);
     assert_eq!(ambient.run(120.0).await, 0);
     let decided = ambient.kinds(|k| matches!(k, EventKind::Judge { respond: true, .. })).len();
-    assert_eq!(decided, 1, "kuuki decided to speak: {:?}", ambient.events);
+    assert_eq!(decided, 1, "{fault}: kuuki decided to speak: {:?}", ambient.events);
     let failed = ambient.kinds(|k| matches!(k, EventKind::RespondFailed { mode: RespondMode::Ambient, .. })).len();
-    assert_eq!(failed, 1);
-    (direct.slack.texts(), ambient.slack.texts())
+    assert_eq!(failed, 1, "{fault}");
+    [direct, ambient.observe(fault, &llm).await]
+}
+
+fn model_faults() -> Vec<(&'static str, ResponseTemplate)> {
+    vec![
+        ("the model is down (HTTP 500)", ResponseTemplate::new(500).set_body_string("upstream connect error")),
+        ("the model is slower than `LLM_TIMEOUT_SECONDS`", completion(ANSWER, "stop").set_delay(Duration::from_secs(3))),
+        ("the model answers garbage (HTML)", ResponseTemplate::new(200).set_body_string("<html>502 Bad Gateway</html>")),
+        (
+            "the model answers 200 with an `error` object",
+            ResponseTemplate::new(200).set_body_json(json!({"error": {"message": "upstream model overloaded", "type": "server_error"}})),
+        ),
+        ("the model's text is an error message", completion("Error: upstream model overloaded … Please retry later.", "stop")),
+        ("the model is cut off at the token limit", completion("Run `make deploy` from", "length")),
+        ("the provider's filter withholds the answer", completion("", "content_filter")),
+        ("the model returns only whitespace", completion("   ", "stop")),
+    ]
+}
+
+async fn failing_models() -> Vec<Observed> {
+    let mut rows = Vec::new();
+    for (fault, answer) in model_faults() {
+        let [direct, ambient] = with_failing_model(fault, answer, &[]).await;
+        assert_eq!(direct.posts, [notice()], "{fault}: one short, honest line");
+        assert!(ambient.posts.is_empty(), "{fault}: nothing in ambient mode, got {:?}", ambient.posts);
+        rows.extend([direct, ambient]);
+    }
+    rows
 }
 
 #[tokio::test]
 async fn a_model_that_fails_gets_one_honest_line_for_a_mention_and_silence_otherwise() {
-    let cases = [
-        ("down", ResponseTemplate::new(500).set_body_string("upstream connect error")),
-        ("slow", completion(ANSWER, "stop").set_delay(Duration::from_secs(3))),
-        ("garbage", ResponseTemplate::new(200).set_body_string("<html>502 Bad Gateway</html>")),
-        (
-            "error in a 200",
-            ResponseTemplate::new(200).set_body_json(json!({"error": {"message": "upstream model overloaded", "type": "server_error"}})),
-        ),
-        ("error as text", completion("Error: upstream model overloaded … Please retry later.", "stop")),
-        ("cut off", completion("Run `make deploy` from", "length")),
-        ("filtered", completion("", "content_filter")),
-        ("empty", completion("   ", "stop")),
-    ];
-    for (case, answer) in cases {
-        let (direct, ambient) = posted_with_model(answer, &[]).await;
-        assert_eq!(direct, [notice()], "{case}: one short, honest line");
-        assert!(ambient.is_empty(), "{case}: nothing in ambient mode, got {ambient:?}");
-    }
+    failing_models().await;
 }
 
 #[tokio::test]
 async fn without_the_notice_a_failed_mention_posts_nothing() {
-    let (direct, ambient) = posted_with_model(completion("Error: overloaded. Please try again later.", "stop"), &[("DIRECT_FAILURE_NOTICE", "false")]).await;
-    assert!(direct.is_empty() && ambient.is_empty());
+    let fault = "an error message as text, DIRECT_FAILURE_NOTICE=false";
+    let answer = completion("Error: overloaded. Please try again later.", "stop");
+    let [direct, ambient] = with_failing_model(fault, answer, &[("DIRECT_FAILURE_NOTICE", "false")]).await;
+    assert!(direct.posts.is_empty() && ambient.posts.is_empty());
 }
 
 #[tokio::test]
@@ -486,62 +562,85 @@ async fn anthropic_errors_inside_a_200_and_cut_off_answers_are_not_posted() {
 // ---------------------------------------------------------------------------------
 // Slack: rate limits, outages, refusals.
 
-async fn answered_after_slack_fault(answer: ResponseTemplate) -> World {
+async fn with_failing_slack(fault: &'static str, answer: ResponseTemplate) -> (World, Observed) {
     let llm = model(completion(ANSWER, "stop")).await;
     let mut world = World::start(&[], client(&llm, Duration::from_secs(30))).await;
     fail_slack(&world.w.slack_api, "/chat.postMessage", answer, 1).await;
     world.mention(0).await;
     world.run(300.0).await;
-    world
+    let observed = world.observe(fault, &llm).await;
+    (world, observed)
+}
+
+async fn short_rate_limit() -> Observed {
+    let (world, observed) =
+        with_failing_slack("Slack answers 429 with `Retry-After: 1`", ResponseTemplate::new(429).insert_header("retry-after", "1")).await;
+    assert_eq!(observed.posts, [ANSWER]);
+    assert_eq!(observed.post_calls, 2, "waited out within the delivery");
+    assert_eq!(observed.lookups, 0, "the 429 said nothing was posted, and no delivery failed");
+    assert_eq!(world.responded(), 1);
+    observed
 }
 
 #[tokio::test]
 async fn a_short_rate_limit_is_waited_out_within_the_delivery() {
-    let mut world = answered_after_slack_fault(ResponseTemplate::new(429).insert_header("retry-after", "1")).await;
-    assert_eq!(world.slack.texts(), [ANSWER]);
-    assert_eq!(world.slack_calls("chat.postMessage").await, 2);
-    assert_eq!(world.run(0.0).await, 0);
-    assert_eq!(world.responded(), 1);
+    short_rate_limit().await;
+}
+
+async fn retried_slack_faults() -> Vec<Observed> {
+    let cases = [
+        ("Slack answers 429 with `Retry-After: 120`", ResponseTemplate::new(429).insert_header("retry-after", "120")),
+        ("Slack answers HTTP 500", ResponseTemplate::new(500)),
+        ("Slack answers `ok: false` `ratelimited`", ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "ratelimited"}))),
+        ("Slack answers `ok: false` `internal_error`", ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "internal_error"}))),
+        (
+            "Slack answers `ok: false` `service_unavailable`",
+            ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "service_unavailable"})),
+        ),
+    ];
+    let mut rows = Vec::new();
+    for (fault, answer) in cases {
+        let (world, observed) = with_failing_slack(fault, answer).await;
+        assert_eq!(observed.posts, [ANSWER], "{fault}");
+        assert_eq!(observed.post_calls, 2, "{fault}: the failed call and one retry");
+        assert_eq!(observed.lookups, 1, "{fault}: the retry looked for an earlier post first");
+        assert_eq!(world.responded(), 1, "{fault}");
+        assert_eq!(observed.dead_letters, 0, "{fault}");
+        rows.push(observed);
+    }
+    rows
 }
 
 #[tokio::test]
 async fn a_long_rate_limit_an_outage_or_a_transient_refusal_is_retried_into_one_post() {
-    let cases = [
-        ("long 429", ResponseTemplate::new(429).insert_header("retry-after", "120")),
-        ("500", ResponseTemplate::new(500)),
-        ("ok:false ratelimited", ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "ratelimited"}))),
-        ("ok:false internal_error", ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "internal_error"}))),
-        ("ok:false service_unavailable", ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "service_unavailable"}))),
-    ];
-    for (case, answer) in cases {
-        let world = answered_after_slack_fault(answer).await;
-        assert_eq!(world.slack.texts(), [ANSWER], "{case}");
-        assert_eq!(world.slack_calls("chat.postMessage").await, 2, "{case}: the failed call and one retry");
-        assert_eq!(world.responded(), 1, "{case}");
-        assert_eq!(world.dead_letters(), 0, "{case}");
-    }
+    retried_slack_faults().await;
+}
+
+async fn permanent_refusal() -> Observed {
+    let answer = ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "channel_not_found"}));
+    let (world, observed) = with_failing_slack("Slack answers `ok: false` `channel_not_found`", answer).await;
+    assert!(observed.posts.is_empty());
+    assert_eq!(observed.post_calls, 1, "not retried");
+    let failed = world.kinds(|k| matches!(k, EventKind::RespondFailed { reason, .. } if reason.contains("channel_not_found")));
+    assert_eq!(failed.len(), 1);
+    observed
 }
 
 #[tokio::test]
 async fn a_permanent_refusal_is_given_up_and_logged_without_retries() {
-    let world = answered_after_slack_fault(ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "channel_not_found"}))).await;
-    assert!(world.slack.posts().is_empty());
-    assert_eq!(world.slack_calls("chat.postMessage").await, 1, "not retried");
-    let failed = world.kinds(|k| matches!(k, EventKind::RespondFailed { reason, .. } if reason.contains("channel_not_found")));
-    assert_eq!(failed.len(), 1);
+    permanent_refusal().await;
 }
 
 // ---------------------------------------------------------------------------------
 // The queue: a poison message fails alone.
 
-#[tokio::test]
-async fn a_poison_queue_message_fails_alone() {
+async fn poison_message() -> Observed {
     use kuuki::adapters::aws::sqs::encode_job;
     use kuuki::worker::{QueueMessage, run_batch};
     let llm = model(completion(ANSWER, "stop")).await;
     let world = World::start(&[], client(&llm, Duration::from_secs(30))).await;
     let ts = world.w.ts(0, 1);
-    // The message is stored (its own job is dropped from the queue: the batch brings it).
+    // The message is stored; its job comes in the batch below instead of the queue.
     let response = world.w.send_event(message(CH, "UALICE", "<@UKUUKI> how do I deploy?", &ts), &[]).await;
     assert_eq!(response.status(), 200);
     if let Some(own_job) = world.w.queue.pop_due(world.w.clock.now()) {
@@ -560,8 +659,49 @@ async fn a_poison_queue_message_fails_alone() {
         QueueMessage { id: "garbage".into(), body: "not json".into() },
     ];
     let failed = run_batch(&world.w.deps, &batch).await;
-    assert_eq!(failed, ["poison", "garbage"]);
+    assert_eq!(failed, ["poison", "garbage"], "only the poison messages fail (and reach the dead letters on SQS)");
     assert_eq!(world.slack.texts(), [ANSWER]);
+    world.observe("a poison message in an SQS batch beside a good one", &llm).await
+}
+
+#[tokio::test]
+async fn a_poison_queue_message_fails_alone() {
+    poison_message().await;
+}
+
+// ---------------------------------------------------------------------------------
+// The README's table is what these faults end with.
+
+#[tokio::test]
+async fn the_readme_lists_every_fault_with_what_it_ended_with() {
+    let mut rows = vec![
+        worker_killed_mid_generation().await,
+        two_deliveries_at_once().await,
+        post_answer_lost().await,
+        throttled_after_the_post().await,
+        throttled_at_ingress().await,
+    ];
+    let models = failing_models().await;
+    rows.push(short_rate_limit().await);
+    rows.extend(retried_slack_faults().await);
+    rows.push(permanent_refusal().await);
+    rows.push(poison_message().await);
+    let mut table = vec![
+        "| fault (a direct mention unless said) | posted | `chat.postMessage` calls | lookups | model calls | dead letters |".to_owned(),
+        "| --- | --- | --- | --- | --- | --- |".to_owned(),
+    ];
+    table.extend(rows.iter().map(Observed::row));
+    for pair in models.chunks(2) {
+        let (direct, ambient) = (&pair[0], &pair[1]);
+        table.push(direct.row().replacen(direct.fault, &format!("{} (mention)", direct.fault), 1));
+        table.push(ambient.row().replacen(ambient.fault, &format!("{} (ambient)", ambient.fault), 1));
+    }
+    let table = table.join("\n");
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    assert!(
+        readme.contains(&table),
+        "README.md's table of faults is out of date; this run observed:\n{table}"
+    );
 }
 
 // ---------------------------------------------------------------------------------
