@@ -69,9 +69,10 @@ async fn malformed_bodies_get_400_and_oversized_ones_413() {
     let w = SlackWorld::start(&[], true).await;
     for body in [
         "{not json".to_owned(),
+        "[1, 2]".to_owned(),
+        json!({"challenge": "no type"}).to_string(),
         json!({"type": "event_callback"}).to_string(),
         envelope(json!({"type": "message", "channel": CH, "text": "no ts", "user": "U1"})).to_string(),
-        envelope(json!({"type": "message", "text": "no channel", "user": "U1", "ts": "1.000001"})).to_string(),
     ] {
         let response = w.post_signed("/slack/events", &body, &[]).await;
         assert_eq!(response.status(), 400, "{body}");
@@ -81,6 +82,95 @@ async fn malformed_bodies_get_400_and_oversized_ones_413() {
     let huge = format!("{{\"type\": \"url_verification\", \"challenge\": \"{}\"}}", "x".repeat(1024 * 1024 + 1));
     let response = w.post_signed("/slack/events", &huge, &[]).await;
     assert_eq!(response.status(), 413);
+}
+
+/// A message event with `field` set to `bad`, built around a message stored at `good`.
+fn with_bad_ts(field: &str, bad: &str, good: &str) -> Value {
+    match field {
+        "ts" => message(CH, "UALICE", "<@UKUUKI> hi", bad),
+        "thread_ts" => {
+            let mut reply = message(CH, "UALICE", "<@UKUUKI> in the thread", "1767603600.900001");
+            reply["thread_ts"] = json!(bad);
+            reply
+        }
+        "deleted_ts" => json!({
+            "type": "message", "subtype": "message_deleted", "channel": CH, "hidden": true, "deleted_ts": bad,
+            "ts": "1767603700.000001", "event_ts": "1767603700.000001",
+            "previous_message": {"type": "message", "user": "UALICE", "text": "the original", "ts": good},
+        }),
+        "message.ts" => json!({
+            "type": "message", "subtype": "message_changed", "channel": CH, "hidden": true,
+            "ts": "1767603700.000001", "event_ts": "1767603700.000001",
+            "message": {"type": "message", "user": "UALICE", "text": "rewritten", "ts": bad, "edited": {"user": "UALICE", "ts": "1767603700.000000"}},
+            "previous_message": {"type": "message", "user": "UALICE", "text": "the original", "ts": good},
+        }),
+        _ => unreachable!("{field}"),
+    }
+}
+
+#[tokio::test]
+async fn a_message_whose_ts_is_not_a_slack_timestamp_is_refused_and_nothing_is_stored() {
+    let w = SlackWorld::start(&[], true).await;
+    let good = w.ts(0, 1);
+    w.send_event(message(CH, "UALICE", "the original", &good), &[]).await;
+    w.run_for(60.0).await;
+    w.events();
+    assert!(w.queue.is_empty(), "the original's work is done before the bad requests");
+    for field in ["ts", "thread_ts", "deleted_ts", "message.ts"] {
+        for bad in ["abc", "-5.1", "", "1e9", "12"] {
+            let response = w.send_event(with_bad_ts(field, bad, &good), &[]).await;
+            assert_eq!(response.status(), 400, "{field} {bad:?}");
+            let reason = response.text().await.unwrap();
+            assert!(reason.contains(&format!("{bad:?} is not a Slack timestamp")), "{field} {bad:?}: {reason}");
+            assert!(stored(&w, bad).await.is_none(), "{field} {bad:?}");
+        }
+    }
+    assert!(stored(&w, "1767603600.900001").await.is_none(), "the thread reply with a bad thread_ts");
+    assert_eq!(stored(&w, &good).await.expect("not deleted").text, "the original", "not edited");
+    assert!(w.queue.is_empty());
+    assert!(w.events().is_empty());
+}
+
+#[tokio::test]
+async fn a_message_changed_without_the_messages_ts_edits_by_the_previous_messages_ts() {
+    let w = SlackWorld::start(&[], true).await;
+    let ts = w.ts(0, 1);
+    w.send_event(message(CH, "UALICE", "original message", &ts), &[]).await;
+    // As Slack's Bolt for Python tests send it: the message has no ts of its own.
+    let edit = json!({
+        "type": "message", "subtype": "message_changed", "channel": CH, "hidden": true, "channel_type": "channel",
+        "ts": w.ts(5, 1), "event_ts": w.ts(5, 1),
+        "message": {"type": "message", "text": "updated message", "user": "UALICE", "team": "T0TEAM",
+            "edited": {"user": "UALICE", "ts": w.ts(5, 0)},
+            "blocks": [{"type": "rich_text", "block_id": "xwvU3", "elements": [{"type": "rich_text_section", "elements": [{"type": "text", "text": "updated message"}]}]}]},
+        "previous_message": {"type": "message", "text": "original message", "user": "UALICE", "team": "T0TEAM", "ts": ts},
+    });
+    assert_eq!(w.send_event(edit, &[]).await.status(), 200);
+    assert_eq!(stored(&w, &ts).await.unwrap().text, "updated message");
+    let kinds: Vec<&str> = w.events().iter().map(|e| e.kind.name()).collect();
+    assert_eq!(kinds, vec!["message", "edited"]);
+}
+
+#[tokio::test]
+async fn a_signed_event_kuuki_cannot_use_is_acknowledged_and_nothing_is_stored() {
+    let w = SlackWorld::start(&[], true).await;
+    let ts = w.ts(0, 1);
+    let no_channel = json!({"type": "message", "user": "UALICE", "text": "<@UKUUKI> where am I?", "ts": ts});
+    let no_author = json!({"type": "message", "channel": CH, "text": "<@UKUUKI> who am I?", "ts": ts});
+    let edit_without_message = json!({"type": "message", "subtype": "message_changed", "channel": CH, "ts": ts});
+    let odd_channel = json!({"type": "app_mention", "channel": {"id": CH}, "user": "UALICE", "text": "<@UKUUKI> hi", "ts": ts});
+    let no_type = json!({"channel": CH, "user": "UALICE", "text": "<@UKUUKI> hi", "ts": ts});
+    for event in [no_channel, no_author, edit_without_message, odd_channel, no_type, json!("not an object")] {
+        let response = w.send_event(event.clone(), &[]).await;
+        assert_eq!(response.status(), 200, "{event}");
+    }
+    assert!(stored(&w, &ts).await.is_none());
+    assert!(w.queue.is_empty());
+    assert!(w.events().is_empty());
+    // The same message, usable, is stored: the world was not refusing everything.
+    let usable = message(CH, "UALICE", "<@UKUUKI> hi", &ts);
+    assert_eq!(w.send_event(usable, &[]).await.status(), 200);
+    assert!(stored(&w, &ts).await.is_some());
 }
 
 #[tokio::test]

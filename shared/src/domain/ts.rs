@@ -19,11 +19,26 @@ pub struct Ts {
 /// Digits of the fraction that take part in the numeric key (nanoseconds).
 const FRACTION_DIGITS: usize = 9;
 
+/// A text from a request that was to be a Slack ts and is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a Slack timestamp (digits, a dot, digits)")]
+pub struct NotASlackTs(pub String);
+
 impl Ts {
     pub fn new(raw: impl Into<String>) -> Ts {
         let raw = raw.into();
         let key = numeric_key(&raw);
         Ts { raw, key }
+    }
+
+    /// A Slack ts from an untrusted request, like `"1712345678.123456"`: digits, a dot,
+    /// digits. Anything else would be stored and sort after every real message.
+    pub fn parse_slack(raw: &str) -> Result<Ts, NotASlackTs> {
+        let all_digits = |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+        let well_formed = raw.split_once('.').is_some_and(|(int, frac)| all_digits(int) && all_digits(frac));
+        let ts = Ts::new(raw);
+        // The key is missing when the integer part overflows.
+        if well_formed && ts.key.is_some() { Ok(ts) } else { Err(NotASlackTs(raw.to_owned())) }
     }
 
     pub fn as_str(&self) -> &str {
@@ -140,6 +155,19 @@ mod tests {
         assert_eq!(ts("5.10").cmp(&ts("5.1")), Ordering::Greater);
         assert_eq!(ts("5.1").cmp(&ts("5.1")), Ordering::Equal);
         assert!(ts("abc") > ts("99"), "non-numbers sort after numbers");
+    }
+
+    #[test]
+    fn only_digits_a_dot_and_digits_parse_as_a_slack_ts() {
+        assert_eq!(Ts::parse_slack("1712345678.123456"), Ok(ts("1712345678.123456")));
+        assert_eq!(Ts::parse_slack("0.1"), Ok(ts("0.1")));
+        for bad in ["abc", "-5.1", "", "1e9", "12", "12.", ".5", "1.2.3", " 1.2", "1.2 ", "+1.2", "99999999999999999999999.1"] {
+            assert_eq!(Ts::parse_slack(bad), Err(NotASlackTs(bad.into())), "{bad:?}");
+        }
+        assert_eq!(
+            NotASlackTs("abc".into()).to_string(),
+            "\"abc\" is not a Slack timestamp (digits, a dot, digits)"
+        );
     }
 
     #[test]

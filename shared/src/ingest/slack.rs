@@ -4,7 +4,7 @@
 use thiserror::Error;
 
 use super::{IngestOutcome, ingest, ingest_retry};
-use crate::adapters::slack::{Envelope, Normalized, SlackIdentity, normalize, parse_envelope};
+use crate::adapters::slack::{Envelope, Normalized, SlackIdentity, normalize_json, parse_envelope};
 use crate::deps::Deps;
 use crate::ports::PortError;
 
@@ -12,13 +12,15 @@ use crate::ports::PortError;
 pub enum SlackReply {
     /// Answer `url_verification` with this challenge.
     Challenge(String),
-    /// Acknowledge: the event was stored and queued, was a duplicate, or is ignored.
+    /// Acknowledge: the event was stored and queued, was a duplicate, is ignored, or is
+    /// unusable (logged; refusing it would only make Slack retry it).
     Ack(String),
 }
 
 #[derive(Debug, Error)]
 pub enum SlackIngressError {
-    /// A signed request whose body is not an event kuuki can read (400).
+    /// A signed request whose body is not an Events API envelope, or a message whose ts
+    /// is not a Slack timestamp (400).
     #[error(transparent)]
     Malformed(#[from] crate::adapters::slack::events::EventError),
     /// A store or queue failed (500; Slack retries, and retries are idempotent).
@@ -34,11 +36,15 @@ pub async fn handle_event(deps: &Deps, me: &SlackIdentity, body: &[u8], retry: b
         Envelope::AppRateLimited {} => return Ok(SlackReply::Ack("app_rate_limited".into())),
         Envelope::Other => return Ok(SlackReply::Ack("an envelope type kuuki does not use".into())),
     };
-    let incoming = match normalize(&event, me)? {
+    let incoming = match normalize_json(&event, me)? {
         Normalized::Incoming(incoming) => incoming,
         Normalized::Ignored(reason) => {
             tracing::debug!(%reason, "Slack event ignored");
             return Ok(SlackReply::Ack(format!("ignored: {reason}")));
+        }
+        Normalized::Unusable(reason) => {
+            tracing::warn!(%reason, "acknowledged a Slack event kuuki cannot use; nothing stored");
+            return Ok(SlackReply::Ack(format!("unusable: {reason}")));
         }
     };
     let outcome = if retry { ingest_retry(deps, incoming).await? } else { ingest(deps, incoming).await? };

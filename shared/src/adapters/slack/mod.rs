@@ -5,5 +5,5 @@ pub mod events;
 pub mod signature;
 
 pub use client::{SlackApiError, SlackClient};
-pub use events::{Envelope, Normalized, RawEvent, SlackIdentity, normalize, parse_envelope};
+pub use events::{Envelope, Normalized, RawEvent, SlackIdentity, normalize, normalize_json, parse_envelope};
 pub use signature::{SignatureError, SigningSecret};
