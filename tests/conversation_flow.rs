@@ -614,3 +614,45 @@ fn a_judgment_that_asked_the_llm_records_its_tokens() {
     assert!(judge["llm_tokens"]["input"].as_u64().unwrap() > 100, "{judge}");
     assert!(judge["llm_tokens"]["output"].as_u64().unwrap() > 0, "{judge}");
 }
+
+/// A judge that never wants to speak: the channel is only talked in, never answered.
+const NO: &str = r#"{"role": "judge", "reply": {"should_respond": false, "reason": "not needed", "confidence": 0.9, "conversation_state": "active"}, "repeat": true}"#;
+
+/// Each summary and reflection of a log as (kind, t, messages read).
+fn memory_lines(log: &kuuki_e2e::Log) -> Vec<(String, serde_json::Value, serde_json::Value)> {
+    log.0
+        .iter()
+        .filter(|l| l["kind"] == "summary" || l["kind"] == "reflect")
+        .map(|l| (l["kind"].as_str().unwrap().to_owned(), l["t"].clone(), l["messages"].clone()))
+        .collect()
+}
+
+#[test]
+fn a_mention_only_channel_remembers_like_one_kuuki_takes_part_in() {
+    let script = format!("{REFLECT}\n{SUMMARY}\n{NO}");
+    let run = |autonomous| {
+        Run::new(&chatter(10, 0.0).join("\n"))
+            .script(&script)
+            .settings(&[
+                ("AUTONOMOUS_RESPONSE_ENABLED", autonomous),
+                ("SUMMARIZE_EVERY_N_MESSAGES", "4"),
+                ("REFLECTION_MIN_MESSAGES", "10"),
+                ("JUDGE_JITTER_RATIO", "0"),
+            ])
+            .log()
+    };
+    let mention_only = run("false");
+    assert!(mention_only.kind("judge").is_empty(), "nothing is judged: {mention_only:?}");
+    let expected = vec![
+        ("summary".to_owned(), json!(120.0), json!(4)),
+        ("summary".to_owned(), json!(240.0), json!(4)),
+        // The last message at 270 s, handled at 300 s, then a 10-minute lull.
+        ("reflect".to_owned(), json!(900.0), json!(10)),
+        // The rest, a summary period after the first of them was handled (at 270 s).
+        ("summary".to_owned(), json!(1170.0), json!(2)),
+    ];
+    assert_eq!(memory_lines(&mention_only), expected, "{mention_only:?}");
+    let ambient = run("true");
+    assert_eq!(ambient.kind("judge").len(), 10, "{ambient:?}");
+    assert_eq!(memory_lines(&ambient), expected, "the same memory where kuuki judges: {ambient:?}");
+}

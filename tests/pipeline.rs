@@ -286,3 +286,131 @@ async fn the_daily_sweep_forgets_faded_facts_only() {
     let left: Vec<String> = h.store.facts(&ChannelId("general".into())).await.unwrap().into_iter().map(|f| f.id).collect();
     assert_eq!(left, vec!["fresh"]);
 }
+
+/// Memory on whether kuuki takes part or not: a channel summary, a workspace refresh,
+/// a reflection, and an answer for direct messages.
+const MEMORY_SCRIPT: &str = r#"{"role": "summarize", "match": "workspace", "reply": {"history": "a team workspace", "recent_events": "deploys"}, "repeat": true}
+{"role": "summarize", "reply": {"summary": "they planned the deploy", "history": "deploys happen here", "mood": "calm", "topic_keywords": ["deploy"], "active_users": ["alice", "bob"]}, "repeat": true}
+{"role": "reflect", "reply": {"facts": [{"content": "alice deploys on Fridays", "keywords": ["deploy", "friday"], "source_users": ["alice"], "confidence": 0.9, "shareable": true}], "profiles": []}, "repeat": true}
+{"role": "generate", "reply": "got it", "repeat": true}"#;
+
+/// A summary every 3 messages, a reflection after a 10-minute lull once 4 piled up.
+const MEMORY_SETTINGS: [(&str, &str); 4] = [
+    ("SUMMARIZE_EVERY_N_MESSAGES", "3"),
+    ("REFLECTION_MIN_MESSAGES", "4"),
+    ("REFLECTION_LULL_MINUTES", "10"),
+    ("JUDGE_JITTER_RATIO", "0"),
+];
+
+fn remembering(extra: &[(&str, &str)]) -> Harness {
+    let settings: Vec<(&str, &str)> = MEMORY_SETTINGS.iter().chain(extra).copied().collect();
+    let llm = kuuki::adapters::llm::ScriptedLlm::parse(MEMORY_SCRIPT).expect("a valid script");
+    Harness::with_llm(&settings, Some(std::sync::Arc::new(llm)))
+}
+
+/// Each summary and reflection as (kind, seconds from the start, messages read).
+fn memory_lines(h: &Harness, events: &[kuuki::domain::Event]) -> Vec<(&'static str, f64, usize)> {
+    events
+        .iter()
+        .filter_map(|e| {
+            let at = e.at.seconds_since(h.at(0.0));
+            match e.kind {
+                EventKind::Summary { messages, .. } => Some(("summary", at, messages)),
+                EventKind::Reflect { messages, .. } => Some(("reflect", at, messages)),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn direct_messages_are_summarized_and_reflected_on() {
+    let h = remembering(&[]);
+    for (secs, text) in [(0.0, "the deploy is on friday"), (60.0, "can you remind me on thursday"), (120.0, "thanks")] {
+        let mut dm = h.message(secs, "alice", text, None);
+        dm.channel = kuuki::domain::ChannelId("D01".into());
+        dm.in_dm = true;
+        h.ingest(Incoming::Message(dm)).await;
+        h.run_until(secs + 10.0).await;
+    }
+    h.run_until(3600.0).await;
+    let events = h.events();
+    assert_eq!(events.iter().filter(|e| matches!(e.kind, EventKind::Respond { .. })).count(), 3);
+    assert!(!events.iter().any(|e| matches!(e.kind, EventKind::Judge { .. })), "every DM is a direct trigger");
+    assert_eq!(
+        memory_lines(&h, &events),
+        vec![
+            // The second answer makes four messages (two of them kuuki's): due now.
+            ("summary", 60.0, 4),
+            // Ten minutes after the last answer: kuuki's own answer does not break the lull.
+            ("reflect", 720.0, 6),
+            // The rest, a summary period after the previous summary.
+            ("summary", 1020.0, 2),
+        ],
+        "{events:#?}"
+    );
+}
+
+#[tokio::test]
+async fn a_muted_channel_still_remembers() {
+    let h = remembering(&[]);
+    let general = kuuki::domain::ChannelId("general".into());
+    h.deps.channels.set_muted(&general, Some(h.at(86_400.0))).await.unwrap();
+    for (i, secs) in [0.0, 40.0, 80.0, 120.0].into_iter().enumerate() {
+        let user = if i % 2 == 0 { "alice" } else { "bob" };
+        h.ingest(Incoming::Message(h.message(secs, user, "we deploy on friday?", None))).await;
+        h.run_until(secs + 35.0).await;
+    }
+    h.run_until(3600.0).await;
+    let events = h.events();
+    let judgments: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Judge { breakdown, respond, .. } => Some((breakdown.contains_key("muted"), *respond)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(judgments, vec![(true, false); 4], "every message judged, muted: {events:#?}");
+    assert_eq!(posts(&h), 0);
+    assert_eq!(
+        memory_lines(&h, &events),
+        vec![("summary", 110.0, 3), ("reflect", 750.0, 4), ("summary", 1050.0, 1)],
+        "{events:#?}"
+    );
+}
+
+#[tokio::test]
+async fn two_conversations_handled_at_once_queue_one_summary() {
+    // kuuki only answers mentions here, so every message gets a REMEMBER job; the
+    // newest of each conversation runs the triggers, both at once, before a summary runs.
+    let h = remembering(&[("AUTONOMOUS_RESPONSE_ENABLED", "false")]);
+    let first = h.message(0.0, "alice", "deploy at 3?", None);
+    h.ingest(Incoming::Message(first.clone())).await;
+    h.ingest(Incoming::Message(h.message(1.0, "bob", "and the migration?", None))).await;
+    let reply = h.message(1.0, "carol", "3 works", Some(&first.ts));
+    let IngestOutcome::Stored { queued: Some(Job::Remember { .. }), trigger: None } = h.ingest(Incoming::Message(reply)).await else {
+        panic!("a message nothing judges is remembered")
+    };
+    h.clock.advance_to(h.at(31.0));
+    let mut due = Vec::new();
+    while let Some(scheduled) = h.queue.pop_due(h.now()) {
+        due.push(scheduled);
+    }
+    assert!(due.iter().all(|s| matches!(s.job, Job::Remember { .. })) && due.len() == 3, "{due:?}");
+    for scheduled in &due {
+        run_job(&h.deps, &scheduled.job).await.unwrap();
+        h.queue.ack(scheduled);
+    }
+    let mut queued = Vec::new();
+    while let Some(scheduled) = h.queue.pop_due(h.now()) {
+        queued.push(scheduled.job.clone());
+        h.queue.ack(&scheduled);
+    }
+    let summaries: Vec<_> = queued.iter().filter(|j| matches!(j, Job::Summarize { .. })).collect();
+    assert_eq!(summaries.len(), 1, "the second conversation found the first one's summary in flight: {queued:?}");
+    run_job(&h.deps, summaries[0]).await.unwrap();
+    h.run_until(3600.0).await;
+    let events = h.events();
+    assert_eq!(memory_lines(&h, &events), vec![("summary", 31.0, 3)], "{events:#?}");
+    assert!(!events.iter().any(|e| matches!(e.kind, EventKind::Judge { .. })));
+}

@@ -127,7 +127,8 @@ impl JobKind {
         match job {
             Job::Judge { .. } => JobKind::Judge,
             Job::Respond { .. } => JobKind::Respond,
-            Job::Summarize { .. } => JobKind::Summarize,
+            // Runs on the summarize worker; it asks no model itself.
+            Job::Summarize { .. } | Job::Remember { .. } => JobKind::Summarize,
             Job::Reflect { .. } | Job::SweepFacts => JobKind::Reflect,
         }
     }

@@ -28,7 +28,7 @@ settings_doc! {
     "MEMORY_ENABLED", "true", "Short-term memory (the channel buffer). Ambient participation needs it; off, kuuki answers direct triggers with only the triggering message as context.";
     "CHANNEL_BUFFER_SIZE", "50", "Messages per conversation in the context window.";
     "CHANNEL_BUFFER_TTL_MINUTES", "30", "Messages older than this leave the context window.";
-    "AUTONOMOUS_RESPONSE_ENABLED", "true", "Judge every message and take part unasked. Off: only direct triggers are answered.";
+    "AUTONOMOUS_RESPONSE_ENABLED", "true", "Judge every message and take part unasked. Off: only direct triggers are answered (the channel is still summarized and reflected on).";
     "JUDGE_SCORE_THRESHOLD", "60", "Without the LLM judge, a score at or above this responds.";
     "COOLDOWN_SECONDS", "120", "After a response in a channel, scores get -50 for this long.";
     "ENGAGEMENT_DURATION_SECONDS", "300", "After a response in a channel, scores get +ENGAGEMENT_BOOST for this long.";
@@ -91,7 +91,7 @@ settings_doc! {
     "LEDGER_TABLE", "kuuki-ledger", "DynamoDB table of claims and the judgment cache.";
     "JUDGE_QUEUE_URL", "", "SQS queue of JUDGE jobs.";
     "RESPOND_QUEUE_URL", "", "SQS queue of RESPOND jobs.";
-    "SUMMARIZE_QUEUE_URL", "", "SQS queue of SUMMARIZE jobs.";
+    "SUMMARIZE_QUEUE_URL", "", "SQS queue of SUMMARIZE jobs (and REMEMBER jobs, which queue them).";
     "REFLECT_QUEUE_URL", "", "SQS queue of REFLECT jobs.";
     "JUDGE_QUEUE_ARN", "", "ARN of the JUDGE queue (the scheduler's target).";
     "RESPOND_QUEUE_ARN", "", "ARN of the RESPOND queue (the scheduler's target).";

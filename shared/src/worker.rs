@@ -34,6 +34,7 @@ pub async fn run_job(deps: &Deps, job: &Job) -> PortResult<()> {
         Job::Summarize { channel, ts } => crate::memory::summarize::handle(deps, channel, ts).await,
         Job::Reflect { channel, ts } => crate::memory::reflect::handle(deps, channel, ts).await,
         Job::SweepFacts => crate::memory::reflect::sweep(deps).await,
+        Job::Remember { thread, ts } => crate::memory::remember(deps, thread, ts).await,
     }
 }
 
@@ -59,7 +60,7 @@ impl Pool {
             Job::Respond { mode: RespondMode::Direct, .. } => Pool::RespondDirect,
             Job::Respond { .. } => Pool::RespondAmbient,
             Job::Judge { .. } => Pool::Judge,
-            Job::Summarize { .. } | Job::Reflect { .. } | Job::SweepFacts => Pool::Memory,
+            Job::Summarize { .. } | Job::Reflect { .. } | Job::SweepFacts | Job::Remember { .. } => Pool::Memory,
         }
     }
 
@@ -155,7 +156,7 @@ fn dead_letter(deps: &Deps, job: &Job, error: &str) {
     let stage = match job {
         Job::Judge { .. } => Stage::Judge,
         Job::Respond { .. } => Stage::Respond,
-        Job::Summarize { .. } => Stage::Summarize,
+        Job::Summarize { .. } | Job::Remember { .. } => Stage::Summarize,
         Job::Reflect { .. } | Job::SweepFacts => Stage::Reflect,
     };
     record(

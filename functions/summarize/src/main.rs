@@ -1,5 +1,6 @@
 //! The summarize Lambda: SUMMARIZE jobs from SQS (every SUMMARIZE_EVERY_N_MESSAGES or
-//! SUMMARIZE_EVERY_N_MINUTES per channel), with partial batch failures.
+//! SUMMARIZE_EVERY_N_MINUTES per channel) and the REMEMBER jobs that queue them, with
+//! partial batch failures.
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {

@@ -272,6 +272,13 @@ pub enum Job {
         /// The newest message when the job was made (for logs and dedup).
         ts: Ts,
     },
+    /// A message nothing else handles (ambient participation off) still counts for the
+    /// channel's memory: queued after the judge's wait, it only runs the summary and
+    /// reflection triggers, and a newer message in the conversation supersedes it.
+    Remember {
+        thread: ThreadKey,
+        ts: Ts,
+    },
 }
 
 /// A job as it travels through a queue: versioned JSON.
@@ -299,7 +306,7 @@ impl Job {
         static ALL: std::sync::LazyLock<ChannelId> = std::sync::LazyLock::new(|| ChannelId("*".into()));
         match self {
             Job::SweepFacts => &ALL,
-            Job::Judge { thread, .. } | Job::Respond { thread, .. } => &thread.channel,
+            Job::Judge { thread, .. } | Job::Respond { thread, .. } | Job::Remember { thread, .. } => &thread.channel,
             Job::Summarize { channel, .. } | Job::Reflect { channel, .. } => channel,
         }
     }
@@ -307,7 +314,7 @@ impl Job {
     /// The conversation the job is about; a summary is about the channel's top level.
     pub fn thread(&self) -> ThreadKey {
         match self {
-            Job::Judge { thread, .. } | Job::Respond { thread, .. } => thread.clone(),
+            Job::Judge { thread, .. } | Job::Respond { thread, .. } | Job::Remember { thread, .. } => thread.clone(),
             Job::Summarize { channel, .. } | Job::Reflect { channel, .. } => ThreadKey::top_level(channel.clone()),
             Job::SweepFacts => ThreadKey::top_level(self.channel().clone()),
         }
@@ -317,7 +324,11 @@ impl Job {
         static NONE: std::sync::LazyLock<Ts> = std::sync::LazyLock::new(|| Ts::new("0"));
         match self {
             Job::SweepFacts => &NONE,
-            Job::Judge { ts, .. } | Job::Respond { ts, .. } | Job::Summarize { ts, .. } | Job::Reflect { ts, .. } => ts,
+            Job::Judge { ts, .. }
+            | Job::Respond { ts, .. }
+            | Job::Summarize { ts, .. }
+            | Job::Reflect { ts, .. }
+            | Job::Remember { ts, .. } => ts,
         }
     }
 
@@ -330,6 +341,7 @@ impl Job {
             Job::Respond { .. } => "respond",
             Job::Summarize { .. } => "summarize",
             Job::Reflect { .. } => "reflect",
+            Job::Remember { .. } => "remember",
             Job::SweepFacts => "sweep_facts",
         };
         format!("{kind}:{}:{root}:{}", thread.channel, self.ts())

@@ -1,5 +1,6 @@
 //! What happens when a platform delivers a message (DESIGN §3, ingress): store it once,
-//! then queue an answer for a direct trigger or a delayed judgment for the rest.
+//! then queue an answer for a direct trigger or a delayed judgment (or, where kuuki
+//! does not take part unasked, a delayed REMEMBER) for the rest.
 //! At most two backend calls for a new message: the conditional put and the enqueue.
 
 use std::time::Duration;
@@ -107,7 +108,8 @@ async fn ingest_message(deps: &Deps, message: Message) -> PortResult<IngestOutco
 }
 
 /// The work a stored message calls for: an answer now for a direct trigger, a
-/// judgment after the wait for the rest, nothing for kuuki's own or ignored messages.
+/// judgment after the wait for the rest (where ambient participation is off, only the
+/// memory triggers), nothing for kuuki's own or ignored messages.
 fn plan(deps: &Deps, message: &Message) -> Option<(Job, Duration)> {
     if !deps.is_participant(message) {
         return None;
@@ -125,6 +127,15 @@ fn plan(deps: &Deps, message: &Message) -> Option<(Job, Duration)> {
         )),
         None if deps.settings.ambient_enabled() => Some((
             Job::Judge {
+                thread: message.thread_key(),
+                ts: message.ts.clone(),
+            },
+            deps.judge_wait(),
+        )),
+        // Nothing to judge, but the channel still remembers (a judgment would have
+        // run the memory triggers); debounced like a judgment.
+        None if crate::memory::enabled(deps) => Some((
+            Job::Remember {
                 thread: message.thread_key(),
                 ts: message.ts.clone(),
             },

@@ -95,26 +95,21 @@ async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Messag
     // The rules read the last N messages; the LLM, when asked, reads the whole window.
     let rule_window = deps.settings.judge_recent_messages + RULE_WINDOW_SLACK;
     let conversation = context::load_recent(deps, &target, rule_window).await?;
+    let state = deps.channels.channel_state(channel).await?;
+    // Before any early return: a muted channel, or one where kuuki spoke last, still
+    // remembers.
+    crate::memory::queue_due(deps, &target, &state).await;
     if conversation.last().is_some_and(|m| m.author == Author::OwnBot && m.ts > target.ts) {
         let mut judgment = Judgment::skip("kuuki spoke last in this conversation");
         judgment.breakdown.insert("bot_spoke_last".into(), 0);
         return judgment.record(deps, &target).await;
     }
-    let state = deps.channels.channel_state(channel).await?;
     if state.muted_at(deps.clock.now()) {
         let mut judgment = Judgment::skip("kuuki is muted in this channel");
         judgment.breakdown.insert("muted".into(), 0);
         return judgment.record(deps, &target).await;
     }
     let upto = &conversation[..conversation.partition_point(|m| m.ts <= target.ts)];
-    // A summary that cannot be queued now will be at the next message; the judgment
-    // goes on.
-    if let Err(error) = crate::memory::summarize::maybe_queue(deps, channel, &target, &state).await {
-        tracing::warn!(%error, "could not queue a summary");
-    }
-    if let Err(error) = crate::memory::reflect::maybe_queue(deps, channel, &target, &state).await {
-        tracing::warn!(%error, "could not queue a reflection");
-    }
     let turn_start = rules::turn(upto).first().map_or(&target.ts, |m| &m.ts);
     let previous = deps.messages.previous_in_channel(channel, turn_start).await?;
     let scored = rules::score(

@@ -1,6 +1,49 @@
 //! Memory beyond the conversation window (DESIGN §6): channel and workspace memory,
-//! kept up to date by summarization.
+//! kept up to date by summarization, and facts learned by reflection.
+//!
+//! Every channel kuuki is in remembers, whether it takes part there or not: each
+//! worker that handles a participant's message (the judge, the respond worker for a
+//! direct answer, or a REMEMBER job when there is nothing else to do) runs the
+//! triggers that queue a summary or a reflection when one is due.
 
 pub mod keywords;
 pub mod reflect;
 pub mod summarize;
+
+use crate::deps::Deps;
+use crate::domain::{Message, ThreadKey, Ts};
+use crate::judge::newer_message;
+use crate::ports::{ChannelState, PortResult};
+
+/// Whether stored messages feed memory at all: summaries and reflections ask a model.
+pub fn enabled(deps: &Deps) -> bool {
+    deps.llm.is_some() && deps.settings.memory_enabled
+}
+
+/// Queues a summary or a reflection of `newest`'s channel when one is due. A trigger
+/// that cannot be queued now will be at the next message, so a failure is logged and
+/// the caller's work goes on.
+pub async fn queue_due(deps: &Deps, newest: &Message, state: &ChannelState) {
+    if let Err(error) = summarize::maybe_queue(deps, &newest.channel, newest, state).await {
+        tracing::warn!(%error, "could not queue a summary");
+    }
+    if let Err(error) = reflect::maybe_queue(deps, &newest.channel, newest, state).await {
+        tracing::warn!(%error, "could not queue a reflection");
+    }
+}
+
+/// Handles a REMEMBER job: the memory triggers for a message that no judgment or
+/// answer handles. Errors are backend failures; the queue delivers the job again
+/// (running the triggers twice is harmless: their marks and claims dedupe).
+pub async fn remember(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> {
+    let Some(target) = deps.messages.get_message(&thread.channel, ts).await? else {
+        return Ok(());
+    };
+    // A burst runs the triggers once: the newest message queued its own job.
+    if newer_message(deps, &target, |m| deps.is_participant(m)).await?.is_some() {
+        return Ok(());
+    }
+    let state = deps.channels.channel_state(&thread.channel).await?;
+    queue_due(deps, &target, &state).await;
+    Ok(())
+}

@@ -29,8 +29,8 @@ pub const FACTS_PER_REPLY: usize = 3;
 const SPEAKER_BOOST: f64 = 1.5;
 const CLAIM_KEEP: Duration = Duration::from_secs(24 * 3600);
 
-/// Called by the judge with each judgment: reflect now when the buffer is full, else
-/// after the lull (a newer message queues its own, later one).
+/// Called for each handled message (`memory::queue_due`): reflect now when the buffer
+/// is full, else after the lull (a newer message queues its own, later one).
 pub async fn maybe_queue(deps: &Deps, channel: &ChannelId, newest: &Message, state: &ChannelState) -> PortResult<()> {
     let s = &deps.settings;
     let now = deps.clock.now();
@@ -51,7 +51,7 @@ pub async fn maybe_queue(deps: &Deps, channel: &ChannelId, newest: &Message, sta
         ts: newest.ts.clone(),
     };
     if new.len() >= max {
-        // Marked for a moment, so the judgments around it do not queue it again.
+        // Marked for a moment, so the messages handled around it do not queue it again.
         if deps.channels.mark_reflection_due(channel, now + IMMEDIATE_MARK, now).await? {
             deps.enqueue_after(job, Duration::ZERO).await?;
         }
@@ -83,8 +83,9 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
     }
     let new = deps.messages.messages_after(channel, state.reflection_watermark.as_ref(), MAX_MESSAGES).await?;
     let full = new.len() >= s.reflection_max_buffer_messages as usize;
-    // Not quiet after all: the newer message queued its own reflection.
-    if !full && new.last().is_some_and(|m| m.ts > *ts) {
+    // Not quiet after all: the newer message queued its own reflection. kuuki's own
+    // answer queues none, so it does not count (a DM ends with one every time).
+    if !full && new.iter().any(|m| m.ts > *ts && deps.is_participant(m)) {
         return Ok(());
     }
     if new.len() < s.reflection_min_messages as usize {

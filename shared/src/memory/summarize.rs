@@ -16,15 +16,16 @@ use crate::respond::guard::fence_safe;
 
 /// Most new messages one summary reads (the rest wait for the next one).
 const MAX_NEW_MESSAGES: usize = 200;
-/// How long an N-messages summary holds its mark, so the judgments around it do not
-/// queue it again.
+/// How long an N-messages summary holds its mark, so the messages handled around it
+/// do not queue it again.
 const IMMEDIATE_MARK: Duration = Duration::from_secs(60);
 /// The workspace memory is refreshed at most once per this many summary periods.
 const WORKSPACE_PERIODS: u32 = 4;
 const CLAIM_KEEP: Duration = Duration::from_secs(24 * 3600);
 
-/// Called by the judge with each judgment: queue a summary now when N messages piled
-/// up since the last one, else one N minutes out unless one is queued already.
+/// Called for each handled message (`memory::queue_due`): queue a summary now when N
+/// messages piled up since the last one, else one N minutes out unless one is queued
+/// already.
 pub async fn maybe_queue(deps: &Deps, channel: &ChannelId, newest: &Message, state: &ChannelState) -> PortResult<()> {
     let now = deps.clock.now();
     if deps.llm.is_none() || !deps.settings.memory_enabled || state.summary_retry_after.is_some_and(|t| t > now) {

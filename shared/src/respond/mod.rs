@@ -79,7 +79,14 @@ pub async fn handle(
         response_type,
     };
     match answer(deps, &answering, emoji, resumed).await {
-        Ok(()) => Ok(()),
+        Ok(()) => {
+            // A direct trigger has no judgment to run the memory triggers; an ambient
+            // answer's judge ran them already.
+            if mode == RespondMode::Direct {
+                remember(deps, &target).await;
+            }
+            Ok(())
+        }
         // The platform refused (a missing channel, a revoked token): retrying would
         // fail the same way, so the answer is given up and logged.
         Err(PortError::Rejected { message, .. }) => {
@@ -102,6 +109,18 @@ pub async fn handle(
             deps.ledger.release(&key).await?;
             Err(e)
         }
+    }
+}
+
+/// The memory triggers after a direct answer. The answer is done, so a failure is
+/// only logged: the next message runs them again.
+async fn remember(deps: &Deps, target: &Message) {
+    if !crate::memory::enabled(deps) {
+        return;
+    }
+    match deps.channels.channel_state(&target.channel).await {
+        Ok(state) => crate::memory::queue_due(deps, target, &state).await,
+        Err(error) => tracing::warn!(%error, "could not read the channel's memory state"),
     }
 }
 

@@ -61,7 +61,7 @@ impl Scheduler for EventBridgeScheduler {
         let arn = match job {
             Job::Judge { .. } => &self.targets.judge_queue_arn,
             Job::Respond { .. } => &self.targets.respond_queue_arn,
-            Job::Summarize { .. } => &self.targets.summarize_queue_arn,
+            Job::Summarize { .. } | Job::Remember { .. } => &self.targets.summarize_queue_arn,
             Job::Reflect { .. } | Job::SweepFacts => &self.targets.reflect_queue_arn,
         };
         let target = Target::builder()

@@ -24,7 +24,8 @@ impl QueueUrls {
         match job {
             Job::Judge { .. } => &self.judge,
             Job::Respond { .. } => &self.respond,
-            Job::Summarize { .. } => &self.summarize,
+            // Memory bookkeeping for a message nothing else handles: the summarize worker's.
+            Job::Summarize { .. } | Job::Remember { .. } => &self.summarize,
             Job::Reflect { .. } | Job::SweepFacts => &self.reflect,
         }
     }
@@ -220,5 +221,29 @@ mod tests {
         // infra/template.yaml's FactSweepSchedule sends exactly this.
         assert_eq!(decode_job(r#"{"v":1,"job":"sweep_facts"}"#), Ok(Job::SweepFacts));
         assert_eq!(decode_job(&encode_job(&Job::SweepFacts)), Ok(Job::SweepFacts));
+    }
+
+    #[test]
+    fn a_remember_job_is_a_new_kind_on_the_summarize_queue() {
+        use crate::domain::{ChannelId, ThreadKey, Ts};
+        let thread = ThreadKey::top_level(ChannelId("C1".into()));
+        let remember = Job::Remember { thread: thread.clone(), ts: Ts::new("1700000000.000100") };
+        let body = encode_job(&remember);
+        assert!(body.starts_with(r#"{"v":1,"job":"remember","#), "{body}");
+        assert_eq!(decode_job(&body), Ok(remember.clone()));
+        // A body queued before this kind existed still reads the same.
+        assert_eq!(
+            decode_job(r#"{"v":1,"job":"judge","thread":{"channel":"C1","root":null},"ts":"1700000000.000100"}"#),
+            Ok(Job::Judge { thread, ts: Ts::new("1700000000.000100") })
+        );
+        let urls = QueueUrls {
+            judge: "judge".into(),
+            respond: "respond".into(),
+            summarize: "summarize".into(),
+            reflect: "reflect".into(),
+        };
+        assert_eq!(urls.for_job(&remember), "summarize");
+        assert_eq!(crate::budget::JobKind::of(&remember), crate::budget::JobKind::Summarize);
+        assert_eq!(crate::worker::Pool::of(&remember), crate::worker::Pool::Memory);
     }
 }
