@@ -632,6 +632,65 @@ async fn a_permanent_refusal_is_given_up_and_logged_without_retries() {
 }
 
 // ---------------------------------------------------------------------------------
+// kuuki serve: slow generations hold their own pool, not everyone's.
+
+#[tokio::test]
+async fn stuck_generations_never_hold_up_a_reaction_or_a_judgment_elsewhere() {
+    use kuuki::domain::ChannelId;
+    use kuuki::worker::Pool;
+    // Every generation hangs: the model takes a minute for each.
+    let llm = model(completion(ANSWER, "stop").set_delay(Duration::from_secs(60))).await;
+    let world = World::start(&[], client(&llm, Duration::from_secs(120))).await;
+    let stuck = Pool::RespondDirect.slots() + 4;
+    for n in 0..stuck {
+        let ts = world.w.ts(0, n as u32 + 1);
+        let mention = message(&format!("C{n}"), "UALICE", "<@UKUUKI> how do I deploy?", &ts);
+        assert_eq!(world.w.send_event(mention, &[]).await.status(), 200);
+    }
+    let workers = tokio::spawn(kuuki::worker::run_forever(world.w.deps.clone(), world.w.queue.clone()));
+    for _ in 0..500 {
+        if requests(&llm).await >= Pool::RespondDirect.slots() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(requests(&llm).await, Pool::RespondDirect.slots(), "every direct-answer slot waits for the model");
+    // Now a message elsewhere, to be answered with a reaction, and to be judged.
+    let quiet = world.w.ts(0, 100);
+    let quiet_message = message("CQUIET", "UBOB", "shipped the fix 🎉", &quiet);
+    assert_eq!(world.w.send_event(quiet_message, &[]).await.status(), 200);
+    let react = Job::Respond {
+        thread: ThreadKey::top_level(ChannelId("CQUIET".into())),
+        ts: Ts::new(&quiet),
+        mode: RespondMode::Ambient,
+        response_type: ResponseType::ReactOnly,
+        emoji: Some("tada".into()),
+    };
+    let judge = Job::Judge {
+        thread: ThreadKey::top_level(ChannelId("CQUIET".into())),
+        ts: Ts::new(&quiet),
+    };
+    world.w.deps.queue.enqueue(react, Duration::ZERO).await.unwrap();
+    world.w.deps.queue.enqueue(judge, Duration::ZERO).await.unwrap();
+    let mut reacted = false;
+    let mut judged = false;
+    for _ in 0..500 {
+        reacted |= world.slack_calls("reactions.add").await == 1;
+        judged |= world.w.log.take().iter().any(|e| matches!(e.kind, EventKind::Judge { .. }));
+        if reacted && judged {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let generating = requests(&llm).await;
+    workers.abort();
+    assert!(reacted, "the reaction was added");
+    assert!(judged, "the judgment ran");
+    assert_eq!(generating, Pool::RespondDirect.slots(), "while every direct-answer slot waited for the model");
+    assert!(world.slack.posts().is_empty(), "and no generation had finished");
+}
+
+// ---------------------------------------------------------------------------------
 // The queue: a poison message fails alone.
 
 async fn poison_message() -> Observed {
