@@ -1,6 +1,11 @@
 //! The ingress routes as one axum [`Router`], served by the Lambda and by
 //! `kuuki serve`: `POST /slack/events`, `POST /slack/commands`, `GET /healthz`.
 //! Each handler verifies the signature on the raw bytes, then calls `shared`.
+//! [`serve_http`] serves it on a TCP listener with timeouts and a connection cap.
+
+mod server;
+
+pub use server::{ServerLimits, serve_http};
 
 use std::sync::Arc;
 

@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use kuuki::secrecy::ExposeSecret;
@@ -16,7 +17,7 @@ use kuuki::adapters::system::{JsonLinesLog, SystemClock};
 use kuuki::deps::Deps;
 use kuuki::domain::UserId;
 use kuuki::ports::Clock;
-use kuuki_ingress::{Ingress, app};
+use kuuki_ingress::{Ingress, ServerLimits, app, serve_http};
 
 use crate::cli::{CommonArgs, setup};
 
@@ -29,6 +30,16 @@ pub struct ServeArgs {
     /// (AWS_ENDPOINT_URL* for emulators), with in-process SQS pollers.
     #[arg(long)]
     aws: bool,
+    /// Seconds a connection may take to send a request's headers, counted from its
+    /// first byte or its previous response: idle and slow connections close after it.
+    #[arg(long, default_value_t = ServerLimits::default().header_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    header_timeout_secs: u64,
+    /// Seconds a request may take from its headers to its answer, body included (408 after).
+    #[arg(long, default_value_t = ServerLimits::default().request_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    request_timeout_secs: u64,
+    /// Open connections at most; the next one closes the oldest one not inside a request.
+    #[arg(long, default_value_t = ServerLimits::default().max_connections, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=u64::from(u32::MAX)))]
+    max_connections: usize,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -82,12 +93,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         "kuuki serve: listening on http://{} (POST /slack/events, POST /slack/commands, GET /healthz)",
         listener.local_addr()?
     );
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
-        .context("serving")?;
+    let limits = ServerLimits {
+        header_timeout: Duration::from_secs(args.header_timeout_secs),
+        request_timeout: Duration::from_secs(args.request_timeout_secs),
+        max_connections: args.max_connections,
+    };
+    serve_http(listener, router, limits, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await
+    .context("serving")?;
     for worker in workers {
         worker.abort();
     }

@@ -7,6 +7,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use kuuki::adapters::slack::SigningSecret;
 use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -158,26 +160,33 @@ fn emulators(test: &str) -> bool {
     false
 }
 
-async fn signed_mention(base_url: &str, channel: &str) -> u16 {
+/// A signed `app_mention` in `channel`: its body and the headers Slack would send.
+fn signed_mention_request(channel: &str, event_id: &str) -> (String, [(&'static str, String); 3]) {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
     let body = json!({
-        "type": "event_callback", "team_id": "T1", "event_id": "Ev2", "event_time": now,
-        "event": {"type": "app_mention", "channel": channel, "user": "UALICE", "text": "<@UKUUKI> on AWS?", "ts": format!("{now}.000200")},
+        "type": "event_callback", "team_id": "T1", "event_id": event_id, "event_time": now,
+        "event": {"type": "app_mention", "channel": channel, "user": "UALICE", "text": "<@UKUUKI> are you there?", "ts": format!("{now}.000200")},
     })
     .to_string();
     let timestamp = now.to_string();
     let signature = SigningSecret::new(SECRET).sign(&timestamp, body.as_bytes());
-    reqwest::Client::new()
-        .post(format!("{base_url}/slack/events"))
-        .header("x-slack-request-timestamp", &timestamp)
-        .header("x-slack-signature", &signature)
-        .header("content-type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .unwrap()
-        .status()
-        .as_u16()
+    let headers = [
+        ("x-slack-request-timestamp", timestamp),
+        ("x-slack-signature", signature),
+        ("content-type", "application/json".to_owned()),
+    ];
+    (body, headers)
+}
+
+/// Posts a signed mention on a new connection and returns the status.
+async fn signed_mention(base_url: &str, channel: &str) -> u16 {
+    let (body, headers) = signed_mention_request(channel, &format!("Ev-{channel}"));
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
+    let mut request = http.post(format!("{base_url}/slack/events")).body(body);
+    for (name, value) in headers {
+        request = request.header(name, value);
+    }
+    request.send().await.expect("an answer within 10 s").status().as_u16()
 }
 
 #[tokio::test]
@@ -221,4 +230,152 @@ async fn setup_aws_then_serve_aws_answers_through_dynamodb_and_sqs() {
     let posted = posts(&slack).await;
     assert_eq!(posted.len(), 1, "answered through SQS by the in-process pollers");
     assert_eq!(posted[0]["channel"], "C9");
+}
+
+fn address(served: &Served) -> String {
+    served.base_url.trim_start_matches("http://").to_owned()
+}
+
+/// Waits (at most 10 s) until something is posted in `channel`; what was posted there.
+async fn wait_for_posts_in(slack: &MockServer, channel: &str) -> Vec<serde_json::Value> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let posted: Vec<_> = posts(slack).await.into_iter().filter(|p| p["channel"] == channel).collect();
+        if !posted.is_empty() || Instant::now() >= deadline {
+            return posted;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Whether the server closed this connection: reads (whatever it sends) until end of
+/// stream or an error, giving up after 10 s.
+async fn closed_by_server(stream: &mut TcpStream) -> bool {
+    let mut sink = [0u8; 1024];
+    let reading = async {
+        loop {
+            match stream.read(&mut sink).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), reading).await.is_ok()
+}
+
+/// A slowloris: sends request headers one byte every 300 ms and never finishes them.
+/// Resolves to whether the server closed the connection (within 60 bytes, 18 s).
+fn slowloris(mut stream: TcpStream) -> tokio::task::JoinHandle<bool> {
+    tokio::spawn(async move {
+        let headers = b"POST /slack/events HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ".iter().chain(std::iter::repeat(&b'a'));
+        let mut sink = [0u8; 1024];
+        for &byte in headers.take(60) {
+            if stream.write_all(&[byte]).await.is_err() {
+                return true;
+            }
+            if let Ok(Ok(0) | Err(_)) = tokio::time::timeout(Duration::from_millis(300), stream.read(&mut sink)).await {
+                return true;
+            }
+        }
+        false
+    })
+}
+
+/// Sends SIGINT, as Ctrl-C does; whether kuuki then exits successfully within 10 s.
+fn interrupt_exits_cleanly(served: &mut Served) -> bool {
+    let sent = Command::new("kill").args(["-INT", &served.child.id().to_string()]).status().unwrap();
+    assert!(sent.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Some(status) = served.child.try_wait().unwrap() {
+            return status.success();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+#[tokio::test]
+async fn at_the_connection_cap_the_oldest_idle_connections_make_room_for_a_signed_request() {
+    let slack = fake_slack().await;
+    // A header timeout far beyond the client's 10 s: only eviction can admit the request.
+    let flags = ["--header-timeout-secs", "60", "--max-connections", "64"];
+    let mut served = serve_with(&slack.uri(), &[], &flags).expect("kuuki serve starts");
+    let address = address(&served);
+    let slow = slowloris(TcpStream::connect(&address).await.unwrap());
+    let mut idle = Vec::new();
+    for _ in 0..100 {
+        idle.push(TcpStream::connect(&address).await.unwrap());
+    }
+
+    assert_eq!(signed_mention(&served.base_url, "C1").await, 200);
+    assert_eq!(wait_for_posts_in(&slack, "C1").await.len(), 1, "the request was handled");
+
+    // 102 connections for 64 places: the 38 oldest not inside a request were closed.
+    assert!(slow.await.unwrap(), "the slowloris, the oldest, was closed");
+    for (i, stream) in idle.iter_mut().take(37).enumerate() {
+        assert!(closed_by_server(stream).await, "idle connection {i} was closed");
+    }
+    // The 63 idle connections left do not hold up Ctrl-C.
+    assert!(interrupt_exits_cleanly(&mut served), "kuuki stops on Ctrl-C");
+}
+
+#[tokio::test]
+async fn idle_and_slow_connections_are_closed_after_the_header_timeout() {
+    let slack = fake_slack().await;
+    let flags = ["--header-timeout-secs", "1", "--max-connections", "64"];
+    let served = serve_with(&slack.uri(), &[], &flags).expect("kuuki serve starts");
+    let address = address(&served);
+    let mut silent = TcpStream::connect(&address).await.unwrap();
+    let slow = slowloris(TcpStream::connect(&address).await.unwrap());
+    let mut kept_alive = TcpStream::connect(&address).await.unwrap();
+    kept_alive.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").await.unwrap();
+    let mut answer = Vec::new();
+    while !answer.ends_with(b"ok") && answer.len() < 4096 {
+        let mut chunk = [0u8; 1024];
+        let n = tokio::time::timeout(Duration::from_secs(10), kept_alive.read(&mut chunk)).await.unwrap().unwrap();
+        assert!(n > 0, "healthz answered before closing: {}", String::from_utf8_lossy(&answer));
+        answer.extend_from_slice(&chunk[..n]);
+    }
+    assert!(answer.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&answer));
+
+    assert_eq!(signed_mention(&served.base_url, "C1").await, 200);
+    assert_eq!(wait_for_posts_in(&slack, "C1").await.len(), 1, "the request was handled");
+    assert!(closed_by_server(&mut silent).await, "a connection that never sent a byte was closed");
+    assert!(closed_by_server(&mut kept_alive).await, "a keep-alive connection with no next request was closed");
+    assert!(slow.await.unwrap(), "the slowloris was closed");
+}
+
+#[tokio::test]
+async fn a_request_whose_body_never_finishes_gets_408_and_is_neither_stored_nor_answered() {
+    let slack = fake_slack().await;
+    let served = serve_with(&slack.uri(), &[], &["--request-timeout-secs", "1"]).expect("kuuki serve starts");
+    let (body, headers) = signed_mention_request("C7", "Ev-unfinished");
+    let mut request = format!("POST /slack/events HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-length: {}\r\n", body.len());
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&body[..body.len() / 2]);
+    let mut stream = TcpStream::connect(address(&served)).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let reading = async {
+        let mut chunk = [0u8; 1024];
+        while !answer.windows(4).any(|w| w == b"\r\n\r\n") {
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => answer.extend_from_slice(&chunk[..n]),
+            }
+        }
+    };
+    assert!(tokio::time::timeout(Duration::from_secs(10), reading).await.is_ok(), "the server answered or closed");
+    assert!(answer.starts_with(b"HTTP/1.1 408"), "{:?}", String::from_utf8_lossy(&answer));
+
+    // A complete request after it is answered; had the first been stored, the workers
+    // would answer it too, before or with this one.
+    assert_eq!(signed_mention(&served.base_url, "C8").await, 200);
+    assert_eq!(wait_for_posts_in(&slack, "C8").await.len(), 1);
+    let channels: Vec<_> = posts(&slack).await.into_iter().map(|p| p["channel"].clone()).collect();
+    assert_eq!(channels, vec![json!("C8")], "nothing was posted for the unfinished request");
 }
