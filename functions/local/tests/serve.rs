@@ -69,6 +69,8 @@ async fn fake_slack() -> MockServer {
         ("/auth.test", json!({"ok": true, "user_id": "UKUUKI", "bot_id": "BKUUKI"})),
         ("/chat.postMessage", json!({"ok": true, "ts": "1999999999.000001"})),
         ("/reactions.add", json!({"ok": true})),
+        ("/users.info", json!({"ok": true, "user": {"name": "alice"}})),
+        ("/conversations.history", json!({"ok": true, "messages": []})),
     ] {
         Mock::given(method("POST"))
             .and(path(api))
@@ -378,4 +380,115 @@ async fn a_request_whose_body_never_finishes_gets_408_and_is_neither_stored_nor_
     assert_eq!(wait_for_posts_in(&slack, "C8").await.len(), 1);
     let channels: Vec<_> = posts(&slack).await.into_iter().map(|p| p["channel"].clone()).collect();
     assert_eq!(channels, vec![json!("C8")], "nothing was posted for the unfinished request");
+}
+
+// ---------------------------------------------------------------------------------
+// Killed mid-answer: `kuuki serve --aws` killed with SIGKILL while the model writes an
+// answer, then started again: SQS delivers the job again after its visibility timeout,
+// the new process takes the expired claim over and answers once.
+
+const ANSWER: &str = "Deploys go out from main with `make deploy`.";
+
+/// A small time budget, so the queue's visibility timeout (6 × the worker timeout) is a
+/// minute, not 24: the LLM call (2 s, no retries) and two chat calls of 3 s fit in 10 s.
+const SMALL_BUDGET: [(&str, &str); 4] = [
+    ("WORKER_TIMEOUT_SECONDS", "10"),
+    ("LLM_TIMEOUT_SECONDS", "2"),
+    ("LLM_MAX_RETRIES", "0"),
+    ("CHAT_TIMEOUT_SECONDS", "1"),
+];
+
+async fn requests_to(server: &MockServer, api: &str) -> Vec<serde_json::Value> {
+    server
+        .received_requests()
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| r.url.path() == api)
+        .map(|r| serde_json::from_slice(&r.body).unwrap_or_default())
+        .collect()
+}
+
+async fn wait_for(what: &str, limit: Duration, mut done: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done().await {
+        assert!(Instant::now() < deadline, "gave up waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_aws_killed_mid_generation_answers_once_after_a_restart() {
+    if !emulators("serve_aws_killed_mid_generation_answers_once_after_a_restart") {
+        return;
+    }
+    let slack = fake_slack().await;
+    let llm = MockServer::start().await;
+    let completion = |text: &str| {
+        ResponseTemplate::new(200).set_body_json(json!({
+            "choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+        }))
+    };
+    // The first generation hangs until the process is killed.
+    Mock::given(method("POST"))
+        .and(path("/chat/completions"))
+        .respond_with(completion("never seen").set_delay(Duration::from_secs(60)))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&llm)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/chat/completions"))
+        .respond_with(completion(ANSWER))
+        .mount(&llm)
+        .await;
+
+    let suffix = format!("crash-{}", std::process::id());
+    let mut env: Vec<(String, String)> = vec![
+        ("LLM_PROVIDER".into(), "openai".into()),
+        ("OPENAI_BASE_URL".into(), llm.uri()),
+        ("MESSAGES_TABLE".into(), format!("{suffix}-messages")),
+        ("CHANNELS_TABLE".into(), format!("{suffix}-channels")),
+        ("LEDGER_TABLE".into(), format!("{suffix}-ledger")),
+        ("FACTS_TABLE".into(), format!("{suffix}-facts")),
+    ];
+    env.extend(SMALL_BUDGET.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let setup = Command::new(env!("CARGO_BIN_EXE_kuuki"))
+        .args(["setup-aws", "--prefix", &suffix])
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .unwrap();
+    assert!(setup.status.success(), "{}", String::from_utf8_lossy(&setup.stderr));
+    env.extend(
+        String::from_utf8(setup.stdout)
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.strip_prefix("export ")?.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned()))),
+    );
+
+    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let serve_aws = || serve_with(&slack.uri(), &env_refs, &["--aws"]).expect("kuuki serve --aws starts");
+    let first = serve_aws();
+    assert_eq!(signed_mention(&first.base_url, "CCRASH").await, 200);
+
+    wait_for("the first generation to start", Duration::from_secs(30), async || {
+        !requests_to(&llm, "/chat/completions").await.is_empty()
+    })
+    .await;
+    drop(first); // SIGKILL, mid-generation
+    assert!(posts(&slack).await.is_empty());
+
+    let _second = serve_aws();
+    // The message comes back after the queue's visibility timeout (60 s here).
+    wait_for("the answer after the restart", Duration::from_secs(120), async || {
+        !posts(&slack).await.is_empty()
+    })
+    .await;
+    // Give a second answer time to show up, were there one.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let posted = posts(&slack).await;
+    assert_eq!(posted.len(), 1, "answered once: {posted:?}");
+    assert_eq!(posted[0]["text"], ANSWER);
+    assert_eq!(requests_to(&llm, "/chat/completions").await.len(), 2);
 }
