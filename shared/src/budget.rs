@@ -58,9 +58,11 @@ impl TimeBudget {
     /// answer is complete, and a later part lost to a timeout is not posted twice.
     pub fn needed_for(&self, kind: JobKind) -> Duration {
         let (llm_calls, chat_calls) = match kind {
-            JobKind::Judge | JobKind::Reflect => (1, 0),
-            // A lookup for an earlier attempt's post, then the post.
-            JobKind::Respond => (1, 2),
+            // The conversation's display names (looked up together, bounded by one call).
+            JobKind::Judge => (1, 1),
+            JobKind::Reflect => (1, 0),
+            // A lookup for an earlier attempt's post, the display names, the post.
+            JobKind::Respond => (1, 3),
             // The channel's memory, then the workspace's.
             JobKind::Summarize => (2, 0),
         };
@@ -162,7 +164,7 @@ mod tests {
         assert_eq!(budget.llm_call, Duration::from_secs(100));
         // 10 s × 2 attempts + one wait of 10 s.
         assert_eq!(budget.chat_call, Duration::from_secs(30));
-        assert_eq!(budget.needed_for(JobKind::Respond), Duration::from_secs(100 + 60 + 30));
+        assert_eq!(budget.needed_for(JobKind::Respond), Duration::from_secs(100 + 90 + 30));
         assert_eq!(budget.needed_for(JobKind::Summarize), Duration::from_secs(200 + 30));
         assert!(budget.check().is_ok());
         assert!(budget.needed_for(JobKind::Summarize) < budget.worker_timeout);
@@ -175,8 +177,8 @@ mod tests {
     fn llm_settings_that_outlast_the_worker_are_refused_at_start_up() {
         let error = settings(&[("LLM_TIMEOUT_SECONDS", "60")]).unwrap_err().to_string();
         assert!(error.contains("WORKER_TIMEOUT_SECONDS"), "{error}");
-        assert!(error.contains("a respond job may need 280 s"), "{error}");
-        let error = settings(&[("WORKER_TIMEOUT_SECONDS", "60")]).unwrap_err().to_string();
+        assert!(error.contains("a judge job may need 250 s"), "{error}");
+        let error = settings(&[("WORKER_TIMEOUT_SECONDS", "200")]).unwrap_err().to_string();
         assert!(error.contains("WORKER_TIMEOUT_SECONDS"), "{error}");
         // A longer worker timeout makes room for them.
         assert!(settings(&[("LLM_TIMEOUT_SECONDS", "60"), ("WORKER_TIMEOUT_SECONDS", "480")]).is_ok());
@@ -185,7 +187,7 @@ mod tests {
     #[test]
     fn a_small_budget_for_tests_still_holds_every_inequality() {
         let s = settings(&[
-            ("WORKER_TIMEOUT_SECONDS", "10"),
+            ("WORKER_TIMEOUT_SECONDS", "12"),
             ("LLM_TIMEOUT_SECONDS", "1"),
             ("LLM_MAX_RETRIES", "0"),
             ("CHAT_TIMEOUT_SECONDS", "1"),
@@ -193,6 +195,6 @@ mod tests {
         .unwrap();
         let budget = TimeBudget::from_settings(&s);
         assert!(budget.check().is_ok());
-        assert_eq!(budget.visibility_timeout(), Duration::from_secs(60));
+        assert_eq!(budget.visibility_timeout(), Duration::from_secs(72));
     }
 }

@@ -194,21 +194,29 @@ fn other_threads(channel: Vec<Message>, target: &Message) -> Vec<Vec<Message>> {
 }
 
 /// People's display names from the platform (Slack's users.info, cached by the
-/// client); a name that cannot be had falls back to what the message carries.
+/// client), asked all at once and within one chat call's budget (the time budget
+/// counts one); a name that cannot be had in time falls back to what the message
+/// carries.
 async fn display_names<'m>(deps: &Deps, messages: impl Iterator<Item = &'m Message>) -> HashMap<UserId, String> {
-    let mut names = HashMap::new();
-    for m in messages {
-        if m.author == Author::OwnBot || names.contains_key(&m.user) {
-            continue;
-        }
-        let name = match deps.chat.user_name(&m.user).await {
-            Ok(name) => name,
-            Err(error) => {
-                tracing::warn!(%error, user = %m.user, "no display name; using the id");
-                m.user_name.clone()
+    let mut people: HashMap<&UserId, &Message> = HashMap::new();
+    for m in messages.filter(|m| m.author != Author::OwnBot) {
+        people.entry(&m.user).or_insert(m);
+    }
+    let lookups = people.values().map(|m| async move { (*m, deps.chat.user_name(&m.user).await) });
+    let found = tokio::time::timeout(deps.budget.chat_call, futures_util::future::join_all(lookups))
+        .await
+        .unwrap_or_else(|_| {
+            tracing::warn!("display names took longer than a chat call may; using the names messages carry");
+            Vec::new()
+        });
+    let mut names: HashMap<UserId, String> = people.iter().map(|(user, m)| ((*user).clone(), m.user_name.clone())).collect();
+    for (m, name) in found {
+        match name {
+            Ok(name) => {
+                names.insert(m.user.clone(), name);
             }
-        };
-        names.insert(m.user.clone(), name);
+            Err(error) => tracing::warn!(%error, user = %m.user, "no display name; using the one the message carries"),
+        }
     }
     names
 }
