@@ -61,16 +61,13 @@ impl<'a> Run<'a> {
 
     /// The decision log as text, exactly as `kuuki replay` prints it.
     pub fn text(&self) -> String {
-        let mut vars: HashMap<String, String> =
+        let vars: HashMap<String, String> =
             self.settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let llm: Option<Arc<dyn Llm>> = match (&self.llm, self.script) {
             (Some(llm), _) => Some(llm.clone()),
             (None, Some(s)) => Some(Arc::new(ScriptedLlm::parse(s).expect("a valid script")) as Arc<dyn Llm>),
             (None, None) => None,
         };
-        if llm.is_some() {
-            vars.insert("LLM_PROVIDER".into(), "script".into());
-        }
         let settings = Settings::from_vars(&vars).expect("valid settings");
         let transcript = replay::parse_transcript(self.transcript).expect("a valid transcript");
         let persona_file = self
@@ -165,11 +162,8 @@ pub mod harness {
         }
 
         pub fn with_llm(settings: &[(&str, &str)], llm: Option<Arc<dyn kuuki::ports::Llm>>) -> Self {
-            let mut vars: HashMap<String, String> =
+            let vars: HashMap<String, String> =
                 settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-            if llm.is_some() {
-                vars.insert("LLM_PROVIDER".into(), "script".into());
-            }
             let settings = Settings::from_vars(&vars).unwrap();
             let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
             let mint = Arc::new(TsMint::default());
@@ -332,9 +326,6 @@ pub mod slack_world {
             let mut vars: std::collections::HashMap<String, String> =
                 settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
             vars.insert("SLACK_SIGNING_SECRET".into(), SECRET.into());
-            if llm.is_some() {
-                vars.insert("LLM_PROVIDER".into(), "script".into());
-            }
             let settings = Settings::from_vars(&vars).unwrap();
             let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
             let parts = InProcess::new(clock.clone());

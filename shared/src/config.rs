@@ -42,8 +42,8 @@ settings_doc! {
     "SUMMARIZE_EVERY_N_MESSAGES", "20", "Summarize a channel after this many new messages.";
     "SUMMARIZE_EVERY_N_MINUTES", "15", "Summarize a channel with new messages after this many minutes, whichever comes first.";
     "SUMMARIZE_MODEL", "LLM_MODEL", "Model for summaries.";
-    "USER_PROFILE_ENABLED", "true", "Keep user profiles (counters, familiarity, topics).";
-    "FAMILIARITY_THRESHOLDS", "5,30,100", "Interaction counts at which stranger becomes acquaintance, regular and close.";
+    "USER_PROFILE_ENABLED", "true", "Not yet: parsed but unused. Will keep user profiles (counters, familiarity, topics).";
+    "FAMILIARITY_THRESHOLDS", "5,30,100", "Not yet: parsed but unused. Interaction counts at which stranger will become acquaintance, regular and close.";
     "REFLECTION_ENABLED", "true", "Extract facts and profile notes from quiet periods.";
     "REFLECTION_LULL_MINUTES", "10", "Quiet minutes after which a channel is reflected on.";
     "REFLECTION_MIN_MESSAGES", "10", "Fewest new messages worth a reflection.";
@@ -51,10 +51,10 @@ settings_doc! {
     "REFLECTION_MODEL", "LLM_MODEL", "Model for reflection.";
     "FACT_STORE_MAX_FACTS_PER_CHANNEL", "200", "Most facts kept per channel; the weakest go first.";
     "FACT_DECAY_HALF_LIFE_DAYS", "30", "A fact's search score halves every this many days.";
-    "PROACTIVE_CONVERSATION_ENABLED", "false", "Open a conversation with a fresh shareable fact when a channel comes back after a silence.";
-    "PROACTIVE_SILENCE_MINUTES", "60", "Silence after which a channel counts as coming back (proactive conversation).";
-    "VECTOR_SEARCH_ENABLED", "false", "Also rank facts by embedding similarity.";
-    "EMBEDDING_MODEL", "text-embedding-3-small", "Model for fact embeddings.";
+    "PROACTIVE_CONVERSATION_ENABLED", "false", "Not yet: parsed but unused. Will open a conversation with a fresh shareable fact when a channel comes back after a silence.";
+    "PROACTIVE_SILENCE_MINUTES", "60", "Not yet: parsed but unused. Silence after which a channel will count as coming back (proactive conversation).";
+    "VECTOR_SEARCH_ENABLED", "false", "Not yet: parsed but unused. Will also rank facts by embedding similarity.";
+    "EMBEDDING_MODEL", "text-embedding-3-small", "Not yet: parsed but unused. Model for fact embeddings.";
     "BOT_NAME", "kuuki", "The bot's name; calling it is a direct trigger (80).";
     "BOT_ALIASES", "くうき", "Comma-separated other names that are a direct trigger too.";
     "BOT_TOPICS", "", "Comma-separated topics the bot knows about; a message about one gets +15.";
@@ -82,10 +82,10 @@ settings_doc! {
     "SLACK_SIGNING_SECRET", "", "Verifies Slack requests.";
     "SLACK_BOT_TOKEN", "", "Slack Web API token (xoxb-…).";
     "SLACK_API_BASE_URL", "https://slack.com/api", "Slack Web API base URL.";
-    "DISCORD_PUBLIC_KEY", "", "Verifies Discord interactions (hex ed25519 key).";
-    "DISCORD_BOT_TOKEN", "", "Discord REST token.";
-    "DISCORD_API_BASE_URL", "https://discord.com/api/v10", "Discord REST base URL.";
-    "SLACK_SIGNING_SECRET_ARN", "", "In Lambda: the Secrets Manager secret holding SLACK_SIGNING_SECRET, read once per cold start. Likewise SLACK_BOT_TOKEN_ARN, OPENAI_API_KEY_ARN, ANTHROPIC_API_KEY_ARN, DISCORD_BOT_TOKEN_ARN, DISCORD_PUBLIC_KEY_ARN.";
+    "DISCORD_PUBLIC_KEY", "", "Not yet: parsed but unused (Discord is not built). Will verify Discord interactions (hex ed25519 key).";
+    "DISCORD_BOT_TOKEN", "", "Not yet: parsed but unused (Discord is not built). Discord REST token.";
+    "DISCORD_API_BASE_URL", "https://discord.com/api/v10", "Not yet: parsed but unused (Discord is not built). Discord REST base URL.";
+    "SLACK_SIGNING_SECRET_ARN", "", "In Lambda: the Secrets Manager secret holding SLACK_SIGNING_SECRET, read once per cold start. Likewise SLACK_BOT_TOKEN_ARN, OPENAI_API_KEY_ARN, ANTHROPIC_API_KEY_ARN, and (not yet: read but unused) DISCORD_BOT_TOKEN_ARN, DISCORD_PUBLIC_KEY_ARN.";
     "MESSAGES_TABLE", "kuuki-messages", "DynamoDB table of messages (short-term memory).";
     "CHANNELS_TABLE", "kuuki-channels", "DynamoDB table of channel state (cooldown, engagement, history, mute).";
     "LEDGER_TABLE", "kuuki-ledger", "DynamoDB table of claims and the judgment cache.";
@@ -120,8 +120,6 @@ pub enum LlmProvider {
     None,
     OpenAi,
     Anthropic,
-    /// Canned answers from a file (replay and tests).
-    Script,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,7 +140,11 @@ pub struct Settings {
     pub engagement_duration: Duration,
     pub engagement_boost: i32,
     pub judge_keywords: Vec<String>,
+    /// Whether the judge asks the LLM; [`Settings::for_llm`] settles it once the LLM
+    /// (or its absence) is known.
     pub llm_judge_enabled: bool,
+    /// LLM_JUDGE_ENABLED as written; unset follows whether there is an LLM.
+    pub llm_judge_setting: Option<bool>,
     pub judge_model: String,
     pub judge_llm_threshold_low: i32,
     pub judge_llm_threshold_high: i32,
@@ -314,7 +316,6 @@ impl Settings {
                 "none" => LlmProvider::None,
                 "openai" => LlmProvider::OpenAi,
                 "anthropic" => LlmProvider::Anthropic,
-                "script" => LlmProvider::Script,
                 _ => {
                     return Err(Reader::invalid(
                         "LLM_PROVIDER",
@@ -324,6 +325,7 @@ impl Settings {
                 }
             },
         };
+        let llm_judge_setting = r.opt_bool("LLM_JUDGE_ENABLED")?;
         let llm_model = r.string("LLM_MODEL", "gpt-4o-mini");
         let model_or_default = |name| r.raw(name).map(str::to_owned).unwrap_or_else(|| llm_model.clone());
 
@@ -364,9 +366,8 @@ impl Settings {
             engagement_duration: r.seconds("ENGAGEMENT_DURATION_SECONDS", 300, DAY)?,
             engagement_boost: r.int("ENGAGEMENT_BOOST", 40, 0, 100)? as i32,
             judge_keywords: r.list("JUDGE_KEYWORDS", ""),
-            llm_judge_enabled: r
-                .opt_bool("LLM_JUDGE_ENABLED")?
-                .unwrap_or(llm_provider != LlmProvider::None),
+            llm_judge_enabled: llm_judge_setting.unwrap_or(llm_provider != LlmProvider::None),
+            llm_judge_setting,
             judge_model: model_or_default("JUDGE_MODEL"),
             judge_llm_threshold_low: low,
             judge_llm_threshold_high: high,
@@ -439,6 +440,14 @@ impl Settings {
                 reason,
             })?;
         Ok(settings)
+    }
+
+    /// These settings for a run with or without an LLM: an LLM object can be supplied
+    /// without `LLM_PROVIDER` (a script in replay and tests), so the LLM judge follows
+    /// the LLM itself, and is never on without one.
+    pub fn for_llm(mut self, llm_present: bool) -> Self {
+        self.llm_judge_enabled = llm_present && self.llm_judge_setting.unwrap_or(true);
+        self
     }
 
     /// Whether kuuki judges messages nobody addressed to it.
@@ -530,6 +539,19 @@ mod tests {
         assert!(s.llm_judge_enabled);
         let s = Settings::from_vars(&vars(&[("LLM_PROVIDER", "openai"), ("LLM_JUDGE_ENABLED", "false")])).unwrap();
         assert!(!s.llm_judge_enabled);
+    }
+
+    #[test]
+    fn a_supplied_llm_turns_the_llm_judge_on_unless_it_is_turned_off() {
+        let none = Settings::default();
+        assert!(none.clone().for_llm(true).llm_judge_enabled, "an LLM without LLM_PROVIDER (a script)");
+        assert!(!none.for_llm(false).llm_judge_enabled);
+        let off = Settings::from_vars(&vars(&[("LLM_JUDGE_ENABLED", "false")])).unwrap();
+        assert!(!off.for_llm(true).llm_judge_enabled);
+        let on = Settings::from_vars(&vars(&[("LLM_JUDGE_ENABLED", "true")])).unwrap();
+        assert!(!on.for_llm(false).llm_judge_enabled, "never on without an LLM to ask");
+        let script = Settings::from_vars(&vars(&[("LLM_PROVIDER", "script")])).unwrap_err();
+        assert!(script.to_string().contains("LLM_PROVIDER"), "{script}");
     }
 
     #[test]

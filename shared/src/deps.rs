@@ -83,6 +83,7 @@ impl Deps {
         settings.bot_name = persona.name.clone();
         settings.bot_aliases = persona.aliases.clone();
         settings.bot_topics = persona.topics.clone();
+        let settings = settings.for_llm(adapters.llm.is_some());
         let bot = BotIdentity::new(bot_user_id, &persona.name, &persona.aliases);
         Self {
             prompts: Prompts::new(settings.prompt_language),

@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use kuuki::adapters::llm::ScriptedLlm;
-use kuuki::config::{self, LlmProvider, PersonaFile, Settings};
+use kuuki::config::{self, PersonaFile, Settings};
 use kuuki::ports::Llm;
 use kuuki::replay::{self, LogWriter, ReplayOptions, Stats};
 
@@ -102,13 +102,14 @@ pub fn setup(common: &CommonArgs) -> anyhow::Result<Setup> {
         .clone()
         .or_else(|| vars.get("LLM_PROVIDER").cloned())
         .unwrap_or_else(|| "none".to_owned());
-    let (provider, llm): (&str, Option<Arc<dyn Llm>>) = match llm_choice.as_str() {
+    // A script is an LLM object, not a provider: LLM_PROVIDER stays none for it.
+    let (provider, script): (&str, Option<Arc<dyn Llm>>) = match llm_choice.as_str() {
         "none" | "" => ("none", None),
         other if other.starts_with("script:") => {
             let path = &other["script:".len()..];
             let text = std::fs::read_to_string(path).with_context(|| format!("reading the LLM script {path}"))?;
             let script = ScriptedLlm::parse(&text).with_context(|| format!("in {path}"))?;
-            ("script", Some(Arc::new(script)))
+            ("none", Some(Arc::new(script)))
         }
         "openai" => ("openai", None),
         "anthropic" => ("anthropic", None),
@@ -116,11 +117,11 @@ pub fn setup(common: &CommonArgs) -> anyhow::Result<Setup> {
     };
     vars.insert("LLM_PROVIDER".into(), provider.into());
     let settings = Settings::from_vars(&vars)?;
-    let llm = match llm {
+    let llm = match script {
         Some(script) => Some(script),
         None => kuuki::adapters::llm::from_settings(&settings)?,
     };
-    debug_assert_eq!(settings.llm_provider == LlmProvider::None, llm.is_none());
+    let settings = settings.for_llm(llm.is_some());
 
     let persona_path = common.persona.clone().or_else(|| settings.persona_file.clone().map(PathBuf::from));
     let persona_file = match &persona_path {

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use crate::config::{LlmProvider, Settings};
+use crate::config::Settings;
 
 /// Writing into a `String` cannot fail, so the `fmt::Result` is dropped here once.
 macro_rules! w {
@@ -130,9 +130,8 @@ enum Thresholds {
 
 impl Thresholds {
     fn from_settings(s: &Settings) -> Self {
-        // The LLM judge is only consulted when there is an LLM to ask; with
-        // LLM_JUDGE_ENABLED but no provider the plain score threshold decides.
-        if s.llm_judge_enabled && s.llm_provider != LlmProvider::None {
+        // `Settings::for_llm` has turned the LLM judge off when there was no LLM to ask.
+        if s.llm_judge_enabled {
             Thresholds::Band {
                 low: s.judge_llm_threshold_low,
                 high: s.judge_llm_threshold_high,
@@ -1536,19 +1535,11 @@ mod tests {
     }
 
     fn rules() -> Settings {
-        Settings {
-            llm_judge_enabled: false,
-            llm_provider: LlmProvider::None,
-            ..Settings::default()
-        }
+        Settings::default().for_llm(false)
     }
 
     fn with_llm_judge() -> Settings {
-        Settings {
-            llm_judge_enabled: true,
-            llm_provider: LlmProvider::Script,
-            ..Settings::default()
-        }
+        Settings::default().for_llm(true)
     }
 
     /// Only the charts, so legend icons (which reuse the mark classes) are not counted.
@@ -1610,8 +1601,11 @@ mod tests {
 
     #[test]
     fn the_llm_judge_without_an_llm_uses_the_score_threshold() {
-        let mut settings = with_llm_judge();
-        settings.llm_provider = LlmProvider::None;
+        let settings = Settings {
+            llm_judge_setting: Some(true),
+            ..Settings::default()
+        }
+        .for_llm(false);
         let html = render("sample", &parse(SAMPLE), &settings);
         assert!(html.contains(">threshold 60</text>"));
         assert!(!html.contains("LLM high"));

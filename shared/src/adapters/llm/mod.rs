@@ -50,7 +50,7 @@ pub fn from_settings(settings: &crate::config::Settings) -> Result<Option<Arc<dy
             }
             Some(Arc::new(Anthropic::new(&settings.anthropic_base_url, settings.anthropic_api_key.expose_secret(), policy)))
         }
-        LlmProvider::None | LlmProvider::Script => None,
+        LlmProvider::None => None,
     })
 }
 
