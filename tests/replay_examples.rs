@@ -25,6 +25,11 @@ fn golden(name: &str) -> Log {
     let actual = run.text();
     let golden_path = examples().join(format!("{name}.log.jsonl"));
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        // CI must compare against the checked-in logs, never rewrite them into a pass.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "UPDATE_GOLDEN is set under CI: golden logs are rewritten by hand, never in CI (unset one of them)"
+        );
         std::fs::write(&golden_path, &actual).unwrap();
     }
     let expected = std::fs::read_to_string(&golden_path).unwrap_or_default();
