@@ -183,6 +183,8 @@ struct World {
     w: SlackWorld,
     slack: SlackState,
     events: Vec<Event>,
+    /// Failed deliveries over every `run`.
+    failed_deliveries: u32,
 }
 
 impl World {
@@ -198,6 +200,7 @@ impl World {
             w,
             slack,
             events: Vec::new(),
+            failed_deliveries: 0,
         }
     }
 
@@ -213,6 +216,7 @@ impl World {
     async fn run(&mut self, secs: f64) -> u32 {
         let failures = self.w.run_for_counting(secs).await;
         self.events.extend(self.w.events());
+        self.failed_deliveries += failures;
         failures
     }
 
@@ -247,6 +251,8 @@ struct Observed {
     lookups: usize,
     model_calls: usize,
     dead_letters: usize,
+    /// Not in the README's table: each fault's test checks it.
+    failed_deliveries: u32,
 }
 
 impl Observed {
@@ -273,6 +279,7 @@ impl World {
             lookups: self.slack_calls("conversations.history").await + self.slack_calls("conversations.replies").await,
             model_calls: requests(llm).await,
             dead_letters: self.dead_letters(),
+            failed_deliveries: self.failed_deliveries,
         }
     }
 }
@@ -578,6 +585,7 @@ async fn short_rate_limit() -> Observed {
     assert_eq!(observed.posts, [ANSWER]);
     assert_eq!(observed.post_calls, 2, "waited out within the delivery");
     assert_eq!(observed.lookups, 0, "the 429 said nothing was posted, and no delivery failed");
+    assert_eq!(observed.failed_deliveries, 0);
     assert_eq!(world.responded(), 1);
     observed
 }
@@ -606,6 +614,7 @@ async fn retried_slack_faults() -> Vec<Observed> {
         assert_eq!(observed.lookups, 1, "{fault}: the retry looked for an earlier post first");
         assert_eq!(world.responded(), 1, "{fault}");
         assert_eq!(observed.dead_letters, 0, "{fault}");
+        assert_eq!(observed.failed_deliveries, 1, "{fault}: the first delivery failed and was retried");
         rows.push(observed);
     }
     rows
@@ -621,6 +630,7 @@ async fn permanent_refusal() -> Observed {
     let (world, observed) = with_failing_slack("Slack answers `ok: false` `channel_not_found`", answer).await;
     assert!(observed.posts.is_empty());
     assert_eq!(observed.post_calls, 1, "not retried");
+    assert_eq!(observed.failed_deliveries, 0, "given up within the delivery");
     let failed = world.kinds(|k| matches!(k, EventKind::RespondFailed { reason, .. } if reason.contains("channel_not_found")));
     assert_eq!(failed.len(), 1);
     observed

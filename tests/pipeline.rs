@@ -57,8 +57,7 @@ async fn a_failed_post_is_retried_by_redelivery_and_posts_once() {
     h.chat.fail_next(2);
     let mention = h.message(0.0, "alice", "<@UBOT> hi", None);
     h.ingest(Incoming::Message(mention)).await;
-    let failures = h.run_until(200.0).await;
-    assert_eq!(failures, 2, "two deliveries failed");
+    h.run_until_expecting(200.0, 2).await;
     assert_eq!(posts(&h), 1, "the third delivery posted");
     let respond_at = h
         .events()
@@ -74,8 +73,7 @@ async fn a_job_that_keeps_failing_goes_to_the_dead_letters() {
     let h = Harness::new(&[]);
     h.chat.fail_next(100);
     h.ingest(Incoming::Message(h.message(0.0, "alice", "<@UBOT> hi", None))).await;
-    let failures = h.run_until(3600.0).await;
-    assert_eq!(failures, MAX_DELIVERIES);
+    h.run_until_expecting(3600.0, MAX_DELIVERIES).await;
     assert!(h.queue.is_empty());
     let dead = h
         .events()
@@ -236,10 +234,10 @@ async fn a_redelivered_judgment_reuses_the_cached_llm_answer() {
     h.ingest(Incoming::Message(h.message(0.0, "alice", "deploy notes", None))).await;
     // The first delivery asks the model, then fails to record its judgment.
     h.store.fail_next_writes(1);
-    assert_eq!(h.run_until(31.0).await, 1);
+    h.run_until_expecting(31.0, 1).await;
     assert_eq!(llm.requests().len(), 1);
     // The redelivery 30 s later finds the answer cached: no second call.
-    assert_eq!(h.run_until(120.0).await, 0);
+    h.run_until(120.0).await;
     assert_eq!(llm.requests().len(), 1, "the script had one answer and was asked once");
     let judgments: Vec<_> = h
         .events()

@@ -59,7 +59,8 @@ impl<'a> Run<'a> {
         self
     }
 
-    /// The decision log as text, exactly as `kuuki replay` prints it.
+    /// The decision log as text, exactly as `kuuki replay` prints it. A replay's jobs
+    /// never fail (nothing injects faults), so a failed delivery is a bug: it panics.
     pub fn text(&self) -> String {
         let vars: HashMap<String, String> =
             self.settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
@@ -77,7 +78,7 @@ impl<'a> Run<'a> {
         let mut out = Vec::new();
         let mut writer = LogWriter::new(&mut out, false);
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        runtime
+        let stats = runtime
             .block_on(replay::replay(
                 &transcript,
                 ReplayOptions {
@@ -90,7 +91,9 @@ impl<'a> Run<'a> {
             ))
             .expect("the replay runs");
         drop(writer);
-        String::from_utf8(out).expect("utf-8")
+        let text = String::from_utf8(out).expect("utf-8");
+        assert_eq!(stats.failed_deliveries, 0, "failed deliveries in the replay; the decision log:\n{text}");
+        text
     }
 
     /// The decision log, one JSON value a line.
@@ -100,6 +103,18 @@ impl<'a> Run<'a> {
             .lines()
             .map(|l| serde_json::from_str(l).expect("each line is JSON"))
             .collect())
+    }
+}
+
+/// Panics unless `failed` deliveries were `expected`, with the decision log so far: a
+/// job that failed and was retried would otherwise pass unseen.
+fn expect_failed_deliveries(failed: u32, expected: u32, when: &str, events: impl FnOnce() -> Vec<kuuki::domain::Event>) {
+    if failed != expected {
+        let events: Vec<String> = events().iter().map(|e| format!("{e:?}")).collect();
+        panic!(
+            "{failed} failed deliveries {when}, expected {expected}; the decision log:\n{}",
+            events.join("\n")
+        );
     }
 }
 
@@ -216,12 +231,18 @@ pub mod harness {
             ingest(&self.deps, incoming).await.unwrap()
         }
 
-        /// Runs the queue up to `secs`.
-        pub async fn run_until(&self, secs: f64) -> u32 {
+        /// Runs the queue up to `secs`; every delivery must succeed.
+        pub async fn run_until(&self, secs: f64) {
+            self.run_until_expecting(secs, 0).await;
+        }
+
+        /// Runs the queue up to `secs`, expecting exactly `failures` failed deliveries
+        /// (for tests about retries and dead letters).
+        pub async fn run_until_expecting(&self, secs: f64, failures: u32) {
             let clock = self.clock.clone();
-            let failures = run_due(&self.deps, &self.queue, self.at(secs), move |t| clock.advance_to(t)).await;
+            let failed = run_due(&self.deps, &self.queue, self.at(secs), move |t| clock.advance_to(t)).await;
             self.clock.advance_to(self.at(secs));
-            failures
+            super::expect_failed_deliveries(failed, failures, &format!("up to {secs} s"), || self.log.take());
         }
 
         pub fn events(&self) -> Vec<Event> {
@@ -423,12 +444,15 @@ pub mod slack_world {
             self.post_signed("/slack/events", &envelope(event).to_string(), extra).await
         }
 
-        /// Moves the virtual clock `secs` on and runs every job due by then.
+        /// Moves the virtual clock `secs` on and runs every job due by then; every
+        /// delivery must succeed.
         pub async fn run_for(&self, secs: f64) {
-            self.run_for_counting(secs).await;
+            let failed = self.run_for_counting(secs).await;
+            super::expect_failed_deliveries(failed, 0, &format!("in {secs} s"), || self.log.take());
         }
 
-        /// Like [`SlackWorld::run_for`]; returns how many deliveries failed.
+        /// Like [`SlackWorld::run_for`] for tests that expect failures: returns how many
+        /// deliveries failed.
         pub async fn run_for_counting(&self, secs: f64) -> u32 {
             let until = self.clock.now() + Duration::from_secs_f64(secs);
             let clock = self.clock.clone();

@@ -180,7 +180,7 @@ pub fn print_summary(stats: &Stats, wall_seconds: f64, seed: u64) {
     let calls: Vec<String> = stats.llm_calls.iter().map(|(k, v)| format!("{k} {v}")).collect();
     eprintln!(
         "replayed {} messages ({:.0} s of chat) in {:.3} s, seed {seed}\n\
-         judgments {} ({} asked the LLM), superseded {}, dropped {}, failed responses {}\n\
+         judgments {} ({} asked the LLM), superseded {}, dropped {}, failed responses {}, failed deliveries {}\n\
          responses: {}\nLLM calls: {}",
         stats.messages,
         stats.duration_seconds,
@@ -190,6 +190,7 @@ pub fn print_summary(stats: &Stats, wall_seconds: f64, seed: u64) {
         stats.superseded,
         stats.dropped,
         stats.respond_failed,
+        stats.failed_deliveries,
         responses.join(", "),
         calls.join(", "),
     );

@@ -24,6 +24,8 @@ pub struct Stats {
     pub superseded: u64,
     pub dropped: u64,
     pub respond_failed: u64,
+    /// Job deliveries that failed (each is retried, or dead-lettered at the last).
+    pub failed_deliveries: u64,
     pub llm_calls: BTreeMap<&'static str, u64>,
     pub llm_tokens: BTreeMap<&'static str, u64>,
     pub responses: BTreeMap<&'static str, u64>,
@@ -86,6 +88,10 @@ impl<'a> LogWriter<'a> {
 
     pub(crate) fn count_message(&mut self) {
         self.stats.messages += 1;
+    }
+
+    pub(crate) fn count_failed_deliveries(&mut self, failed: u32) {
+        self.stats.failed_deliveries += u64::from(failed);
     }
 
     pub(crate) fn write_events(&mut self, events: Vec<Event>) {

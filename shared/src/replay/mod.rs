@@ -64,7 +64,8 @@ pub async fn replay(transcript: &[TranscriptLine], options: ReplayOptions, write
     let advance = |at: Timestamp| clock.advance_to(at);
     for line in transcript {
         let at = REPLAY_EPOCH + Duration::from_secs_f64(line.t);
-        run_due(&deps, &queue, at, advance).await;
+        let failed = run_due(&deps, &queue, at, advance).await;
+        writer.count_failed_deliveries(failed);
         writer.write_events(log.take());
         clock.advance_to(at);
 
@@ -93,7 +94,8 @@ pub async fn replay(transcript: &[TranscriptLine], options: ReplayOptions, write
         writer.count_message();
         writer.write_events(log.take());
     }
-    run_due(&deps, &queue, Timestamp(i64::MAX), advance).await;
+    let failed = run_due(&deps, &queue, Timestamp(i64::MAX), advance).await;
+    writer.count_failed_deliveries(failed);
     writer.write_events(log.take());
     let usage = counting.map(|c| c.usage()).unwrap_or_default();
     Ok(writer.finish(clock.now(), usage))
