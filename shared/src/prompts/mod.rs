@@ -110,10 +110,10 @@ mod tests {
     use crate::config::Settings;
     use crate::deps::Deps;
     use crate::domain::{
-        Author, ChannelId, ChannelMemory, Intervention, Message, ResponseType, ThreadKey, Timestamp, Ts, UserId,
+        Author, ChannelId, ChannelMemory, Fact, Intervention, Message, ResponseType, ThreadKey, Timestamp, Ts, UserId,
         WorkspaceMemory,
     };
-    use crate::ports::Clock;
+    use crate::ports::{Clock, Llm, LlmError, LlmRequest, LlmResponse};
     use crate::replay::REPLAY_EPOCH;
     use crate::respond::context;
 
@@ -265,6 +265,74 @@ mod tests {
                 let refusal = crate::respond::guard::check_reply(&obeying, &prompt, "kuuki").unwrap_err();
                 assert!(refusal.contains("repeats kuuki's instructions"), "{refusal}");
             }
+        }
+    }
+
+    /// Answers from a script and keeps every request, so a test sees the prompts the
+    /// memory handlers really build.
+    struct RecordingLlm {
+        script: crate::adapters::llm::ScriptedLlm,
+        sent: std::sync::Mutex<Vec<LlmRequest>>,
+    }
+
+    #[async_trait::async_trait]
+    impl Llm for RecordingLlm {
+        async fn complete(&self, request: LlmRequest) -> Result<LlmResponse, LlmError> {
+            self.sent.lock().unwrap().push(request.clone());
+            self.script.complete(request).await
+        }
+    }
+
+    const MEMORY_SCRIPT: &str = r#"{"role": "summarize", "match": "summary of", "reply": {"summary": "ステージングのデプロイはロック待ちだった", "history": "dev はデプロイとリリースの相談の場", "mood": "落ち着いている", "topic_keywords": ["デプロイ"], "active_users": ["bob"]}}
+{"role": "summarize", "match": "workspace", "reply": {"history": "開発チームのワークスペース", "recent_events": "金曜にリリース予定"}}
+{"role": "reflect", "reply": {"facts": [], "profiles": []}}"#;
+
+    /// The summarize, workspace and reflect prompts for the fixture's channel, in that
+    /// order, as the handlers send them.
+    async fn memory_prompts(language: &str) -> Vec<String> {
+        let mut f = fixture(language).await;
+        let llm = Arc::new(RecordingLlm {
+            script: crate::adapters::llm::ScriptedLlm::parse(MEMORY_SCRIPT).unwrap(),
+            sent: Default::default(),
+        });
+        f.deps.llm = Some(llm.clone());
+        // The fixture's seven messages are enough to reflect on.
+        f.deps.settings.reflection_min_messages = 5;
+        let channel = ChannelId("dev".into());
+        f.deps
+            .facts
+            .put_fact(&Fact {
+                id: "f1".into(),
+                channel: channel.clone(),
+                content: "bob はデプロイ担当".into(),
+                keywords: vec!["デプロイ".into()],
+                source_users: vec!["bob".into()],
+                confidence: 0.8,
+                shareable: false,
+                created_at: at(0),
+                confirmed_at: at(0),
+                strength: 1,
+            })
+            .await
+            .unwrap();
+        // Past the summary period and the workspace's four: every memory is due.
+        f.clock.advance_to(at(4000));
+        let newest = Ts::from_timestamp(at(660));
+        crate::memory::summarize::handle(&f.deps, &channel, &newest).await.unwrap();
+        crate::memory::reflect::handle(&f.deps, &channel, &newest).await.unwrap();
+        let sent = llm.sent.lock().unwrap().clone();
+        let subjects: Vec<&str> = sent.iter().map(|r| r.subject.as_str()).collect();
+        assert_eq!(subjects, ["summary of dev", "workspace summary", "reflection on dev"]);
+        sent.into_iter().map(|r| r.system).collect()
+    }
+
+    #[tokio::test]
+    async fn summarize_workspace_and_reflect_prompts() {
+        for language in ["ja", "en"] {
+            let [summarize, workspace, reflect] = <[String; 3]>::try_from(memory_prompts(language).await).unwrap();
+            insta::assert_snapshot!(format!("summarize_{language}"), summarize);
+            insta::assert_snapshot!(format!("workspace_{language}"), workspace);
+            insta::assert_snapshot!(format!("reflect_{language}"), reflect);
         }
     }
 
