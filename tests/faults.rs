@@ -478,7 +478,7 @@ async fn with_failing_model(fault: &'static str, answer: ResponseTemplate, setti
     let ts = ambient.w.ts(0, 1);
     let response = ambient.w.send_event(message(CH, "UALICE", "how do we deploy on fridays?", &ts), &[]).await;
     assert_eq!(response.status(), 200);
-    assert_eq!(ambient.run(120.0).await, 0);
+    assert_eq!(ambient.run(300.0).await, 0);
     let decided = ambient.kinds(|k| matches!(k, EventKind::Judge { respond: true, .. })).len();
     assert_eq!(decided, 1, "{fault}: kuuki decided to speak: {:?}", ambient.events);
     let failed = ambient.kinds(|k| matches!(k, EventKind::RespondFailed { mode: RespondMode::Ambient, .. })).len();

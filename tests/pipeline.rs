@@ -250,6 +250,41 @@ async fn a_redelivered_judgment_reuses_the_cached_llm_answer() {
     assert_eq!(judgments, vec![(true, false, false)]);
 }
 
+#[tokio::test]
+async fn a_redelivered_waiting_judgment_still_judges_once() {
+    let llm = kuuki_e2e::RecordingLlm::new(
+        r#"{"role": "judge", "reply": {"should_respond": true, "reason": "unanswered", "confidence": 0.9, "conversation_state": "active"}, "repeat": true}
+{"role": "generate", "reply": "git reset --soft HEAD~1", "repeat": true}"#,
+    );
+    let h = Harness::with_llm(&[("JUDGE_JITTER_RATIO", "0")], Some(llm.clone()));
+    let question = h.message(0.0, "alice", "how do I undo my last commit?", None);
+    let IngestOutcome::Stored { queued: Some(job), .. } = h.ingest(Incoming::Message(question)).await else {
+        panic!("a judge job")
+    };
+    // The delivery at 30 s waits for the question to stand; a redelivery of it waits too.
+    h.run_until(31.0).await;
+    run_job(&h.deps, &job).await.unwrap();
+    h.run_until(300.0).await;
+    let events = h.events();
+    let decisions: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Judge { decision, .. } => Some(*decision),
+            _ => None,
+        })
+        .collect();
+    use kuuki::domain::Decision;
+    assert_eq!(decisions, vec![Decision::Wait, Decision::Wait, Decision::Llm]);
+    let already = events
+        .iter()
+        .filter(|e| matches!(&e.kind, EventKind::Dropped { stage: Stage::Judge, reason } if reason.contains("already judged")))
+        .count();
+    assert_eq!(already, 1, "the second re-queued copy: {events:?}");
+    assert_eq!(posts(&h), 1);
+    let judge_calls = llm.requests().iter().filter(|r| r.role == kuuki::ports::LlmRole::Judge).count();
+    assert_eq!(judge_calls, 1);
+}
+
 #[test]
 fn confident_judgments_stand_longer() {
     use kuuki::judge::cache_lifetime;

@@ -68,7 +68,11 @@ fn team_channel() {
         ],
         "{log:?}"
     );
-    assert_eq!(responds[1]["t"], 4294.246, "after the judge's 60 s delay");
+    // The question stood 120 s unanswered (unanswered_question), then the judge's 60 s delay.
+    let rust = log.about("judge", 4200.0);
+    assert_eq!(rust[0]["decision"], "wait", "{log:?}");
+    assert_eq!(rust[1]["breakdown"]["unanswered_question"], 25);
+    assert_eq!(responds[1]["t"], 4380.246, "judged at 4320.246, answered 60 s later");
     // The lunch burst and the deploy thread cost one judgment each.
     assert!(log.about("judge", 1525.0).len() == 1 && log.about("superseded", 1500.0).len() == 1);
     assert_eq!(log.about("judge", 1525.0)[0]["breakdown"]["busy"], -10);
@@ -94,15 +98,20 @@ fn one_on_one() {
 #[test]
 fn unanswered_question() {
     let log = golden("unanswered-question");
-    let question = log.about("judge", 2400.0)[0];
+    let judges = log.about("judge", 2400.0);
+    assert_eq!(judges[0]["decision"], "wait", "the question stands 120 s first: {log:?}");
+    let question = judges[1];
+    assert_eq!(question["t"], 2520.885);
+    assert_eq!(question["breakdown"]["unanswered_question"], 25);
     assert_eq!(question["decision"], "llm");
     assert_eq!(question["respond"], true);
     let answer = log.about("respond", 2400.0)[0];
-    assert_eq!(answer["t"], 2459.885, "judged after the wait, answered 30 s later");
+    assert_eq!(answer["t"], 2550.885, "judged once it had stood, answered 30 s later");
     assert_eq!(log.about("respond", 2650.0)[0]["type"], "short_ack");
     // ken's question and his own follow-up are one turn: the question still counts.
-    let ken = log.about("judge", 5020.0)[0];
+    let ken = log.about("judge", 5020.0)[1];
     assert_eq!(ken["breakdown"]["question"], 20, "{ken}");
+    assert_eq!(ken["breakdown"]["unanswered_question"], 25, "{ken}");
     assert_eq!(log.about("respond", 5020.0)[0]["channel"], "インフラ");
     assert_eq!(log.stats()["responses"]["full_response"], 2);
 }

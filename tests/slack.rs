@@ -361,6 +361,17 @@ async fn command(w: &SlackWorld, text: &str) -> String {
 }
 
 #[tokio::test]
+async fn why_names_the_rule_that_left_a_question_to_the_person_it_mentions() {
+    let w = SlackWorld::start(&[("JUDGE_JITTER_RATIO", "0"), ("JUDGE_KEYWORDS", "invoice")], true).await;
+    w.send_event(message(CH, "UALICE", "<@UCAROL> did the invoice go out?", &w.ts(0, 1)), &[]).await;
+    w.run_for(31.0).await;
+    let why = command(&w, "why").await;
+    assert!(why.contains("addressed_to_other -60") && why.contains("question +20"), "{why}");
+    assert!(why.contains("not settled yet") && why.contains("judge again later"), "{why}");
+    assert!(why.contains("the question is for UCAROL"), "{why}");
+}
+
+#[tokio::test]
 async fn the_slash_command_reports_explains_mutes_and_shadows() {
     let w = SlackWorld::start(&[("JUDGE_JITTER_RATIO", "0")], true).await;
     let status = command(&w, "status").await;

@@ -66,6 +66,10 @@ settings_doc! {
     "JUDGE_RECENT_MESSAGES", "10", "N for the conversation-flow rules: the last N messages of the conversation.";
     "JUDGE_BUSY_MESSAGES_PER_MINUTE", "6", "When the newest 5 human messages among the last N came at this rate or faster, the conversation is lively (-10).";
     "JUDGE_SILENCE_MINUTES", "30", "A message after this much channel silence is a fresh start (+10).";
+    "UNANSWERED_QUESTION_POINTS", "25", "Points for a question nobody has answered once it has stood UNANSWERED_QUESTION_WAIT_SECONDS, when kuuki was not addressed and it is nobody else's (`unanswered_question`). With the default an ordinary open question (question +20, no_mention -10) scores 35: the LLM's to decide, and below JUDGE_SCORE_THRESHOLD without an LLM.";
+    "UNANSWERED_QUESTION_WAIT_SECONDS", "120", "How long a question stands before kuuki counts it unanswered (people often answer within 30-90 s); a judgment that would find it younger and could speak waits until then.";
+    "ADDRESSED_TO_OTHER_POINTS", "-60", "Points for a turn meant for someone else: it mentions another person, or answers another person's question in a thread (`addressed_to_other`). Low enough that the LLM is never asked.";
+    "ADDRESSED_TO_OTHER_WAIT_MINUTES", "60", "After this long without an answer from anyone, a question meant for someone else is open to kuuki again (`addressed_to_other` stops applying).";
     "IGNORE_OTHER_BOTS", "true", "Other bots' messages are stored but never judged (loop prevention).";
     "MESSAGE_RETENTION_DAYS", "30", "Stored messages expire after this many days.";
     "LLM_PROVIDER", "none", "none, openai or anthropic (replay and serve also take --llm).";
@@ -175,6 +179,10 @@ pub struct Settings {
     pub judge_recent_messages: usize,
     pub judge_busy_messages_per_minute: f64,
     pub judge_silence: Duration,
+    pub unanswered_question_points: i32,
+    pub unanswered_question_wait: Duration,
+    pub addressed_to_other_points: i32,
+    pub addressed_to_other_wait: Duration,
     pub ignore_other_bots: bool,
     pub message_retention_days: u32,
     pub llm_provider: LlmProvider,
@@ -398,6 +406,10 @@ impl Settings {
             judge_recent_messages: r.int("JUDGE_RECENT_MESSAGES", 10, 2, 1000)? as usize,
             judge_busy_messages_per_minute: r.float("JUDGE_BUSY_MESSAGES_PER_MINUTE", 6.0, 0.1, 10_000.0)?,
             judge_silence: Duration::from_secs(r.int("JUDGE_SILENCE_MINUTES", 30, 1, 7 * 24 * 60)? as u64 * 60),
+            unanswered_question_points: r.int("UNANSWERED_QUESTION_POINTS", 25, 0, 100)? as i32,
+            unanswered_question_wait: r.seconds("UNANSWERED_QUESTION_WAIT_SECONDS", 120, 3600)?,
+            addressed_to_other_points: r.int("ADDRESSED_TO_OTHER_POINTS", -60, -100, 0)? as i32,
+            addressed_to_other_wait: Duration::from_secs(r.int("ADDRESSED_TO_OTHER_WAIT_MINUTES", 60, 1, 7 * 24 * 60)? as u64 * 60),
             ignore_other_bots: r.bool("IGNORE_OTHER_BOTS", true)?,
             message_retention_days: r.int("MESSAGE_RETENTION_DAYS", 30, 1, 3650)? as u32,
             llm_provider,
@@ -525,6 +537,13 @@ mod tests {
         assert_eq!(s.familiarity_thresholds, [5, 30, 100]);
         assert_eq!(s.judge_min_wait, Duration::from_secs(30));
         assert_eq!(s.judge_jitter_ratio, 0.3);
+        assert_eq!(s.unanswered_question_wait, Duration::from_secs(120));
+        assert_eq!(s.addressed_to_other_wait, Duration::from_secs(3600));
+        // An ordinary open question (question +20, no_mention -10) lands in the LLM band
+        // and, without an LLM, below the threshold.
+        let open_question = 20 - 10 + s.unanswered_question_points;
+        assert!(s.judge_llm_threshold_low < open_question && open_question < s.judge_llm_threshold_high);
+        assert!(open_question < s.judge_score_threshold);
         assert_eq!(s.bot_name, "kuuki");
         assert_eq!(s.bot_aliases, vec!["くうき"]);
         assert!(s.autonomous_response_enabled && s.memory_enabled && s.response_diversity_enabled);

@@ -196,6 +196,20 @@ pub struct RuleScore {
     pub engaged: bool,
     /// The message asks something (ends with `?` or `？`).
     pub question: bool,
+    /// Who the turn is meant for when it is someone else's (`addressed_to_other`).
+    pub for_other: Option<String>,
+    /// A rule that depends on the turn's age settles later (see [`Pending`]).
+    pub pending: Option<Pending>,
+}
+
+/// A time-dependent rule that has not settled yet: `unanswered_question` before the
+/// question has stood its wait, or `addressed_to_other` before the person addressed
+/// has had theirs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pending {
+    pub at: Timestamp,
+    /// Why the judgment waits, for the decision log.
+    pub reason: String,
 }
 
 /// The first decision the thresholds make from a rule score.
@@ -206,6 +220,9 @@ pub enum Decision {
     Skip,
     /// The band between the thresholds: ask the LLM judge.
     Llm,
+    /// Not yet: a rule that depends on how long the turn has stood settles later, and
+    /// then kuuki might speak; the judgment is queued again for that moment.
+    Wait,
 }
 
 /// What the LLM judge answered (DESIGN §5), already validated.

@@ -149,10 +149,12 @@ async fn why(deps: &Deps, channel: &ChannelId) -> PortResult<String> {
         Decision::Respond => "at or above the threshold",
         Decision::Skip => "below the threshold",
         Decision::Llm => "between the thresholds, so the LLM was asked",
+        Decision::Wait => "not settled yet",
     };
     let outcome = match (j.respond, j.response_type) {
         (true, Some(t)) => format!("respond ({})", t.as_str()),
         (true, None) => "respond".into(),
+        (false, _) if j.decision == Decision::Wait => "judge again later".into(),
         (false, _) => "stay quiet".into(),
     };
     let breakdown = if j.breakdown.is_empty() {

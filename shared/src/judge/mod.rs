@@ -81,7 +81,10 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
         }
     }
     match judge_claimed(deps, thread, ts, &target).await {
-        Ok(()) => deps.ledger.complete(&key, deps.clock.now(), JUDGE_CLAIM_KEEP).await,
+        Ok(Judged::Decided) => deps.ledger.complete(&key, deps.clock.now(), JUDGE_CLAIM_KEEP).await,
+        // The re-queued judgment takes the claim again; completing it here would drop
+        // that one as "already judged".
+        Ok(Judged::Waiting) => deps.ledger.release(&key).await,
         Err(e) => {
             deps.ledger.release(&key).await?;
             Err(e)
@@ -89,7 +92,14 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
     }
 }
 
-async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Message) -> PortResult<()> {
+/// How a claimed judgment ended.
+enum Judged {
+    Decided,
+    /// Queued again for when a time-dependent rule settles.
+    Waiting,
+}
+
+async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Message) -> PortResult<Judged> {
     let channel = &thread.channel;
     let target = target.clone();
     // The rules read the last N messages; the LLM, when asked, reads the whole window.
@@ -102,34 +112,51 @@ async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Messag
     if conversation.last().is_some_and(|m| m.author == Author::OwnBot && m.ts > target.ts) {
         let mut judgment = Judgment::skip("kuuki spoke last in this conversation");
         judgment.breakdown.insert("bot_spoke_last".into(), 0);
-        return judgment.record(deps, &target).await;
+        return judgment.record(deps, &target).await.map(|()| Judged::Decided);
     }
     if state.muted_at(deps.clock.now()) {
         let mut judgment = Judgment::skip("kuuki is muted in this channel");
         judgment.breakdown.insert("muted".into(), 0);
-        return judgment.record(deps, &target).await;
+        return judgment.record(deps, &target).await.map(|()| Judged::Decided);
     }
     let upto = &conversation[..conversation.partition_point(|m| m.ts <= target.ts)];
     let turn_start = rules::turn(upto).first().map_or(&target.ts, |m| &m.ts);
     let previous = deps.messages.previous_in_channel(channel, turn_start).await?;
-    let scored = rules::score(
-        &rules::RuleInput {
-            message: &target,
-            conversation: upto,
-            previous_in_channel: previous.map(|m| m.at),
-            last_response_at: state.last_response_at,
-            last_response_here: state
-                .interventions
-                .iter()
-                .filter(|i| i.thread == target.thread_key())
-                .map(|i| i.at)
-                .max(),
-            now: deps.clock.now(),
-            bot: &deps.bot,
-        },
-        &deps.settings,
-    );
-    let decision = rules::decide(scored.score, &deps.settings, deps.llm.is_some());
+    // Newer human messages superseded this job; what is left after it is kuuki's or
+    // another bot's, and either answers a question as well.
+    let answered = newer_message(deps, &target, |m| m.user != target.user || m.author != target.author)
+        .await?
+        .is_some();
+    let input = rules::RuleInput {
+        message: &target,
+        conversation: upto,
+        previous_in_channel: previous.map(|m| m.at),
+        last_response_at: state.last_response_at,
+        last_response_here: state
+            .interventions
+            .iter()
+            .filter(|i| i.thread == target.thread_key())
+            .map(|i| i.at)
+            .max(),
+        now: deps.clock.now(),
+        answered,
+        bot: &deps.bot,
+    };
+    let scored = rules::score(&input, &deps.settings);
+    let llm_available = deps.llm.is_some();
+    if let Some(pending) = &scored.pending {
+        // Wait only when the settled rules could make kuuki speak; otherwise decide now.
+        let settled = rules::score(&rules::RuleInput { now: pending.at, ..input }, &deps.settings);
+        if rules::decide(settled.score, &deps.settings, llm_available) != Decision::Skip {
+            return wait(deps, thread, ts, &target, &scored, pending).await.map(|()| Judged::Waiting);
+        }
+    }
+    let mut decision = rules::decide(scored.score, &deps.settings, llm_available);
+    // A turn meant for someone else is theirs to answer: the LLM is not asked about it.
+    let for_other = scored.for_other.as_ref();
+    if for_other.is_some() && decision == Decision::Llm {
+        decision = Decision::Skip;
+    }
     let ladder = rules::response_type(scored.score, scored.engaged, scored.question, &deps.settings);
     let mut judgment = Judgment {
         score: scored.score,
@@ -143,10 +170,11 @@ async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Messag
         llm_error: None,
         llm_cached: false,
         llm_usage: None,
-        reason: match decision {
-            Decision::Respond => "the score reached the threshold".into(),
-            Decision::Skip => "the score stayed below the threshold".into(),
-            Decision::Llm => String::new(),
+        reason: match (decision, for_other) {
+            (Decision::Skip, Some(who)) => format!("the turn is for {who}, not kuuki: the LLM is not asked"),
+            (Decision::Respond, _) => "the score reached the threshold".into(),
+            (Decision::Skip, None) => "the score stayed below the threshold".into(),
+            (Decision::Llm | Decision::Wait, _) => String::new(),
         },
     };
     if decision == Decision::Llm {
@@ -191,7 +219,34 @@ async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Messag
         };
         deps.enqueue_after(job, Duration::from_secs(delay.into())).await?;
     }
-    Ok(())
+    Ok(Judged::Decided)
+}
+
+/// Logs a judgment that waits for `pending` and queues the same JUDGE again for then.
+/// A newer message in the conversation supersedes the queued job as usual; when it
+/// comes back the rule has settled, so it decides.
+async fn wait(
+    deps: &Deps,
+    thread: &ThreadKey,
+    ts: &Ts,
+    target: &Message,
+    scored: &crate::domain::RuleScore,
+    pending: &crate::domain::Pending,
+) -> PortResult<()> {
+    // Whole seconds, rounded up: the queue's delays are whole seconds, and a job back
+    // early would only wait again.
+    let delay = pending.at.seconds_since(deps.clock.now()).max(0.0).ceil() as u32;
+    let job = Job::Judge {
+        thread: thread.clone(),
+        ts: ts.clone(),
+    };
+    deps.enqueue_after(job, Duration::from_secs(delay.into())).await?;
+    let mut judgment = Judgment::skip(&pending.reason);
+    judgment.score = scored.score;
+    judgment.breakdown = scored.breakdown.to_map();
+    judgment.decision = Decision::Wait;
+    judgment.delay_seconds = delay;
+    judgment.record(deps, target).await
 }
 
 /// Asks the LLM judge. The outer error is a backend failure (retry the job); the

@@ -2,7 +2,9 @@
 //! its conversation and the channel's state. No I/O, no clock.
 
 use crate::config::Settings;
-use crate::domain::{Author, BotIdentity, Breakdown, Decision, DirectTrigger, Message, ResponseType, RuleScore, Timestamp};
+use crate::domain::{
+    Author, BotIdentity, Breakdown, Decision, DirectTrigger, Message, Pending, ResponseType, RuleScore, Timestamp,
+};
 
 /// Points of each rule, as the source documents give them.
 pub mod points {
@@ -61,6 +63,38 @@ fn mentions_name(text: &str, name: &str) -> bool {
     })
 }
 
+/// The people `text` mentions other than kuuki: the ids of `<@id>` (Slack, transcripts)
+/// and `<@!id>` (Discord), with Slack's legacy `<@id|name>` cut at the bar. Discord role
+/// mentions (`<@&id>`) name no one person and are left out.
+pub fn mentioned_others<'t>(text: &'t str, bot: &BotIdentity) -> Vec<&'t str> {
+    text.match_indices("<@")
+        .filter_map(|(i, _)| {
+            let rest = &text[i + 2..];
+            let rest = rest.strip_prefix('!').unwrap_or(rest);
+            let id = &rest[..rest.find('>')?];
+            let id = id.split('|').next().unwrap_or(id);
+            let plain = !id.is_empty() && !id.starts_with('&') && !id.contains(char::is_whitespace);
+            (plain && id != bot.user_id.0).then_some(id)
+        })
+        .collect()
+}
+
+/// Who the last turn of `conversation` is meant for when it is someone else's: a
+/// person it mentions, or, in a thread, the person whose question the turn replies to
+/// (the turn just before it, another human's, asked something).
+pub fn addressee(conversation: &[Message], bot: &BotIdentity) -> Option<String> {
+    let turn = turn(conversation);
+    let speaker = turn.last()?;
+    if let Some(id) = turn.iter().find_map(|m| mentioned_others(&m.text, bot).first().copied()) {
+        return Some(id.to_owned());
+    }
+    speaker.thread_root.as_ref()?;
+    let before = self::turn(&conversation[..conversation.len() - turn.len()]);
+    let asker = before.last()?;
+    let asked = asker.author == Author::Human && asker.user != speaker.user && before.iter().any(|m| is_question(&m.text));
+    asked.then(|| asker.user_name.clone())
+}
+
 fn contains_ignore_case(text_lower: &str, needle: &str) -> bool {
     !needle.is_empty() && text_lower.contains(&needle.to_lowercase())
 }
@@ -87,6 +121,7 @@ pub fn turn(conversation: &[Message]) -> &[Message] {
 }
 
 /// What the rules look at besides the message itself.
+#[derive(Clone, Copy)]
 pub struct RuleInput<'a> {
     pub message: &'a Message,
     /// The conversation's recent messages up to and including `message`, oldest first,
@@ -101,6 +136,9 @@ pub struct RuleInput<'a> {
     pub last_response_here: Option<Timestamp>,
     /// When the judgment is made (a little after the message was written).
     pub now: Timestamp,
+    /// Someone other than the speaker wrote in the conversation (or in the thread the
+    /// message started) after it: a question is no longer unanswered.
+    pub answered: bool,
     pub bot: &'a BotIdentity,
 }
 
@@ -149,7 +187,8 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
     if speakers.len() == 2 {
         breakdown.add("one_on_one", points::ONE_ON_ONE);
     }
-    if !window.iter().any(|m| direct_trigger(m, input.bot).is_some()) {
+    let kuuki_addressed = window.iter().any(|m| direct_trigger(m, input.bot).is_some());
+    if !kuuki_addressed {
         breakdown.add("no_mention", points::NO_MENTION);
     }
     if is_busy(&humans, settings.judge_busy_messages_per_minute) {
@@ -169,11 +208,49 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
         breakdown.add("fading", points);
     }
 
+    // The time-dependent rules count from the end of the turn: that is when the others
+    // could start answering.
+    let age = input.now.seconds_since(message.at);
+    let conversation = if input.conversation.is_empty() { std::slice::from_ref(message) } else { input.conversation };
+    let addressee = addressee(conversation, input.bot);
+    let other_wait = settings.addressed_to_other_wait.as_secs_f64();
+    let for_other = addressee.filter(|_| age < other_wait);
+    let mut pending = None;
+    if let Some(who) = &for_other {
+        breakdown.add("addressed_to_other", settings.addressed_to_other_points);
+        if question && !input.answered {
+            pending = Some(Pending {
+                at: message.at + settings.addressed_to_other_wait,
+                reason: format!(
+                    "the question is for {who}: judged again after {} min unless someone answers",
+                    settings.addressed_to_other_wait.as_secs() / 60
+                ),
+            });
+        }
+    }
+    let open_question = question && !input.answered && !kuuki_addressed && for_other.is_none();
+    if open_question {
+        let wait = settings.unanswered_question_wait;
+        if age >= wait.as_secs_f64() {
+            breakdown.add("unanswered_question", settings.unanswered_question_points);
+        } else {
+            pending = Some(Pending {
+                at: message.at + wait,
+                reason: format!(
+                    "the question has stood {age:.0} s: judged again at {} s unless someone answers",
+                    wait.as_secs()
+                ),
+            });
+        }
+    }
+
     RuleScore {
         score: breakdown.total().clamp(0, 100),
         breakdown,
         engaged,
         question,
+        for_other,
+        pending,
     }
 }
 
@@ -317,6 +394,8 @@ mod tests {
         last_response_here: Option<f64>,
         silence: Option<f64>,
         judge_delay: f64,
+        /// Someone else wrote after the last message.
+        answered: bool,
     }
 
     impl Case {
@@ -327,6 +406,7 @@ mod tests {
                 last_response_here: None,
                 silence: Some(60.0),
                 judge_delay: 30.0,
+                answered: false,
             }
         }
 
@@ -341,6 +421,7 @@ mod tests {
                     last_response_at: self.last_response.map(at),
                     last_response_here: self.last_response_here.or(self.last_response).map(at),
                     now: Timestamp(message.at.0 + (self.judge_delay * 1e6) as i64),
+                    answered: self.answered,
                     bot: &bot,
                 },
                 settings,
@@ -567,6 +648,118 @@ mod tests {
         let r = c.score(&s);
         assert_eq!(points_of(&r, "question"), None);
         assert_eq!(points_of(&r, "bot_topic"), None);
+    }
+
+    fn in_thread(mut m: Message, root: f64) -> Message {
+        m.thread_root = Some(Ts::from_timestamp(at(root)));
+        m
+    }
+
+    #[test]
+    fn an_open_question_counts_as_unanswered_once_it_has_stood_the_wait() {
+        let s = Settings::default();
+        let mut c = one("how do I undo my last commit but keep the changes?");
+        c.judge_delay = 119.0;
+        let young = c.score(&s);
+        assert_eq!(points_of(&young, "unanswered_question"), None);
+        let pending = young.pending.expect("the rule settles later");
+        assert_eq!(pending.at, at(1000.0 + 120.0), "the question's own age, not the judgment's");
+        c.judge_delay = 120.0;
+        let stood = c.score(&s);
+        assert_eq!(points_of(&stood, "unanswered_question"), Some(25));
+        assert_eq!(stood.pending, None, "settled: a re-queued judgment decides");
+        // question 20 - no_mention 10 + 25: the LLM's band, below the rules-only threshold.
+        assert_eq!(stood.score, 35);
+        assert_eq!(decide(stood.score, &settings(&[("LLM_JUDGE_ENABLED", "true")]), true), Decision::Llm);
+        assert_eq!(decide(stood.score, &s, false), Decision::Skip);
+        let s = settings(&[("UNANSWERED_QUESTION_POINTS", "40"), ("UNANSWERED_QUESTION_WAIT_SECONDS", "60")]);
+        c.judge_delay = 60.0;
+        assert_eq!(points_of(&c.score(&s), "unanswered_question"), Some(40));
+    }
+
+    #[test]
+    fn a_question_someone_answered_or_that_addressed_kuuki_is_not_unanswered() {
+        let s = Settings::default();
+        let mut answered = one("lunch?");
+        answered.judge_delay = 300.0;
+        assert_eq!(points_of(&answered.score(&s), "unanswered_question"), Some(25));
+        answered.answered = true;
+        let r = answered.score(&s);
+        assert_eq!(points_of(&r, "unanswered_question"), None);
+        assert_eq!(r.pending, None);
+        let mut statement = one("lunch is at noon");
+        statement.judge_delay = 300.0;
+        assert_eq!(points_of(&statement.score(&s), "unanswered_question"), None);
+        assert_eq!(statement.score(&s).pending, None);
+        // kuuki was addressed within the last N messages: the conversation is with it.
+        let mut with_kuuki = Case::new(vec![msg(900.0, "alice", "<@UBOT> deploy day?"), msg(1000.0, "alice", "and who approves?")]);
+        with_kuuki.judge_delay = 300.0;
+        let r = with_kuuki.score(&s);
+        assert_eq!(points_of(&r, "unanswered_question"), None);
+        assert_eq!(r.pending, None);
+    }
+
+    #[test]
+    fn mentions_of_other_people_are_found_in_every_platforms_form() {
+        let b = bot();
+        assert_eq!(mentioned_others("<@carol> did the invoice go out?", &b), vec!["carol"]);
+        assert_eq!(mentioned_others("cc <@U123|ken> and <@!456>", &b), vec!["U123", "456"]);
+        assert!(mentioned_others("<@UBOT> hi, and <@!UBOT>", &b).is_empty(), "kuuki is not another person");
+        assert!(mentioned_others("<@&789> role ping, <!here>, <@ broken, <@>", &b).is_empty());
+        assert!(mentioned_others("a < b and c@d > e", &b).is_empty());
+    }
+
+    #[test]
+    fn a_turn_that_mentions_someone_else_is_theirs_until_the_wait_is_over() {
+        let s = Settings::default();
+        let mut c = one("<@carol> did the invoice go out?");
+        let r = c.score(&s);
+        assert_eq!(points_of(&r, "addressed_to_other"), Some(-60));
+        assert_eq!(r.for_other.as_deref(), Some("carol"));
+        assert_eq!(points_of(&r, "unanswered_question"), None, "carol's question, not an open one");
+        assert_eq!(r.pending.as_ref().map(|p| p.at), Some(at(1000.0 + 3600.0)));
+        assert!(r.pending.unwrap().reason.contains("carol"));
+        c.judge_delay = 3599.0;
+        assert_eq!(points_of(&c.score(&s), "addressed_to_other"), Some(-60));
+        // Carol has not answered for the whole wait: the question is open to anyone.
+        c.judge_delay = 3600.0;
+        let r = c.score(&s);
+        assert_eq!(points_of(&r, "addressed_to_other"), None);
+        assert_eq!(r.for_other, None);
+        assert_eq!(points_of(&r, "unanswered_question"), Some(25));
+        assert_eq!(r.pending, None);
+        // Not a question: nothing to wait for.
+        let thanks = one("thanks <@carol>!");
+        let r = thanks.score(&s);
+        assert_eq!(points_of(&r, "addressed_to_other"), Some(-60));
+        assert_eq!(r.pending, None);
+        let s = settings(&[("ADDRESSED_TO_OTHER_POINTS", "-30"), ("ADDRESSED_TO_OTHER_WAIT_MINUTES", "5")]);
+        let mut c = one("<@carol> did the invoice go out?");
+        assert_eq!(points_of(&c.score(&s), "addressed_to_other"), Some(-30));
+        c.judge_delay = 300.0;
+        assert_eq!(points_of(&c.score(&s), "addressed_to_other"), None);
+    }
+
+    #[test]
+    fn a_thread_reply_to_another_persons_question_is_theirs() {
+        let s = Settings::default();
+        let asked = msg(900.0, "alice", "which region is staging in?");
+        let reply = |text: &str| in_thread(msg(1000.0, "bob", text), 900.0);
+        let r = Case::new(vec![asked.clone(), reply("do you mean the db or the app?")]).score(&s);
+        assert_eq!(points_of(&r, "addressed_to_other"), Some(-60));
+        assert_eq!(r.for_other.as_deref(), Some("alice"));
+        let r = Case::new(vec![asked.clone(), reply("eu-west-1")]).score(&s);
+        assert_eq!(points_of(&r, "addressed_to_other"), Some(-60), "an answer is for the asker too");
+        // Not a question before it, the speaker's own question, a bot's, or the top level.
+        let said = msg(900.0, "alice", "staging is slow today");
+        assert_eq!(points_of(&Case::new(vec![said, reply("why?")]).score(&s), "addressed_to_other"), None);
+        let own = Case::new(vec![msg(900.0, "bob", "which region?"), reply("anyone?")]);
+        assert_eq!(points_of(&own.score(&s), "addressed_to_other"), None);
+        let mut from_bot = asked.clone();
+        from_bot.author = Author::OwnBot;
+        assert_eq!(points_of(&Case::new(vec![from_bot, reply("the db")]).score(&s), "addressed_to_other"), None);
+        let top_level = Case::new(vec![asked, msg(1000.0, "bob", "eu-west-1?")]);
+        assert_eq!(points_of(&top_level.score(&s), "addressed_to_other"), None);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::REPLAY_EPOCH;
 use crate::adapters::llm::RoleUsage;
-use crate::domain::{Event, EventKind, ResponseType, Timestamp, Ts};
+use crate::domain::{Decision, Event, EventKind, ResponseType, Timestamp, Ts};
 use crate::ports::LlmRole;
 
 /// What a replay did, for the final `stats` line and the summary.
@@ -226,6 +226,8 @@ fn body(event: &Event) -> Value {
             });
             if let Some(rt) = response_type {
                 v["response_type"] = json!(rt);
+                v["delay_seconds"] = json!(delay_seconds);
+            } else if *decision == Decision::Wait {
                 v["delay_seconds"] = json!(delay_seconds);
             }
             if let Some(llm) = llm {

@@ -1037,6 +1037,12 @@ fn judge_tip(line: &Value, when: &str, thread: &str, msg_at: &str) -> String {
 
 /// "respond full_response in 20s" or "skip".
 fn outcome(line: &Value) -> String {
+    if str_of(line, "decision") == Some("wait") {
+        return match line.get("delay_seconds").filter(|v| v.is_number()) {
+            Some(d) => format!("wait {}s", fmt_num(d)),
+            None => "wait".into(),
+        };
+    }
     if !bool_of(line, "respond") {
         return "skip".into();
     }
@@ -1056,6 +1062,7 @@ fn decision_label(line: &Value) -> String {
     match str_of(line, "decision") {
         Some("llm") => "asked the LLM".into(),
         Some("respond" | "skip") => "by score".into(),
+        Some("wait") => "judged again later".into(),
         Some(other) => other.into(),
         None => "?".into(),
     }

@@ -87,6 +87,7 @@ pub fn metrics_of(event: &Event) -> Vec<(&'static str, f64, &'static str)> {
                         Decision::Respond => "JudgedRespond",
                         Decision::Skip => "JudgedSkip",
                         Decision::Llm => "JudgedByLlm",
+                        Decision::Wait => "JudgedWait",
                     },
                     1.0,
                     "Count",
