@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use thiserror::Error;
 
 use super::SlackIdentity;
+use crate::adapters::retry::{LongerWait, RetryPolicy, retry_after};
 use crate::domain::{ChannelId, Ts, UserId};
 use crate::ports::{Chat, FoundPost, PortError, PortResult, Post};
 
@@ -123,12 +124,25 @@ impl SlackClient {
         self.send(method, Body::Form(fields)).await
     }
 
+    /// A 429 is waited out once, as asked (a second after one without `Retry-After`),
+    /// when that fits the chat call's budget; otherwise the job fails and its queue
+    /// delivers it again.
+    fn retry_policy(&self) -> RetryPolicy {
+        RetryPolicy {
+            attempts: crate::budget::CHAT_ATTEMPTS,
+            backoff: Duration::from_secs(1),
+            max_wait: crate::budget::chat_retry_wait_cap(self.timeout),
+            longer_wait: LongerWait::GiveUp,
+        }
+    }
+
     async fn send(&self, method: &'static str, body: Body<'_>) -> Result<Value, SlackApiError> {
         let url = format!("{}/{method}", self.base_url);
         let transport = |e: reqwest::Error| SlackApiError::Transport {
             method,
             message: e.without_url().to_string(),
         };
+        let retry = self.retry_policy();
         let mut attempt = 0;
         loop {
             let request = self.http.post(&url).bearer_auth(&self.token);
@@ -138,22 +152,16 @@ impl SlackClient {
             };
             let response = request.send().await.map_err(transport)?;
             if response.status() == reqwest::StatusCode::TOO_MANY_REQUESTS {
-                let retry_after = response
-                    .headers()
-                    .get(reqwest::header::RETRY_AFTER)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-                    .unwrap_or(1);
-                attempt += 1;
-                let wait_cap = crate::budget::chat_retry_wait_cap(self.timeout);
-                if attempt >= crate::budget::CHAT_ATTEMPTS || Duration::from_secs(retry_after) > wait_cap {
+                let asked = retry_after(response.headers());
+                let Some(wait) = retry.wait_after(attempt, asked) else {
                     return Err(SlackApiError::RateLimited {
                         method,
-                        retry_after_seconds: retry_after,
+                        retry_after_seconds: asked.unwrap_or(retry.backoff).as_secs(),
                     });
-                }
-                tracing::info!(method, retry_after, "Slack rate limit: waiting as asked");
-                tokio::time::sleep(Duration::from_secs(retry_after)).await;
+                };
+                tracing::info!(method, ?wait, "Slack rate limit: waiting as asked");
+                tokio::time::sleep(wait).await;
+                attempt += 1;
                 continue;
             }
             if !response.status().is_success() {
