@@ -46,6 +46,11 @@ pub(super) fn clip(text: &str) -> String {
     text.chars().take(300).collect()
 }
 
+/// A provider's JSON answer read into the typed shape the provider expects.
+pub(super) fn decode<T: serde::de::DeserializeOwned>(provider: &'static str, answer: Value) -> Result<T, LlmError> {
+    serde_json::from_value(answer).map_err(|e| LlmError::Failed(format!("{provider}: unreadable answer ({e})")))
+}
+
 /// POSTs `body` to `url` with `headers`, retrying what may pass, and returns the JSON.
 pub(super) async fn post_json(
     http: &reqwest::Client,
