@@ -191,6 +191,7 @@ mod end_to_end {
     use kuuki::adapters::aws::dynamo::{TableNames, create_tables};
     use kuuki::adapters::aws::lambda::{AwsAdapters, handle_sqs_event};
     use kuuki::adapters::memory::MemoryLog;
+    use kuuki::budget::JobKind;
     use kuuki::adapters::slack::{SigningSecret, SlackClient, SlackIdentity};
     use kuuki::adapters::system::SystemClock;
     use kuuki::config::Settings;
@@ -305,13 +306,14 @@ mod end_to_end {
             let mut failed = 0;
             for _ in 0..rounds {
                 let mut handled = 0;
-                for url in [&self.urls.judge, &self.urls.respond] {
+                for kind in [JobKind::Judge, JobKind::Respond] {
+                    let url = self.urls.for_kind(kind);
                     let event = self.receive(url).await;
                     if event.records.is_empty() {
                         continue;
                     }
                     handled += event.records.len();
-                    let response = handle_sqs_event(&self.deps, event.clone()).await;
+                    let response = handle_sqs_event(&self.deps, kind, event.clone()).await;
                     failed += response.batch_item_failures.len();
                     for record in &event.records {
                         let ok = !response.batch_item_failures.iter().any(|f| Some(&f.item_identifier) == record.message_id.as_ref());
@@ -369,11 +371,11 @@ mod end_to_end {
         assert!(!event.records.is_empty());
         // The batch's records run at once: one answers; a copy that meets its claim
         // still held fails for a retry instead of being dropped.
-        let response = handle_sqs_event(&w.deps, event.clone()).await;
+        let response = handle_sqs_event(&w.deps, JobKind::Respond, event.clone()).await;
         assert!(response.batch_item_failures.len() < event.records.len(), "one copy answered");
         // SQS delivers the same records again (a visibility timeout ran out): every copy
         // finds the answer done.
-        let again = handle_sqs_event(&w.deps, event).await;
+        let again = handle_sqs_event(&w.deps, JobKind::Respond, event).await;
         assert!(again.batch_item_failures.is_empty());
         let posts = w.slack_calls("chat.postMessage").await;
         assert_eq!(posts.len(), 1, "{posts:?}");
@@ -386,9 +388,9 @@ mod end_to_end {
         let w = world(&dynamo, &moto, &[("JUDGE_MIN_WAIT_SECONDS", "0"), ("JUDGE_SCORE_THRESHOLD", "0")]).await;
         let ts = now_ts(9);
         assert_eq!(w.deliver(message("C0AMB", "UBOB", "deploy done 🎉", &ts), false).await, 200);
-        let judged = handle_sqs_event(&w.deps, w.receive(&w.urls.judge).await).await;
+        let judged = handle_sqs_event(&w.deps, JobKind::Judge, w.receive(&w.urls.judge).await).await;
         assert!(judged.batch_item_failures.is_empty());
-        let answered = handle_sqs_event(&w.deps, w.receive(&w.urls.respond).await).await;
+        let answered = handle_sqs_event(&w.deps, JobKind::Respond, w.receive(&w.urls.respond).await).await;
         assert!(answered.batch_item_failures.is_empty());
         assert_eq!(w.slack_calls("reactions.add").await, vec![json!({"channel": "C0AMB", "timestamp": ts, "name": "tada"})]);
     }
@@ -403,7 +405,7 @@ mod end_to_end {
         bad.message_id = Some("not-a-job".into());
         bad.body = Some("{\"hello\": 1}".into());
         event.records.push(bad);
-        let response = handle_sqs_event(&w.deps, event).await;
+        let response = handle_sqs_event(&w.deps, JobKind::Respond, event).await;
         let failed: Vec<_> = response.batch_item_failures.iter().map(|f| f.item_identifier.clone()).collect();
         assert_eq!(failed, vec!["not-a-job".to_string()]);
         assert_eq!(w.slack_calls("chat.postMessage").await.len(), 1, "the good record was answered");

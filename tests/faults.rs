@@ -703,13 +703,13 @@ async fn stuck_generations_never_hold_up_a_reaction_or_a_judgment_elsewhere() {
 // ---------------------------------------------------------------------------------
 // The queue: a poison message fails alone.
 
-async fn poison_message() -> Observed {
+/// A stored mention whose RESPOND job is taken off the in-process queue, to come in a
+/// batch instead (an SQS record).
+async fn a_mention_to_batch() -> (MockServer, World, String) {
     use kuuki::adapters::aws::sqs::encode_job;
-    use kuuki::worker::{QueueMessage, run_batch};
     let llm = model(completion(ANSWER, "stop")).await;
     let world = World::start(&[], client(&llm, Duration::from_secs(30))).await;
     let ts = world.w.ts(0, 1);
-    // The message is stored; its job comes in the batch below instead of the queue.
     let response = world.w.send_event(message(CH, "UALICE", "<@UKUUKI> how do I deploy?", &ts), &[]).await;
     assert_eq!(response.status(), 200);
     if let Some(own_job) = world.w.queue.pop_due(world.w.clock.now()) {
@@ -722,12 +722,19 @@ async fn poison_message() -> Observed {
         response_type: ResponseType::FullResponse,
         emoji: None,
     };
+    (llm, world, encode_job(&job))
+}
+
+async fn poison_message() -> Observed {
+    use kuuki::budget::JobKind;
+    use kuuki::worker::{QueueMessage, run_batch};
+    let (llm, world, job) = a_mention_to_batch().await;
     let batch = [
         QueueMessage { id: "poison".into(), body: "{\"v\": 1, \"job\": \"launch_missiles\"}".into() },
-        QueueMessage { id: "good".into(), body: encode_job(&job) },
+        QueueMessage { id: "good".into(), body: job },
         QueueMessage { id: "garbage".into(), body: "not json".into() },
     ];
-    let failed = run_batch(&world.w.deps, &batch).await;
+    let failed = run_batch(&world.w.deps, JobKind::Respond, &batch).await;
     assert_eq!(failed, ["poison", "garbage"], "only the poison messages fail (and reach the dead letters on SQS)");
     assert_eq!(world.slack.texts(), [ANSWER]);
     world.observe("a poison message in an SQS batch beside a good one", &llm).await
@@ -736,6 +743,23 @@ async fn poison_message() -> Observed {
 #[tokio::test]
 async fn a_poison_queue_message_fails_alone() {
     poison_message().await;
+}
+
+/// Each worker Lambda runs only its own kind of job: a RESPOND job on another worker's
+/// queue fails (to that queue's dead letters) and posts nothing; the respond worker runs it.
+#[tokio::test]
+async fn a_job_on_another_workers_queue_fails_and_runs_nothing() {
+    use kuuki::budget::JobKind;
+    use kuuki::worker::{QueueMessage, run_batch};
+    let (llm, world, job) = a_mention_to_batch().await;
+    let batch = [QueueMessage { id: "respond".into(), body: job }];
+    for other in [JobKind::Judge, JobKind::Summarize, JobKind::Reflect] {
+        assert_eq!(run_batch(&world.w.deps, other, &batch).await, ["respond"], "the {} worker fails it", other.as_str());
+    }
+    assert!(world.slack.posts().is_empty(), "nothing posted");
+    assert!(llm.received_requests().await.unwrap_or_default().is_empty(), "no model asked");
+    assert!(run_batch(&world.w.deps, JobKind::Respond, &batch).await.is_empty(), "the respond worker runs it");
+    assert_eq!(world.slack.texts(), [ANSWER]);
 }
 
 // ---------------------------------------------------------------------------------

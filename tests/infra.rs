@@ -97,6 +97,57 @@ fn every_worker_and_its_queue_run_on_the_one_time_budget() {
     }
 }
 
+/// The queues a function's policy lets it send to.
+fn sends_to<'a>(function: &'a Value) -> BTreeSet<&'a str> {
+    let mut queues = BTreeSet::new();
+    for policy in function["Properties"]["Policies"].as_sequence().into_iter().flatten() {
+        for statement in policy["Statement"].as_sequence().into_iter().flatten() {
+            if statement["Action"] != "sqs:SendMessage" {
+                continue;
+            }
+            let resources = match &statement["Resource"] {
+                Value::Sequence(list) => list.iter().collect(),
+                one => vec![one],
+            };
+            queues.extend(resources.into_iter().filter_map(get_att_resource));
+        }
+    }
+    queues
+}
+
+/// Each worker function runs the one job kind its binary names, fed by that kind's
+/// queue, and may send to exactly the queues of the jobs its work queues (least
+/// privilege, and no job that fails for want of a permission).
+#[test]
+fn each_worker_runs_its_own_kind_and_sends_only_where_its_jobs_go() {
+    use kuuki::budget::JobKind;
+    let t = template();
+    let queue_of = |kind: JobKind| format!("{kind:?}Queue");
+    // What each function queues: ingress a judgment, an answer or a REMEMBER; a judgment
+    // itself again (a wait), an answer and the memory triggers; an answer and REMEMBER the
+    // memory triggers (a summary, a reflection); a reflection nothing.
+    let sends = [
+        ("IngressFunction", vec![JobKind::Judge, JobKind::Respond, JobKind::Summarize]),
+        ("JudgeFunction", JobKind::ALL.to_vec()),
+        ("RespondFunction", vec![JobKind::Summarize, JobKind::Reflect]),
+        ("SummarizeFunction", vec![JobKind::Summarize, JobKind::Reflect]),
+        ("ReflectFunction", vec![]),
+    ];
+    for (name, kinds) in sends {
+        let expected: BTreeSet<String> = kinds.into_iter().map(queue_of).collect();
+        let actual: BTreeSet<String> = sends_to(&t["Resources"][name]).into_iter().map(str::to_owned).collect();
+        assert_eq!(actual, expected, "the queues {name} may send to");
+    }
+    for (name, function, queue) in worker_functions(&t) {
+        let binary = function["Metadata"]["BuildProperties"]["Binary"].as_str().expect("a worker's Binary");
+        let kind = JobKind::ALL.into_iter().find(|k| k.as_str() == binary).unwrap_or_else(|| panic!("{name} runs a job kind"));
+        assert_eq!(queue, queue_of(kind), "{name} is fed by the {} queue", kind.as_str());
+        let main = std::fs::read_to_string(format!("{}/../functions/{binary}/src/main.rs", env!("CARGO_MANIFEST_DIR"))).unwrap();
+        let declared = format!("run_sqs_worker(kuuki::budget::JobKind::{kind:?})");
+        assert!(main.contains(&declared), "functions/{binary} calls {declared}");
+    }
+}
+
 /// One metric an alarm reads: namespace, name and dimensions (name, literal value or
 /// `None` for an intrinsic resolved at deploy).
 struct AlarmMetric {

@@ -9,6 +9,7 @@ use tokio::sync::Semaphore;
 
 use crate::adapters::memory::MemoryQueue;
 use crate::adapters::memory::queue::Scheduled;
+use crate::budget::JobKind;
 use crate::deps::Deps;
 use crate::domain::{EventKind, Job, RespondMode, Stage, Timestamp};
 use crate::ingest::record;
@@ -178,11 +179,13 @@ pub struct QueueMessage {
     pub body: String,
 }
 
-/// Runs a batch of queued jobs, each on its own and all at once (so a batch takes as
-/// long as its slowest job, which the time budget bounds): returns the ids of the ones
-/// that failed (SQS `batchItemFailures`), so only those are delivered again. A body
-/// that is not a job fails alone and goes to the dead letters after its deliveries.
-pub async fn run_batch(deps: &Deps, messages: &[QueueMessage]) -> Vec<String> {
+/// Runs a batch from the queue of the `kind` worker, each job on its own and all at
+/// once (so a batch takes as long as its slowest job, which the time budget bounds):
+/// returns the ids of the ones that failed (SQS `batchItemFailures`), so only those are
+/// delivered again. A body that is not a job, or a job of another kind (whose worker
+/// has other permissions), fails alone and goes to the dead letters after its
+/// deliveries.
+pub async fn run_batch(deps: &Deps, kind: JobKind, messages: &[QueueMessage]) -> Vec<String> {
     use tracing::Instrument;
     let outcomes = messages.iter().map(|message| {
         let span = tracing::info_span!("job", message_id = %message.id);
@@ -191,6 +194,11 @@ pub async fn run_batch(deps: &Deps, messages: &[QueueMessage]) -> Vec<String> {
                 tracing::error!(%reason, "a queue message that is not a kuuki job");
                 reason
             })?;
+            if JobKind::of(&job) != kind {
+                let reason = format!("a {} job on the {} worker's queue", JobKind::of(&job).as_str(), kind.as_str());
+                tracing::error!(%reason, ?job, "a job for another worker; it is not run");
+                return Err(reason);
+            }
             run_job(deps, &job).await.map_err(|error| {
                 tracing::warn!(%error, ?job, "job failed; SQS will deliver it again");
                 error.to_string()

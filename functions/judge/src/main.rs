@@ -4,5 +4,5 @@
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_runtime::Error> {
     tracing_subscriber::fmt().json().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).init();
-    kuuki::adapters::aws::lambda::run_sqs_worker().await
+    kuuki::adapters::aws::lambda::run_sqs_worker(kuuki::budget::JobKind::Judge).await
 }

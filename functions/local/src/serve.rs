@@ -11,6 +11,7 @@ use clap::Args;
 use kuuki::adapters::llm::CountingLlm;
 use kuuki::adapters::aws::lambda::AwsAdapters;
 use kuuki::adapters::aws::sqs::poll_forever;
+use kuuki::budget::JobKind;
 use kuuki::adapters::memory::InProcess;
 use kuuki::adapters::slack::{SigningSecret, SlackClient};
 use kuuki::adapters::system::{JsonLinesLog, SystemClock};
@@ -73,9 +74,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         let aws = AwsAdapters::build(&settings, clock).await;
         let deps = Arc::new(Deps::new(settings, options.persona, user, aws.adapters(slack, llm, log), options.seed));
         let (client, urls) = (aws.queue.client().clone(), aws.queue.urls().clone());
-        let pollers = [urls.judge, urls.respond, urls.summarize, urls.reflect]
+        let pollers = JobKind::ALL
             .into_iter()
-            .map(|url| tokio::spawn(poll_forever(deps.clone(), client.clone(), url)))
+            .map(|kind| tokio::spawn(poll_forever(deps.clone(), client.clone(), kind, urls.for_kind(kind).to_owned())))
             .collect();
         (deps, pollers)
     } else {

@@ -5,5 +5,6 @@ pub mod aws;
 pub mod contract;
 pub mod llm;
 pub mod memory;
+pub mod retry;
 pub mod slack;
 pub mod system;

@@ -14,6 +14,7 @@ use super::scheduler::{EventBridgeScheduler, ScheduleTargets};
 use super::sqs::{QueueUrls, SqsQueue};
 use crate::adapters::slack::{SlackClient, SlackIdentity};
 use crate::adapters::system::SystemClock;
+use crate::budget::JobKind;
 use crate::config::Settings;
 use crate::deps::{Adapters, Deps, Surroundings};
 use crate::domain::UserId;
@@ -114,8 +115,9 @@ pub async fn cold_start(vars: &HashMap<String, String>) -> Result<(Arc<Deps>, Sl
     Ok((Arc::new(deps), me))
 }
 
-/// An SQS event through the workers; failed records are reported, not the batch.
-pub async fn handle_sqs_event(deps: &Deps, event: SqsEvent) -> SqsBatchResponse {
+/// An SQS event from the queue of the `kind` worker; failed records (a job of
+/// another kind among them) are reported, not the batch.
+pub async fn handle_sqs_event(deps: &Deps, kind: JobKind, event: SqsEvent) -> SqsBatchResponse {
     let messages: Vec<QueueMessage> = event
         .records
         .into_iter()
@@ -124,7 +126,7 @@ pub async fn handle_sqs_event(deps: &Deps, event: SqsEvent) -> SqsBatchResponse 
             body: r.body.unwrap_or_default(),
         })
         .collect();
-    let failed = run_batch(deps, &messages).await;
+    let failed = run_batch(deps, kind, &messages).await;
     let mut response = SqsBatchResponse::default();
     response.batch_item_failures = failed
         .into_iter()
@@ -137,14 +139,14 @@ pub async fn handle_sqs_event(deps: &Deps, event: SqsEvent) -> SqsBatchResponse 
     response
 }
 
-/// A worker Lambda's whole life: the cold start, then SQS batches until the runtime
-/// stops. The judge, respond and summarize functions differ only in the queue that
-/// feeds them.
-pub async fn run_sqs_worker() -> Result<(), lambda_runtime::Error> {
+/// A worker Lambda's whole life: the cold start, then SQS batches of `kind` jobs until
+/// the runtime stops. Each worker function runs only its own kind: its queue and IAM
+/// policy are that kind's, so a job sent to the wrong queue goes to its dead letters.
+pub async fn run_sqs_worker(kind: JobKind) -> Result<(), lambda_runtime::Error> {
     let (deps, _) = cold_start(&std::env::vars().collect()).await?;
     lambda_runtime::run(lambda_runtime::service_fn(|event: lambda_runtime::LambdaEvent<SqsEvent>| {
         let deps = deps.clone();
-        async move { Ok::<SqsBatchResponse, lambda_runtime::Error>(handle_sqs_event(&deps, event.payload).await) }
+        async move { Ok::<SqsBatchResponse, lambda_runtime::Error>(handle_sqs_event(&deps, kind, event.payload).await) }
     }))
     .await
 }

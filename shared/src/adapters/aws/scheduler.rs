@@ -10,6 +10,7 @@ use aws_sdk_scheduler::types::{ActionAfterCompletion, FlexibleTimeWindow, Flexib
 use sha2::{Digest, Sha256};
 
 use super::sqs::encode_job;
+use crate::budget::JobKind;
 use crate::domain::{Job, Timestamp};
 use crate::ports::{PortError, PortResult, Scheduler};
 
@@ -58,11 +59,12 @@ fn backend(message: String) -> PortError {
 #[async_trait]
 impl Scheduler for EventBridgeScheduler {
     async fn schedule_once(&self, job: Job, at: Timestamp) -> PortResult<()> {
-        let arn = match job {
-            Job::Judge { .. } => &self.targets.judge_queue_arn,
-            Job::Respond { .. } => &self.targets.respond_queue_arn,
-            Job::Summarize { .. } | Job::Remember { .. } => &self.targets.summarize_queue_arn,
-            Job::Reflect { .. } | Job::SweepFacts => &self.targets.reflect_queue_arn,
+        // The queue of the worker that runs the job, as `QueueUrls::for_job` picks it.
+        let arn = match JobKind::of(&job) {
+            JobKind::Judge => &self.targets.judge_queue_arn,
+            JobKind::Respond => &self.targets.respond_queue_arn,
+            JobKind::Summarize => &self.targets.summarize_queue_arn,
+            JobKind::Reflect => &self.targets.reflect_queue_arn,
         };
         let target = Target::builder()
             .arn(arn)

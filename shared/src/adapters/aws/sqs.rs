@@ -7,6 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use aws_sdk_sqs::Client;
 
+use crate::budget::JobKind;
 use crate::domain::{Job, JobEnvelope};
 use crate::ports::{MAX_QUEUE_DELAY, PortError, PortResult, Queue};
 
@@ -20,14 +21,19 @@ pub struct QueueUrls {
 }
 
 impl QueueUrls {
-    pub fn for_job(&self, job: &Job) -> &str {
-        match job {
-            Job::Judge { .. } => &self.judge,
-            Job::Respond { .. } => &self.respond,
-            // Memory bookkeeping for a message nothing else handles: the summarize worker's.
-            Job::Summarize { .. } | Job::Remember { .. } => &self.summarize,
-            Job::Reflect { .. } | Job::SweepFacts => &self.reflect,
+    /// The queue of the worker that runs `kind`.
+    pub fn for_kind(&self, kind: JobKind) -> &str {
+        match kind {
+            JobKind::Judge => &self.judge,
+            JobKind::Respond => &self.respond,
+            JobKind::Summarize => &self.summarize,
+            JobKind::Reflect => &self.reflect,
         }
+    }
+
+    /// The queue of the worker that runs `job` ([`JobKind::of`] says which).
+    pub fn for_job(&self, job: &Job) -> &str {
+        self.for_kind(JobKind::of(job))
     }
 }
 
@@ -53,13 +59,13 @@ impl SqsQueue {
 /// Batches one poller runs at once, like a Lambda event source's concurrency.
 const CONCURRENT_BATCHES: usize = 4;
 
-/// Receives from one queue and runs what arrives until the task is dropped: the
+/// Receives from the `kind` worker's queue and runs what arrives until the task is dropped: the
 /// in-process stand-in for Lambda's event source mapping (`kuuki serve --aws`).
 /// Succeeded messages are deleted; failed ones become visible again after the
 /// queue's visibility timeout, as with `ReportBatchItemFailures`. A batch that runs
 /// past `WORKER_TIMEOUT_SECONDS` is stopped, as Lambda would stop it, and its messages
 /// come back after the visibility timeout.
-pub async fn poll_forever(deps: std::sync::Arc<crate::deps::Deps>, client: Client, url: String) {
+pub async fn poll_forever(deps: std::sync::Arc<crate::deps::Deps>, client: Client, kind: JobKind, url: String) {
     let batches = std::sync::Arc::new(tokio::sync::Semaphore::new(CONCURRENT_BATCHES));
     loop {
         let slot = batches.clone().acquire_owned().await.expect("the semaphore is never closed");
@@ -83,13 +89,13 @@ pub async fn poll_forever(deps: std::sync::Arc<crate::deps::Deps>, client: Clien
         }
         let (deps, client, url) = (deps.clone(), client.clone(), url.clone());
         tokio::spawn(async move {
-            run_received(&deps, &client, &url, messages).await;
+            run_received(&deps, &client, kind, &url, messages).await;
             drop(slot);
         });
     }
 }
 
-async fn run_received(deps: &crate::deps::Deps, client: &Client, url: &str, messages: Vec<aws_sdk_sqs::types::Message>) {
+async fn run_received(deps: &crate::deps::Deps, client: &Client, kind: JobKind, url: &str, messages: Vec<aws_sdk_sqs::types::Message>) {
     use crate::worker::{QueueMessage, run_batch};
     let batch: Vec<QueueMessage> = messages
         .iter()
@@ -99,7 +105,7 @@ async fn run_received(deps: &crate::deps::Deps, client: &Client, url: &str, mess
         })
         .collect();
     let timeout = deps.settings.worker_timeout;
-    let Ok(failed) = tokio::time::timeout(timeout, run_batch(deps, &batch)).await else {
+    let Ok(failed) = tokio::time::timeout(timeout, run_batch(deps, kind, &batch)).await else {
         tracing::error!(?timeout, %url, "a batch was stopped at the worker timeout; SQS will deliver it again");
         return;
     };

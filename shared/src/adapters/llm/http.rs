@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::adapters::retry::{LongerWait, RetryPolicy, retry_after};
 use crate::ports::LlmError;
 
 /// How HTTP calls to a model behave (`LLM_TIMEOUT_SECONDS`, `LLM_MAX_RETRIES`).
@@ -20,6 +21,19 @@ pub struct HttpPolicy {
     pub max_retry_wait: Duration,
 }
 
+impl HttpPolicy {
+    /// Every failure that may pass is tried again, after `Retry-After` or the backoff,
+    /// cut to `max_retry_wait`.
+    pub fn retry(&self) -> RetryPolicy {
+        RetryPolicy {
+            attempts: self.max_retries.saturating_add(1),
+            backoff: self.backoff,
+            max_wait: self.max_retry_wait,
+            longer_wait: LongerWait::Cut,
+        }
+    }
+}
+
 pub(super) fn client(policy: &HttpPolicy) -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(policy.timeout)
@@ -32,6 +46,11 @@ pub(super) fn clip(text: &str) -> String {
     text.chars().take(300).collect()
 }
 
+/// A provider's JSON answer read into the typed shape the provider expects.
+pub(super) fn decode<T: serde::de::DeserializeOwned>(provider: &'static str, answer: Value) -> Result<T, LlmError> {
+    serde_json::from_value(answer).map_err(|e| LlmError::Failed(format!("{provider}: unreadable answer ({e})")))
+}
+
 /// POSTs `body` to `url` with `headers`, retrying what may pass, and returns the JSON.
 pub(super) async fn post_json(
     http: &reqwest::Client,
@@ -41,13 +60,14 @@ pub(super) async fn post_json(
     headers: &[(&str, &str)],
     body: &Value,
 ) -> Result<Value, LlmError> {
+    let retry = policy.retry();
     let mut attempt = 0;
     loop {
         let mut request = http.post(url).json(body);
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        let (error, wait) = match request.send().await {
+        let (error, asked) = match request.send().await {
             Ok(response) if response.status().is_success() => {
                 return response
                     .json::<Value>()
@@ -56,29 +76,21 @@ pub(super) async fn post_json(
             }
             Ok(response) => {
                 let status = response.status();
-                let retry_after = response
-                    .headers()
-                    .get(reqwest::header::RETRY_AFTER)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-                    .map(Duration::from_secs);
+                let asked = retry_after(response.headers());
                 let detail = clip(&response.text().await.unwrap_or_default());
                 let error = format!("{provider}: HTTP {status}: {detail}");
                 if status.as_u16() != 429 && !status.is_server_error() {
                     // 400, 401, 404: asking again will not help.
                     return Err(LlmError::Failed(error));
                 }
-                (error, retry_after)
+                (error, asked)
             }
             Err(e) if e.is_timeout() => (format!("{provider}: timed out after {:?}", policy.timeout), None),
             Err(e) => (format!("{provider}: {}", e.without_url()), None),
         };
-        if attempt >= policy.max_retries {
+        let Some(wait) = retry.wait_after(attempt, asked) else {
             return Err(LlmError::Failed(format!("{error} (after {} attempts)", attempt + 1)));
-        }
-        let wait = wait
-            .unwrap_or(policy.backoff.saturating_mul(2u32.saturating_pow(attempt)))
-            .min(policy.max_retry_wait);
+        };
         tracing::info!(provider, attempt, ?wait, %error, "LLM call failed; retrying");
         tokio::time::sleep(wait).await;
         attempt += 1;

@@ -2,9 +2,10 @@
 //! endpoint, Ollama, vLLM.
 
 use async_trait::async_trait;
-use serde_json::json;
+use serde::Deserialize;
+use serde_json::{Value, json};
 
-use super::http::{HttpPolicy, client, clip, post_json};
+use super::http::{HttpPolicy, client, clip, decode, post_json};
 use crate::ports::{Finish, Llm, LlmError, LlmRequest, LlmResponse, Usage};
 
 pub struct OpenAiCompatible {
@@ -41,29 +42,62 @@ impl Llm for OpenAiCompatible {
         let bearer = format!("Bearer {}", self.api_key);
         let headers: Vec<(&str, &str)> = if self.api_key.is_empty() { vec![] } else { vec![("authorization", &bearer)] };
         let url = format!("{}/chat/completions", self.base_url);
-        let answer = post_json(&self.http, &self.policy, "openai", &url, &headers, &body).await?;
+        let answer: Completion = decode("openai", post_json(&self.http, &self.policy, "openai", &url, &headers, &body).await?)?;
         // Some compatible servers and proxies answer 200 with an error object.
-        if let Some(error) = answer.get("error").filter(|e| !e.is_null()) {
+        if let Some(error) = answer.error.filter(|e| !e.is_null()) {
             let message = error["message"].as_str().map_or_else(|| error.to_string(), str::to_owned);
             return Err(LlmError::Failed(format!("openai: an error in a 200 answer: {}", clip(&message))));
         }
-        let finish = match answer["choices"][0]["finish_reason"].as_str() {
+        let choice = answer.choices.into_iter().next().unwrap_or_default();
+        let finish = match choice.finish_reason.as_deref() {
             None | Some("stop") => Finish::Complete,
             Some("length") => Finish::Truncated,
             Some("content_filter") => Finish::Filtered,
             Some(other) => Finish::Other(other.to_owned()),
         };
-        let text = answer["choices"][0]["message"]["content"]
-            .as_str()
+        let text = choice
+            .message
+            .content
             .ok_or_else(|| LlmError::Failed("openai: the answer has no choices[0].message.content".into()))?;
+        let usage = answer.usage.unwrap_or_default();
         Ok(LlmResponse {
-            text: text.to_owned(),
+            text,
             usage: Usage {
-                input_tokens: answer["usage"]["prompt_tokens"].as_u64().unwrap_or(0),
-                output_tokens: answer["usage"]["completion_tokens"].as_u64().unwrap_or(0),
+                input_tokens: usage.prompt_tokens.unwrap_or(0),
+                output_tokens: usage.completion_tokens.unwrap_or(0),
             },
             finish,
         })
     }
+}
+
+/// A chat completion as far as kuuki reads it; a missing or null field reads as absent.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Completion {
+    /// A string or an object, depending on the server.
+    error: Option<Value>,
+    choices: Vec<Choice>,
+    usage: Option<CompletionUsage>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Choice {
+    message: ChoiceMessage,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ChoiceMessage {
+    content: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct CompletionUsage {
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
 }
 

@@ -9,10 +9,13 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use serde::Deserialize;
+use serde::de::{DeserializeOwned, IgnoredAny};
 use serde_json::{Value, json};
 use thiserror::Error;
 
 use super::SlackIdentity;
+use crate::adapters::retry::{LongerWait, RetryPolicy, retry_after};
 use crate::domain::{ChannelId, Ts, UserId};
 use crate::ports::{Chat, FoundPost, PortError, PortResult, Post};
 
@@ -103,32 +106,43 @@ impl SlackClient {
 
     /// Who the token belongs to: the bot's user id and bot id.
     pub async fn auth_test(&self) -> Result<SlackIdentity, SlackApiError> {
-        let answer = self.call("auth.test", &json!({})).await?;
-        let user_id = answer["user_id"].as_str().ok_or_else(|| SlackApiError::Transport {
+        let answer: answers::AuthTest = self.call("auth.test", &json!({})).await?;
+        let user_id = answer.user_id.ok_or_else(|| SlackApiError::Transport {
             method: "auth.test",
             message: "no user_id in the answer".into(),
         })?;
-        Ok(SlackIdentity {
-            user_id: user_id.to_owned(),
-            bot_id: answer["bot_id"].as_str().map(str::to_owned),
-        })
+        Ok(SlackIdentity { user_id, bot_id: answer.bot_id })
     }
 
-    async fn call(&self, method: &'static str, body: &Value) -> Result<Value, SlackApiError> {
+    async fn call<T: DeserializeOwned>(&self, method: &'static str, body: &Value) -> Result<T, SlackApiError> {
         self.send(method, Body::Json(body)).await
     }
 
     /// Read methods take form fields, not JSON (Slack accepts JSON for writes only).
-    async fn call_form(&self, method: &'static str, fields: &[(&str, &str)]) -> Result<Value, SlackApiError> {
+    async fn call_form<T: DeserializeOwned>(&self, method: &'static str, fields: &[(&str, &str)]) -> Result<T, SlackApiError> {
         self.send(method, Body::Form(fields)).await
     }
 
-    async fn send(&self, method: &'static str, body: Body<'_>) -> Result<Value, SlackApiError> {
+    /// A 429 is waited out once, as asked (a second after one without `Retry-After`),
+    /// when that fits the chat call's budget; otherwise the job fails and its queue
+    /// delivers it again.
+    fn retry_policy(&self) -> RetryPolicy {
+        RetryPolicy {
+            attempts: crate::budget::CHAT_ATTEMPTS,
+            backoff: Duration::from_secs(1),
+            max_wait: crate::budget::chat_retry_wait_cap(self.timeout),
+            longer_wait: LongerWait::GiveUp,
+        }
+    }
+
+    /// One call, its `ok: true` answer read as `T`.
+    async fn send<T: DeserializeOwned>(&self, method: &'static str, body: Body<'_>) -> Result<T, SlackApiError> {
         let url = format!("{}/{method}", self.base_url);
         let transport = |e: reqwest::Error| SlackApiError::Transport {
             method,
             message: e.without_url().to_string(),
         };
+        let retry = self.retry_policy();
         let mut attempt = 0;
         loop {
             let request = self.http.post(&url).bearer_auth(&self.token);
@@ -138,22 +152,16 @@ impl SlackClient {
             };
             let response = request.send().await.map_err(transport)?;
             if response.status() == reqwest::StatusCode::TOO_MANY_REQUESTS {
-                let retry_after = response
-                    .headers()
-                    .get(reqwest::header::RETRY_AFTER)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-                    .unwrap_or(1);
-                attempt += 1;
-                let wait_cap = crate::budget::chat_retry_wait_cap(self.timeout);
-                if attempt >= crate::budget::CHAT_ATTEMPTS || Duration::from_secs(retry_after) > wait_cap {
+                let asked = retry_after(response.headers());
+                let Some(wait) = retry.wait_after(attempt, asked) else {
                     return Err(SlackApiError::RateLimited {
                         method,
-                        retry_after_seconds: retry_after,
+                        retry_after_seconds: asked.unwrap_or(retry.backoff).as_secs(),
                     });
-                }
-                tracing::info!(method, retry_after, "Slack rate limit: waiting as asked");
-                tokio::time::sleep(Duration::from_secs(retry_after)).await;
+                };
+                tracing::info!(method, ?wait, "Slack rate limit: waiting as asked");
+                tokio::time::sleep(wait).await;
+                attempt += 1;
                 continue;
             }
             if !response.status().is_success() {
@@ -163,12 +171,17 @@ impl SlackClient {
                 });
             }
             let answer: Value = response.json().await.map_err(transport)?;
-            if answer["ok"].as_bool() != Some(true) {
-                let error = answer["error"].as_str().unwrap_or("no error given").to_owned();
+            let unreadable = |e: serde_json::Error| SlackApiError::Transport {
+                method,
+                message: format!("unreadable answer ({e})"),
+            };
+            let envelope = answers::Envelope::deserialize(&answer).map_err(unreadable)?;
+            if envelope.ok != Some(true) {
+                let error = envelope.error.unwrap_or_else(|| "no error given".to_owned());
                 tracing::warn!(method, %error, "Slack refused the call");
                 return Err(SlackApiError::Refused { method, error });
             }
-            return Ok(answer);
+            return T::deserialize(answer).map_err(unreadable);
         }
     }
 }
@@ -183,17 +196,17 @@ impl Chat for SlackClient {
         if let Some(tag) = &post.tag {
             body["metadata"] = json!({"event_type": POST_EVENT_TYPE, "event_payload": {"tag": tag}});
         }
-        let answer = self.call("chat.postMessage", &body).await?;
-        let ts = answer["ts"].as_str().ok_or_else(|| PortError::Backend {
+        let answer: answers::PostMessage = self.call("chat.postMessage", &body).await?;
+        let ts = answer.ts.ok_or_else(|| PortError::Backend {
             backend: "slack",
             message: "chat.postMessage answered without a ts".into(),
         })?;
-        Ok(Ts::new(ts))
+        Ok(Ts::new(&ts))
     }
 
     async fn add_reaction(&self, channel: &ChannelId, ts: &Ts, emoji: &str) -> PortResult<()> {
         let body = json!({"channel": channel.0, "timestamp": ts.as_str(), "name": emoji});
-        match self.call("reactions.add", &body).await {
+        match self.call::<IgnoredAny>("reactions.add", &body).await {
             // The reaction is there already (a redelivery after a lost answer): done.
             Err(SlackApiError::Refused { error, .. }) if error == "already_reacted" => Ok(()),
             other => other.map(|_| ()).map_err(PortError::from),
@@ -214,20 +227,22 @@ impl Chat for SlackClient {
             ("include_all_metadata", "true"),
             ("limit", LOOKUP_MESSAGES),
         ];
-        let answer = match thread_root {
+        let answer: answers::History = match thread_root {
             Some(root) => {
                 fields.push(("ts", root.as_str()));
                 self.call_form("conversations.replies", &fields).await?
             }
             None => self.call_form("conversations.history", &fields).await?,
         };
-        let found = answer["messages"].as_array().into_iter().flatten().find(|m| {
-            m["metadata"]["event_type"] == POST_EVENT_TYPE && m["metadata"]["event_payload"]["tag"] == tag
+        let found = answer.messages.into_iter().find(|m| {
+            m.metadata.as_ref().is_some_and(|meta| {
+                meta.event_type.as_deref() == Some(POST_EVENT_TYPE) && meta.event_payload["tag"] == tag
+            })
         });
         Ok(found.and_then(|m| {
             Some(FoundPost {
-                ts: Ts::new(m["ts"].as_str()?),
-                text: m["text"].as_str().unwrap_or_default().to_owned(),
+                ts: Ts::new(&m.ts?),
+                text: m.text.unwrap_or_default(),
             })
         }))
     }
@@ -246,15 +261,15 @@ impl Chat for SlackClient {
         let name = if user.0.starts_with('B') {
             user.0.clone()
         } else {
-            match self.call_form("users.info", &[("user", user.0.as_str())]).await {
+            match self.call_form::<answers::UserInfo>("users.info", &[("user", user.0.as_str())]).await {
                 Ok(answer) => {
-                    let u = &answer["user"];
-                    [&u["profile"]["display_name"], &u["profile"]["real_name"], &u["real_name"], &u["name"]]
+                    let u = answer.user.unwrap_or_default();
+                    let profile = u.profile.unwrap_or_default();
+                    [profile.display_name, profile.real_name, u.real_name, u.name]
                         .into_iter()
-                        .filter_map(Value::as_str)
+                        .flatten()
                         .find(|s| !s.trim().is_empty())
-                        .unwrap_or(&user.0)
-                        .to_owned()
+                        .unwrap_or_else(|| user.0.clone())
                 }
                 Err(e) if !e.is_transient() => user.0.clone(),
                 Err(e) => return Err(e.into()),
@@ -262,5 +277,76 @@ impl Chat for SlackClient {
         };
         self.names.lock().expect("names lock").insert(user.0.clone(), name.clone());
         Ok(name)
+    }
+}
+
+/// The parts of Slack's answers kuuki reads; a missing or null field reads as absent.
+mod answers {
+    use serde::Deserialize;
+    use serde_json::Value;
+
+    /// What every answer carries.
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct Envelope {
+        pub ok: Option<bool>,
+        pub error: Option<String>,
+    }
+
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct AuthTest {
+        pub user_id: Option<String>,
+        pub bot_id: Option<String>,
+    }
+
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct PostMessage {
+        pub ts: Option<String>,
+    }
+
+    /// `conversations.history` and `conversations.replies`.
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct History {
+        pub messages: Vec<HistoryMessage>,
+    }
+
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct HistoryMessage {
+        pub ts: Option<String>,
+        pub text: Option<String>,
+        pub metadata: Option<Metadata>,
+    }
+
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct Metadata {
+        pub event_type: Option<String>,
+        /// Any app's payload, so left untyped: only kuuki's own is read.
+        pub event_payload: Value,
+    }
+
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct UserInfo {
+        pub user: Option<User>,
+    }
+
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct User {
+        pub name: Option<String>,
+        pub real_name: Option<String>,
+        pub profile: Option<Profile>,
+    }
+
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct Profile {
+        pub display_name: Option<String>,
+        pub real_name: Option<String>,
     }
 }
