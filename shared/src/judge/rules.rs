@@ -385,6 +385,7 @@ mod tests {
             author: Author::Human,
             replies_to_bot: false,
             in_dm: false,
+            private_channel: false,
             at: at(secs),
         }
     }
