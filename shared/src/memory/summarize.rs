@@ -171,11 +171,16 @@ async fn summarize_claimed(
     if let Err(error) = deps.channels.set_channel_line(channel, line).await {
         tracing::warn!(%error, "the channel's line in the workspace memory was not updated");
     }
-    // The channel's summary stands whatever happens to the workspace's.
-    let workspace = refresh_workspace(deps, channel, &updated).await.unwrap_or_else(|error| {
-        tracing::warn!(%error, "the workspace memory was not refreshed");
+    // The channel's summary stands whatever happens to the workspace's. A private
+    // channel never feeds the workspace memory, which every channel's prompts read.
+    let workspace = if updated.private {
         false
-    });
+    } else {
+        refresh_workspace(deps, channel, &updated).await.unwrap_or_else(|error| {
+            tracing::warn!(%error, "the workspace memory was not refreshed");
+            false
+        })
+    };
     record(
         deps,
         channel,

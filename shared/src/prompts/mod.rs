@@ -290,6 +290,10 @@ mod tests {
 {"role": "summarize", "match": "summary of lunch", "reply": {"summary": "新しいカレー屋の話。駅前にできた。", "history": "h", "mood": "m", "topic_keywords": [], "active_users": []}, "repeat": true}
 {"role": "summarize", "match": "workspace", "reply": {"history": "h", "recent_events": "r"}, "repeat": true}"#;
         f.deps.llm = Some(Arc::new(crate::adapters::llm::ScriptedLlm::parse(script).unwrap()));
+        // The workspace memory is due for a refresh: only the public channel feeds it.
+        let mut workspace = f.deps.channels.workspace_memory().await.unwrap();
+        workspace.updated_at = None;
+        f.deps.channels.set_workspace_memory(workspace.clone()).await.unwrap();
         // A private channel (Slack channel_type group) and a public one, each with
         // enough messages for a summary.
         for (channel, private) in [("secret", true), ("lunch", false)] {
@@ -301,6 +305,8 @@ mod tests {
             }
             let newest = Ts::from_timestamp(at(219));
             crate::memory::summarize::handle(&f.deps, &ChannelId(channel.into()), &newest).await.unwrap();
+            let after = f.deps.channels.workspace_memory().await.unwrap();
+            assert_eq!(after.updated_at.is_some(), !private, "{channel} feeds the workspace memory: {after:?}");
         }
         let secret = f.deps.channels.channel_state(&ChannelId("secret".into())).await.unwrap();
         assert!(secret.memory.private && secret.memory.summary.contains("極秘"), "the channel itself remembers");
