@@ -87,6 +87,7 @@ async fn expired_messages_are_not_read_though_ttl_deletes_late() {
         author: kuuki::domain::Author::Human,
         replies_to_bot: false,
         in_dm: false,
+        private_channel: false,
         at: REPLAY_EPOCH,
     };
     use kuuki::ports::MessageStore;

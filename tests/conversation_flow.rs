@@ -7,6 +7,10 @@ use serde_json::json;
 const YES: &str = r#"{"role": "judge", "reply": {"should_respond": true, "reason": "unanswered", "confidence": 0.9, "delay_seconds": 0, "conversation_state": "active"}, "repeat": true}
 {"role": "generate", "reply": "なるほど、手伝いますよ", "repeat": true}"#;
 
+/// Lets a one-message transcript be a conversation kuuki may join: for tests about
+/// what happens after the rules, not about `short_conversation`.
+const ANY_LENGTH: (&str, &str) = ("JUDGE_MIN_CONVERSATION_MESSAGES", "1");
+
 #[test]
 fn a_mention_is_answered_at_once_where_it_was_written() {
     let log = Run::new(
@@ -230,7 +234,7 @@ fn the_llm_may_name_the_response_type_and_the_delay() {
 {"role": "generate", "reply": "いいですね！"}"#;
     let log = Run::new(r#"{"t": 0, "user": "alice", "text": "新しい CI 設定できた"}"#)
         .script(script)
-        .settings(&[("JUDGE_KEYWORDS", "CI"), ("BOT_TOPICS", "CI"), ("JUDGE_MIN_WAIT_SECONDS", "30"), ("JUDGE_JITTER_RATIO", "0")])
+        .settings(&[("JUDGE_KEYWORDS", "CI"), ("BOT_TOPICS", "CI"), ("JUDGE_MIN_WAIT_SECONDS", "30"), ("JUDGE_JITTER_RATIO", "0"), ANY_LENGTH])
         .log();
     let respond = log.kind("respond");
     assert_eq!(respond.len(), 1, "{log:?}");
@@ -244,7 +248,7 @@ fn an_ending_conversation_is_never_answered() {
     let script = r#"{"role": "judge", "reply": {"should_respond": true, "reason": "say bye", "confidence": 0.9, "conversation_state": "ending"}}"#;
     let log = Run::new(r#"{"t": 0, "user": "alice", "text": "CI 直った、ありがとう"}"#)
         .script(script)
-        .settings(&[("JUDGE_KEYWORDS", "CI"), ("BOT_TOPICS", "CI")])
+        .settings(&[("JUDGE_KEYWORDS", "CI"), ("BOT_TOPICS", "CI"), ANY_LENGTH])
         .log();
     let judge = log.kind("judge")[0];
     assert_eq!(judge["llm_called"], true);
@@ -258,7 +262,7 @@ fn unusable_llm_answers_mean_do_not_respond() {
         let script = format!(r#"{{"role": "judge", "reply": {reply}}}"#);
         let log = Run::new(r#"{"t": 0, "user": "alice", "text": "CI がまた落ちた"}"#)
             .script(&script)
-            .settings(&[("JUDGE_KEYWORDS", "CI"), ("BOT_TOPICS", "CI")])
+            .settings(&[("JUDGE_KEYWORDS", "CI"), ("BOT_TOPICS", "CI"), ANY_LENGTH])
             .log();
         let judge = log.kind("judge")[0];
         assert_eq!(judge["respond"], false, "{reply}: {log:?}");
@@ -269,7 +273,7 @@ fn unusable_llm_answers_mean_do_not_respond() {
     // No scripted answer at all is a failed call: also no response.
     let log = Run::new(r#"{"t": 0, "user": "alice", "text": "CI がまた落ちた"}"#)
         .script(r#"{"role": "generate", "reply": "x"}"#)
-        .settings(&[("JUDGE_KEYWORDS", "CI"), ("BOT_TOPICS", "CI")])
+        .settings(&[("JUDGE_KEYWORDS", "CI"), ("BOT_TOPICS", "CI"), ANY_LENGTH])
         .log();
     assert!(log.kind("judge")[0]["llm_error"].as_str().is_some(), "{log:?}");
     assert!(log.kind("respond").is_empty());
@@ -295,7 +299,7 @@ fn a_delayed_answer_is_superseded_by_a_newer_message() {
 {"t": 100, "user": "bob", "text": "見てみる"}"#,
     )
     .script(script)
-    .settings(&[("JUDGE_KEYWORDS", "CI"), ("BOT_TOPICS", "CI"), ("JUDGE_JITTER_RATIO", "0")])
+    .settings(&[("JUDGE_KEYWORDS", "CI"), ("BOT_TOPICS", "CI"), ("JUDGE_JITTER_RATIO", "0"), ANY_LENGTH])
     .log();
     let superseded = log.about("superseded", 0.0);
     assert_eq!(superseded.len(), 1, "{log:?}");
@@ -769,7 +773,7 @@ fn a_question_addressed_to_someone_else_is_theirs() {
     // A turn for someone else that would reach the LLM band skips instead.
     let log = Run::new(r#"{"t": 0, "user": "alice", "text": "<@carol> the rust deploy went out"}"#)
         .script(YES)
-        .settings(&[("JUDGE_JITTER_RATIO", "0"), ("JUDGE_KEYWORDS", "deploy"), ("BOT_TOPICS", "rust"), ("ADDRESSED_TO_OTHER_POINTS", "-5")])
+        .settings(&[("JUDGE_JITTER_RATIO", "0"), ("JUDGE_KEYWORDS", "deploy"), ("BOT_TOPICS", "rust"), ("ADDRESSED_TO_OTHER_POINTS", "-5"), ANY_LENGTH])
         .log();
     let judge = log.about("judge", 0.0)[0];
     assert_eq!(judge["score"], 25, "in the band: {log:?}");
@@ -814,4 +818,40 @@ fn a_thread_reply_to_someones_question_is_left_to_them() {
     assert_eq!(judges.len(), 2, "{log:?}");
     assert_eq!(judges[1]["t"], 620.0);
     assert_eq!(judges[1]["decision"], "llm");
+}
+
+#[test]
+fn a_remark_is_joined_only_once_the_conversation_has_a_few_messages() {
+    let settings = [("JUDGE_KEYWORDS", "CI"), ("BOT_TOPICS", "CI"), ("JUDGE_JITTER_RATIO", "0")];
+    // keyword 15 + topic 15 + first message 10 - no_mention 10 = 30, the LLM's band,
+    // but alone in the conversation: short_conversation -40, skipped without asking.
+    let log = Run::new(r#"{"t": 0, "user": "alice", "text": "新しい CI 設定できた"}"#).script(YES).settings(&settings).log();
+    let judge = log.about("judge", 0.0)[0];
+    assert_eq!(judge["breakdown"]["short_conversation"], -40, "{judge}");
+    assert_eq!((judge["score"].clone(), judge["decision"].clone()), (json!(0), json!("skip")));
+    assert_eq!(log.stats()["llm_calls"]["judge"], 0);
+    assert!(log.kind("respond").is_empty());
+
+    // The third message of the conversation: the same remark (no fresh start now: 20)
+    // reaches the LLM once its band starts below it.
+    let log = Run::new(
+        r#"{"t": 0, "user": "bob", "text": "CI の設定変えるって話どうなった"}
+{"t": 600, "user": "carol", "text": "alice がやってくれてるはず"}
+{"t": 1200, "user": "alice", "text": "新しい CI 設定できた"}"#,
+    )
+    .script(YES)
+    .settings(&[settings[0], settings[1], settings[2], ("JUDGE_LLM_THRESHOLD_LOW", "10")])
+    .log();
+    let judge = log.about("judge", 1200.0)[0];
+    assert!(judge["breakdown"].get("short_conversation").is_none(), "{judge}");
+    assert_eq!(judge["score"], 20);
+    assert_eq!(judge["decision"], "llm");
+    assert_eq!(log.about("respond", 1200.0).len(), 1, "{log:?}");
+    // The two before it were each short of three messages.
+    for t in [0.0, 600.0] {
+        assert_eq!(log.about("judge", t)[0]["breakdown"]["short_conversation"], -40, "{log:?}");
+    }
+    // A direct trigger in a conversation just begun is answered as always.
+    let log = Run::new(r#"{"t": 0, "user": "alice", "text": "<@bot> 新しい CI 設定できた"}"#).script(YES).settings(&settings).log();
+    assert_eq!(log.kind("respond").len(), 1, "{log:?}");
 }

@@ -230,7 +230,9 @@ async fn a_redelivered_judgment_reuses_the_cached_llm_answer() {
     let llm = kuuki_e2e::RecordingLlm::new(
         r#"{"role": "judge", "reply": {"should_respond": false, "reason": "not needed", "confidence": 0.95, "conversation_state": "active"}}"#,
     );
-    let h = Harness::with_llm(&[("BOT_TOPICS", "deploy"), ("JUDGE_KEYWORDS", "deploy"), ("JUDGE_JITTER_RATIO", "0")], Some(llm.clone()));
+    // A one-message conversation may be joined (no short_conversation): the LLM is asked.
+    let settings = [("BOT_TOPICS", "deploy"), ("JUDGE_KEYWORDS", "deploy"), ("JUDGE_JITTER_RATIO", "0"), ("JUDGE_MIN_CONVERSATION_MESSAGES", "1")];
+    let h = Harness::with_llm(&settings, Some(llm.clone()));
     h.ingest(Incoming::Message(h.message(0.0, "alice", "deploy notes", None))).await;
     // The first delivery asks the model, then fails to record its judgment.
     h.store.fail_next_writes(1);

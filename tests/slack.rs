@@ -480,7 +480,9 @@ async fn the_judge_may_choose_the_reaction() {
     let llm = kuuki_e2e::RecordingLlm::new(
         r#"{"role": "judge", "reply": {"should_respond": true, "reason": "a nod", "confidence": 0.8, "response_type": "react_only", "emoji": "raised_hands", "conversation_state": "active"}}"#,
     );
-    let w = SlackWorld::start_with(&[("BOT_TOPICS", "deploy"), ("JUDGE_KEYWORDS", "shipped")], true, Some(llm)).await;
+    // A one-message conversation may be joined (no short_conversation): the LLM is asked.
+    let settings = [("BOT_TOPICS", "deploy"), ("JUDGE_KEYWORDS", "shipped"), ("JUDGE_MIN_CONVERSATION_MESSAGES", "1")];
+    let w = SlackWorld::start_with(&settings, true, Some(llm)).await;
     w.send_event(message(CH, "UALICE", "deploy shipped", &w.ts(0, 1)), &[]).await;
     w.run_for(60.0).await;
     assert_eq!(w.calls("reactions.add").await, vec![json!({"channel": CH, "timestamp": w.ts(0, 1), "name": "raised_hands"})]);
@@ -520,6 +522,7 @@ async fn status_shows_what_kuuki_remembers_of_the_channel() {
             active_users: vec!["alice".into()],
             updated_at: Some(w.clock.now() - std::time::Duration::from_secs(120)),
             watermark: None,
+            private: false,
         },
     )
     .await

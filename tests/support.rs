@@ -223,6 +223,7 @@ pub mod harness {
                 author: Author::Human,
                 replies_to_bot: false,
                 in_dm: false,
+                private_channel: false,
                 at,
             }
         }

@@ -69,6 +69,8 @@ settings_doc! {
     "UNANSWERED_QUESTION_POINTS", "25", "Points for a question nobody has answered once it has stood UNANSWERED_QUESTION_WAIT_SECONDS, when kuuki was not addressed and it is nobody else's (`unanswered_question`). With the default an ordinary open question (question +20, no_mention -10) scores 35: the LLM's to decide, and below JUDGE_SCORE_THRESHOLD without an LLM.";
     "UNANSWERED_QUESTION_WAIT_SECONDS", "120", "How long a question stands before kuuki counts it unanswered (people often answer within 30-90 s); a judgment that would find it younger and could speak waits until then.";
     "ADDRESSED_TO_OTHER_POINTS", "-60", "Points for a turn meant for someone else: it mentions another person, or answers another person's question in a thread (`addressed_to_other`). Low enough that the LLM is never asked.";
+    "JUDGE_MIN_CONVERSATION_MESSAGES", "3", "Fewest messages (anyone's, kuuki's too) the conversation must hold in the context window before kuuki chimes in unasked (seed 003's minimum, to follow the flow first). Fewer: `short_conversation` -40, unless the turn is an open question (a question stands on its own). Direct triggers are unaffected; 1 turns the rule off.";
+    "JUDGE_CHANNEL_LIST_TOKENS", "300", "Budget (about 4 bytes a token) for the LLM judge's list of the workspace's other channels, each with a one-line memory (seed 004). Private channels and DMs are never listed; 0 leaves the list out. Needs MEMORY_ENABLED.";
     "ADDRESSED_TO_OTHER_WAIT_MINUTES", "60", "After this long without an answer from anyone, a question meant for someone else is open to kuuki again (`addressed_to_other` stops applying).";
     "IGNORE_OTHER_BOTS", "true", "Other bots' messages are stored but never judged (loop prevention).";
     "MESSAGE_RETENTION_DAYS", "30", "Stored messages expire after this many days.";
@@ -183,6 +185,8 @@ pub struct Settings {
     pub unanswered_question_wait: Duration,
     pub addressed_to_other_points: i32,
     pub addressed_to_other_wait: Duration,
+    pub judge_min_conversation_messages: usize,
+    pub judge_channel_list_tokens: usize,
     pub ignore_other_bots: bool,
     pub message_retention_days: u32,
     pub llm_provider: LlmProvider,
@@ -410,6 +414,8 @@ impl Settings {
             unanswered_question_wait: r.seconds("UNANSWERED_QUESTION_WAIT_SECONDS", 120, 3600)?,
             addressed_to_other_points: r.int("ADDRESSED_TO_OTHER_POINTS", -60, -100, 0)? as i32,
             addressed_to_other_wait: Duration::from_secs(r.int("ADDRESSED_TO_OTHER_WAIT_MINUTES", 60, 1, 7 * 24 * 60)? as u64 * 60),
+            judge_min_conversation_messages: r.int("JUDGE_MIN_CONVERSATION_MESSAGES", 3, 1, 100)? as usize,
+            judge_channel_list_tokens: r.int("JUDGE_CHANNEL_LIST_TOKENS", 300, 0, 10_000)? as usize,
             ignore_other_bots: r.bool("IGNORE_OTHER_BOTS", true)?,
             message_retention_days: r.int("MESSAGE_RETENTION_DAYS", 30, 1, 3650)? as u32,
             llm_provider,
@@ -539,6 +545,8 @@ mod tests {
         assert_eq!(s.judge_jitter_ratio, 0.3);
         assert_eq!(s.unanswered_question_wait, Duration::from_secs(120));
         assert_eq!(s.addressed_to_other_wait, Duration::from_secs(3600));
+        assert_eq!(s.judge_min_conversation_messages, 3, "seed 003's EAVESDROP_MIN_MESSAGES");
+        assert_eq!(s.judge_channel_list_tokens, 300);
         // An ordinary open question (question +20, no_mention -10) lands in the LLM band
         // and, without an LLM, below the threshold.
         let open_question = 20 - 10 + s.unanswered_question_points;

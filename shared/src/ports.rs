@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::domain::{
-    ChannelId, ChannelMemory, Fact, Intervention, Job, JudgmentNote, Message, ThreadKey, Timestamp, Ts, UserId,
+    ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, Job, JudgmentNote, Message, ThreadKey, Timestamp, Ts, UserId,
     UserNote, WorkspaceMemory,
 };
 
@@ -147,8 +147,14 @@ pub trait ChannelStateStore: Send + Sync {
     async fn mark_summary_due(&self, channel: &ChannelId, due: Timestamp, now: Timestamp) -> PortResult<bool>;
     /// Forgets a queued or deferred summary, leaving the memory as it is.
     async fn clear_summary_marks(&self, channel: &ChannelId) -> PortResult<()>;
+    /// The workspace memory with every channel's one-line memory (most recently updated
+    /// first): one read.
     async fn workspace_memory(&self) -> PortResult<WorkspaceMemory>;
+    /// Stores the history and recent events; the channel lines are left as they are.
     async fn set_workspace_memory(&self, memory: WorkspaceMemory) -> PortResult<()>;
+    /// Sets `channel`'s one-line memory in the workspace memory, or removes it (`None`:
+    /// a private channel), leaving the other channels' lines alone.
+    async fn set_channel_line(&self, channel: &ChannelId, line: Option<ChannelLine>) -> PortResult<()>;
 }
 
 /// Facts and notes about people (DESIGN §6, long-term memory).

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use crate::domain::{
-    Author, ChannelId, ChannelMemory, Decision, Fact, Intervention, JudgmentNote, Message, ResponseType, ThreadKey,
+    Author, ChannelId, ChannelLine, ChannelMemory, Decision, Fact, Intervention, JudgmentNote, Message, ResponseType, ThreadKey,
     Timestamp, Ts, UserId, UserNote, WorkspaceMemory,
 };
 use crate::ports::{ChannelState, ChannelStateStore, ClaimOutcome, FactStore, Ledger, MessageStore, PutOutcome};
@@ -29,6 +29,7 @@ fn message(channel: &str, secs: i64, root: Option<i64>, text: &str) -> Message {
         author: Author::Human,
         replies_to_bot: false,
         in_dm: false,
+        private_channel: false,
         at: at(secs),
     }
 }
@@ -219,6 +220,7 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
         active_users: vec!["alice".into()],
         updated_at: Some(at(1000)),
         watermark: Some(Ts::from_timestamp(at(999))),
+        private: false,
     };
     store.defer_summary(&ch, at(1500)).await.unwrap();
     let state = store.channel_state(&ch).await.unwrap();
@@ -243,9 +245,22 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
         history: "a team".into(),
         recent_events: "a release".into(),
         updated_at: Some(at(1000)),
+        channel_lines: Vec::new(),
     };
     store.set_workspace_memory(workspace.clone()).await.unwrap();
     assert_eq!(store.workspace_memory().await.unwrap(), workspace);
+    // Channel lines: newest first, each channel's replaced or removed on its own, and
+    // kept when the workspace memory is written again.
+    let line = |c: &str, t: i64| ChannelLine { channel: ChannelId(c.into()), line: format!("{c} at {t}"), updated_at: at(t) };
+    store.set_channel_line(&ChannelId("dev".into()), Some(line("dev", 1100))).await.unwrap();
+    store.set_channel_line(&ChannelId("ops".into()), Some(line("ops", 1200))).await.unwrap();
+    store.set_channel_line(&ChannelId("dev".into()), Some(line("dev", 1300))).await.unwrap();
+    store.set_channel_line(&ChannelId("hr".into()), Some(line("hr", 1400))).await.unwrap();
+    store.set_channel_line(&ChannelId("hr".into()), None).await.unwrap();
+    store.set_workspace_memory(workspace.clone()).await.unwrap();
+    let read = store.workspace_memory().await.unwrap();
+    assert_eq!(read.channel_lines, vec![line("dev", 1300), line("ops", 1200)]);
+    assert_eq!(WorkspaceMemory { channel_lines: Vec::new(), ..read }, workspace);
 }
 
 /// Facts per channel, replaced by id, deleted; notes about people.

@@ -119,6 +119,12 @@ pub struct Message {
     /// Written in a direct-message conversation with the bot.
     #[serde(default)]
     pub in_dm: bool,
+    /// Written where not everyone in the workspace can read: a private channel, a group
+    /// DM or a DM (Slack's channel_type `group`, `mpim`, `im`, or a `G`/`D` channel id).
+    /// The summarizer carries it into the channel's memory, so what kuuki remembers of
+    /// the channel never reaches another channel's prompt.
+    #[serde(default)]
+    pub private_channel: bool,
     pub at: Timestamp,
 }
 
@@ -377,6 +383,21 @@ pub struct ChannelMemory {
     pub updated_at: Option<Timestamp>,
     /// The newest message already summarized.
     pub watermark: Option<Ts>,
+    /// Some summarized message was written privately (see `Message::private_channel`).
+    /// Once private, always: a message that came without the platform's privacy
+    /// (a Slack app_mention carries no channel_type) cannot make the channel public.
+    #[serde(default)]
+    pub private: bool,
+}
+
+/// One line of what kuuki remembers of a public channel, for the other channels' judge
+/// prompts (seed 004's channel list). Kept in the workspace memory's item, one entry
+/// per channel, so a judgment reads them with the workspace memory it reads anyway.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChannelLine {
+    pub channel: ChannelId,
+    pub line: String,
+    pub updated_at: Timestamp,
 }
 
 /// What happened across channels: the workspace's history and recent events, from
@@ -386,6 +407,11 @@ pub struct WorkspaceMemory {
     pub history: String,
     pub recent_events: String,
     pub updated_at: Option<Timestamp>,
+    /// The public channels' one-line memories, most recently updated first. Stored
+    /// apart from the rest (`ChannelStateStore::set_channel_line`), so summaries of two
+    /// channels at once do not overwrite each other's line.
+    #[serde(skip)]
+    pub channel_lines: Vec<ChannelLine>,
 }
 
 /// Something worth remembering, learned by reflecting on a channel's conversation. It

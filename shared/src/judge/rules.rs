@@ -18,6 +18,11 @@ pub mod points {
     pub const AFTER_SILENCE: i32 = 10;
     pub const FADING: i32 = -10;
     pub const FADING_STRONG: i32 = -15;
+    /// Fewer messages than `JUDGE_MIN_CONVERSATION_MESSAGES`: more than the content
+    /// rules can add without a question (keyword 15 + topic 15 + silence 10), so a
+    /// remark in a conversation just begun stays below the LLM's band; engagement
+    /// (+40) still offsets it when someone answers kuuki.
+    pub const SHORT_CONVERSATION: i32 = -40;
 }
 
 /// How many recent human messages the fading rule compares (first half vs second half).
@@ -244,6 +249,14 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
         }
     }
 
+    // Seed 003 waits for a few messages to follow the flow before eavesdropping. An
+    // open question needs no flow to be answered, so it is exempt: a channel's first
+    // question left hanging can still be taken up.
+    let messages = input.conversation.len().max(1);
+    if messages < settings.judge_min_conversation_messages && !open_question {
+        breakdown.add("short_conversation", points::SHORT_CONVERSATION);
+    }
+
     RuleScore {
         score: breakdown.total().clamp(0, 100),
         breakdown,
@@ -372,6 +385,7 @@ mod tests {
             author: Author::Human,
             replies_to_bot: false,
             in_dm: false,
+            private_channel: false,
             at: at(secs),
         }
     }
@@ -760,6 +774,34 @@ mod tests {
         assert_eq!(points_of(&Case::new(vec![from_bot, reply("the db")]).score(&s), "addressed_to_other"), None);
         let top_level = Case::new(vec![asked, msg(1000.0, "bob", "eu-west-1?")]);
         assert_eq!(points_of(&top_level.score(&s), "addressed_to_other"), None);
+    }
+
+    #[test]
+    fn a_conversation_shorter_than_the_minimum_costs_40_unless_it_is_an_open_question() {
+        let s = Settings::default();
+        let remark = |n: usize| {
+            Case::new((0..n).map(|i| msg(900.0 + 10.0 * i as f64, ["a", "b", "c"][i % 3], "deploy done")).collect())
+        };
+        assert_eq!(points_of(&remark(1).score(&s), "short_conversation"), Some(-40));
+        assert_eq!(points_of(&remark(2).score(&s), "short_conversation"), Some(-40), "one short of 3");
+        assert_eq!(points_of(&remark(3).score(&s), "short_conversation"), None, "exactly the minimum");
+        // kuuki's own messages are part of the conversation too.
+        let mut with_kuuki = remark(3);
+        with_kuuki.conversation[1].author = Author::OwnBot;
+        assert_eq!(points_of(&with_kuuki.score(&s), "short_conversation"), None);
+        // An open question stands on its own, before and after its wait.
+        let mut question = one("how do I undo my last commit?");
+        assert_eq!(points_of(&question.score(&s), "short_conversation"), None);
+        question.judge_delay = 300.0;
+        assert_eq!(points_of(&question.score(&s), "short_conversation"), None);
+        // An answered question is no longer open: the minimum applies again.
+        question.answered = true;
+        assert_eq!(points_of(&question.score(&s), "short_conversation"), Some(-40));
+        let s5 = settings(&[("JUDGE_MIN_CONVERSATION_MESSAGES", "5")]);
+        assert_eq!(points_of(&remark(4).score(&s5), "short_conversation"), Some(-40));
+        assert_eq!(points_of(&remark(5).score(&s5), "short_conversation"), None);
+        let off = settings(&[("JUDGE_MIN_CONVERSATION_MESSAGES", "1")]);
+        assert_eq!(points_of(&remark(1).score(&off), "short_conversation"), None);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::deps::Deps;
-use crate::domain::{Author, ChannelId, ChannelMemory, EventKind, Job, Message, Stage, Ts, WorkspaceMemory};
+use crate::domain::{Author, ChannelId, ChannelLine, ChannelMemory, EventKind, Job, Message, Stage, Ts, WorkspaceMemory};
 use crate::ingest::record;
 use crate::ports::{ChannelState, LlmRequest, LlmRole, PortResult};
 use crate::respond::guard::fence_safe;
@@ -158,13 +158,29 @@ async fn summarize_claimed(
     let now = deps.clock.now();
     updated.updated_at = Some(now);
     updated.watermark = Some(newest);
+    updated.private = memory.private || new.iter().any(|m| m.private_channel);
     deps.channels.set_channel_memory(channel, updated.clone()).await?;
     deps.ledger.complete(key, now, CLAIM_KEEP).await?;
-    // The channel's summary stands whatever happens to the workspace's.
-    let workspace = refresh_workspace(deps, channel, &updated).await.unwrap_or_else(|error| {
-        tracing::warn!(%error, "the workspace memory was not refreshed");
-        false
+    // The other channels' judges read this line; a private channel's is removed. A
+    // failure leaves the old line until the next summary.
+    let line = (!updated.private).then(|| ChannelLine {
+        channel: channel.clone(),
+        line: one_line(&updated.summary),
+        updated_at: now,
     });
+    if let Err(error) = deps.channels.set_channel_line(channel, line).await {
+        tracing::warn!(%error, "the channel's line in the workspace memory was not updated");
+    }
+    // The channel's summary stands whatever happens to the workspace's. A private
+    // channel never feeds the workspace memory, which every channel's prompts read.
+    let workspace = if updated.private {
+        false
+    } else {
+        refresh_workspace(deps, channel, &updated).await.unwrap_or_else(|error| {
+            tracing::warn!(%error, "the workspace memory was not refreshed");
+            false
+        })
+    };
     record(
         deps,
         channel,
@@ -218,6 +234,24 @@ async fn refresh_workspace(deps: &Deps, channel: &ChannelId, memory: &ChannelMem
     Ok(true)
 }
 
+/// Characters kept of a channel's summary for the channel list.
+const CHANNEL_LINE_CHARS: usize = 120;
+
+/// The first sentence of `summary` on one line, clipped to `CHANNEL_LINE_CHARS`.
+pub fn one_line(summary: &str) -> String {
+    let flat = summary.split_whitespace().collect::<Vec<_>>().join(" ");
+    let end = flat
+        .char_indices()
+        .find(|&(i, c)| matches!(c, '。' | '！' | '？') || (matches!(c, '.' | '!' | '?') && flat[i + 1..].starts_with(' ')))
+        .map_or(flat.len(), |(i, c)| i + c.len_utf8());
+    let sentence = &flat[..end];
+    if sentence.chars().count() <= CHANNEL_LINE_CHARS {
+        return sentence.to_owned();
+    }
+    let clipped: String = sentence.chars().take(CHANNEL_LINE_CHARS - 1).collect();
+    format!("{clipped}…")
+}
+
 fn line(deps: &Deps, m: &Message) -> String {
     let name = match m.author {
         Author::OwnBot => deps.persona.name.clone(),
@@ -265,6 +299,7 @@ pub fn parse_summary(raw: &str) -> Result<ChannelMemory, String> {
         active_users: list(&o, "active_users")?,
         updated_at: None,
         watermark: None,
+        private: false,
     })
 }
 
@@ -275,6 +310,7 @@ pub fn parse_workspace(raw: &str) -> Result<WorkspaceMemory, String> {
         history: text(&o, "history")?,
         recent_events: text(&o, "recent_events")?,
         updated_at: None,
+        channel_lines: Vec::new(),
     })
 }
 
@@ -301,5 +337,17 @@ mod tests {
         }
         assert!(parse_workspace(r#"{"history": "h", "recent_events": "r"}"#).is_ok());
         assert!(parse_workspace(r#"{"history": "h"}"#).is_err());
+    }
+
+    #[test]
+    fn a_channels_line_is_its_summarys_first_sentence_clipped() {
+        assert_eq!(one_line("デプロイが止まった。bob が調べている。"), "デプロイが止まった。");
+        assert_eq!(one_line("The deploy stalled.  Bob is on it."), "The deploy stalled.");
+        assert_eq!(one_line("v1.2 shipped\non Friday"), "v1.2 shipped on Friday", "a dot inside a word is no end");
+        let long = "あ".repeat(300);
+        let clipped = one_line(&long);
+        assert_eq!(clipped.chars().count(), CHANNEL_LINE_CHARS);
+        assert!(clipped.ends_with('…'));
+        assert_eq!(one_line(""), "");
     }
 }

@@ -88,6 +88,7 @@ pub async fn replay(transcript: &[TranscriptLine], options: ReplayOptions, write
             author: if line.bot { Author::OtherBot } else { Author::Human },
             replies_to_bot: line.reply_to_bot,
             in_dm: false,
+            private_channel: false,
             at,
         };
         ingest(&deps, Incoming::Message(message)).await?;

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::deps::Deps;
 use crate::domain::{
-    Author, ChannelMemory, Message, Persona, ResponseType, ThreadKey, Timestamp, Ts, UserId, WorkspaceMemory,
+    Author, ChannelId, ChannelLine, ChannelMemory, Message, Persona, ResponseType, ThreadKey, Timestamp, Ts, UserId, WorkspaceMemory,
 };
 use crate::ports::{ChannelState, PortResult};
 use crate::respond::guard;
@@ -32,6 +32,9 @@ pub struct PromptContext<'a> {
     /// What kuuki remembers of the channel and the workspace (summaries).
     pub channel_memory: ChannelMemory,
     pub workspace_memory: WorkspaceMemory,
+    /// The workspace's other public channels with a line of what kuuki remembers of
+    /// each (seed 004), within `JUDGE_CHANNEL_LIST_TOKENS`, fenced. Judge only.
+    pub other_channels: Vec<ChannelListEntry>,
     /// Facts relevant to the message answered (generation only), fenced.
     pub facts: Vec<String>,
     /// What reflection noted about the speaker (generation only), fenced.
@@ -137,7 +140,9 @@ pub async fn build<'a>(
             history: guard::fence_safe(&workspace_memory.history),
             recent_events: guard::fence_safe(&workspace_memory.recent_events),
             updated_at: workspace_memory.updated_at,
+            channel_lines: Vec::new(),
         },
+        other_channels: channel_list(&workspace_memory.channel_lines, &target.channel, deps.settings.judge_channel_list_tokens),
         now: now.to_utc_string(),
         top_level: top_level.iter().map(prompt_message).collect(),
         other_threads: others.iter().map(|t| t.iter().map(prompt_message).collect()).collect(),
@@ -151,6 +156,36 @@ pub async fn build<'a>(
         interventions_last_30_min: state.interventions_within(now, Duration::from_secs(30 * 60)),
         last_intervention_excerpt: last.map(|i| guard::fence_safe(&i.excerpt)).unwrap_or_default(),
     })
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ChannelListEntry {
+    pub channel: String,
+    pub line: String,
+}
+
+/// Bytes per token for the budget, as everywhere in kuuki.
+const BYTES_PER_TOKEN: usize = 4;
+
+/// The channel list: every stored line but `here`'s, most recently updated first,
+/// as many as fit in `tokens` (each entry costs its rendered `- #channel: line`).
+/// Private channels have no line (the summarizer removes it), so they never appear.
+fn channel_list(lines: &[ChannelLine], here: &ChannelId, tokens: usize) -> Vec<ChannelListEntry> {
+    let mut left = tokens * BYTES_PER_TOKEN;
+    lines
+        .iter()
+        .filter(|l| &l.channel != here && !l.line.is_empty())
+        .map(|l| ChannelListEntry {
+            channel: guard::fence_safe(&l.channel.0),
+            line: guard::fence_safe(&l.line),
+        })
+        .take_while(|e| {
+            let cost = "- #: \n".len() + e.channel.len() + e.line.len();
+            let fits = cost <= left;
+            left = left.saturating_sub(cost);
+            fits
+        })
+        .collect()
 }
 
 /// Memory text came from channel messages through a model: it stays data too.

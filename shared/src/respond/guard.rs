@@ -331,6 +331,7 @@ mod tests {
             persona: &persona,
             channel_memory: Default::default(),
             workspace_memory: Default::default(),
+            other_channels: Vec::new(),
             facts: Vec::new(),
             speaker_tags: Vec::new(),
             speaker_summary: String::new(),

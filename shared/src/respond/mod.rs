@@ -312,6 +312,7 @@ async fn store_own(deps: &Deps, target: &Message, ts: &Ts, text: &str) -> PortRe
         author: Author::OwnBot,
         replies_to_bot: false,
         in_dm: target.in_dm,
+        private_channel: target.private_channel,
         at: deps.clock.now(),
     };
     deps.messages.put_message(&own).await?;

@@ -26,7 +26,7 @@ use aws_sdk_dynamodb::types::{
 };
 
 use crate::domain::{
-    Author, ChannelId, ChannelMemory, Fact, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts, UserId,
+    Author, ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts, UserId,
     UserNote, WorkspaceMemory,
 };
 use crate::ports::{
@@ -46,6 +46,8 @@ pub struct TableNames {
 const CONVERSATION_INDEX: &str = "by_conversation";
 /// The channels table's item for the workspace memory (no channel id starts with '#').
 const WORKSPACE_KEY: &str = "#workspace";
+/// The workspace item's attribute `line#<channel>` holds that channel's `ChannelLine`.
+const CHANNEL_LINE_PREFIX: &str = "line#";
 /// Optimistic updates of a channel's state retry this often on a conflict.
 const VERSION_RETRIES: usize = 8;
 
@@ -114,6 +116,7 @@ impl DynamoStore {
             ("author", s(author_name(m.author))),
             ("replies_to_bot", AttributeValue::Bool(m.replies_to_bot)),
             ("in_dm", AttributeValue::Bool(m.in_dm)),
+            ("private_channel", AttributeValue::Bool(m.private_channel)),
             ("at", n(m.at.as_micros())),
             ("expires_at", n(expires)),
         ]
@@ -141,6 +144,7 @@ impl DynamoStore {
             author: author_from(get_s(item, "author")?)?,
             replies_to_bot: item.get("replies_to_bot").and_then(|v| v.as_bool().ok()).copied().unwrap_or(false),
             in_dm: item.get("in_dm").and_then(|v| v.as_bool().ok()).copied().unwrap_or(false),
+            private_channel: item.get("private_channel").and_then(|v| v.as_bool().ok()).copied().unwrap_or(false),
             at: Timestamp(get_n(item, "at")?),
         })
     }
@@ -464,25 +468,55 @@ impl ChannelStateStore for DynamoStore {
             .send()
             .await
             .map_err(backend("get workspace memory"))?;
-        out.item
-            .as_ref()
-            .and_then(|item| get_s(item, "workspace"))
+        let Some(item) = out.item else { return Ok(WorkspaceMemory::default()) };
+        let mut memory = get_s(&item, "workspace")
             .map(serde_json::from_str::<WorkspaceMemory>)
             .transpose()
-            .map_err(backend("decode workspace memory"))
-            .map(Option::unwrap_or_default)
+            .map_err(backend("decode workspace memory"))?
+            .unwrap_or_default();
+        let lines = item
+            .iter()
+            .filter(|(name, _)| name.starts_with(CHANNEL_LINE_PREFIX))
+            .filter_map(|(_, value)| value.as_s().ok())
+            .map(|json| serde_json::from_str::<ChannelLine>(json))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(backend("decode a channel line"))?;
+        memory.channel_lines = crate::adapters::memory::newest_first(lines);
+        Ok(memory)
     }
 
     async fn set_workspace_memory(&self, memory: WorkspaceMemory) -> PortResult<()> {
         let json = serde_json::to_string(&memory).map_err(backend("encode workspace memory"))?;
+        // An update, not a put: the channel lines share the item.
         self.client
-            .put_item()
+            .update_item()
             .table_name(&self.tables.channels)
-            .item("channel", s(WORKSPACE_KEY))
-            .item("workspace", s(json))
+            .key("channel", s(WORKSPACE_KEY))
+            .update_expression("SET workspace = :w")
+            .expression_attribute_values(":w", s(json))
             .send()
             .await
-            .map_err(backend("put workspace memory"))?;
+            .map_err(backend("update workspace memory"))?;
+        Ok(())
+    }
+
+    async fn set_channel_line(&self, channel: &ChannelId, line: Option<ChannelLine>) -> PortResult<()> {
+        // One top-level attribute per channel: concurrent summaries of different
+        // channels each touch only their own.
+        let request = self
+            .client
+            .update_item()
+            .table_name(&self.tables.channels)
+            .key("channel", s(WORKSPACE_KEY))
+            .expression_attribute_names("#line", format!("{CHANNEL_LINE_PREFIX}{channel}"));
+        let request = match line {
+            Some(line) => {
+                let json = serde_json::to_string(&line).map_err(backend("encode a channel line"))?;
+                request.update_expression("SET #line = :l").expression_attribute_values(":l", s(json))
+            }
+            None => request.update_expression("REMOVE #line"),
+        };
+        request.send().await.map_err(backend("update a channel line"))?;
         Ok(())
     }
 }

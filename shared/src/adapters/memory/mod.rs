@@ -11,6 +11,7 @@ pub use clock::{TsMint, VirtualClock};
 pub use log::MemoryLog;
 pub use queue::MemoryQueue;
 pub use store::MemoryStore;
+pub(crate) use store::newest_first;
 
 use std::sync::Arc;
 

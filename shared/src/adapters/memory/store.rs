@@ -5,7 +5,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::domain::{
-    ChannelId, ChannelMemory, Fact, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts, UserNote,
+    ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts, UserNote,
     WorkspaceMemory,
 };
 use crate::ports::{
@@ -34,6 +34,7 @@ struct Inner {
     claims: HashMap<String, Claim>,
     cache: HashMap<String, (String, Timestamp)>,
     workspace: WorkspaceMemory,
+    channel_lines: HashMap<ChannelId, ChannelLine>,
     facts: HashMap<ChannelId, BTreeMap<String, Fact>>,
     notes: HashMap<String, UserNote>,
 }
@@ -310,13 +311,33 @@ impl ChannelStateStore for MemoryStore {
     }
 
     async fn workspace_memory(&self) -> PortResult<WorkspaceMemory> {
-        Ok(self.lock().workspace.clone())
+        let inner = self.lock();
+        Ok(WorkspaceMemory {
+            channel_lines: newest_first(inner.channel_lines.values().cloned().collect()),
+            ..inner.workspace.clone()
+        })
     }
 
     async fn set_workspace_memory(&self, memory: WorkspaceMemory) -> PortResult<()> {
-        self.lock().workspace = memory;
+        self.lock().workspace = WorkspaceMemory { channel_lines: Vec::new(), ..memory };
         Ok(())
     }
+
+    async fn set_channel_line(&self, channel: &ChannelId, line: Option<ChannelLine>) -> PortResult<()> {
+        self.check_write()?;
+        let mut inner = self.lock();
+        match line {
+            Some(line) => inner.channel_lines.insert(channel.clone(), line),
+            None => inner.channel_lines.remove(channel),
+        };
+        Ok(())
+    }
+}
+
+/// Channel lines most recently updated first, ties by channel id (a stable order).
+pub(crate) fn newest_first(mut lines: Vec<ChannelLine>) -> Vec<ChannelLine> {
+    lines.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.channel.0.cmp(&b.channel.0)));
+    lines
 }
 
 #[async_trait]
@@ -428,6 +449,7 @@ mod tests {
             author: Author::Human,
             replies_to_bot: false,
             in_dm: false,
+            private_channel: false,
             at,
         }
     }

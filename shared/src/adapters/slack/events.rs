@@ -208,6 +208,12 @@ fn new_message(event: &RawEvent, me: &SlackIdentity) -> Result<Normalized, Event
         return Ok(Normalized::Unusable(format!("a {} event without a user, bot id or username", event.kind)));
     };
     let in_dm = event.channel_type.as_deref() == Some("im");
+    // Privacy costs no API call: the event's channel_type, else the id's prefix (legacy
+    // private channels are `G…`, DMs `D…`; an app_mention has no channel_type).
+    let private_channel = match event.channel_type.as_deref() {
+        Some(kind) => matches!(kind, "group" | "mpim" | "im"),
+        None => channel.0.starts_with('G') || channel.0.starts_with('D'),
+    };
     let replies_to_bot = thread_root.is_some() && event.parent_user_id.as_deref() == Some(me.user_id.as_str());
     Ok(Normalized::Incoming(Incoming::Message(Message {
         channel,
@@ -219,6 +225,7 @@ fn new_message(event: &RawEvent, me: &SlackIdentity) -> Result<Normalized, Event
         author,
         replies_to_bot,
         in_dm,
+        private_channel,
         at,
     })))
 }
@@ -276,9 +283,14 @@ mod tests {
         for kind in ["channel", "group", "mpim"] {
             let m = new_message(json!({"type": "message", "channel": "G1", "channel_type": kind, "user": "U1", "text": "x", "ts": "1.000001"}));
             assert!(!m.in_dm, "{kind}");
+            assert_eq!(m.private_channel, kind != "channel", "{kind}");
         }
         let m = new_message(json!({"type": "message", "channel": "D1", "channel_type": "im", "user": "U1", "text": "x", "ts": "1.000001"}));
-        assert!(m.in_dm);
+        assert!(m.in_dm && m.private_channel);
+        let public = new_message(json!({"type": "app_mention", "channel": "C1", "user": "U1", "text": "x", "ts": "1.000001"}));
+        assert!(!public.private_channel);
+        let legacy_private = new_message(json!({"type": "app_mention", "channel": "G1", "user": "U1", "text": "x", "ts": "1.000001"}));
+        assert!(legacy_private.private_channel, "a G id is private without a channel_type");
     }
 
     #[test]
