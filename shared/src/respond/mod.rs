@@ -226,19 +226,14 @@ async fn fail_generation(
     state: &crate::ports::ChannelState,
     reason: String,
 ) -> PortResult<()> {
-    let Answering {
-        target,
-        key,
-        mode,
-        response_type,
-    } = *answering;
-    let notice = (mode == RespondMode::Direct && deps.settings.direct_failure_notice && !state.shadow)
+    let target = answering.target;
+    let notice = (answering.mode == RespondMode::Direct && deps.settings.direct_failure_notice && !state.shadow)
         .then(|| failure_notice(deps.settings.prompt_language).to_owned());
     match &notice {
         Some(text) => {
-            post(deps, target, key, text).await?;
+            post(deps, target, answering.key, text).await?;
         }
-        None => deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?,
+        None => deps.ledger.complete(answering.key, deps.clock.now(), CLAIM_KEEP).await?,
     }
     record(
         deps,
@@ -246,8 +241,8 @@ async fn fail_generation(
         target.thread_root.clone(),
         target.ts.clone(),
         EventKind::RespondFailed {
-            mode,
-            response_type,
+            mode: answering.mode,
+            response_type: answering.response_type,
             reason,
             notice,
         },
