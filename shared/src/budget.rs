@@ -135,6 +135,17 @@ impl JobKind {
         }
     }
 
+    /// The stage whose work this is, in decision records.
+    pub fn stage(self) -> crate::domain::Stage {
+        use crate::domain::Stage;
+        match self {
+            JobKind::Judge => Stage::Judge,
+            JobKind::Respond => Stage::Respond,
+            JobKind::Summarize => Stage::Summarize,
+            JobKind::Reflect => Stage::Reflect,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             JobKind::Judge => "judge",

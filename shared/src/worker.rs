@@ -11,7 +11,7 @@ use crate::adapters::memory::MemoryQueue;
 use crate::adapters::memory::queue::Scheduled;
 use crate::budget::JobKind;
 use crate::deps::Deps;
-use crate::domain::{EventKind, Job, RespondMode, Stage, Timestamp};
+use crate::domain::{EventKind, Job, RespondMode, Timestamp};
 use crate::ingest::record;
 use crate::ports::{PortError, PortResult};
 use crate::{judge, respond};
@@ -154,12 +154,7 @@ pub async fn deliver(deps: &Deps, queue: &MemoryQueue, scheduled: Scheduled) -> 
 }
 
 fn dead_letter(deps: &Deps, job: &Job, error: &str) {
-    let stage = match job {
-        Job::Judge { .. } => Stage::Judge,
-        Job::Respond { .. } => Stage::Respond,
-        Job::Summarize { .. } | Job::Remember { .. } => Stage::Summarize,
-        Job::Reflect { .. } | Job::SweepFacts => Stage::Reflect,
-    };
+    let stage = crate::budget::JobKind::of(job).stage();
     record(
         deps,
         job.channel(),

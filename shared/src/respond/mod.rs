@@ -79,11 +79,12 @@ pub async fn handle(
         response_type,
     };
     match answer(deps, &answering, emoji, resumed).await {
-        Ok(()) => {
+        Ok(state) => {
             // A direct trigger has no judgment to run the memory triggers; an ambient
-            // answer's judge ran them already.
-            if mode == RespondMode::Direct {
-                remember(deps, &target).await;
+            // answer's judge ran them already. The channel state read for the answer
+            // serves them (the answer changed only its interventions).
+            if mode == RespondMode::Direct && crate::memory::enabled(deps) {
+                crate::memory::queue_due(deps, &target, &state).await;
             }
             Ok(())
         }
@@ -112,17 +113,6 @@ pub async fn handle(
     }
 }
 
-/// The memory triggers after a direct answer. The answer is done, so a failure is
-/// only logged: the next message runs them again.
-async fn remember(deps: &Deps, target: &Message) {
-    if !crate::memory::enabled(deps) {
-        return;
-    }
-    match deps.channels.channel_state(&target.channel).await {
-        Ok(state) => crate::memory::queue_due(deps, target, &state).await,
-        Err(error) => tracing::warn!(%error, "could not read the channel's memory state"),
-    }
-}
 
 /// The answer being made: to which message, under which claim, how.
 struct Answering<'a> {
@@ -132,7 +122,13 @@ struct Answering<'a> {
     response_type: ResponseType,
 }
 
-async fn answer(deps: &Deps, answering: &Answering<'_>, chosen_emoji: Option<&str>, resumed: bool) -> PortResult<()> {
+/// Makes and records the answer; returns the channel's state as it was read for it.
+async fn answer(
+    deps: &Deps,
+    answering: &Answering<'_>,
+    chosen_emoji: Option<&str>,
+    resumed: bool,
+) -> PortResult<crate::ports::ChannelState> {
     let Answering {
         target,
         key,
@@ -173,7 +169,10 @@ async fn answer(deps: &Deps, answering: &Answering<'_>, chosen_emoji: Option<&st
         (ResponseType::ShortAck | ResponseType::FullResponse, None) => {
             let text = match generate(deps, target, &conversation, &state, response_type).await? {
                 Ok(text) => text,
-                Err(reason) => return fail_generation(deps, answering, &state, reason).await,
+                Err(reason) => {
+                    fail_generation(deps, answering, &state, reason).await?;
+                    return Ok(state);
+                }
             };
             if state.shadow {
                 deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?;
@@ -213,7 +212,7 @@ async fn answer(deps: &Deps, answering: &Answering<'_>, chosen_emoji: Option<&st
             shadow: state.shadow,
         },
     );
-    Ok(())
+    Ok(state)
 }
 
 /// A generation that failed or gave something unfit to post: nothing in ambient mode;
