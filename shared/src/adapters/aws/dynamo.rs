@@ -792,6 +792,20 @@ impl Ledger for DynamoStore {
 
 /// Creates the three tables where they do not exist (`kuuki setup-aws`, tests); in
 /// AWS the SAM template owns them.
+/// Whether TTL is on (or being turned on) for `table`.
+async fn ttl_enabled(client: &Client, table: &str) -> Result<bool, String> {
+    use aws_sdk_dynamodb::types::TimeToLiveStatus;
+    let status = client
+        .describe_time_to_live()
+        .table_name(table)
+        .send()
+        .await
+        .map_err(|e| format!("TTL of {table}: {e:?}"))?
+        .time_to_live_description
+        .and_then(|d| d.time_to_live_status);
+    Ok(matches!(status, Some(TimeToLiveStatus::Enabled | TimeToLiveStatus::Enabling)))
+}
+
 pub async fn create_tables(client: &Client, tables: &TableNames) -> Result<(), String> {
     let existing = client
         .list_tables()
@@ -836,8 +850,14 @@ pub async fn create_tables(client: &Client, tables: &TableNames) -> Result<(), S
                 .attribute_definitions(attr("conv").map_err(|e| e.to_string())?)
                 .global_secondary_indexes(index);
         }
-        create.send().await.map_err(|e| format!("create table {name}: {e:?}"))?;
-        if ttl {
+        match create.send().await {
+            Ok(_) => {}
+            // The table is there: the SDK retried a create that had succeeded (a slow
+            // answer), or another setup made it meanwhile. Its TTL is still checked.
+            Err(SdkError::ServiceError(e)) if e.err().is_resource_in_use_exception() => {}
+            Err(e) => return Err(format!("create table {name}: {e:?}")),
+        }
+        if ttl && !ttl_enabled(client, name).await? {
             let spec = TimeToLiveSpecification::builder()
                 .enabled(true)
                 .attribute_name("expires_at")
