@@ -5,6 +5,7 @@ pub mod budget;
 pub mod config;
 pub mod deps;
 pub mod domain;
+pub mod eval;
 pub mod ingest;
 pub mod judge;
 pub mod memory;

@@ -40,6 +40,9 @@ enum Command {
     SetupAws(crate::aws::SetupArgs),
     /// Measure replay throughput on a generated transcript.
     Bench(crate::bench::BenchArgs),
+    /// Replay the labelled conversations of `eval/` and measure judgment against the
+    /// labels: precision and recall of speaking, reactions, timing, LLM calls and cost.
+    Eval(crate::eval::EvalArgs),
 }
 
 #[derive(Args)]
@@ -80,6 +83,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(args) => crate::serve::run(args).await,
         Command::SetupAws(args) => crate::aws::setup_aws(args).await,
         Command::Bench(args) => crate::bench::run(args).await,
+        Command::Eval(args) => crate::eval::run(args).await,
     }
 }
 

@@ -4,6 +4,7 @@
 mod aws;
 mod bench;
 mod cli;
+mod eval;
 mod serve;
 
 use std::process::ExitCode;

@@ -1,0 +1,91 @@
+//! `kuuki eval` on the repository's labelled set, as CI runs it: the scripted policy
+//! must stay above the floor, so a change that makes kuuki chattier or deafer fails.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The floors for the scripted policy (README "Judgment quality"). Raise them when
+/// the judge gets better; never lower them to let a change through.
+const MIN_PRECISION: &str = "0.75";
+const MIN_RECALL: &str = "0.55";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn kuuki(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kuuki"))
+        .args(args)
+        .current_dir(repo())
+        .env_remove("LLM_PROVIDER")
+        .env_remove("PERSONA_FILE")
+        .output()
+        .expect("kuuki runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn the_scripted_policy_stays_above_the_floor_and_the_report_lists_the_misses() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("eval.html");
+    let out = kuuki(&[
+        "eval",
+        "--min-precision",
+        MIN_PRECISION,
+        "--min-recall",
+        MIN_RECALL,
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "kuuki eval failed:\n{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("| all | "), "{stdout}");
+    assert!(!stdout.contains("deliveries failed"), "{stdout}");
+    let html = std::fs::read_to_string(&report).unwrap();
+    let misses = stdout.lines().filter(|l| l.starts_with("  ") && l.contains(".jsonl line ")).count();
+    assert!(html.contains(&format!("Misses ({misses})")), "the report lists {misses} misses");
+    // Each miss carries its decision trace with the rules by name.
+    assert!(misses == 0 || html.contains("class=\"rule "), "no rules in the traces");
+}
+
+#[test]
+fn a_floor_above_the_figures_fails_with_the_reason() {
+    let out = kuuki(&["eval", "--only", "en/", "--min-precision", "1.01"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("below the floor: precision"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn the_set_is_large_bilingual_and_covers_the_situations() {
+    let mut names = Vec::new();
+    for lang in ["en", "ja"] {
+        for entry in std::fs::read_dir(repo().join("eval").join(lang)).unwrap() {
+            names.push(entry.unwrap().path());
+        }
+    }
+    let mut by_lang = [0usize; 2];
+    let mut situations = std::collections::BTreeSet::new();
+    let mut labels = [0usize; 3];
+    for path in &names {
+        let name = path.strip_prefix(repo().join("eval")).unwrap().to_string_lossy().into_owned();
+        let case = kuuki::eval::parse_case(&name, &std::fs::read_to_string(path).unwrap())
+            .unwrap_or_else(|e| panic!("{e}"));
+        by_lang[usize::from(case.language() == "ja")] += 1;
+        situations.insert(case.situation.clone());
+        for l in &case.labels {
+            labels[l.expect as usize] += 1;
+        }
+    }
+    assert!(names.len() >= 60, "{} conversations", names.len());
+    assert!(by_lang.iter().all(|&n| n * 5 >= names.len() * 2), "about half each: {by_lang:?}");
+    for s in [
+        "quick-answer", "left-hanging", "rhetorical", "addressed-to-someone", "thanks", "argument-cooling", "joke",
+        "bot-chatter", "thread", "one-on-one", "busy-burst", "direct-mention",
+    ] {
+        assert!(situations.contains(s), "no {s} conversation");
+    }
+    assert!(labels.iter().all(|&n| n >= 10), "speak, react, silent labels: {labels:?}");
+}
