@@ -855,3 +855,78 @@ fn a_remark_is_joined_only_once_the_conversation_has_a_few_messages() {
     let log = Run::new(r#"{"t": 0, "user": "alice", "text": "<@bot> 新しい CI 設定できた"}"#).script(YES).settings(&settings).log();
     assert_eq!(log.kind("respond").len(), 1, "{log:?}");
 }
+
+#[test]
+fn a_question_without_a_mark_left_hanging_after_an_afterthought_is_taken_up() {
+    // Two people greeted each other earlier; the question is for the room, and the
+    // judged line is the asker's afterthought: the turn is what counts.
+    let transcript = r#"{"t": 0, "user": "priya", "text": "morning all"}
+{"t": 38, "user": "tom", "text": "morning"}
+{"t": 420, "user": "priya", "text": "ugh, committed to main. how do I undo the last commit but keep the changes"}
+{"t": 431, "user": "priya", "text": "not pushed yet"}"#;
+    let script = r#"{"role": "judge", "match": "how do I undo", "reply": {"should_respond": true, "reason": "open question", "confidence": 0.9, "delay_seconds": 0, "conversation_state": "active"}, "repeat": true}
+{"role": "judge", "reply": {"should_respond": false, "reason": "no", "confidence": 0.9, "conversation_state": "active"}, "repeat": true}
+{"role": "generate", "reply": "git reset --soft HEAD~1", "repeat": true}"#;
+    let log = Run::new(transcript).script(script).settings(&[("JUDGE_JITTER_RATIO", "0")]).log();
+    let judges = log.about("judge", 431.0);
+    assert_eq!(judges.len(), 2, "{log:?}");
+    assert_eq!(judges[0]["decision"], "wait");
+    assert_eq!(judges[1]["breakdown"]["unanswered_question"], 25, "{}", judges[1]);
+    assert!(judges[1]["breakdown"].get("one_on_one").is_none(), "an open question is for the room: {}", judges[1]);
+    let respond = log.kind("respond");
+    assert_eq!(respond.len(), 1, "the LLM saw the whole turn: {log:?}");
+    assert_eq!(respond[0]["text"], "git reset --soft HEAD~1");
+}
+
+#[test]
+fn a_question_that_calls_someone_by_name_is_theirs() {
+    for text in [
+        "Yuki, could you take a look at my PR when you get a sec?",
+        "daniel are you the one who set up the read replica? does it lag much",
+        "satoさん、ステージングの環境変数いじりました？",
+    ] {
+        let transcript = format!(
+            r#"{{"t": 0, "user": "carol", "text": "morning"}}
+{{"t": 60, "user": "bob", "text": "morning!"}}
+{{"t": 600, "user": "alice", "text": "{text}"}}"#
+        );
+        let log = Run::new(&transcript).script(YES).settings(&[("JUDGE_JITTER_RATIO", "0")]).log();
+        let judge = log.about("judge", 600.0)[0];
+        assert_eq!(judge["breakdown"]["addressed_to_other"], -60, "{text}: {log:?}");
+        assert_eq!(judge["decision"], "wait", "theirs for an hour: {judge}");
+        let called = ["for yuki", "for daniel", "for sato"];
+        assert!(called.iter().any(|c| judge["reason"].as_str().unwrap().contains(c)), "{judge}");
+    }
+    // A question word or a filler is no name.
+    let log = Run::new(
+        r#"{"t": 0, "user": "carol", "text": "morning"}
+{"t": 60, "user": "bob", "text": "morning!"}
+{"t": 600, "user": "alice", "text": "so, could you all check the staging logs? how do you read them"}"#,
+    )
+    .settings(&[("JUDGE_JITTER_RATIO", "0")])
+    .log();
+    assert!(log.about("judge", 600.0)[0]["breakdown"].get("addressed_to_other").is_none(), "{log:?}");
+}
+
+#[test]
+fn thanks_said_to_kuuki_gets_a_reaction_and_a_question_with_it_an_answer() {
+    let log = Run::new(
+        r#"{"t": 0, "user": "emma", "text": "<@bot> what's the psql command to list tables?"}
+{"t": 480, "user": "emma", "text": "that's the one, thanks!! 🙏", "reply_to_bot": true}
+{"t": 900, "user": "emma", "text": "kuuki thanks! and how do I list the views?"}"#,
+    )
+    .script(YES)
+    .log();
+    let types: Vec<(f64, String)> = log
+        .kind("respond")
+        .iter()
+        .map(|r| (r["msg_t"].as_f64().unwrap(), r["type"].as_str().unwrap().to_owned()))
+        .collect();
+    assert_eq!(
+        types,
+        vec![(0.0, "full_response".into()), (480.0, "react_only".into()), (900.0, "full_response".into())],
+        "{log:?}"
+    );
+    assert_eq!(log.about("respond", 480.0)[0]["emoji"], "pray");
+    assert_eq!(log.stats()["llm_calls"]["generate"], 2, "a reaction costs no generation");
+}

@@ -361,7 +361,7 @@ fn memory_lines(h: &Harness, events: &[kuuki::domain::Event]) -> Vec<(&'static s
 #[tokio::test]
 async fn direct_messages_are_summarized_and_reflected_on() {
     let h = remembering(&[]);
-    for (secs, text) in [(0.0, "the deploy is on friday"), (60.0, "can you remind me on thursday"), (120.0, "thanks")] {
+    for (secs, text) in [(0.0, "the deploy is on friday"), (60.0, "can you remind me on thursday"), (120.0, "and the release notes on monday")] {
         let mut dm = h.message(secs, "alice", text, None);
         dm.channel = kuuki::domain::ChannelId("D01".into());
         dm.in_dm = true;

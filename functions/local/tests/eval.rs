@@ -6,8 +6,8 @@ use std::process::{Command, Output};
 
 /// The floors for the scripted policy (README "Judgment quality"). Raise them when
 /// the judge gets better; never lower them to let a change through.
-const MIN_PRECISION: &str = "0.75";
-const MIN_RECALL: &str = "0.55";
+const MIN_PRECISION: &str = "0.80";
+const MIN_RECALL: &str = "0.85";
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::deps::Deps;
 use crate::domain::{ChannelId, DirectTrigger, Event, EventKind, Job, Message, RespondMode, ResponseType, Ts};
-use crate::judge::rules::direct_trigger;
+use crate::judge::rules::{direct_trigger, is_thanks};
 use crate::ports::{PortResult, PutOutcome};
 
 /// A platform event, already verified and normalized.
@@ -120,7 +120,12 @@ fn plan(deps: &Deps, message: &Message) -> Option<(Job, Duration)> {
                 thread: message.thread_key(),
                 ts: message.ts.clone(),
                 mode: RespondMode::Direct,
-                response_type: ResponseType::FullResponse,
+                // Thanks said to kuuki is answered with an emoji, not a speech.
+                response_type: if is_thanks(&message.text) {
+                    ResponseType::ReactOnly
+                } else {
+                    ResponseType::FullResponse
+                },
                 emoji: None,
             },
             Duration::ZERO,

@@ -273,7 +273,11 @@ async fn ask_llm(
         model: deps.settings.judge_model.clone(),
         system: deps.prompts.judge(&ctx),
         max_tokens: 300,
-        subject: target.text.clone(),
+        // The speaker's whole turn: the line judged may be an afterthought ("no rush").
+        subject: match rules::turn(conversation) {
+            [] => target.text.clone(),
+            turn => turn.iter().map(|m| m.text.as_str()).collect::<Vec<_>>().join("\n"),
+        },
     };
     let (verdict, usage) = match llm.complete(request).await {
         Ok(response) => (

@@ -93,6 +93,9 @@ pub fn addressee(conversation: &[Message], bot: &BotIdentity) -> Option<String> 
     if let Some(id) = turn.iter().find_map(|m| mentioned_others(&m.text, bot).first().copied()) {
         return Some(id.to_owned());
     }
+    if let Some(name) = called_by_name(&turn[0], conversation, bot) {
+        return Some(name);
+    }
     speaker.thread_root.as_ref()?;
     let before = self::turn(&conversation[..conversation.len() - turn.len()]);
     let asker = before.last()?;
@@ -100,14 +103,123 @@ pub fn addressee(conversation: &[Message], bot: &BotIdentity) -> Option<String> 
     asked.then(|| asker.user_name.clone())
 }
 
+/// The person a message opens by calling, without a mention: 「satoさん、…」 (any name
+/// with an honorific), "Yuki, could you…" or "daniel are you…" (the name of someone
+/// else in the conversation, followed by a comma or a question).
+fn called_by_name(message: &Message, conversation: &[Message], bot: &BotIdentity) -> Option<String> {
+    const HONORIFICS: [&str; 6] = ["さん", "くん", "君", "ちゃん", "様", "氏"];
+    const ASKING: [&str; 10] = ["are ", "is ", "can ", "could ", "would ", "will ", "do ", "did ", "have ", "when "];
+    let text = message.text.trim_start();
+    let lower = text.to_lowercase();
+    let lower = ["hey ", "hi ", "@"].iter().find_map(|p| lower.strip_prefix(p)).unwrap_or(&lower);
+    let end = lower.find(|c: char| matches!(c, ',' | '、' | ':' | ' ' | '　' | '!' | '！')).unwrap_or(lower.len());
+    let (word, rest) = lower.split_at(end);
+    let is_bot = |w: &str| bot.names_lowercase.iter().any(|n| n == w);
+    if let Some(name) = HONORIFICS.iter().find_map(|h| word.strip_suffix(h))
+        && !name.is_empty()
+        && name.chars().count() <= 12
+        && !is_bot(name)
+    {
+        return Some(name.to_owned());
+    }
+    if word.is_empty() || is_bot(word) {
+        return None;
+    }
+    // "Yuki, could you…" names someone even before they wrote here; "So, could you…" not.
+    const NOT_NAMES: &[&str] = &[
+        "so", "also", "ok", "okay", "and", "but", "well", "btw", "folks", "guys", "team", "all", "everyone", "anyone",
+        "somebody", "someone", "how", "what", "why", "where", "when", "who", "which", "whom", "whose", "where", "are",
+        "is", "can", "could", "would", "will", "do", "did", "does", "have", "has", "i", "you", "we", "they", "it",
+        "this", "that", "then", "now", "oh", "ah", "hmm", "yes", "no", "yeah", "yep", "nope", "thanks", "sorry",
+        "please", "wait", "right", "seriously", "honestly",
+    ];
+    let after_name = rest.trim_start_matches([',', '、', ':']).trim_start();
+    let asks_you = ASKING.iter().any(|a| after_name.starts_with(a) && after_name[a.len()..].starts_with("you"));
+    if asks_you && !NOT_NAMES.contains(&word) && word.chars().all(char::is_alphabetic) {
+        return Some(word.to_owned());
+    }
+    let known = conversation.iter().any(|m| {
+        let n = m.user_name.to_lowercase();
+        m.author == Author::Human && m.user != message.user && (n == word || n.split_whitespace().next() == Some(word))
+    });
+    let calls = rest.starts_with([',', '、', ':']) || ASKING.iter().any(|a| after_name.starts_with(a));
+    (known && calls).then(|| word.to_owned())
+}
+
 fn contains_ignore_case(text_lower: &str, needle: &str) -> bool {
     !needle.is_empty() && text_lower.contains(&needle.to_lowercase())
 }
 
-/// Ends with `?` or `？`, ignoring trailing spaces.
+/// The text asks something. People often leave out the question mark ("how do I undo
+/// the last commit but keep the changes", 「どこで見られるんだっけ」) or ask for help
+/// without a question ("the cache key stuff confuses me"), so besides a final `?`/`？`
+/// this reads: a question mark ending a sentence of some length inside the text (not
+/// "what? no."), a sentence opening like an English question ("how do I", "is there",
+/// "anyone know"), a sentence ending like a Japanese one (っけ, かな, ですか …), and a
+/// few phrases that ask for help (教えて, "stuck on", わからない …).
 pub fn is_question(text: &str) -> bool {
     let t = text.trim_end();
-    t.ends_with('?') || t.ends_with('？')
+    if t.ends_with('?') || t.ends_with('？') {
+        return true;
+    }
+    let lower = t.to_lowercase();
+    if question_phrases::ASKING.iter().any(|p| lower.contains(p)) {
+        return true;
+    }
+    let mut sentence_start = 0;
+    for (i, c) in lower.char_indices() {
+        let ends_sentence = matches!(c, '?' | '？' | '.' | '!' | '！' | '。' | '\n' | ';' | ':' | ',' | '、');
+        if !ends_sentence {
+            continue;
+        }
+        let sentence = &lower[sentence_start..i];
+        let followed_by_space = lower[i + c.len_utf8()..].chars().next().is_none_or(char::is_whitespace);
+        if (c == '？' || (c == '?' && followed_by_space)) && sentence.trim().chars().count() >= 12 {
+            return true;
+        }
+        if asks(sentence) {
+            return true;
+        }
+        sentence_start = i + c.len_utf8();
+    }
+    asks(&lower[sentence_start..])
+}
+
+/// One sentence (lowercase) opens like an English question or ends like a Japanese one.
+fn asks(sentence: &str) -> bool {
+    let mut s = sentence.trim_start();
+    // "so how do I …", "ok quick question: is there …"
+    while let Some(rest) = question_phrases::FILLERS.iter().find_map(|f| s.strip_prefix(f)) {
+        s = rest.trim_start();
+    }
+    if question_phrases::OPENINGS.iter().any(|o| s.starts_with(o)) {
+        return true;
+    }
+    let end = s.trim_end_matches(|c: char| !c.is_alphanumeric());
+    question_phrases::JA_ENDINGS.iter().any(|e| end.ends_with(e))
+}
+
+mod question_phrases {
+    pub const OPENINGS: &[&str] = &[
+        "how do ", "how does ", "how can ", "how to ", "how should ", "how would ", "how come ", "what is ",
+        "what's the ", "what are ", "what does ", "what do ", "where is ", "where are ", "where do ", "where does ",
+        "where can ", "why does ", "why do ", "why is ", "why are ", "why would ", "when is ", "when does ",
+        "who knows ", "who can ", "is there ", "are there ", "is it ", "does anyone", "does anybody", "do we ",
+        "do you ", "do i ", "can i ", "can we ", "can someone", "can anyone", "could someone", "could anyone",
+        "should i ", "should we ", "anyone know", "anybody know", "any idea", "any tips",
+    ];
+    pub const FILLERS: &[&str] = &["so ", "ok ", "okay ", "but ", "and ", "also ", "hey ", "quick question", "dumb question"];
+    pub const JA_ENDINGS: &[&str] = &[
+        "っけ", "かな", "かなぁ", "ですか", "ますか", "でしょうか", "ませんか", "だろうか", "のかな", "ばいい", "たらいい",
+        "ばいいの", "たらいいの", "んだろう", "教えて",
+    ];
+    /// Asking for help without a question.
+    pub const ASKING: &[&str] = &[
+        "anyone know", "anybody know", "figure out", "stuck on", "confuses me", "教えてください", "教えて下さい",
+        "教えてほしい", "教えて欲しい", "教えてくれ", "わかる人", "分かる人",
+        "知ってる人", "知っている人", "詳しい人", "わからない", "分からない", "わかんない", "困って", "詰まって", "ハマって",
+        "はまって",
+    ];
 }
 
 /// The speaker's last turn: the messages at the end of `conversation` written by the
@@ -189,9 +301,6 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
     let mut speakers: Vec<&str> = humans.iter().map(|m| m.user.0.as_str()).collect();
     speakers.sort_unstable();
     speakers.dedup();
-    if speakers.len() == 2 {
-        breakdown.add("one_on_one", points::ONE_ON_ONE);
-    }
     let kuuki_addressed = window.iter().any(|m| direct_trigger(m, input.bot).is_some());
     if !kuuki_addressed {
         breakdown.add("no_mention", points::NO_MENTION);
@@ -247,6 +356,12 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
                 ),
             });
         }
+    }
+
+    // Two people talking to each other, unless one of them asked the room something
+    // the other left unanswered: then it is an open question like any other.
+    if speakers.len() == 2 && !open_question {
+        breakdown.add("one_on_one", points::ONE_ON_ONE);
     }
 
     // Seed 003 waits for a few messages to follow the flow before eavesdropping. An
@@ -338,6 +453,18 @@ pub fn response_type(score: i32, engaged: bool, clear_trigger: bool, settings: &
     } else {
         ResponseType::ReactOnly
     }
+}
+
+/// Thanks and nothing more: no question, no request. Said to kuuki, an emoji answers it
+/// better than a reply ("that's the one, thanks!!", 「できました！ありがとうございます」).
+pub fn is_thanks(text: &str) -> bool {
+    const THANKS: [&str; 7] = ["ありがと", "thank", "thx", "助かり", "助かった", "感謝", "ty!"];
+    const REQUESTS: [&str; 12] = [
+        "please", "pls", "can you", "could you", "would you", "お願い", "ください", "下さい", "してほしい", "して欲しい",
+        "もう一つ", "one more",
+    ];
+    let t = text.to_lowercase();
+    THANKS.iter().any(|w| t.contains(w)) && !REQUESTS.iter().any(|w| t.contains(w)) && !is_question(text)
 }
 
 /// An emoji for a react-only response (Slack names), picked from what the message says.
@@ -475,6 +602,55 @@ mod tests {
         assert_eq!(points_of(&one("lunch?").score(&s), "question"), Some(20));
         assert_eq!(points_of(&one("お昼どうする？  ").score(&s), "question"), Some(20));
         assert_eq!(points_of(&one("what? no.").score(&s), "question"), None);
+    }
+
+    #[test]
+    fn thanks_is_thanks_without_a_question_or_a_request() {
+        for text in ["that's the one, thanks!! 🙏", "できました！ありがとうございます🙏", "kuuki ty!", "助かりました"] {
+            assert!(is_thanks(text), "{text}");
+        }
+        for text in [
+            "thanks! how do I do the same for views?",
+            "ありがとう、もう一つ教えてほしいんだけど",
+            "thanks, could you also check the staging logs",
+            "お願いします",
+            "the deploy is done",
+        ] {
+            assert!(!is_thanks(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn questions_without_a_final_mark_are_questions() {
+        for text in [
+            "ugh, committed to main. how do I undo the last commit but keep the changes",
+            "anyone know why rustc keeps saying `borrowed value does not live long enough`",
+            "ok dumb question: is it 'a URL' or 'an URL'? I've written it both ways",
+            "is there a quick way to see which queries are the slowest? postgres 14",
+            "trying to figure out the right way to cache ~/.cargo between runs",
+            "So is there a flag for that",
+            "直前のコミット取り消したいんだけど、変更は残したい。どうやるんだっけ",
+            "sccache も併用したらもっと速くなるのかな。キャッシュかぶりそうな気もするけど",
+            "どっち使えばいいんだっけ…",
+            "ステージングのログってどこで見られますか",
+            "このエラーの意味、誰か教えてください",
+            "ビルドの直し方教えて〜",
+        ] {
+            assert!(is_question(text), "{text}");
+        }
+        for text in [
+            "what? no.",
+            "deployed to staging, all green",
+            "see https://example.com/search?q=kuuki for the list",
+            "how nice is that",
+            "that's the one, thanks!! 🙏",
+            "お昼はカレーにしました",
+            "ステージングのログは Grafana で見られます。",
+            "which is why I moved it",
+            "昨日教えてもらったやつ、入れたら通るようになったよ",
+        ] {
+            assert!(!is_question(text), "{text}");
+        }
     }
 
     #[test]
