@@ -89,3 +89,49 @@ fn the_set_is_large_bilingual_and_covers_the_situations() {
     }
     assert!(labels.iter().all(|&n| n >= 10), "speak, react, silent labels: {labels:?}");
 }
+
+/// `kuuki eval --llm openai` measures a real provider: here a fake OpenAI-compatible
+/// server over HTTP, whose usage figures the table reports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_provider_is_measured_through_its_api() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    let llm = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(serde_json::json!({
+            "choices": [{"message": {"role": "assistant", "content": "git rebase --onto main old-base feature"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 100},
+        })))
+        .mount(&llm)
+        .await;
+    let uri = llm.uri();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_kuuki"))
+            .args(["eval", "--only", "en/05-", "--llm", "openai", "--input-price", "1", "--output-price", "10"])
+            .current_dir(repo())
+            .env("OPENAI_BASE_URL", uri)
+            .env("LLM_MODEL", "eval-model")
+            .env_remove("PERSONA_FILE")
+            .output()
+            .expect("kuuki runs")
+    })
+    .await
+    .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("LLM openai"), "{stdout}");
+    let requests = llm.received_requests().await.unwrap();
+    assert!(!requests.is_empty());
+    let body: serde_json::Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert_eq!(body["model"], "eval-model");
+    // The name call is answered through the provider: right, and priced from its usage.
+    let all = stdout.lines().find(|l| l.starts_with("| all |")).unwrap();
+    let cells: Vec<&str> = all.split('|').map(str::trim).collect();
+    assert!(cells[5].starts_with("1.00 ("), "recall: {all}");
+    let calls = requests.len() as f64;
+    let messages: f64 = cells[3].parse().unwrap();
+    let dollars = calls * (1000.0 * 1.0 + 100.0 * 10.0) / 1e6 * 1000.0 / messages;
+    assert_eq!(cells[12], format!("{dollars:.4}"), "{all}");
+}
