@@ -106,19 +106,26 @@ async fn queue_urls(moto: &str) -> (aws_sdk_sqs::Client, QueueUrls) {
         let out = client.create_queue().queue_name(unique(name)).send().await.expect("a queue");
         urls.push(out.queue_url.unwrap());
     }
-    (client, QueueUrls { judge: urls[0].clone(), respond: urls[1].clone(), summarize: urls[2].clone(), reflect: urls[3].clone() })
+    (
+        client,
+        QueueUrls {
+            judge: urls[0].clone(),
+            respond: urls[1].clone(),
+            summarize: urls[2].clone(),
+            reflect: urls[3].clone(),
+        },
+    )
 }
 
 fn judge_job() -> Job {
-    Job::Judge {
-        thread: ThreadKey::top_level(ChannelId("C1".into())),
-        ts: Ts::new("1767603600.000100"),
-    }
+    Job::Judge { thread: ThreadKey::top_level(ChannelId("C1".into())), ts: Ts::new("1767603600.000100") }
 }
 
 #[tokio::test]
 async fn sqs_carries_versioned_jobs_to_their_worker_queue_with_their_delay() {
-    let Some((_, moto)) = emulators("sqs_carries_versioned_jobs_to_their_worker_queue_with_their_delay") else { return };
+    let Some((_, moto)) = emulators("sqs_carries_versioned_jobs_to_their_worker_queue_with_their_delay") else {
+        return;
+    };
     let (client, urls) = queue_urls(&moto).await;
     let queue = SqsQueue::new(client.clone(), urls.clone());
     queue.enqueue(judge_job(), Duration::ZERO).await.unwrap();
@@ -179,7 +186,6 @@ async fn long_delays_become_one_time_schedules_that_delete_themselves() {
     assert_eq!(listed.schedules().len(), 1);
 }
 
-
 /// kuuki end to end on the emulators: signed Slack requests over HTTP into the
 /// ingress router, jobs through SQS into the judge and respond handlers, posts out
 /// to a fake Slack API.
@@ -192,9 +198,9 @@ mod end_to_end {
     use kuuki::adapters::aws::dynamo::{TableNames, create_tables};
     use kuuki::adapters::aws::lambda::{AwsAdapters, handle_sqs_event};
     use kuuki::adapters::memory::MemoryLog;
-    use kuuki::budget::JobKind;
     use kuuki::adapters::slack::{SigningSecret, SlackClient, SlackIdentity};
     use kuuki::adapters::system::SystemClock;
+    use kuuki::budget::JobKind;
     use kuuki::config::Settings;
     use kuuki::deps::Deps;
     use kuuki::domain::UserId;
@@ -268,7 +274,8 @@ mod end_to_end {
 
         async fn deliver(&self, event: serde_json::Value, retry: bool) -> u16 {
             let body = envelope(event).to_string();
-            let timestamp = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()).to_string();
+            let timestamp =
+                (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()).to_string();
             let mut request = reqwest::Client::new()
                 .post(format!("{}/slack/events", self.base_url))
                 .header("content-type", "application/json")
@@ -283,7 +290,15 @@ mod end_to_end {
 
         /// What SQS would hand the Lambda: the queue's visible messages as an event.
         pub(super) async fn receive(&self, url: &str) -> SqsEvent {
-            let out = self.sqs.receive_message().queue_url(url).max_number_of_messages(10).visibility_timeout(0).send().await.unwrap();
+            let out = self
+                .sqs
+                .receive_message()
+                .queue_url(url)
+                .max_number_of_messages(10)
+                .visibility_timeout(0)
+                .send()
+                .await
+                .unwrap();
             let mut event = SqsEvent::default();
             event.records = out
                 .messages
@@ -317,7 +332,10 @@ mod end_to_end {
                     let response = handle_sqs_event(&self.deps, kind, event.clone()).await;
                     failed += response.batch_item_failures.len();
                     for record in &event.records {
-                        let ok = !response.batch_item_failures.iter().any(|f| Some(&f.item_identifier) == record.message_id.as_ref());
+                        let ok = !response
+                            .batch_item_failures
+                            .iter()
+                            .any(|f| Some(&f.item_identifier) == record.message_id.as_ref());
                         if ok {
                             let handle = record.receipt_handle.as_deref().expect("a receipt handle");
                             self.sqs.delete_message().queue_url(url).receipt_handle(handle).send().await.unwrap();
@@ -350,7 +368,10 @@ mod end_to_end {
 
     #[tokio::test]
     async fn a_mention_delivered_three_times_and_redelivered_by_sqs_posts_once() {
-        let Some((dynamo, moto)) = emulators("a_mention_delivered_three_times_and_redelivered_by_sqs_posts_once") else { return };
+        let Some((dynamo, moto)) = emulators("a_mention_delivered_three_times_and_redelivered_by_sqs_posts_once")
+        else {
+            return;
+        };
         let w = world(&dynamo, &moto, &[]).await;
         let ts = now_ts(7);
         let mention = message("C0E2E", "UALICE", "<@UKUUKI> 今日のリリースは？", &ts);
@@ -385,7 +406,9 @@ mod end_to_end {
 
     #[tokio::test]
     async fn an_ambient_message_goes_through_the_judge_queue_to_a_reaction() {
-        let Some((dynamo, moto)) = emulators("an_ambient_message_goes_through_the_judge_queue_to_a_reaction") else { return };
+        let Some((dynamo, moto)) = emulators("an_ambient_message_goes_through_the_judge_queue_to_a_reaction") else {
+            return;
+        };
         let w = world(&dynamo, &moto, &[("JUDGE_MIN_WAIT_SECONDS", "0"), ("JUDGE_SCORE_THRESHOLD", "0")]).await;
         let ts = now_ts(9);
         assert_eq!(w.deliver(message("C0AMB", "UBOB", "deploy done 🎉", &ts), false).await, 200);
@@ -393,7 +416,10 @@ mod end_to_end {
         assert!(judged.batch_item_failures.is_empty());
         let answered = handle_sqs_event(&w.deps, JobKind::Respond, w.receive(&w.urls.respond).await).await;
         assert!(answered.batch_item_failures.is_empty());
-        assert_eq!(w.slack_calls("reactions.add").await, vec![json!({"channel": "C0AMB", "timestamp": ts, "name": "tada"})]);
+        assert_eq!(
+            w.slack_calls("reactions.add").await,
+            vec![json!({"channel": "C0AMB", "timestamp": ts, "name": "tada"})]
+        );
     }
 
     #[tokio::test]
@@ -444,12 +470,8 @@ async fn secrets_given_as_arns_are_read_once_from_secrets_manager() {
 /// AWS calls the workers may make per message, by operation, rules only: today's
 /// figures rounded up (lower them as the pipeline gets cheaper). An operation not
 /// listed fails the test (the workers send nothing here: no judgment responds).
-const WORKER_CALLS_PER_MESSAGE: &[(&str, f64)] = &[
-    ("dynamodb.GetItem", 1.5),
-    ("dynamodb.PutItem", 0.5),
-    ("dynamodb.Query", 2.5),
-    ("dynamodb.UpdateItem", 0.5),
-];
+const WORKER_CALLS_PER_MESSAGE: &[(&str, f64)] =
+    &[("dynamodb.GetItem", 1.5), ("dynamodb.PutItem", 0.5), ("dynamodb.Query", 2.5), ("dynamodb.UpdateItem", 0.5)];
 
 /// AWS calls a conversation costs, by service and operation, for the README's cost
 /// figure: ten messages (one mention), every job through SQS into the workers.
@@ -458,7 +480,18 @@ async fn aws_calls_per_message_through_the_whole_pipeline() {
     let Some((dynamo, moto)) = emulators("aws_calls_per_message_through_the_whole_pipeline") else { return };
     let w = end_to_end::world_for_costs(&dynamo, &moto).await;
     w.counter.reset();
-    let texts = ["おはよう", "deploy どう？", "見てます", "<@UKUUKI> 手順どこ？", "ありがとう", "了解", "lunch?", "カレー", "いいね", "行く"];
+    let texts = [
+        "おはよう",
+        "deploy どう？",
+        "見てます",
+        "<@UKUUKI> 手順どこ？",
+        "ありがとう",
+        "了解",
+        "lunch?",
+        "カレー",
+        "いいね",
+        "行く",
+    ];
     for (i, text) in texts.iter().enumerate() {
         assert_eq!(w.deliver_text(text, i as u32).await, 200);
     }

@@ -79,7 +79,8 @@ struct History {
 
 impl Respond for History {
     fn respond(&self, request: &Request) -> ResponseTemplate {
-        let fields: std::collections::HashMap<String, String> = serde_urlencoded::from_bytes(&request.body).unwrap_or_default();
+        let fields: std::collections::HashMap<String, String> =
+            serde_urlencoded::from_bytes(&request.body).unwrap_or_default();
         let oldest: f64 = fields.get("oldest").and_then(|o| o.parse().ok()).unwrap_or(0.0);
         let thread = fields.get("ts").cloned();
         let messages: Vec<Value> = self
@@ -99,19 +100,13 @@ impl Respond for History {
 async fn mount_slack(server: &MockServer, state: &SlackState) {
     Mock::given(method("POST"))
         .and(path("/chat.postMessage"))
-        .respond_with(PostMessage {
-            state: state.clone(),
-            delay: Duration::ZERO,
-        })
+        .respond_with(PostMessage { state: state.clone(), delay: Duration::ZERO })
         .mount(server)
         .await;
     for (api, replies) in [("/conversations.history", false), ("/conversations.replies", true)] {
         Mock::given(method("POST"))
             .and(path(api))
-            .respond_with(History {
-                state: state.clone(),
-                replies,
-            })
+            .respond_with(History { state: state.clone(), replies })
             .mount(server)
             .await;
     }
@@ -151,11 +146,7 @@ fn completion(content: &str, finish_reason: &str) -> ResponseTemplate {
 
 async fn model(answer: ResponseTemplate) -> MockServer {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/chat/completions"))
-        .respond_with(answer)
-        .mount(&server)
-        .await;
+    Mock::given(method("POST")).and(path("/chat/completions")).respond_with(answer).mount(&server).await;
     server
 }
 
@@ -192,16 +183,15 @@ impl World {
         Self::start_adapted(settings, llm, |_| {}).await
     }
 
-    async fn start_adapted(settings: &[(&str, &str)], llm: Arc<dyn Llm>, adapt: impl FnOnce(&mut kuuki::deps::Adapters)) -> World {
+    async fn start_adapted(
+        settings: &[(&str, &str)],
+        llm: Arc<dyn Llm>,
+        adapt: impl FnOnce(&mut kuuki::deps::Adapters),
+    ) -> World {
         let w = SlackWorld::start_adapted(settings, false, Some(llm), adapt).await;
         let slack = SlackState::default();
         mount_slack(&w.slack_api, &slack).await;
-        World {
-            w,
-            slack,
-            events: Vec::new(),
-            failed_deliveries: 0,
-        }
+        World { w, slack, events: Vec::new(), failed_deliveries: 0 }
     }
 
     /// alice mentions kuuki at `secs`; Slack's delivery is acknowledged.
@@ -225,8 +215,7 @@ impl World {
     }
 
     fn dead_letters(&self) -> usize {
-        self.kinds(|k| matches!(k, EventKind::Dropped { reason, .. } if reason.contains("dead letter")))
-            .len()
+        self.kinds(|k| matches!(k, EventKind::Dropped { reason, .. } if reason.contains("dead letter"))).len()
     }
 
     fn responded(&self) -> usize {
@@ -371,10 +360,7 @@ async fn post_answer_lost() -> Observed {
     // Slack posts, but answers after kuuki stopped waiting.
     Mock::given(method("POST"))
         .and(path("/chat.postMessage"))
-        .respond_with(PostMessage {
-            state: world.slack.clone(),
-            delay: Duration::from_secs(3),
-        })
+        .respond_with(PostMessage { state: world.slack.clone(), delay: Duration::from_secs(3) })
         .up_to_n_times(1)
         .with_priority(1)
         .mount(&world.w.slack_api)
@@ -406,10 +392,7 @@ async fn throttled_after_the_post() -> Observed {
     let throttle = Arc::new(AtomicU32::new(1));
     let t = throttle.clone();
     let mut world = World::start_adapted(&[], client(&llm, Duration::from_secs(30)), move |adapters| {
-        adapters.ledger = Arc::new(ThrottlingLedger {
-            inner: adapters.ledger.clone(),
-            complete_failures: t,
-        });
+        adapters.ledger = Arc::new(ThrottlingLedger { inner: adapters.ledger.clone(), complete_failures: t });
     })
     .await;
     world.mention(0).await;
@@ -432,10 +415,7 @@ async fn throttled_at_ingress() -> Observed {
     let throttle = Arc::new(AtomicU32::new(1));
     let t = throttle.clone();
     let mut world = World::start_adapted(&[], client(&llm, Duration::from_secs(30)), move |adapters| {
-        adapters.messages = Arc::new(ThrottlingMessages {
-            inner: adapters.messages.clone(),
-            put_failures: t,
-        });
+        adapters.messages = Arc::new(ThrottlingMessages { inner: adapters.messages.clone(), put_failures: t });
     })
     .await;
     let ts = world.w.ts(0, 1);
@@ -489,13 +469,23 @@ async fn with_failing_model(fault: &'static str, answer: ResponseTemplate, setti
 fn model_faults() -> Vec<(&'static str, ResponseTemplate)> {
     vec![
         ("the model is down (HTTP 500)", ResponseTemplate::new(500).set_body_string("upstream connect error")),
-        ("the model is slower than `LLM_TIMEOUT_SECONDS`", completion(ANSWER, "stop").set_delay(Duration::from_secs(3))),
-        ("the model answers garbage (HTML)", ResponseTemplate::new(200).set_body_string("<html>502 Bad Gateway</html>")),
+        (
+            "the model is slower than `LLM_TIMEOUT_SECONDS`",
+            completion(ANSWER, "stop").set_delay(Duration::from_secs(3)),
+        ),
+        (
+            "the model answers garbage (HTML)",
+            ResponseTemplate::new(200).set_body_string("<html>502 Bad Gateway</html>"),
+        ),
         (
             "the model answers 200 with an `error` object",
-            ResponseTemplate::new(200).set_body_json(json!({"error": {"message": "upstream model overloaded", "type": "server_error"}})),
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"error": {"message": "upstream model overloaded", "type": "server_error"}})),
         ),
-        ("the model's text is an error message", completion("Error: upstream model overloaded … Please retry later.", "stop")),
+        (
+            "the model's text is an error message",
+            completion("Error: upstream model overloaded … Please retry later.", "stop"),
+        ),
         ("the model is cut off at the token limit", completion("Run `make deploy` from", "length")),
         ("the provider's filter withholds the answer", completion("", "content_filter")),
         ("the model returns only whitespace", completion("   ", "stop")),
@@ -546,7 +536,11 @@ async fn anthropic_errors_inside_a_200_and_cut_off_answers_are_not_posted() {
     let overloaded = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/messages"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(
+                json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+            ),
+        )
         .mount(&overloaded)
         .await;
     let answer = Anthropic::new(&overloaded.uri(), "key", policy.clone()).complete(request.clone()).await;
@@ -580,8 +574,11 @@ async fn with_failing_slack(fault: &'static str, answer: ResponseTemplate) -> (W
 }
 
 async fn short_rate_limit() -> Observed {
-    let (world, observed) =
-        with_failing_slack("Slack answers 429 with `Retry-After: 1`", ResponseTemplate::new(429).insert_header("retry-after", "1")).await;
+    let (world, observed) = with_failing_slack(
+        "Slack answers 429 with `Retry-After: 1`",
+        ResponseTemplate::new(429).insert_header("retry-after", "1"),
+    )
+    .await;
     assert_eq!(observed.posts, [ANSWER]);
     assert_eq!(observed.post_calls, 2, "waited out within the delivery");
     assert_eq!(observed.lookups, 0, "the 429 said nothing was posted, and no delivery failed");
@@ -599,8 +596,14 @@ async fn retried_slack_faults() -> Vec<Observed> {
     let cases = [
         ("Slack answers 429 with `Retry-After: 120`", ResponseTemplate::new(429).insert_header("retry-after", "120")),
         ("Slack answers HTTP 500", ResponseTemplate::new(500)),
-        ("Slack answers `ok: false` `ratelimited`", ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "ratelimited"}))),
-        ("Slack answers `ok: false` `internal_error`", ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "internal_error"}))),
+        (
+            "Slack answers `ok: false` `ratelimited`",
+            ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "ratelimited"})),
+        ),
+        (
+            "Slack answers `ok: false` `internal_error`",
+            ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "internal_error"})),
+        ),
         (
             "Slack answers `ok: false` `service_unavailable`",
             ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "service_unavailable"})),
@@ -631,7 +634,8 @@ async fn permanent_refusal() -> Observed {
     assert!(observed.posts.is_empty());
     assert_eq!(observed.post_calls, 1, "not retried");
     assert_eq!(observed.failed_deliveries, 0, "given up within the delivery");
-    let failed = world.kinds(|k| matches!(k, EventKind::RespondFailed { reason, .. } if reason.contains("channel_not_found")));
+    let failed =
+        world.kinds(|k| matches!(k, EventKind::RespondFailed { reason, .. } if reason.contains("channel_not_found")));
     assert_eq!(failed.len(), 1);
     observed
 }
@@ -676,10 +680,7 @@ async fn stuck_generations_never_hold_up_a_reaction_or_a_judgment_elsewhere() {
         response_type: ResponseType::ReactOnly,
         emoji: Some("tada".into()),
     };
-    let judge = Job::Judge {
-        thread: ThreadKey::top_level(ChannelId("CQUIET".into())),
-        ts: Ts::new(&quiet),
-    };
+    let judge = Job::Judge { thread: ThreadKey::top_level(ChannelId("CQUIET".into())), ts: Ts::new(&quiet) };
     world.w.deps.queue.enqueue(react, Duration::ZERO).await.unwrap();
     world.w.deps.queue.enqueue(judge, Duration::ZERO).await.unwrap();
     let mut reacted = false;
@@ -754,7 +755,12 @@ async fn a_job_on_another_workers_queue_fails_and_runs_nothing() {
     let (llm, world, job) = a_mention_to_batch().await;
     let batch = [QueueMessage { id: "respond".into(), body: job }];
     for other in [JobKind::Judge, JobKind::Summarize, JobKind::Reflect] {
-        assert_eq!(run_batch(&world.w.deps, other, &batch).await, ["respond"], "the {} worker fails it", other.as_str());
+        assert_eq!(
+            run_batch(&world.w.deps, other, &batch).await,
+            ["respond"],
+            "the {} worker fails it",
+            other.as_str()
+        );
     }
     assert!(world.slack.posts().is_empty(), "nothing posted");
     assert!(llm.received_requests().await.unwrap_or_default().is_empty(), "no model asked");
@@ -791,10 +797,7 @@ async fn the_readme_lists_every_fault_with_what_it_ended_with() {
     }
     let table = table.join("\n");
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
-    assert!(
-        readme.contains(&table),
-        "README.md's table of faults is out of date; this run observed:\n{table}"
-    );
+    assert!(readme.contains(&table), "README.md's table of faults is out of date; this run observed:\n{table}");
 }
 
 // ---------------------------------------------------------------------------------
@@ -868,13 +871,27 @@ impl MessageStore for ThrottlingMessages {
     async fn recent_in_thread(&self, thread: &ThreadKey, since: Timestamp, limit: usize) -> PortResult<Vec<Message>> {
         self.inner.recent_in_thread(thread, since, limit).await
     }
-    async fn recent_in_channel(&self, channel: &kuuki::domain::ChannelId, since: Timestamp, limit: usize) -> PortResult<Vec<Message>> {
+    async fn recent_in_channel(
+        &self,
+        channel: &kuuki::domain::ChannelId,
+        since: Timestamp,
+        limit: usize,
+    ) -> PortResult<Vec<Message>> {
         self.inner.recent_in_channel(channel, since, limit).await
     }
-    async fn messages_after(&self, channel: &kuuki::domain::ChannelId, after: Option<&Ts>, limit: usize) -> PortResult<Vec<Message>> {
+    async fn messages_after(
+        &self,
+        channel: &kuuki::domain::ChannelId,
+        after: Option<&Ts>,
+        limit: usize,
+    ) -> PortResult<Vec<Message>> {
         self.inner.messages_after(channel, after, limit).await
     }
-    async fn previous_in_channel(&self, channel: &kuuki::domain::ChannelId, before: &Ts) -> PortResult<Option<Message>> {
+    async fn previous_in_channel(
+        &self,
+        channel: &kuuki::domain::ChannelId,
+        before: &Ts,
+    ) -> PortResult<Option<Message>> {
         self.inner.previous_in_channel(channel, before).await
     }
 }

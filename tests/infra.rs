@@ -57,7 +57,8 @@ fn worker_functions(t: &Value) -> Vec<(&str, &Value, &str)> {
         }
         let Some(events) = resource["Properties"]["Events"].as_mapping() else { continue };
         for event in events.values().filter(|e| e["Type"] == "SQS") {
-            let queue = get_att_resource(&event["Properties"]["Queue"]).expect("an SQS event's Queue is !GetAtt Queue.Arn");
+            let queue =
+                get_att_resource(&event["Properties"]["Queue"]).expect("an SQS event's Queue is !GetAtt Queue.Arn");
             workers.push((name.as_str().expect("a resource name"), resource, queue));
         }
     }
@@ -98,7 +99,7 @@ fn every_worker_and_its_queue_run_on_the_one_time_budget() {
 }
 
 /// The queues a function's policy lets it send to.
-fn sends_to<'a>(function: &'a Value) -> BTreeSet<&'a str> {
+fn sends_to(function: &Value) -> BTreeSet<&str> {
     let mut queues = BTreeSet::new();
     for policy in function["Properties"]["Policies"].as_sequence().into_iter().flatten() {
         for statement in policy["Statement"].as_sequence().into_iter().flatten() {
@@ -140,9 +141,11 @@ fn each_worker_runs_its_own_kind_and_sends_only_where_its_jobs_go() {
     }
     for (name, function, queue) in worker_functions(&t) {
         let binary = function["Metadata"]["BuildProperties"]["Binary"].as_str().expect("a worker's Binary");
-        let kind = JobKind::ALL.into_iter().find(|k| k.as_str() == binary).unwrap_or_else(|| panic!("{name} runs a job kind"));
+        let kind =
+            JobKind::ALL.into_iter().find(|k| k.as_str() == binary).unwrap_or_else(|| panic!("{name} runs a job kind"));
         assert_eq!(queue, queue_of(kind), "{name} is fed by the {} queue", kind.as_str());
-        let main = std::fs::read_to_string(format!("{}/../functions/{binary}/src/main.rs", env!("CARGO_MANIFEST_DIR"))).unwrap();
+        let main = std::fs::read_to_string(format!("{}/../functions/{binary}/src/main.rs", env!("CARGO_MANIFEST_DIR")))
+            .unwrap();
         let declared = format!("run_sqs_worker(kuuki::budget::JobKind::{kind:?})");
         assert!(main.contains(&declared), "functions/{binary} calls {declared}");
     }
@@ -169,7 +172,12 @@ fn alarm_metrics(alarm: &Value) -> Vec<AlarmMetric> {
                 name: metric["MetricName"].as_str().expect("MetricName").to_owned(),
                 dimensions: dimensions
                     .iter()
-                    .map(|d| (d["Name"].as_str().expect("a dimension's Name").to_owned(), d["Value"].as_str().map(str::to_owned)))
+                    .map(|d| {
+                        (
+                            d["Name"].as_str().expect("a dimension's Name").to_owned(),
+                            d["Value"].as_str().map(str::to_owned),
+                        )
+                    })
                     .collect(),
             }
         })
@@ -272,8 +280,9 @@ fn the_dashboard_shows_every_worker_queue_and_dead_letter_queue() {
     let shown = dashboard_metrics(&t);
     let sqs = |metric: &str, queue: &str| ("AWS/SQS".to_owned(), metric.to_owned(), format!("{queue}.QueueName"));
     for queue in WORKER_QUEUES {
-        let dead_letters = get_att_resource(&t["Resources"][queue]["Properties"]["RedrivePolicy"]["deadLetterTargetArn"])
-            .expect("every worker queue has a dead-letter queue");
+        let dead_letters =
+            get_att_resource(&t["Resources"][queue]["Properties"]["RedrivePolicy"]["deadLetterTargetArn"])
+                .expect("every worker queue has a dead-letter queue");
         for wanted in [
             sqs("ApproximateNumberOfMessagesVisible", queue),
             sqs("ApproximateAgeOfOldestMessage", queue),

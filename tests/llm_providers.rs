@@ -39,13 +39,7 @@ fn openai_answer(text: &str) -> Value {
 }
 
 async fn bodies(server: &MockServer) -> Vec<Value> {
-    server
-        .received_requests()
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| serde_json::from_slice(&r.body).unwrap())
-        .collect()
+    server.received_requests().await.unwrap().iter().map(|r| serde_json::from_slice(&r.body).unwrap()).collect()
 }
 
 #[tokio::test]
@@ -133,10 +127,7 @@ async fn server_errors_and_rate_limits_are_retried_with_backoff() {
 #[tokio::test]
 async fn retries_are_bounded_and_client_errors_are_not_retried() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(503))
-        .mount(&server)
-        .await;
+    Mock::given(method("POST")).respond_with(ResponseTemplate::new(503)).mount(&server).await;
     let llm = OpenAiCompatible::new(&server.uri(), "k", policy(2));
     let error = llm.complete(request(LlmRole::Judge)).await.unwrap_err().to_string();
     assert!(error.contains("503") && error.contains("after 3 attempts"), "{error}");
@@ -182,7 +173,9 @@ fn replay_with_a_real_provider_judges_and_writes_through_it() {
         Mock::given(method("POST"))
             .and(wiremock::matchers::body_string_contains("should_respond"))
             .and(wiremock::matchers::body_string_contains("prose-please"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(openai_answer("I think kuuki should answer this one!")))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_json(openai_answer("I think kuuki should answer this one!")),
+            )
             .mount(&server)
             .await;
     });

@@ -18,7 +18,10 @@ fn posts(h: &Harness) -> usize {
 async fn a_retried_or_doubly_delivered_message_is_stored_and_answered_once() {
     let h = Harness::new(&[]);
     let mention = h.message(0.0, "alice", "<@UBOT> hi", None);
-    assert!(matches!(h.ingest(Incoming::Message(mention.clone())).await, IngestOutcome::Stored { queued: Some(_), .. }));
+    assert!(matches!(
+        h.ingest(Incoming::Message(mention.clone())).await,
+        IngestOutcome::Stored { queued: Some(_), .. }
+    ));
     // Slack's retry, and the app_mention copy of the same (channel, ts).
     for _ in 0..2 {
         assert_eq!(h.ingest(Incoming::Message(mention.clone())).await, IngestOutcome::Duplicate);
@@ -59,12 +62,8 @@ async fn a_failed_post_is_retried_by_redelivery_and_posts_once() {
     h.ingest(Incoming::Message(mention)).await;
     h.run_until_expecting(200.0, 2).await;
     assert_eq!(posts(&h), 1, "the third delivery posted");
-    let respond_at = h
-        .events()
-        .into_iter()
-        .find(|e| matches!(e.kind, EventKind::Respond { .. }))
-        .map(|e| e.at)
-        .unwrap();
+    let respond_at =
+        h.events().into_iter().find(|e| matches!(e.kind, EventKind::Respond { .. })).map(|e| e.at).unwrap();
     assert_eq!(respond_at, h.at(60.0), "redelivered twice, 30 s apart");
 }
 
@@ -89,10 +88,7 @@ async fn kuukis_own_messages_are_stored_never_judged() {
     let h = Harness::new(&[]);
     let mut own = h.message(0.0, "UBOT", "I said this", None);
     own.author = Author::OwnBot;
-    assert_eq!(
-        h.ingest(Incoming::Message(own.clone())).await,
-        IngestOutcome::Stored { trigger: None, queued: None }
-    );
+    assert_eq!(h.ingest(Incoming::Message(own.clone())).await, IngestOutcome::Stored { trigger: None, queued: None });
     assert!(h.stored(&own.ts).await.is_some());
     assert!(h.queue.is_empty());
 }
@@ -102,9 +98,7 @@ async fn kuukis_post_is_stored_and_a_platform_echo_of_it_is_a_duplicate() {
     let h = Harness::new(&[]);
     h.ingest(Incoming::Message(h.message(0.0, "alice", "<@UBOT> hi", None))).await;
     h.run_until(1.0).await;
-    let Some(ChatCall::Post { ts, post }) = h.chat.calls().into_iter().next() else {
-        panic!("a post")
-    };
+    let Some(ChatCall::Post { ts, post }) = h.chat.calls().into_iter().next() else { panic!("a post") };
     let stored = h.stored(&ts).await.expect("the bot's post is stored");
     assert_eq!(stored.author, Author::OwnBot);
     assert_eq!(stored.text, post.text);
@@ -164,7 +158,8 @@ async fn an_edit_updates_the_stored_text() {
     let edited = Incoming::Edited { channel: m.channel.clone(), ts: m.ts.clone(), text: "hello".into() };
     assert_eq!(h.ingest(edited).await, IngestOutcome::Edited(true));
     assert_eq!(h.stored(&m.ts).await.unwrap().text, "hello");
-    let missing = Incoming::Edited { channel: m.channel.clone(), ts: kuuki::domain::Ts::new("1.000001"), text: "x".into() };
+    let missing =
+        Incoming::Edited { channel: m.channel.clone(), ts: kuuki::domain::Ts::new("1.000001"), text: "x".into() };
     assert_eq!(h.ingest(missing).await, IngestOutcome::Edited(false));
 }
 
@@ -231,7 +226,12 @@ async fn a_redelivered_judgment_reuses_the_cached_llm_answer() {
         r#"{"role": "judge", "reply": {"should_respond": false, "reason": "not needed", "confidence": 0.95, "conversation_state": "active"}}"#,
     );
     // A one-message conversation may be joined (no short_conversation): the LLM is asked.
-    let settings = [("BOT_TOPICS", "deploy"), ("JUDGE_KEYWORDS", "deploy"), ("JUDGE_JITTER_RATIO", "0"), ("JUDGE_MIN_CONVERSATION_MESSAGES", "1")];
+    let settings = [
+        ("BOT_TOPICS", "deploy"),
+        ("JUDGE_KEYWORDS", "deploy"),
+        ("JUDGE_JITTER_RATIO", "0"),
+        ("JUDGE_MIN_CONVERSATION_MESSAGES", "1"),
+    ];
     let h = Harness::with_llm(&settings, Some(llm.clone()));
     h.ingest(Incoming::Message(h.message(0.0, "alice", "deploy notes", None))).await;
     // The first delivery asks the model, then fails to record its judgment.
@@ -318,7 +318,8 @@ async fn the_daily_sweep_forgets_faded_facts_only() {
     // 0.9 × 0.5^(150/30) ≈ 0.028: under the floor.
     h.store.put_fact(&fact("faded", 150)).await.unwrap();
     run_job(&h.deps, &Job::SweepFacts).await.unwrap();
-    let left: Vec<String> = h.store.facts(&ChannelId("general".into())).await.unwrap().into_iter().map(|f| f.id).collect();
+    let left: Vec<String> =
+        h.store.facts(&ChannelId("general".into())).await.unwrap().into_iter().map(|f| f.id).collect();
     assert_eq!(left, vec!["fresh"]);
 }
 
@@ -361,7 +362,11 @@ fn memory_lines(h: &Harness, events: &[kuuki::domain::Event]) -> Vec<(&'static s
 #[tokio::test]
 async fn direct_messages_are_summarized_and_reflected_on() {
     let h = remembering(&[]);
-    for (secs, text) in [(0.0, "the deploy is on friday"), (60.0, "can you remind me on thursday"), (120.0, "and the release notes on monday")] {
+    for (secs, text) in [
+        (0.0, "the deploy is on friday"),
+        (60.0, "can you remind me on thursday"),
+        (120.0, "and the release notes on monday"),
+    ] {
         let mut dm = h.message(secs, "alice", text, None);
         dm.channel = kuuki::domain::ChannelId("D01".into());
         dm.in_dm = true;
@@ -423,7 +428,9 @@ async fn two_conversations_handled_at_once_queue_one_summary() {
     h.ingest(Incoming::Message(first.clone())).await;
     h.ingest(Incoming::Message(h.message(1.0, "bob", "and the migration?", None))).await;
     let reply = h.message(1.0, "carol", "3 works", Some(&first.ts));
-    let IngestOutcome::Stored { queued: Some(Job::Remember { .. }), trigger: None } = h.ingest(Incoming::Message(reply)).await else {
+    let IngestOutcome::Stored { queued: Some(Job::Remember { .. }), trigger: None } =
+        h.ingest(Incoming::Message(reply)).await
+    else {
         panic!("a message nothing judges is remembered")
     };
     h.clock.advance_to(h.at(31.0));

@@ -53,13 +53,16 @@ async fn bad_stale_or_missing_signatures_are_refused_and_change_nothing() {
     }
     // A body changed after signing.
     let tampered = body.replace("hi", "hello");
-    let response = w.post_raw("/slack/events", &tampered, &[("x-slack-request-timestamp", &now), ("x-slack-signature", &good)]).await;
+    let response = w
+        .post_raw("/slack/events", &tampered, &[("x-slack-request-timestamp", &now), ("x-slack-signature", &good)])
+        .await;
     assert_eq!(response.status(), 401);
     assert!(stored(&w, &w.ts(0, 1)).await.is_none());
     assert!(w.queue.is_empty());
     assert!(w.events().is_empty());
     // The same request, properly signed, goes through.
-    let response = w.post_raw("/slack/events", &body, &[("x-slack-request-timestamp", &now), ("x-slack-signature", &good)]).await;
+    let response =
+        w.post_raw("/slack/events", &body, &[("x-slack-request-timestamp", &now), ("x-slack-signature", &good)]).await;
     assert_eq!(response.status(), 200);
     assert!(stored(&w, &w.ts(0, 1)).await.is_some());
 }
@@ -158,7 +161,8 @@ async fn a_signed_event_kuuki_cannot_use_is_acknowledged_and_nothing_is_stored()
     let no_channel = json!({"type": "message", "user": "UALICE", "text": "<@UKUUKI> where am I?", "ts": ts});
     let no_author = json!({"type": "message", "channel": CH, "text": "<@UKUUKI> who am I?", "ts": ts});
     let edit_without_message = json!({"type": "message", "subtype": "message_changed", "channel": CH, "ts": ts});
-    let odd_channel = json!({"type": "app_mention", "channel": {"id": CH}, "user": "UALICE", "text": "<@UKUUKI> hi", "ts": ts});
+    let odd_channel =
+        json!({"type": "app_mention", "channel": {"id": CH}, "user": "UALICE", "text": "<@UKUUKI> hi", "ts": ts});
     let no_type = json!({"channel": CH, "user": "UALICE", "text": "<@UKUUKI> hi", "ts": ts});
     for event in [no_channel, no_author, edit_without_message, odd_channel, no_type, json!("not an object")] {
         let response = w.send_event(event.clone(), &[]).await;
@@ -439,7 +443,8 @@ async fn health_is_served() {
 
 #[tokio::test]
 async fn prompts_name_people_by_their_slack_display_names_looked_up_once() {
-    let llm = kuuki_e2e::RecordingLlm::new(r#"{"role": "generate", "reply": "こんにちは、Alice さん", "repeat": true}"#);
+    let llm =
+        kuuki_e2e::RecordingLlm::new(r#"{"role": "generate", "reply": "こんにちは、Alice さん", "repeat": true}"#);
     let w = SlackWorld::start_with(&[], true, Some(llm.clone())).await;
     w.send_event(message(CH, "UALICE", "<@UKUUKI> おはよう", &w.ts(0, 1)), &[]).await;
     w.run_for(1.0).await;
@@ -485,7 +490,10 @@ async fn the_judge_may_choose_the_reaction() {
     let w = SlackWorld::start_with(&settings, true, Some(llm)).await;
     w.send_event(message(CH, "UALICE", "deploy shipped", &w.ts(0, 1)), &[]).await;
     w.run_for(60.0).await;
-    assert_eq!(w.calls("reactions.add").await, vec![json!({"channel": CH, "timestamp": w.ts(0, 1), "name": "raised_hands"})]);
+    assert_eq!(
+        w.calls("reactions.add").await,
+        vec![json!({"channel": CH, "timestamp": w.ts(0, 1), "name": "raised_hands"})]
+    );
 }
 
 #[tokio::test]

@@ -24,14 +24,7 @@ pub struct Run<'a> {
 
 impl<'a> Run<'a> {
     pub fn new(transcript: &'a str) -> Self {
-        Run {
-            transcript,
-            settings: &[],
-            script: None,
-            seed: 1,
-            persona: None,
-            llm: None,
-        }
+        Run { transcript, settings: &[], script: None, seed: 1, persona: None, llm: None }
     }
 
     pub fn llm(mut self, llm: Arc<dyn Llm>) -> Self {
@@ -62,8 +55,7 @@ impl<'a> Run<'a> {
     /// The decision log as text, exactly as `kuuki replay` prints it. A replay's jobs
     /// never fail (nothing injects faults), so a failed delivery is a bug: it panics.
     pub fn text(&self) -> String {
-        let vars: HashMap<String, String> =
-            self.settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let vars: HashMap<String, String> = self.settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let llm: Option<Arc<dyn Llm>> = match (&self.llm, self.script) {
             (Some(llm), _) => Some(llm.clone()),
             (None, Some(s)) => Some(Arc::new(ScriptedLlm::parse(s).expect("a valid script")) as Arc<dyn Llm>),
@@ -71,9 +63,7 @@ impl<'a> Run<'a> {
         };
         let settings = Settings::from_vars(&vars).expect("valid settings");
         let transcript = replay::parse_transcript(self.transcript).expect("a valid transcript");
-        let persona_file = self
-            .persona
-            .map(|t| kuuki::config::PersonaFile::parse(t).expect("a valid persona"));
+        let persona_file = self.persona.map(|t| kuuki::config::PersonaFile::parse(t).expect("a valid persona"));
         let persona = settings.persona(persona_file.as_ref());
         let mut out = Vec::new();
         let mut writer = LogWriter::new(&mut out, false);
@@ -81,12 +71,7 @@ impl<'a> Run<'a> {
         let stats = runtime
             .block_on(replay::replay(
                 &transcript,
-                ReplayOptions {
-                    settings,
-                    persona,
-                    llm,
-                    seed: self.seed,
-                },
+                ReplayOptions { settings, persona, llm, seed: self.seed },
                 &mut writer,
             ))
             .expect("the replay runs");
@@ -98,23 +83,21 @@ impl<'a> Run<'a> {
 
     /// The decision log, one JSON value a line.
     pub fn log(&self) -> Log {
-        Log(self
-            .text()
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("each line is JSON"))
-            .collect())
+        Log(self.text().lines().map(|l| serde_json::from_str(l).expect("each line is JSON")).collect())
     }
 }
 
 /// Panics unless `failed` deliveries were `expected`, with the decision log so far: a
 /// job that failed and was retried would otherwise pass unseen.
-fn expect_failed_deliveries(failed: u32, expected: u32, when: &str, events: impl FnOnce() -> Vec<kuuki::domain::Event>) {
+fn expect_failed_deliveries(
+    failed: u32,
+    expected: u32,
+    when: &str,
+    events: impl FnOnce() -> Vec<kuuki::domain::Event>,
+) {
     if failed != expected {
         let events: Vec<String> = events().iter().map(|e| format!("{e:?}")).collect();
-        panic!(
-            "{failed} failed deliveries {when}, expected {expected}; the decision log:\n{}",
-            events.join("\n")
-        );
+        panic!("{failed} failed deliveries {when}, expected {expected}; the decision log:\n{}", events.join("\n"));
     }
 }
 
@@ -152,7 +135,9 @@ pub mod harness {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use kuuki::adapters::memory::{InProcess, MemoryLog, MemoryQueue, MemoryStore, RecordingChat, TsMint, VirtualClock};
+    use kuuki::adapters::memory::{
+        InProcess, MemoryLog, MemoryQueue, MemoryStore, RecordingChat, TsMint, VirtualClock,
+    };
     use kuuki::config::Settings;
     use kuuki::deps::Deps;
     use kuuki::domain::{Author, ChannelId, Event, Message, Timestamp, Ts, UserId};
@@ -177,8 +162,7 @@ pub mod harness {
         }
 
         pub fn with_llm(settings: &[(&str, &str)], llm: Option<Arc<dyn kuuki::ports::Llm>>) -> Self {
-            let vars: HashMap<String, String> =
-                settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            let vars: HashMap<String, String> = settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
             let settings = Settings::from_vars(&vars).unwrap();
             let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
             let mint = Arc::new(TsMint::default());
@@ -187,22 +171,9 @@ pub mod harness {
             let chat = Arc::new(RecordingChat::new(clock.clone(), mint.clone()));
             let log = Arc::new(MemoryLog::default());
             let persona = settings.persona(None);
-            let deps = Deps::new(
-                settings,
-                persona,
-                UserId("UBOT".into()),
-                parts.adapters(chat.clone(), llm, log.clone()),
-                1,
-            );
-            Harness {
-                clock,
-                mint,
-                store,
-                queue,
-                chat,
-                log,
-                deps,
-            }
+            let deps =
+                Deps::new(settings, persona, UserId("UBOT".into()), parts.adapters(chat.clone(), llm, log.clone()), 1);
+            Harness { clock, mint, store, queue, chat, log, deps }
         }
 
         pub fn at(&self, secs: f64) -> Timestamp {
@@ -361,10 +332,7 @@ pub mod slack_world {
             let ingress = Arc::new(Ingress {
                 deps: deps.clone(),
                 secret: SigningSecret::new(SECRET),
-                slack: SlackIdentity {
-                    user_id: BOT_USER.into(),
-                    bot_id: Some(BOT_ID.into()),
-                },
+                slack: SlackIdentity { user_id: BOT_USER.into(), bot_id: Some(BOT_ID.into()) },
                 metrics_for: None,
             });
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -415,20 +383,15 @@ pub mod slack_world {
         pub async fn post_signed(&self, route: &str, body: &str, extra: &[(&str, &str)]) -> reqwest::Response {
             let timestamp = self.now_secs().to_string();
             let signature = self.secret.sign(&timestamp, body.as_bytes());
-            let mut headers = vec![
-                ("x-slack-request-timestamp", timestamp.as_str()),
-                ("x-slack-signature", signature.as_str()),
-            ];
+            let mut headers =
+                vec![("x-slack-request-timestamp", timestamp.as_str()), ("x-slack-signature", signature.as_str())];
             headers.extend_from_slice(extra);
             self.post_raw(route, body, &headers).await
         }
 
         pub async fn post_raw(&self, route: &str, body: &str, headers: &[(&str, &str)]) -> reqwest::Response {
-            let content_type = if route.ends_with("commands") {
-                "application/x-www-form-urlencoded"
-            } else {
-                "application/json"
-            };
+            let content_type =
+                if route.ends_with("commands") { "application/x-www-form-urlencoded" } else { "application/json" };
             let mut request = self
                 .http
                 .post(format!("{}{route}", self.base_url))
@@ -534,7 +497,10 @@ impl RecordingLlm {
 
 #[async_trait::async_trait]
 impl Llm for RecordingLlm {
-    async fn complete(&self, request: kuuki::ports::LlmRequest) -> Result<kuuki::ports::LlmResponse, kuuki::ports::LlmError> {
+    async fn complete(
+        &self,
+        request: kuuki::ports::LlmRequest,
+    ) -> Result<kuuki::ports::LlmResponse, kuuki::ports::LlmError> {
         self.requests.lock().unwrap().push(request.clone());
         self.inner.complete(request).await
     }

@@ -112,11 +112,7 @@ settings_doc! {
 #[derive(Debug, Error, PartialEq)]
 pub enum ConfigError {
     #[error("invalid setting {name}={value:?}: {reason}")]
-    Invalid {
-        name: &'static str,
-        value: String,
-        reason: String,
-    },
+    Invalid { name: &'static str, value: String, reason: String },
     #[error("unknown setting {0:?} (see the settings table in the README)")]
     Unknown(String),
 }
@@ -240,11 +236,7 @@ impl Reader<'_> {
     }
 
     fn invalid(name: &'static str, value: &str, reason: impl Into<String>) -> ConfigError {
-        ConfigError::Invalid {
-            name,
-            value: value.to_owned(),
-            reason: reason.into(),
-        }
+        ConfigError::Invalid { name, value: value.to_owned(), reason: reason.into() }
     }
 
     fn string(&self, name: &'static str, default: &str) -> String {
@@ -270,9 +262,7 @@ impl Reader<'_> {
         let Some(v) = self.raw(name) else {
             return Ok(default);
         };
-        let n: i64 = v
-            .parse()
-            .map_err(|_| Self::invalid(name, v, "expected a whole number"))?;
+        let n: i64 = v.parse().map_err(|_| Self::invalid(name, v, "expected a whole number"))?;
         if n < min || n > max {
             return Err(Self::invalid(name, v, format!("must be between {min} and {max}")));
         }
@@ -329,11 +319,7 @@ impl Settings {
                 "openai" => LlmProvider::OpenAi,
                 "anthropic" => LlmProvider::Anthropic,
                 _ => {
-                    return Err(Reader::invalid(
-                        "LLM_PROVIDER",
-                        v,
-                        "expected none, openai or anthropic",
-                    ));
+                    return Err(Reader::invalid("LLM_PROVIDER", v, "expected none, openai or anthropic"));
                 }
             },
         };
@@ -371,7 +357,9 @@ impl Settings {
         let settings = Settings {
             memory_enabled: r.bool("MEMORY_ENABLED", true)?,
             channel_buffer_size: r.int("CHANNEL_BUFFER_SIZE", 50, 1, 1000)? as usize,
-            channel_buffer_ttl: Duration::from_secs(r.int("CHANNEL_BUFFER_TTL_MINUTES", 30, 1, 7 * 24 * 60)? as u64 * 60),
+            channel_buffer_ttl: Duration::from_secs(
+                r.int("CHANNEL_BUFFER_TTL_MINUTES", 30, 1, 7 * 24 * 60)? as u64 * 60,
+            ),
             autonomous_response_enabled: r.bool("AUTONOMOUS_RESPONSE_ENABLED", true)?,
             judge_score_threshold: r.int("JUDGE_SCORE_THRESHOLD", 60, 0, 100)? as i32,
             cooldown: r.seconds("COOLDOWN_SECONDS", 120, DAY)?,
@@ -413,7 +401,9 @@ impl Settings {
             unanswered_question_points: r.int("UNANSWERED_QUESTION_POINTS", 25, 0, 100)? as i32,
             unanswered_question_wait: r.seconds("UNANSWERED_QUESTION_WAIT_SECONDS", 120, 3600)?,
             addressed_to_other_points: r.int("ADDRESSED_TO_OTHER_POINTS", -60, -100, 0)? as i32,
-            addressed_to_other_wait: Duration::from_secs(r.int("ADDRESSED_TO_OTHER_WAIT_MINUTES", 60, 1, 7 * 24 * 60)? as u64 * 60),
+            addressed_to_other_wait: Duration::from_secs(
+                r.int("ADDRESSED_TO_OTHER_WAIT_MINUTES", 60, 1, 7 * 24 * 60)? as u64 * 60,
+            ),
             judge_min_conversation_messages: r.int("JUDGE_MIN_CONVERSATION_MESSAGES", 3, 1, 100)? as usize,
             judge_channel_list_tokens: r.int("JUDGE_CHANNEL_LIST_TOKENS", 300, 0, 10_000)? as usize,
             ignore_other_bots: r.bool("IGNORE_OTHER_BOTS", true)?,
@@ -422,7 +412,12 @@ impl Settings {
             llm_model,
             llm_timeout: Duration::from_secs(r.int("LLM_TIMEOUT_SECONDS", 30, 1, 600)? as u64),
             llm_max_retries: r.int("LLM_MAX_RETRIES", 2, 0, 10)? as u32,
-            worker_timeout: Duration::from_secs(r.int("WORKER_TIMEOUT_SECONDS", crate::budget::DEFAULT_WORKER_TIMEOUT_SECONDS as i64, 2, 900)? as u64),
+            worker_timeout: Duration::from_secs(r.int(
+                "WORKER_TIMEOUT_SECONDS",
+                crate::budget::DEFAULT_WORKER_TIMEOUT_SECONDS as i64,
+                2,
+                900,
+            )? as u64),
             chat_timeout: Duration::from_secs(r.int("CHAT_TIMEOUT_SECONDS", 10, 1, 60)? as u64),
             direct_failure_notice: r.bool("DIRECT_FAILURE_NOTICE", true)?,
             openai_base_url: r.string("OPENAI_BASE_URL", "https://api.openai.com/v1"),
@@ -450,13 +445,11 @@ impl Settings {
             schedule_group: r.string("SCHEDULE_GROUP", "kuuki"),
             scheduler_role_arn: r.string("SCHEDULER_ROLE_ARN", ""),
         };
-        crate::budget::TimeBudget::from_settings(&settings)
-            .check()
-            .map_err(|reason| ConfigError::Invalid {
-                name: "WORKER_TIMEOUT_SECONDS",
-                value: settings.worker_timeout.as_secs().to_string(),
-                reason,
-            })?;
+        crate::budget::TimeBudget::from_settings(&settings).check().map_err(|reason| ConfigError::Invalid {
+            name: "WORKER_TIMEOUT_SECONDS",
+            value: settings.worker_timeout.as_secs().to_string(),
+            reason,
+        })?;
         Ok(settings)
     }
 
@@ -476,18 +469,11 @@ impl Settings {
 
 /// Checks that `name` is a setting, for `--set NAME=VALUE`.
 pub fn check_known(name: &str) -> Result<(), ConfigError> {
-    if SETTINGS.iter().any(|s| s.name == name) {
-        Ok(())
-    } else {
-        Err(ConfigError::Unknown(name.to_owned()))
-    }
+    if SETTINGS.iter().any(|s| s.name == name) { Ok(()) } else { Err(ConfigError::Unknown(name.to_owned())) }
 }
 
 fn parse_familiarity(raw: &str) -> Option<[u32; 3]> {
-    let parts: Vec<u32> = raw
-        .split(',')
-        .map(|p| p.trim().parse().ok())
-        .collect::<Option<_>>()?;
+    let parts: Vec<u32> = raw.split(',').map(|p| p.trim().parse().ok()).collect::<Option<_>>()?;
     match parts[..] {
         [a, b, c] if a < b && b < c => Some([a, b, c]),
         _ => None,

@@ -4,10 +4,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::config::Settings;
-use crate::domain::{BotIdentity, Persona, UserId};
 use crate::domain::Job;
+use crate::domain::{BotIdentity, Persona, UserId};
 use crate::ports::{
-    Chat, ChannelStateStore, Clock, DecisionLog, FactStore, Ledger, Llm, MAX_QUEUE_DELAY, MessageStore, PortResult, Queue, Scheduler,
+    ChannelStateStore, Chat, Clock, DecisionLog, FactStore, Ledger, Llm, MAX_QUEUE_DELAY, MessageStore, PortResult,
+    Queue, Scheduler,
 };
 use crate::prompts::Prompts;
 
@@ -57,7 +58,12 @@ pub struct Surroundings {
 
 impl Adapters {
     /// Every port from one store that keeps every memory tier, a queue and a scheduler.
-    pub fn from_store<S>(store: Arc<S>, queue: Arc<dyn Queue>, scheduler: Arc<dyn Scheduler>, around: Surroundings) -> Self
+    pub fn from_store<S>(
+        store: Arc<S>,
+        queue: Arc<dyn Queue>,
+        scheduler: Arc<dyn Scheduler>,
+        around: Surroundings,
+    ) -> Self
     where
         S: MessageStore + ChannelStateStore + FactStore + Ledger + 'static,
     {

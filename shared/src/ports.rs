@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::domain::{
-    ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, Job, JudgmentNote, Message, ThreadKey, Timestamp, Ts, UserId,
-    UserNote, WorkspaceMemory,
+    ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, Job, JudgmentNote, Message, ThreadKey, Timestamp, Ts,
+    UserId, UserNote, WorkspaceMemory,
 };
 
 /// A backend failed. `Backend` may pass (queues redeliver the job); `Rejected` will
@@ -20,15 +20,9 @@ use crate::domain::{
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum PortError {
     #[error("{backend}: {message}")]
-    Backend {
-        backend: &'static str,
-        message: String,
-    },
+    Backend { backend: &'static str, message: String },
     #[error("{backend} refused: {message}")]
-    Rejected {
-        backend: &'static str,
-        message: String,
-    },
+    Rejected { backend: &'static str, message: String },
     #[error("busy: {message} (try again in {} s)", retry_after.as_secs())]
     Busy { message: String, retry_after: Duration },
 }
@@ -59,12 +53,7 @@ pub trait MessageStore: Send + Sync {
     async fn delete_message(&self, channel: &ChannelId, ts: &Ts) -> PortResult<bool>;
     /// The newest `limit` messages of one conversation written at or after `since`,
     /// oldest first.
-    async fn recent_in_thread(
-        &self,
-        thread: &ThreadKey,
-        since: Timestamp,
-        limit: usize,
-    ) -> PortResult<Vec<Message>>;
+    async fn recent_in_thread(&self, thread: &ThreadKey, since: Timestamp, limit: usize) -> PortResult<Vec<Message>>;
     /// The newest `limit` messages of the whole channel (every conversation) written at
     /// or after `since`, oldest first.
     async fn recent_in_channel(&self, channel: &ChannelId, since: Timestamp, limit: usize) -> PortResult<Vec<Message>>;

@@ -25,13 +25,9 @@ pub const MAX_DELIVERIES: u32 = 5;
 pub async fn run_job(deps: &Deps, job: &Job) -> PortResult<()> {
     match job {
         Job::Judge { thread, ts } => judge::handle(deps, thread, ts).await,
-        Job::Respond {
-            thread,
-            ts,
-            mode,
-            response_type,
-            emoji,
-        } => respond::handle(deps, thread, ts, *mode, *response_type, emoji.as_deref()).await,
+        Job::Respond { thread, ts, mode, response_type, emoji } => {
+            respond::handle(deps, thread, ts, *mode, *response_type, emoji.as_deref()).await
+        }
         Job::Summarize { channel, ts } => crate::memory::summarize::handle(deps, channel, ts).await,
         Job::Reflect { channel, ts } => crate::memory::reflect::handle(deps, channel, ts).await,
         Job::SweepFacts => crate::memory::reflect::sweep(deps).await,
@@ -160,10 +156,7 @@ fn dead_letter(deps: &Deps, job: &Job, error: &str) {
         job.channel(),
         job.thread().root.clone(),
         job.ts().clone(),
-        EventKind::Dropped {
-            stage,
-            reason: format!("dead letter after {MAX_DELIVERIES} deliveries: {error}"),
-        },
+        EventKind::Dropped { stage, reason: format!("dead letter after {MAX_DELIVERIES} deliveries: {error}") },
     );
 }
 

@@ -36,7 +36,11 @@ pub struct ServerLimits {
 impl Default for ServerLimits {
     /// Slack gives up on an answer after 3 s, so 10 s never cuts off an honest request.
     fn default() -> Self {
-        Self { header_timeout: Duration::from_secs(10), request_timeout: Duration::from_secs(10), max_connections: 1024 }
+        Self {
+            header_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(10),
+            max_connections: 1024,
+        }
     }
 }
 

@@ -36,10 +36,7 @@ fn world() -> (Arc<Ingress>, Arc<MemoryStore>) {
     let ingress = Arc::new(Ingress {
         deps: Arc::new(deps),
         secret: SigningSecret::new(SECRET),
-        slack: SlackIdentity {
-            user_id: "UKUUKI".into(),
-            bot_id: None,
-        },
+        slack: SlackIdentity { user_id: "UKUUKI".into(), bot_id: None },
         metrics_for: None,
     });
     (ingress, parts.store)
@@ -120,7 +117,8 @@ async fn an_api_gateway_http_event_with_a_plain_body_works_too() {
     let body = json!({"type": "url_verification", "challenge": "abc123"}).to_string();
     let timestamp = (ingress.deps.clock.now().as_micros() / 1_000_000).to_string();
     let signature = SigningSecret::new(SECRET).sign(&timestamp, body.as_bytes());
-    let mut event: serde_json::Value = serde_json::from_str(&function_url_event(&body, &timestamp, &signature, "/slack/events")).unwrap();
+    let mut event: serde_json::Value =
+        serde_json::from_str(&function_url_event(&body, &timestamp, &signature, "/slack/events")).unwrap();
     event["body"] = json!(body);
     event["isBase64Encoded"] = json!(false);
     let (status, text) = call(ingress, &event.to_string()).await;

@@ -35,9 +35,9 @@ pub async fn setup_aws(args: SetupArgs) -> anyhow::Result<()> {
         &args.prefix,
         kuuki::budget::TimeBudget::from_settings(&settings).visibility_timeout(),
     )
-        .await
-        .map_err(anyhow::Error::msg)
-        .context("creating the SQS queues")?;
+    .await
+    .map_err(anyhow::Error::msg)
+    .context("creating the SQS queues")?;
     let scheduler = aws_sdk_scheduler::Client::new(&config);
     let group = &settings.schedule_group;
     let exists = scheduler.get_schedule_group().name(group).send().await.is_ok();

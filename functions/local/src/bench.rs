@@ -259,7 +259,11 @@ async fn http_bench(args: HttpBenchArgs) -> anyhow::Result<()> {
     let client = reqwest::Client::builder().pool_max_idle_per_host(args.concurrency).build()?;
     let secret = SigningSecret::new(args.secret.clone());
     let url = format!("{}/slack/events", args.target.trim_end_matches('/'));
-    client.get(format!("{}/healthz", args.target.trim_end_matches('/'))).send().await.context("is kuuki serve running?")?;
+    client
+        .get(format!("{}/healthz", args.target.trim_end_matches('/')))
+        .send()
+        .await
+        .context("is kuuki serve running?")?;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs() as i64;
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let started = Instant::now();
@@ -337,13 +341,16 @@ const GENERATED_SCRIPT: &str = r#"{"role": "judge", "match": "？", "reply": {"s
 {"role": "summarize", "reply": {"summary": "デプロイと CI とお昼の話", "history": "開発の相談の場", "mood": "和やか", "topic_keywords": ["デプロイ", "CI"], "active_users": ["user1", "user2"]}, "repeat": true}"#;
 
 async fn llm_bench(args: LlmBenchArgs) -> anyhow::Result<()> {
-    println!("| transcript | messages | judge calls / 1,000 | generate calls / 1,000 | all calls / 1,000 | tokens / judgment | projected $ / 1,000 messages |");
+    println!(
+        "| transcript | messages | judge calls / 1,000 | generate calls / 1,000 | all calls / 1,000 | tokens / judgment | projected $ / 1,000 messages |"
+    );
     println!("| --- | --- | --- | --- | --- | --- | --- |");
     let persona_path = args.examples.join("persona.toml");
     let mut runs: Vec<(String, Vec<TranscriptLine>, String, Option<std::path::PathBuf>)> = Vec::new();
     for name in ["team-channel", "one-on-one", "unanswered-question"] {
-        let transcript = std::fs::read_to_string(args.examples.join(format!("{name}.jsonl")))
-            .with_context(|| format!("reading the example {name} (run from the repository root, or pass --examples)"))?;
+        let transcript = std::fs::read_to_string(args.examples.join(format!("{name}.jsonl"))).with_context(|| {
+            format!("reading the example {name} (run from the repository root, or pass --examples)")
+        })?;
         let script = std::fs::read_to_string(args.examples.join(format!("{name}.llm.jsonl")))?;
         runs.push((name.to_owned(), replay::parse_transcript(&transcript)?, script, Some(persona_path.clone())));
     }
@@ -356,12 +363,8 @@ async fn llm_bench(args: LlmBenchArgs) -> anyhow::Result<()> {
     for (name, transcript, script, persona) in runs {
         let dir = tempfile_path(&name);
         std::fs::write(&dir, &script)?;
-        let common = CommonArgs {
-            llm: Some(format!("script:{}", dir.display())),
-            set: vec![],
-            seed: Some(42),
-            persona,
-        };
+        let common =
+            CommonArgs { llm: Some(format!("script:{}", dir.display())), set: vec![], seed: Some(42), persona };
         let setup = setup(&common)?;
         std::fs::remove_file(&dir).ok();
         let mut out: Box<dyn std::io::Write> = match (&args.log, persona_free(&name)) {
@@ -375,10 +378,8 @@ async fn llm_bench(args: LlmBenchArgs) -> anyhow::Result<()> {
         let calls = |role: &str| stats.llm_calls.get(role).copied().unwrap_or(0);
         let all: u64 = stats.llm_calls.values().sum();
         let judge_tokens = stats.llm_tokens.get("judge").copied().unwrap_or(0);
-        let (input, output) = stats
-            .llm_usage
-            .values()
-            .fold((0, 0), |(i, o), u| (i + u.input_tokens, o + u.output_tokens));
+        let (input, output) =
+            stats.llm_usage.values().fold((0, 0), |(i, o), u| (i + u.input_tokens, o + u.output_tokens));
         let dollars = (input as f64 * args.input_price + output as f64 * args.output_price) / 1e6;
         println!(
             "| {name} | {} | {:.0} | {:.0} | {:.0} | {} | {:.4} |",

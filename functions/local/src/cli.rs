@@ -101,11 +101,8 @@ pub fn setup(common: &CommonArgs) -> anyhow::Result<Setup> {
         config::check_known(key)?;
         vars.insert(key.to_owned(), value.to_owned());
     }
-    let llm_choice = common
-        .llm
-        .clone()
-        .or_else(|| vars.get("LLM_PROVIDER").cloned())
-        .unwrap_or_else(|| "none".to_owned());
+    let llm_choice =
+        common.llm.clone().or_else(|| vars.get("LLM_PROVIDER").cloned()).unwrap_or_else(|| "none".to_owned());
     // A script is an LLM object, not a provider: LLM_PROVIDER stays none for it.
     let (provider, script): (&str, Option<Arc<dyn Llm>>) = match llm_choice.as_str() {
         "none" | "" => ("none", None),
@@ -134,14 +131,7 @@ pub fn setup(common: &CommonArgs) -> anyhow::Result<Setup> {
     };
     let persona = settings.persona(persona_file.as_ref());
     let seed = common.seed.unwrap_or_else(|| fastrand::u64(..));
-    Ok(Setup {
-        options: ReplayOptions {
-            settings,
-            persona,
-            llm,
-            seed,
-        },
-    })
+    Ok(Setup { options: ReplayOptions { settings, persona, llm, seed } })
 }
 
 fn read_persona(path: &Path) -> anyhow::Result<PersonaFile> {
@@ -150,8 +140,8 @@ fn read_persona(path: &Path) -> anyhow::Result<PersonaFile> {
 }
 
 async fn run_replay(args: ReplayArgs) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(&args.transcript)
-        .with_context(|| format!("reading {}", args.transcript.display()))?;
+    let text =
+        std::fs::read_to_string(&args.transcript).with_context(|| format!("reading {}", args.transcript.display()))?;
     let transcript = replay::parse_transcript(&text).with_context(|| format!("in {}", args.transcript.display()))?;
     let setup = setup(&args.common)?;
     let seed = setup.options.seed;

@@ -67,10 +67,7 @@ fn eval_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 }
 
 pub async fn run(args: EvalArgs) -> anyhow::Result<()> {
-    let llm = args
-        .llm
-        .clone()
-        .unwrap_or_else(|| format!("script:{}", args.dir.join("policy.llm.jsonl").display()));
+    let llm = args.llm.clone().unwrap_or_else(|| format!("script:{}", args.dir.join("policy.llm.jsonl").display()));
     let common = CommonArgs {
         llm: Some(llm.clone()),
         set: args.set.clone(),
@@ -98,10 +95,7 @@ pub async fn run(args: EvalArgs) -> anyhow::Result<()> {
         results.push(eval::run_case(case, options).await.with_context(|| format!("replaying {name}"))?);
     }
 
-    let prices = Prices {
-        input: args.input_price,
-        output: args.output_price,
-    };
+    let prices = Prices { input: args.input_price, output: args.output_price };
     let mut languages: Vec<&str> = results.iter().map(|r| r.case.language()).collect();
     languages.dedup();
     let overall = Summary::of(&results, prices);
@@ -133,7 +127,14 @@ pub async fn run(args: EvalArgs) -> anyhow::Result<()> {
     for r in &results {
         for o in r.outcomes.iter().filter(|o| o.verdict.is_miss()) {
             let m = &r.case.transcript[o.message];
-            println!("  {} line {}: {} ({}: {})", r.case.name, m.line, report::verdict_name(o.verdict), m.user, clip(&m.text));
+            println!(
+                "  {} line {}: {} ({}: {})",
+                r.case.name,
+                m.line,
+                report::verdict_name(o.verdict),
+                m.user,
+                clip(&m.text)
+            );
         }
     }
     if let Some(path) = &args.report {
@@ -157,11 +158,17 @@ pub async fn run(args: EvalArgs) -> anyhow::Result<()> {
 
 fn clip(text: &str) -> String {
     const MAX: usize = 60;
-    if text.chars().count() <= MAX { text.to_owned() } else { format!("{}…", text.chars().take(MAX).collect::<String>()) }
+    if text.chars().count() <= MAX {
+        text.to_owned()
+    } else {
+        format!("{}…", text.chars().take(MAX).collect::<String>())
+    }
 }
 
 fn print_table(rows: &[report::Row<'_>]) {
-    println!("| set | conversations | messages | precision | recall | reaction accuracy | silent kept | on time | mean timing error | LLM calls / 100 msgs | tokens / 100 msgs | $ / 1,000 msgs |");
+    println!(
+        "| set | conversations | messages | precision | recall | reaction accuracy | silent kept | on time | mean timing error | LLM calls / 100 msgs | tokens / 100 msgs | $ / 1,000 msgs |"
+    );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for row in rows {
         let s = row.summary;

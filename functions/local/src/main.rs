@@ -15,9 +15,7 @@ fn main() -> ExitCode {
     let args = cli::Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("KUUKI_LOG").unwrap_or_else(|_| "warn".into()),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("KUUKI_LOG").unwrap_or_else(|_| "warn".into()))
         .init();
     let mut runtime = if args.wants_threads() {
         tokio::runtime::Builder::new_multi_thread()

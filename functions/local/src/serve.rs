@@ -6,18 +6,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use kuuki::secrecy::ExposeSecret;
 use clap::Args;
-use kuuki::adapters::llm::CountingLlm;
 use kuuki::adapters::aws::lambda::AwsAdapters;
 use kuuki::adapters::aws::sqs::poll_forever;
-use kuuki::budget::JobKind;
+use kuuki::adapters::llm::CountingLlm;
 use kuuki::adapters::memory::InProcess;
 use kuuki::adapters::slack::{SigningSecret, SlackClient};
 use kuuki::adapters::system::{JsonLinesLog, SystemClock};
+use kuuki::budget::JobKind;
 use kuuki::deps::Deps;
 use kuuki::domain::UserId;
 use kuuki::ports::Clock;
+use kuuki::secrecy::ExposeSecret;
 use kuuki_ingress::{Ingress, ServerLimits, app, serve_http};
 
 use crate::cli::{CommonArgs, setup};
@@ -54,7 +54,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if settings.slack_bot_token.expose_secret().is_empty() {
         bail!("SLACK_BOT_TOKEN is not set: kuuki serve posts with it");
     }
-    let slack = Arc::new(SlackClient::new(&settings.slack_api_base_url, settings.slack_bot_token.expose_secret()).with_timeout(settings.chat_timeout));
+    let slack = Arc::new(
+        SlackClient::new(&settings.slack_api_base_url, settings.slack_bot_token.expose_secret())
+            .with_timeout(settings.chat_timeout),
+    );
     let me = slack
         .auth_test()
         .await
@@ -67,9 +70,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let log = Arc::new(JsonLinesLog::new(std::io::stdout()));
     let user = UserId(me.user_id.clone());
     let (deps, workers) = if args.aws {
-        let urls = [&settings.judge_queue_url, &settings.respond_queue_url, &settings.summarize_queue_url, &settings.reflect_queue_url];
+        let urls = [
+            &settings.judge_queue_url,
+            &settings.respond_queue_url,
+            &settings.summarize_queue_url,
+            &settings.reflect_queue_url,
+        ];
         if urls.iter().any(|u| u.is_empty()) {
-            bail!("--aws needs JUDGE_QUEUE_URL, RESPOND_QUEUE_URL, SUMMARIZE_QUEUE_URL and REFLECT_QUEUE_URL (kuuki setup-aws prints them)");
+            bail!(
+                "--aws needs JUDGE_QUEUE_URL, RESPOND_QUEUE_URL, SUMMARIZE_QUEUE_URL and REFLECT_QUEUE_URL (kuuki setup-aws prints them)"
+            );
         }
         let aws = AwsAdapters::build(&settings, clock).await;
         let deps = Arc::new(Deps::new(settings, options.persona, user, aws.adapters(slack, llm, log), options.seed));
@@ -87,9 +97,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         (deps.clone(), vec![tokio::spawn(kuuki::worker::run_forever(deps, queue))])
     };
     let router = app(Arc::new(Ingress { deps, secret, slack: me, metrics_for: None }));
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .with_context(|| format!("listening on {}", args.listen))?;
+    let listener =
+        tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("listening on {}", args.listen))?;
     eprintln!(
         "kuuki serve: listening on http://{} (POST /slack/events, POST /slack/commands, GET /healthz)",
         listener.local_addr()?

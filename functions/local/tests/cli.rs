@@ -44,7 +44,8 @@ fn replay_prints_the_log_on_stdout_and_a_summary_on_stderr() {
 #[test]
 fn a_bad_transcript_line_fails_with_its_number_and_reason() {
     let dir = tempfile::tempdir().unwrap();
-    let t = write(dir.path(), "t.jsonl", "{\"t\": 0, \"user\": \"a\", \"text\": \"x\"}\n\n{\"t\": 1, \"user\": \"a\"}\n");
+    let t =
+        write(dir.path(), "t.jsonl", "{\"t\": 0, \"user\": \"a\", \"text\": \"x\"}\n\n{\"t\": 1, \"user\": \"a\"}\n");
     let out = kuuki(&["replay", &t]);
     assert!(!out.status.success());
     let err = stderr(&out);
@@ -93,7 +94,8 @@ fn set_changes_the_decisions() {
     let t = write(dir.path(), "t.jsonl", r#"{"t": 0, "user": "alice", "text": "deploy done"}"#);
     let quiet = String::from_utf8(kuuki(&["replay", &t, "--seed", "1"]).stdout).unwrap();
     assert!(!quiet.contains("\"kind\":\"respond\""));
-    let chatty = String::from_utf8(kuuki(&["replay", &t, "--seed", "1", "--set", "JUDGE_SCORE_THRESHOLD=0"]).stdout).unwrap();
+    let chatty =
+        String::from_utf8(kuuki(&["replay", &t, "--seed", "1", "--set", "JUDGE_SCORE_THRESHOLD=0"]).stdout).unwrap();
     assert!(chatty.contains("\"kind\":\"respond\""), "{chatty}");
 }
 
@@ -101,7 +103,8 @@ fn set_changes_the_decisions() {
 fn llm_choices() {
     let dir = tempfile::tempdir().unwrap();
     let t = write(dir.path(), "t.jsonl", TRANSCRIPT);
-    let script = write(dir.path(), "s.jsonl", r#"{"role": "generate", "reply": "おはようございます！", "repeat": true}"#);
+    let script =
+        write(dir.path(), "s.jsonl", r#"{"role": "generate", "reply": "おはようございます！", "repeat": true}"#);
     let out = kuuki(&["replay", &t, "--llm", &format!("script:{script}")]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(String::from_utf8(out.stdout).unwrap().contains("おはようございます！"));
@@ -169,8 +172,5 @@ fn the_report_is_written() {
 fn the_readme_has_the_current_settings_table() {
     let table = String::from_utf8(kuuki(&["settings"]).stdout).unwrap();
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
-    assert!(
-        readme.contains(&table),
-        "README.md's settings table is out of date: paste the output of `kuuki settings`"
-    );
+    assert!(readme.contains(&table), "README.md's settings table is out of date: paste the output of `kuuki settings`");
 }

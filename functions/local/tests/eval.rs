@@ -71,8 +71,8 @@ fn the_set_is_large_bilingual_and_covers_the_situations() {
     let mut labels = [0usize; 3];
     for path in &names {
         let name = path.strip_prefix(repo().join("eval")).unwrap().to_string_lossy().into_owned();
-        let case = kuuki::eval::parse_case(&name, &std::fs::read_to_string(path).unwrap())
-            .unwrap_or_else(|e| panic!("{e}"));
+        let case =
+            kuuki::eval::parse_case(&name, &std::fs::read_to_string(path).unwrap()).unwrap_or_else(|e| panic!("{e}"));
         by_lang[usize::from(case.language() == "ja")] += 1;
         situations.insert(case.situation.clone());
         for l in &case.labels {
@@ -82,8 +82,18 @@ fn the_set_is_large_bilingual_and_covers_the_situations() {
     assert!(names.len() >= 60, "{} conversations", names.len());
     assert!(by_lang.iter().all(|&n| n * 5 >= names.len() * 2), "about half each: {by_lang:?}");
     for s in [
-        "quick-answer", "left-hanging", "rhetorical", "addressed-to-someone", "thanks", "argument-cooling", "joke",
-        "bot-chatter", "thread", "one-on-one", "busy-burst", "direct-mention",
+        "quick-answer",
+        "left-hanging",
+        "rhetorical",
+        "addressed-to-someone",
+        "thanks",
+        "argument-cooling",
+        "joke",
+        "bot-chatter",
+        "thread",
+        "one-on-one",
+        "busy-burst",
+        "direct-mention",
     ] {
         assert!(situations.contains(s), "no {s} conversation");
     }

@@ -269,7 +269,8 @@ async fn closed_by_server(stream: &mut TcpStream) -> bool {
 /// Resolves to whether the server closed the connection (within 60 bytes, 18 s).
 fn slowloris(mut stream: TcpStream) -> tokio::task::JoinHandle<bool> {
     tokio::spawn(async move {
-        let headers = b"POST /slack/events HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ".iter().chain(std::iter::repeat(&b'a'));
+        let headers =
+            b"POST /slack/events HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ".iter().chain(std::iter::repeat(&b'a'));
         let mut sink = [0u8; 1024];
         for &byte in headers.take(60) {
             if stream.write_all(&[byte]).await.is_err() {
@@ -439,11 +440,7 @@ async fn serve_aws_killed_mid_generation_answers_once_after_a_restart() {
         .with_priority(1)
         .mount(&llm)
         .await;
-    Mock::given(method("POST"))
-        .and(path("/chat/completions"))
-        .respond_with(completion(ANSWER))
-        .mount(&llm)
-        .await;
+    Mock::given(method("POST")).and(path("/chat/completions")).respond_with(completion(ANSWER)).mount(&llm).await;
 
     let suffix = format!("crash-{}", std::process::id());
     let mut env: Vec<(String, String)> = vec![
@@ -482,10 +479,7 @@ async fn serve_aws_killed_mid_generation_answers_once_after_a_restart() {
 
     let _second = serve_aws();
     // The message comes back after the queue's visibility timeout (84 s here).
-    wait_for("the answer after the restart", Duration::from_secs(180), async || {
-        !posts(&slack).await.is_empty()
-    })
-    .await;
+    wait_for("the answer after the restart", Duration::from_secs(180), async || !posts(&slack).await.is_empty()).await;
     // Give a second answer time to show up, were there one.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let posted = posts(&slack).await;

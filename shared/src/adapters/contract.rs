@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use crate::domain::{
-    Author, ChannelId, ChannelLine, ChannelMemory, Decision, Fact, Intervention, JudgmentNote, Message, ResponseType, ThreadKey,
-    Timestamp, Ts, UserId, UserNote, WorkspaceMemory,
+    Author, ChannelId, ChannelLine, ChannelMemory, Decision, Fact, Intervention, JudgmentNote, Message, ResponseType,
+    ThreadKey, Timestamp, Ts, UserId, UserNote, WorkspaceMemory,
 };
 use crate::ports::{ChannelState, ChannelStateStore, ClaimOutcome, FactStore, Ledger, MessageStore, PutOutcome};
 
@@ -77,13 +77,12 @@ pub async fn message_store(store: &dyn MessageStore) {
     assert_eq!(texts(store.recent_in_thread(&top, at(0), 1).await.unwrap()), ["two"], "the newest within the limit");
     assert_eq!(texts(store.recent_in_thread(&top, at(11), 10).await.unwrap()), ["two"], "since is inclusive of later");
     assert_eq!(texts(store.recent_in_thread(&top, at(30), 10).await.unwrap()), ["two"], "since is inclusive");
-    assert!(store.recent_in_thread(&ThreadKey::top_level(ChannelId("nobody".into())), at(0), 10).await.unwrap().is_empty());
+    assert!(
+        store.recent_in_thread(&ThreadKey::top_level(ChannelId("nobody".into())), at(0), 10).await.unwrap().is_empty()
+    );
 
     // The whole channel, every conversation, in time order.
-    assert_eq!(
-        texts(store.recent_in_channel(&ch, at(0), 10).await.unwrap()),
-        ["one", "reply", "two", "reply 2"]
-    );
+    assert_eq!(texts(store.recent_in_channel(&ch, at(0), 10).await.unwrap()), ["one", "reply", "two", "reply 2"]);
     assert_eq!(texts(store.recent_in_channel(&ch, at(0), 2).await.unwrap()), ["two", "reply 2"]);
     assert_eq!(texts(store.recent_in_channel(&ch, at(25), 10).await.unwrap()), ["two", "reply 2"]);
 
@@ -120,17 +119,29 @@ pub async fn ledger(ledger: &dyn Ledger) {
     let key = "contract:claim";
     assert_eq!(ledger.claim(key, at(0), lease).await.unwrap(), ClaimOutcome::Claimed);
     assert_eq!(ledger.claim(key, at(10), lease).await.unwrap(), ClaimOutcome::InProgress { until: at(300) });
-    assert_eq!(ledger.claim(key, at(301), lease).await.unwrap(), ClaimOutcome::Claimed, "an expired claim can be taken");
+    assert_eq!(
+        ledger.claim(key, at(301), lease).await.unwrap(),
+        ClaimOutcome::Claimed,
+        "an expired claim can be taken"
+    );
     ledger.complete(key, at(302), Duration::from_secs(3600)).await.unwrap();
     assert_eq!(ledger.claim(key, at(303), lease).await.unwrap(), ClaimOutcome::Completed);
     ledger.release(key).await.unwrap();
-    assert_eq!(ledger.claim(key, at(304), lease).await.unwrap(), ClaimOutcome::Completed, "release leaves completed work");
+    assert_eq!(
+        ledger.claim(key, at(304), lease).await.unwrap(),
+        ClaimOutcome::Completed,
+        "release leaves completed work"
+    );
 
     let key = "contract:release";
     assert_eq!(ledger.claim(key, at(0), lease).await.unwrap(), ClaimOutcome::Claimed);
     ledger.release(key).await.unwrap();
     assert_eq!(ledger.claim(key, at(1), lease).await.unwrap(), ClaimOutcome::Claimed, "released work can be claimed");
-    assert_eq!(ledger.claim("contract:other", at(1), lease).await.unwrap(), ClaimOutcome::Claimed, "keys are independent");
+    assert_eq!(
+        ledger.claim("contract:other", at(1), lease).await.unwrap(),
+        ClaimOutcome::Claimed,
+        "keys are independent"
+    );
 
     // A holder that began to post and then died or gave up: the next holder is told.
     let key = "contract:posting";
@@ -142,7 +153,11 @@ pub async fn ledger(ledger: &dyn Ledger) {
     assert_eq!(ledger.claim(key, at(302), lease).await.unwrap(), ClaimOutcome::Resumed, "after a release");
     ledger.complete(key, at(303), Duration::from_secs(3600)).await.unwrap();
     ledger.mark_posting(key).await.unwrap();
-    assert_eq!(ledger.claim(key, at(304), lease).await.unwrap(), ClaimOutcome::Completed, "a mark never reopens done work");
+    assert_eq!(
+        ledger.claim(key, at(304), lease).await.unwrap(),
+        ClaimOutcome::Completed,
+        "a mark never reopens done work"
+    );
 
     // The cache: values until their expiry, replaced by a newer put.
     assert_eq!(ledger.cache_get("contract:cache", at(0)).await.unwrap(), None);
@@ -174,7 +189,10 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     }
     let state = store.channel_state(&ch).await.unwrap();
     assert_eq!(state.interventions.len(), ChannelState::KEPT_INTERVENTIONS, "bounded");
-    assert_eq!(state.interventions.last().unwrap().excerpt, format!("at {}", 200 + ChannelState::KEPT_INTERVENTIONS as i64 + 4));
+    assert_eq!(
+        state.interventions.last().unwrap().excerpt,
+        format!("at {}", 200 + ChannelState::KEPT_INTERVENTIONS as i64 + 4)
+    );
     assert_eq!(store.channel_state(&ChannelId("contract-quiet".into())).await.unwrap(), ChannelState::default());
 
     // Mute, shadow and the last judgment live beside the history without disturbing it.
@@ -251,7 +269,8 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     assert_eq!(store.workspace_memory().await.unwrap(), workspace);
     // Channel lines: newest first, each channel's replaced or removed on its own, and
     // kept when the workspace memory is written again.
-    let line = |c: &str, t: i64| ChannelLine { channel: ChannelId(c.into()), line: format!("{c} at {t}"), updated_at: at(t) };
+    let line =
+        |c: &str, t: i64| ChannelLine { channel: ChannelId(c.into()), line: format!("{c} at {t}"), updated_at: at(t) };
     store.set_channel_line(&ChannelId("dev".into()), Some(line("dev", 1100))).await.unwrap();
     store.set_channel_line(&ChannelId("ops".into()), Some(line("ops", 1200))).await.unwrap();
     store.set_channel_line(&ChannelId("dev".into()), Some(line("dev", 1300))).await.unwrap();
@@ -288,7 +307,10 @@ pub async fn facts(store: &dyn FactStore) {
     facts.sort_by(|a, b| a.id.cmp(&b.id));
     assert_eq!(facts.len(), 2);
     assert_eq!(facts[0], stronger, "replaced by id");
-    assert!(store.facts(&ChannelId("contract-elsewhere".into())).await.unwrap().is_empty(), "facts stay in their channel");
+    assert!(
+        store.facts(&ChannelId("contract-elsewhere".into())).await.unwrap().is_empty(),
+        "facts stay in their channel"
+    );
     assert!(store.fact_channels().await.unwrap().contains(&ch));
     store.delete_fact(&ch, "f2").await.unwrap();
     store.delete_fact(&ch, "f2").await.unwrap();

@@ -65,7 +65,8 @@ mod tests {
 
     #[test]
     fn a_give_up_policy_waits_as_asked_within_the_cap_or_not_at_all() {
-        let policy = RetryPolicy { attempts: 2, backoff: SECOND, max_wait: 10 * SECOND, longer_wait: LongerWait::GiveUp };
+        let policy =
+            RetryPolicy { attempts: 2, backoff: SECOND, max_wait: 10 * SECOND, longer_wait: LongerWait::GiveUp };
         assert_eq!(policy.wait_after(0, Some(10 * SECOND)), Some(10 * SECOND));
         assert_eq!(policy.wait_after(0, Some(11 * SECOND)), None);
         assert_eq!(policy.wait_after(0, None), Some(SECOND));

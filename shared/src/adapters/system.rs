@@ -21,9 +21,7 @@ pub struct JsonLinesLog<W: std::io::Write + Send> {
 
 impl<W: std::io::Write + Send> JsonLinesLog<W> {
     pub fn new(out: W) -> Self {
-        Self {
-            out: std::sync::Mutex::new(out),
-        }
+        Self { out: std::sync::Mutex::new(out) }
     }
 }
 

@@ -44,17 +44,11 @@ pub struct ThreadKey {
 
 impl ThreadKey {
     pub fn top_level(channel: ChannelId) -> Self {
-        Self {
-            channel,
-            root: None,
-        }
+        Self { channel, root: None }
     }
 
     pub fn thread(channel: ChannelId, root: Ts) -> Self {
-        Self {
-            channel,
-            root: Some(root),
-        }
+        Self { channel, root: Some(root) }
     }
 }
 
@@ -130,10 +124,7 @@ pub struct Message {
 
 impl Message {
     pub fn thread_key(&self) -> ThreadKey {
-        ThreadKey {
-            channel: self.channel.clone(),
-            root: self.thread_root.clone(),
-        }
+        ThreadKey { channel: self.channel.clone(), root: self.thread_root.clone() }
     }
 
     pub fn is_human(&self) -> bool {
@@ -316,10 +307,7 @@ impl JobEnvelope {
     pub const VERSION: u32 = 1;
 
     pub fn new(job: Job) -> Self {
-        Self {
-            v: Self::VERSION,
-            job,
-        }
+        Self { v: Self::VERSION, job }
     }
 }
 

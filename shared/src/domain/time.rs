@@ -36,12 +36,7 @@ impl Timestamp {
         let days = secs.div_euclid(86_400);
         let rem = secs.rem_euclid(86_400);
         let (y, m, d) = civil_from_days(days);
-        format!(
-            "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-            rem / 3600,
-            rem % 3600 / 60,
-            rem % 60
-        )
+        format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem % 3600 / 60, rem % 60)
     }
 }
 
@@ -87,13 +82,7 @@ mod tests {
     fn formats_utc_dates() {
         assert_eq!(Timestamp(0).to_utc_string(), "1970-01-01 00:00:00 UTC");
         // 2026-01-05 09:00:00 UTC
-        assert_eq!(
-            Timestamp(1_767_603_600 * 1_000_000).to_utc_string(),
-            "2026-01-05 09:00:00 UTC"
-        );
-        assert_eq!(
-            Timestamp(951_782_400 * 1_000_000).to_utc_string(),
-            "2000-02-29 00:00:00 UTC"
-        );
+        assert_eq!(Timestamp(1_767_603_600 * 1_000_000).to_utc_string(), "2026-01-05 09:00:00 UTC");
+        assert_eq!(Timestamp(951_782_400 * 1_000_000).to_utc_string(), "2000-02-29 00:00:00 UTC");
     }
 }

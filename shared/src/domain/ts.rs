@@ -161,13 +161,12 @@ mod tests {
     fn only_digits_a_dot_and_digits_parse_as_a_slack_ts() {
         assert_eq!(Ts::parse_slack("1712345678.123456"), Ok(ts("1712345678.123456")));
         assert_eq!(Ts::parse_slack("0.1"), Ok(ts("0.1")));
-        for bad in ["abc", "-5.1", "", "1e9", "12", "12.", ".5", "1.2.3", " 1.2", "1.2 ", "+1.2", "99999999999999999999999.1"] {
+        for bad in
+            ["abc", "-5.1", "", "1e9", "12", "12.", ".5", "1.2.3", " 1.2", "1.2 ", "+1.2", "99999999999999999999999.1"]
+        {
             assert_eq!(Ts::parse_slack(bad), Err(NotASlackTs(bad.into())), "{bad:?}");
         }
-        assert_eq!(
-            NotASlackTs("abc".into()).to_string(),
-            "\"abc\" is not a Slack timestamp (digits, a dot, digits)"
-        );
+        assert_eq!(NotASlackTs("abc".into()).to_string(), "\"abc\" is not a Slack timestamp (digits, a dot, digits)");
     }
 
     #[test]

@@ -25,6 +25,9 @@ use thiserror::Error;
 
 use crate::replay::{self, LogWriter, ReplayError, ReplayOptions, Stats, TranscriptLine};
 
+/// Seconds after a labelled message: the earliest and the latest fitting moment.
+pub type Window = (f64, f64);
+
 /// What kuuki should do at a decision point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -83,15 +86,12 @@ struct Header {
 
 /// Parses one eval file: the header, then transcript lines with optional labels.
 pub fn parse_case(name: &str, text: &str) -> Result<EvalCase, EvalFileError> {
-    let err = |line: usize, reason: String| EvalFileError {
-        name: name.to_owned(),
-        line,
-        reason,
-    };
+    let err = |line: usize, reason: String| EvalFileError { name: name.to_owned(), line, reason };
     let mut header: Option<Header> = None;
     // The transcript text keeps one line per file line, so its errors name the file's lines.
     let mut transcript_text = String::with_capacity(text.len());
-    let mut pending: Vec<(usize, Expect, Option<(f64, f64)>)> = Vec::new();
+    // (line, expect, within) of each labelled line, until the transcript is parsed.
+    let mut pending: Vec<(usize, Expect, Option<Window>)> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let trimmed = raw.trim();
@@ -112,7 +112,10 @@ pub fn parse_case(name: &str, text: &str) -> Result<EvalCase, EvalFileError> {
             continue;
         }
         if header.is_none() {
-            return Err(err(line, "the first line must be the header {\"eval\": {\"title\": …, \"situation\": …}}".into()));
+            return Err(err(
+                line,
+                "the first line must be the header {\"eval\": {\"title\": …, \"situation\": …}}".into(),
+            ));
         }
         let expect = object
             .remove("expect")
@@ -157,22 +160,10 @@ pub fn parse_case(name: &str, text: &str) -> Result<EvalCase, EvalFileError> {
         .into_iter()
         .map(|(line, expect, within)| {
             let message = transcript.iter().position(|m| m.line == line).expect("every labelled line is a message");
-            Label {
-                line,
-                message,
-                t: transcript[message].t,
-                expect,
-                within,
-            }
+            Label { line, message, t: transcript[message].t, expect, within }
         })
         .collect();
-    Ok(EvalCase {
-        name: name.to_owned(),
-        title: header.title,
-        situation: header.situation,
-        transcript,
-        labels,
-    })
+    Ok(EvalCase { name: name.to_owned(), title: header.title, situation: header.situation, transcript, labels })
 }
 
 fn millis(t: f64) -> i64 {
@@ -247,12 +238,7 @@ pub async fn run_case(case: EvalCase, options: ReplayOptions) -> Result<CaseResu
     let log = writer.kept().to_vec();
     drop(writer);
     let outcomes = score(&case, &log);
-    Ok(CaseResult {
-        case,
-        outcomes,
-        stats,
-        log,
-    })
+    Ok(CaseResult { case, outcomes, stats, log })
 }
 
 /// The posts and reactions of a decision log (shadowed ones are not seen by anyone).
@@ -279,11 +265,8 @@ pub fn actions(log: &[Value]) -> Vec<(String, Action)> {
 /// Scores a decision log against a case's labels.
 pub fn score(case: &EvalCase, log: &[Value]) -> Vec<Outcome> {
     let messages = &case.transcript;
-    let by_time: HashMap<(&str, i64), usize> = messages
-        .iter()
-        .enumerate()
-        .map(|(i, m)| ((m.channel.as_str(), millis(m.t)), i))
-        .collect();
+    let by_time: HashMap<(&str, i64), usize> =
+        messages.iter().enumerate().map(|(i, m)| ((m.channel.as_str(), millis(m.t)), i)).collect();
     let label_at: HashMap<usize, &Label> = case.labels.iter().map(|l| (l.message, l)).collect();
     // Each action goes to the point it answered: its message's label, or the label of
     // the same person's message just before (a follow-up line), else an unlabelled point.
@@ -440,11 +423,8 @@ impl Summary {
                 }
             }
             // Unlabelled points show up only when kuuki acted, so these are labelled ones.
-            s.silent_kept += r
-                .outcomes
-                .iter()
-                .filter(|o| o.expect == Expect::Silent && o.verdict == Verdict::Right)
-                .count();
+            s.silent_kept +=
+                r.outcomes.iter().filter(|o| o.expect == Expect::Silent && o.verdict == Verdict::Right).count();
         }
         if s.mistimed > 0 {
             s.mean_timing_error = error_sum / s.mistimed as f64;

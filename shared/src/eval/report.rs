@@ -91,7 +91,13 @@ fn figures<'a>(row: &Row<'a>) -> Figures<'a> {
         messages: s.messages,
         precision: format!("{} ({}/{})", percent(s.precision()), s.speak_hits, s.posts),
         recall: format!("{} ({}/{})", percent(s.recall()), s.speak_hits, s.speak_labels),
-        reactions: format!("{} ({}/{}), {} stray", percent(s.reaction_accuracy()), s.react_hits, s.react_labels, s.stray_reactions),
+        reactions: format!(
+            "{} ({}/{}), {} stray",
+            percent(s.reaction_accuracy()),
+            s.react_hits,
+            s.react_labels,
+            s.stray_reactions
+        ),
         silent: format!("{}/{}", s.silent_kept, s.silent_labels),
         on_time: format!("{}/{}", s.timed - s.mistimed, s.timed),
         llm_calls: format!("{:.1}", s.per_hundred_messages(s.llm_calls)),
@@ -131,9 +137,8 @@ fn miss<'a>(r: &'a CaseResult, o: &Outcome) -> Miss<'a> {
         Some(a) if a.react => format!("reacted :{}: after {:.0} s ({})", a.content, a.t - m.t, a.mode),
         Some(a) => format!("posted after {:.0} s ({}): {}", a.t - m.t, a.mode, a.content),
     };
-    let end = m.t
-        + o.within.map_or(0.0, |w| w.1).max(o.action.as_ref().map_or(0.0, |a| a.t - m.t))
-        + TRACE_AFTER_SECONDS;
+    let end =
+        m.t + o.within.map_or(0.0, |w| w.1).max(o.action.as_ref().map_or(0.0, |a| a.t - m.t)) + TRACE_AFTER_SECONDS;
     Miss {
         case: &r.case.name,
         title: &r.case.title,
@@ -175,28 +180,15 @@ fn trace_line(l: &Value, t: f64, point_t: f64) -> TraceLine {
     let about = l["msg_t"].as_f64().map(|at| format!("about the message at {at} s{thread}: ")).unwrap_or_default();
     let (who, what) = match kind.as_str() {
         "message" => (text("user"), format!("{}{thread}", text("text"))),
-        "judge" => (
-            "judge".into(),
-            format!("{about}score {}, {}: {}", l["score"], text("decision"), text("reason")),
-        ),
+        "judge" => ("judge".into(), format!("{about}score {}, {}: {}", l["score"], text("decision"), text("reason"))),
         "respond" if l["type"] == "react_only" => ("kuuki".into(), format!("{about}reacted :{}:", text("emoji"))),
         "respond" => ("kuuki".into(), format!("{about}{} ({}): {}", text("type"), text("mode"), text("text"))),
-        "superseded" => (
-            text("stage"),
-            format!("{about}superseded by the message at {} s", l["by_t"]),
-        ),
+        "superseded" => (text("stage"), format!("{about}superseded by the message at {} s", l["by_t"])),
         _ => (kind.clone(), format!("{about}{}", text("reason"))),
     };
     let rules = l["breakdown"]
         .as_object()
         .map(|b| b.iter().map(|(k, v)| (k.clone(), v.as_i64().unwrap_or(0))).collect())
         .unwrap_or_default();
-    TraceLine {
-        point: kind == "message" && t == point_t,
-        t,
-        kind,
-        who,
-        what,
-        rules,
-    }
+    TraceLine { point: kind == "message" && t == point_t, t, kind, who, what, rules }
 }

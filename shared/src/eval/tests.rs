@@ -59,21 +59,31 @@ fn bad_files_name_the_line_and_the_reason() {
     assert_eq!(e.line, 2);
     assert!(e.reason.contains("within"), "{e}");
 
-    let e = parse_err(&format!("{HEADER}\n{{\"t\": 0, \"user\": \"a\", \"text\": \"x\", \"expect\": \"silent\", \"within\": [0, 1]}}"));
+    let e = parse_err(&format!(
+        "{HEADER}\n{{\"t\": 0, \"user\": \"a\", \"text\": \"x\", \"expect\": \"silent\", \"within\": [0, 1]}}"
+    ));
     assert!(e.reason.contains("silent label takes no"), "{e}");
 
-    let e = parse_err(&format!("{HEADER}\n{{\"t\": 0, \"user\": \"a\", \"text\": \"x\", \"expect\": \"talk\", \"within\": [0, 1]}}"));
+    let e = parse_err(&format!(
+        "{HEADER}\n{{\"t\": 0, \"user\": \"a\", \"text\": \"x\", \"expect\": \"talk\", \"within\": [0, 1]}}"
+    ));
     assert!(e.reason.contains("speak, react or silent"), "{e}");
 
-    let e = parse_err(&format!("{HEADER}\n{{\"t\": 0, \"user\": \"a\", \"text\": \"x\", \"expect\": \"react\", \"within\": [60, 10]}}"));
+    let e = parse_err(&format!(
+        "{HEADER}\n{{\"t\": 0, \"user\": \"a\", \"text\": \"x\", \"expect\": \"react\", \"within\": [60, 10]}}"
+    ));
     assert!(e.reason.contains("earliest <= latest"), "{e}");
 
     // The transcript's own errors keep the file's line numbers.
-    let e = parse_err(&format!("{HEADER}\n\n# c\n{{\"t\": 5, \"user\": \"a\", \"text\": \"x\"}}\n{{\"t\": 1, \"user\": \"a\", \"text\": \"y\"}}"));
+    let e = parse_err(&format!(
+        "{HEADER}\n\n# c\n{{\"t\": 5, \"user\": \"a\", \"text\": \"x\"}}\n{{\"t\": 1, \"user\": \"a\", \"text\": \"y\"}}"
+    ));
     assert_eq!(e.line, 5);
     assert!(e.reason.contains("backwards"), "{e}");
 
-    let e = parse_err(&format!("{HEADER}\n{{\"t\": 5, \"user\": \"a\", \"text\": \"x\"}}\n{{\"t\": 5, \"user\": \"b\", \"text\": \"y\"}}"));
+    let e = parse_err(&format!(
+        "{HEADER}\n{{\"t\": 5, \"user\": \"a\", \"text\": \"x\"}}\n{{\"t\": 5, \"user\": \"b\", \"text\": \"y\"}}"
+    ));
     assert_eq!(e.line, 3);
     assert!(e.reason.contains("same t (line 2)"), "{e}");
 
@@ -84,7 +94,9 @@ fn bad_files_name_the_line_and_the_reason() {
 
 #[test]
 fn a_post_in_the_window_is_right_outside_it_mistimed() {
-    let c = case(r#"{"t": 100, "user": "alice", "text": "how do I undo a commit?", "expect": "speak", "within": [90, 900]}"#);
+    let c = case(
+        r#"{"t": 100, "user": "alice", "text": "how do I undo a commit?", "expect": "speak", "within": [90, 900]}"#,
+    );
     assert_eq!(verdicts(&c, &[respond(300.0, 100.0, false)]), vec![(0, Verdict::Right)]);
     let early = score(&c, &[respond(130.0, 100.0, false)]);
     assert_eq!(early[0].verdict, Verdict::Mistimed);
@@ -121,15 +133,7 @@ fn actions_at_unlabelled_points_intrude_and_follow_ups_belong_to_their_label() {
 
 fn result(c: EvalCase, log: Vec<Value>) -> CaseResult {
     let outcomes = score(&c, &log);
-    CaseResult {
-        case: c,
-        outcomes,
-        stats: Stats {
-            messages: 5,
-            ..Stats::default()
-        },
-        log,
-    }
+    CaseResult { case: c, outcomes, stats: Stats { messages: 5, ..Stats::default() }, log }
 }
 
 #[test]
@@ -142,7 +146,7 @@ fn the_summary_counts_precision_recall_reactions_and_timing() {
 {"t": 800, "user": "erin", "text": "lol"}"#,
     );
     let log = vec![
-        respond(50.0, 0.0, false),   // right
+        respond(50.0, 0.0, false),    // right
         respond(450.0, 400.0, false), // intrudes on a silent label
         respond(700.0, 600.0, true),  // the reaction, 40 s late
         respond(810.0, 800.0, true),  // a stray reaction
@@ -169,12 +173,7 @@ async fn a_case_replays_through_the_pipeline() {
     .unwrap();
     let settings = Settings::from_vars(&HashMap::new()).unwrap().for_llm(true);
     let persona = settings.persona(None);
-    let options = ReplayOptions {
-        settings,
-        persona,
-        llm: Some(Arc::new(llm)),
-        seed: 1,
-    };
+    let options = ReplayOptions { settings, persona, llm: Some(Arc::new(llm)), seed: 1 };
     let r = run_case(c, options).await.unwrap();
     assert_eq!((r.stats.failed_deliveries, r.stats.dropped), (0, 0), "{:#?}", r.log);
     let s = Summary::of([&r], Prices { input: 1.0, output: 1.0 });

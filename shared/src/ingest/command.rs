@@ -86,12 +86,19 @@ async fn status(deps: &Deps, channel: &ChannelId, now: Timestamp) -> PortResult<
     } else {
         "joins in when the room calls for it".to_owned()
     };
-    let _ = writeln!(out, "kuuki here: {participation}{}", if state.shadow { ", in shadow mode (posts nothing)" } else { "" });
+    let _ = writeln!(
+        out,
+        "kuuki here: {participation}{}",
+        if state.shadow { ", in shadow mode (posts nothing)" } else { "" }
+    );
     if s.llm_judge_enabled && deps.llm.is_some() {
         let _ = writeln!(
             out,
             "Judge: rules, then the LLM for scores between {} and {} (at or above {} responds, at or below {} skips)",
-            s.judge_llm_threshold_low, s.judge_llm_threshold_high, s.judge_llm_threshold_high, s.judge_llm_threshold_low
+            s.judge_llm_threshold_low,
+            s.judge_llm_threshold_high,
+            s.judge_llm_threshold_high,
+            s.judge_llm_threshold_low
         );
     } else {
         let _ = writeln!(out, "Judge: rules only, responds at a score of {} or more", s.judge_score_threshold);

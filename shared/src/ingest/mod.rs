@@ -98,10 +98,7 @@ async fn ingest_message(deps: &Deps, message: Message) -> PortResult<IngestOutco
     match plan(deps, &message) {
         Some((job, delay)) => {
             deps.enqueue_after(job.clone(), delay).await?;
-            Ok(IngestOutcome::Stored {
-                trigger,
-                queued: Some(job),
-            })
+            Ok(IngestOutcome::Stored { trigger, queued: Some(job) })
         }
         None => Ok(IngestOutcome::Stored { trigger, queued: None }),
     }
@@ -130,32 +127,18 @@ fn plan(deps: &Deps, message: &Message) -> Option<(Job, Duration)> {
             },
             Duration::ZERO,
         )),
-        None if deps.settings.ambient_enabled() => Some((
-            Job::Judge {
-                thread: message.thread_key(),
-                ts: message.ts.clone(),
-            },
-            deps.judge_wait(),
-        )),
+        None if deps.settings.ambient_enabled() => {
+            Some((Job::Judge { thread: message.thread_key(), ts: message.ts.clone() }, deps.judge_wait()))
+        }
         // Nothing to judge, but the channel still remembers (a judgment would have
         // run the memory triggers); debounced like a judgment.
-        None if crate::memory::enabled(deps) => Some((
-            Job::Remember {
-                thread: message.thread_key(),
-                ts: message.ts.clone(),
-            },
-            deps.judge_wait(),
-        )),
+        None if crate::memory::enabled(deps) => {
+            Some((Job::Remember { thread: message.thread_key(), ts: message.ts.clone() }, deps.judge_wait()))
+        }
         None => None,
     }
 }
 
 pub(crate) fn record(deps: &Deps, channel: &ChannelId, thread_root: Option<Ts>, ts: Ts, kind: EventKind) {
-    deps.log.record(Event {
-        at: deps.clock.now(),
-        channel: channel.clone(),
-        thread_root,
-        ts,
-        kind,
-    });
+    deps.log.record(Event { at: deps.clock.now(), channel: channel.clone(), thread_root, ts, kind });
 }

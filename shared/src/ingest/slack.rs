@@ -29,7 +29,12 @@ pub enum SlackIngressError {
 }
 
 /// `retry` is whether Slack marked the request as a retry (`X-Slack-Retry-Num`).
-pub async fn handle_event(deps: &Deps, me: &SlackIdentity, body: &[u8], retry: bool) -> Result<SlackReply, SlackIngressError> {
+pub async fn handle_event(
+    deps: &Deps,
+    me: &SlackIdentity,
+    body: &[u8],
+    retry: bool,
+) -> Result<SlackReply, SlackIngressError> {
     let event = match parse_envelope(body)? {
         Envelope::UrlVerification { challenge } => return Ok(SlackReply::Challenge(challenge)),
         Envelope::EventCallback { event, .. } => event,

@@ -61,10 +61,7 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
             channel,
             thread.root.clone(),
             ts.clone(),
-            EventKind::Superseded {
-                stage: Stage::Judge,
-                by: newer.ts,
-            },
+            EventKind::Superseded { stage: Stage::Judge, by: newer.ts },
         );
         return Ok(());
     }
@@ -124,20 +121,14 @@ async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Messag
     let previous = deps.messages.previous_in_channel(channel, turn_start).await?;
     // Newer human messages superseded this job; what is left after it is kuuki's or
     // another bot's, and either answers a question as well.
-    let answered = newer_message(deps, &target, |m| m.user != target.user || m.author != target.author)
-        .await?
-        .is_some();
+    let answered =
+        newer_message(deps, &target, |m| m.user != target.user || m.author != target.author).await?.is_some();
     let input = rules::RuleInput {
         message: &target,
         conversation: upto,
         previous_in_channel: previous.map(|m| m.at),
         last_response_at: state.last_response_at,
-        last_response_here: state
-            .interventions
-            .iter()
-            .filter(|i| i.thread == target.thread_key())
-            .map(|i| i.at)
-            .max(),
+        last_response_here: state.interventions.iter().filter(|i| i.thread == target.thread_key()).map(|i| i.at).max(),
         now: deps.clock.now(),
         answered,
         bot: &deps.bot,
@@ -210,13 +201,8 @@ async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Messag
     let emoji = judgment.llm.as_ref().and_then(|v| v.emoji.clone());
     judgment.record(deps, &target).await?;
     if respond {
-        let job = Job::Respond {
-            thread: thread.clone(),
-            ts: ts.clone(),
-            mode: RespondMode::Ambient,
-            response_type,
-            emoji,
-        };
+        let job =
+            Job::Respond { thread: thread.clone(), ts: ts.clone(), mode: RespondMode::Ambient, response_type, emoji };
         deps.enqueue_after(job, Duration::from_secs(delay.into())).await?;
     }
     Ok(Judged::Decided)
@@ -236,10 +222,7 @@ async fn wait(
     // Whole seconds, rounded up: the queue's delays are whole seconds, and a job back
     // early would only wait again.
     let delay = pending.at.seconds_since(deps.clock.now()).max(0.0).ceil() as u32;
-    let job = Job::Judge {
-        thread: thread.clone(),
-        ts: ts.clone(),
-    };
+    let job = Job::Judge { thread: thread.clone(), ts: ts.clone() };
     deps.enqueue_after(job, Duration::from_secs(delay.into())).await?;
     let mut judgment = Judgment::skip(&pending.reason);
     judgment.score = scored.score;
@@ -280,10 +263,7 @@ async fn ask_llm(
         },
     };
     let (verdict, usage) = match llm.complete(request).await {
-        Ok(response) => (
-            verdict::parse_verdict(&response.text).map_err(|e| e.to_string()),
-            Some(response.usage),
-        ),
+        Ok(response) => (verdict::parse_verdict(&response.text).map_err(|e| e.to_string()), Some(response.usage)),
         Err(e) => (Err(e.to_string()), None),
     };
     if let Ok(v) = &verdict {
@@ -308,10 +288,7 @@ pub fn cache_lifetime(confidence: f64) -> Duration {
 }
 
 fn dropped(reason: &str) -> EventKind {
-    EventKind::Dropped {
-        stage: Stage::Judge,
-        reason: reason.into(),
-    }
+    EventKind::Dropped { stage: Stage::Judge, reason: reason.into() }
 }
 
 struct Judgment {

@@ -99,7 +99,8 @@ pub fn addressee(conversation: &[Message], bot: &BotIdentity) -> Option<String> 
     speaker.thread_root.as_ref()?;
     let before = self::turn(&conversation[..conversation.len() - turn.len()]);
     let asker = before.last()?;
-    let asked = asker.author == Author::Human && asker.user != speaker.user && before.iter().any(|m| is_question(&m.text));
+    let asked =
+        asker.author == Author::Human && asker.user != speaker.user && before.iter().any(|m| is_question(&m.text));
     asked.then(|| asker.user_name.clone())
 }
 
@@ -112,7 +113,7 @@ fn called_by_name(message: &Message, conversation: &[Message], bot: &BotIdentity
     let text = message.text.trim_start();
     let lower = text.to_lowercase();
     let lower = ["hey ", "hi ", "@"].iter().find_map(|p| lower.strip_prefix(p)).unwrap_or(&lower);
-    let end = lower.find(|c: char| matches!(c, ',' | '、' | ':' | ' ' | '　' | '!' | '！')).unwrap_or(lower.len());
+    let end = lower.find([',', '、', ':', ' ', '　', '!', '！']).unwrap_or(lower.len());
     let (word, rest) = lower.split_at(end);
     let is_bot = |w: &str| bot.names_lowercase.iter().any(|n| n == w);
     if let Some(name) = HONORIFICS.iter().find_map(|h| word.strip_suffix(h))
@@ -127,11 +128,67 @@ fn called_by_name(message: &Message, conversation: &[Message], bot: &BotIdentity
     }
     // "Yuki, could you…" names someone even before they wrote here; "So, could you…" not.
     const NOT_NAMES: &[&str] = &[
-        "so", "also", "ok", "okay", "and", "but", "well", "btw", "folks", "guys", "team", "all", "everyone", "anyone",
-        "somebody", "someone", "how", "what", "why", "where", "when", "who", "which", "whom", "whose", "where", "are",
-        "is", "can", "could", "would", "will", "do", "did", "does", "have", "has", "i", "you", "we", "they", "it",
-        "this", "that", "then", "now", "oh", "ah", "hmm", "yes", "no", "yeah", "yep", "nope", "thanks", "sorry",
-        "please", "wait", "right", "seriously", "honestly",
+        "so",
+        "also",
+        "ok",
+        "okay",
+        "and",
+        "but",
+        "well",
+        "btw",
+        "folks",
+        "guys",
+        "team",
+        "all",
+        "everyone",
+        "anyone",
+        "somebody",
+        "someone",
+        "how",
+        "what",
+        "why",
+        "where",
+        "when",
+        "who",
+        "which",
+        "whom",
+        "whose",
+        "where",
+        "are",
+        "is",
+        "can",
+        "could",
+        "would",
+        "will",
+        "do",
+        "did",
+        "does",
+        "have",
+        "has",
+        "i",
+        "you",
+        "we",
+        "they",
+        "it",
+        "this",
+        "that",
+        "then",
+        "now",
+        "oh",
+        "ah",
+        "hmm",
+        "yes",
+        "no",
+        "yeah",
+        "yep",
+        "nope",
+        "thanks",
+        "sorry",
+        "please",
+        "wait",
+        "right",
+        "seriously",
+        "honestly",
     ];
     let after_name = rest.trim_start_matches([',', '、', ':']).trim_start();
     let asks_you = ASKING.iter().any(|a| after_name.starts_with(a) && after_name[a.len()..].starts_with("you"));
@@ -201,23 +258,95 @@ fn asks(sentence: &str) -> bool {
 
 mod question_phrases {
     pub const OPENINGS: &[&str] = &[
-        "how do ", "how does ", "how can ", "how to ", "how should ", "how would ", "how come ", "what is ",
-        "what's the ", "what are ", "what does ", "what do ", "where is ", "where are ", "where do ", "where does ",
-        "where can ", "why does ", "why do ", "why is ", "why are ", "why would ", "when is ", "when does ",
-        "who knows ", "who can ", "is there ", "are there ", "is it ", "does anyone", "does anybody", "do we ",
-        "do you ", "do i ", "can i ", "can we ", "can someone", "can anyone", "could someone", "could anyone",
-        "should i ", "should we ", "anyone know", "anybody know", "any idea", "any tips",
+        "how do ",
+        "how does ",
+        "how can ",
+        "how to ",
+        "how should ",
+        "how would ",
+        "how come ",
+        "what is ",
+        "what's the ",
+        "what are ",
+        "what does ",
+        "what do ",
+        "where is ",
+        "where are ",
+        "where do ",
+        "where does ",
+        "where can ",
+        "why does ",
+        "why do ",
+        "why is ",
+        "why are ",
+        "why would ",
+        "when is ",
+        "when does ",
+        "who knows ",
+        "who can ",
+        "is there ",
+        "are there ",
+        "is it ",
+        "does anyone",
+        "does anybody",
+        "do we ",
+        "do you ",
+        "do i ",
+        "can i ",
+        "can we ",
+        "can someone",
+        "can anyone",
+        "could someone",
+        "could anyone",
+        "should i ",
+        "should we ",
+        "anyone know",
+        "anybody know",
+        "any idea",
+        "any tips",
     ];
-    pub const FILLERS: &[&str] = &["so ", "ok ", "okay ", "but ", "and ", "also ", "hey ", "quick question", "dumb question"];
+    pub const FILLERS: &[&str] =
+        &["so ", "ok ", "okay ", "but ", "and ", "also ", "hey ", "quick question", "dumb question"];
     pub const JA_ENDINGS: &[&str] = &[
-        "っけ", "かな", "かなぁ", "ですか", "ますか", "でしょうか", "ませんか", "だろうか", "のかな", "ばいい", "たらいい",
-        "ばいいの", "たらいいの", "んだろう", "教えて",
+        "っけ",
+        "かな",
+        "かなぁ",
+        "ですか",
+        "ますか",
+        "でしょうか",
+        "ませんか",
+        "だろうか",
+        "のかな",
+        "ばいい",
+        "たらいい",
+        "ばいいの",
+        "たらいいの",
+        "んだろう",
+        "教えて",
     ];
     /// Asking for help without a question.
     pub const ASKING: &[&str] = &[
-        "anyone know", "anybody know", "figure out", "stuck on", "confuses me", "教えてください", "教えて下さい",
-        "教えてほしい", "教えて欲しい", "教えてくれ", "わかる人", "分かる人",
-        "知ってる人", "知っている人", "詳しい人", "わからない", "分からない", "わかんない", "困って", "詰まって", "ハマって",
+        "anyone know",
+        "anybody know",
+        "figure out",
+        "stuck on",
+        "confuses me",
+        "教えてください",
+        "教えて下さい",
+        "教えてほしい",
+        "教えて欲しい",
+        "教えてくれ",
+        "わかる人",
+        "分かる人",
+        "知ってる人",
+        "知っている人",
+        "詳しい人",
+        "わからない",
+        "分からない",
+        "わかんない",
+        "困って",
+        "詰まって",
+        "ハマって",
         "はまって",
     ];
 }
@@ -230,10 +359,7 @@ pub fn turn(conversation: &[Message]) -> &[Message] {
     let Some(last) = conversation.last() else {
         return conversation;
     };
-    let start = conversation
-        .iter()
-        .rposition(|m| m.user != last.user || m.author != last.author)
-        .map_or(0, |i| i + 1);
+    let start = conversation.iter().rposition(|m| m.user != last.user || m.author != last.author).map_or(0, |i| i + 1);
     &conversation[start..]
 }
 
@@ -267,9 +393,8 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
         turn => turn,
     };
     let turn_lower: Vec<String> = turn.iter().map(|m| m.text.to_lowercase()).collect();
-    let mentions_any = |needles: &[String]| {
-        needles.iter().any(|n| turn_lower.iter().any(|t| contains_ignore_case(t, n)))
-    };
+    let mentions_any =
+        |needles: &[String]| needles.iter().any(|n| turn_lower.iter().any(|t| contains_ignore_case(t, n)));
     let mut breakdown = Breakdown::default();
 
     // Engagement: the message was written within the window after kuuki's last
@@ -289,9 +414,8 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
     if mentions_any(&settings.judge_keywords) {
         breakdown.add("keyword", points::KEYWORD);
     }
-    let in_cooldown = input
-        .last_response_at
-        .is_some_and(|at| input.now.seconds_since(at) <= settings.cooldown.as_secs_f64());
+    let in_cooldown =
+        input.last_response_at.is_some_and(|at| input.now.seconds_since(at) <= settings.cooldown.as_secs_f64());
     if in_cooldown {
         breakdown.add("cooldown", points::COOLDOWN);
     }
@@ -372,14 +496,7 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
         breakdown.add("short_conversation", points::SHORT_CONVERSATION);
     }
 
-    RuleScore {
-        score: breakdown.total().clamp(0, 100),
-        breakdown,
-        engaged,
-        question,
-        for_other,
-        pending,
-    }
+    RuleScore { score: breakdown.total().clamp(0, 100), breakdown, engaged, question, for_other, pending }
 }
 
 /// The last `n` messages of the conversation up to the target (the slice's end).
@@ -445,11 +562,7 @@ pub fn response_type(score: i32, engaged: bool, clear_trigger: bool, settings: &
     if !settings.response_diversity_enabled || clear_trigger || score >= 80 {
         ResponseType::FullResponse
     } else if score >= 60 {
-        if engaged {
-            ResponseType::FullResponse
-        } else {
-            ResponseType::ShortAck
-        }
+        if engaged { ResponseType::FullResponse } else { ResponseType::ShortAck }
     } else {
         ResponseType::ReactOnly
     }
@@ -460,8 +573,18 @@ pub fn response_type(score: i32, engaged: bool, clear_trigger: bool, settings: &
 pub fn is_thanks(text: &str) -> bool {
     const THANKS: [&str; 7] = ["ありがと", "thank", "thx", "助かり", "助かった", "感謝", "ty!"];
     const REQUESTS: [&str; 12] = [
-        "please", "pls", "can you", "could you", "would you", "お願い", "ください", "下さい", "してほしい", "して欲しい",
-        "もう一つ", "one more",
+        "please",
+        "pls",
+        "can you",
+        "could you",
+        "would you",
+        "お願い",
+        "ください",
+        "下さい",
+        "してほしい",
+        "して欲しい",
+        "もう一つ",
+        "one more",
     ];
     let t = text.to_lowercase();
     THANKS.iter().any(|w| t.contains(w)) && !REQUESTS.iter().any(|w| t.contains(w)) && !is_question(text)
@@ -475,7 +598,8 @@ pub fn pick_emoji(text: &str) -> &'static str {
         "thinking_face"
     } else if has(&["ありがと", "thank", "thx", "助かり", "感謝"]) {
         "pray"
-    } else if has(&["できた", "完了", "終わった", "done", "shipped", "merged", "リリース", "やった", "🎉"]) {
+    } else if has(&["できた", "完了", "終わった", "done", "shipped", "merged", "リリース", "やった", "🎉"])
+    {
         "tada"
     } else if has(&["笑", "www", "lol", "haha", "草", "😂"]) {
         "joy"
@@ -606,7 +730,8 @@ mod tests {
 
     #[test]
     fn thanks_is_thanks_without_a_question_or_a_request() {
-        for text in ["that's the one, thanks!! 🙏", "できました！ありがとうございます🙏", "kuuki ty!", "助かりました"] {
+        for text in ["that's the one, thanks!! 🙏", "できました！ありがとうございます🙏", "kuuki ty!", "助かりました"]
+        {
             assert!(is_thanks(text), "{text}");
         }
         for text in [
@@ -727,7 +852,8 @@ mod tests {
 
     #[test]
     fn engagement_boost_is_a_setting() {
-        let s = settings(&[("ENGAGEMENT_BOOST", "25"), ("ENGAGEMENT_DURATION_SECONDS", "600"), ("COOLDOWN_SECONDS", "10")]);
+        let s =
+            settings(&[("ENGAGEMENT_BOOST", "25"), ("ENGAGEMENT_DURATION_SECONDS", "600"), ("COOLDOWN_SECONDS", "10")]);
         let mut c = one("hmm");
         c.last_response = Some(1000.0 - 500.0);
         assert_eq!(points_of(&c.score(&s), "engagement"), Some(25));
@@ -752,7 +878,8 @@ mod tests {
     fn no_mention_in_the_last_n_messages_costs_10() {
         let s = settings(&[("JUDGE_RECENT_MESSAGES", "3")]);
         assert_eq!(points_of(&one("hi").score(&s), "no_mention"), Some(-10));
-        let mentioned = Case::new(vec![msg(900.0, "bob", "<@UBOT> hi"), msg(950.0, "bob", "x"), msg(1000.0, "alice", "y")]);
+        let mentioned =
+            Case::new(vec![msg(900.0, "bob", "<@UBOT> hi"), msg(950.0, "bob", "x"), msg(1000.0, "alice", "y")]);
         assert_eq!(points_of(&mentioned.score(&s), "no_mention"), None);
         let named = Case::new(vec![msg(900.0, "bob", "kuuki?"), msg(950.0, "bob", "x"), msg(1000.0, "alice", "y")]);
         assert_eq!(points_of(&named.score(&s), "no_mention"), None);
@@ -773,9 +900,7 @@ mod tests {
         let busy = Case::new(users.iter().enumerate().map(|(i, u)| msg(960.0 + 10.0 * i as f64, u, "x")).collect());
         assert_eq!(points_of(&busy.score(&s), "busy"), Some(-10));
         // Five messages in 41 s: under 6 a minute.
-        let calm = Case::new(
-            users.iter().enumerate().map(|(i, u)| msg(959.0 + 10.25 * i as f64, u, "x")).collect(),
-        );
+        let calm = Case::new(users.iter().enumerate().map(|(i, u)| msg(959.0 + 10.25 * i as f64, u, "x")).collect());
         assert_eq!(points_of(&calm.score(&s), "busy"), None);
         // Four messages are never lively, however fast.
         let few = Case::new(users[..4].iter().map(|u| msg(1000.0, u, "x")).collect());
@@ -816,7 +941,8 @@ mod tests {
         assert_eq!(points_of(&conv([40, 40, 40, 20, 20, 20]).score(&s), "fading"), Some(-10));
         assert_eq!(points_of(&conv([10, 10, 10, 40, 40, 40]).score(&s), "fading"), None);
         // Fewer than six messages: nothing to compare.
-        let five = Case::new((0..5).map(|i| msg(900.0 + i as f64, "a", if i < 3 { "long long" } else { "x" })).collect());
+        let five =
+            Case::new((0..5).map(|i| msg(900.0 + i as f64, "a", if i < 3 { "long long" } else { "x" })).collect());
         assert_eq!(points_of(&five.score(&s), "fading"), None);
     }
 
@@ -882,7 +1008,8 @@ mod tests {
         assert_eq!(points_of(&statement.score(&s), "unanswered_question"), None);
         assert_eq!(statement.score(&s).pending, None);
         // kuuki was addressed within the last N messages: the conversation is with it.
-        let mut with_kuuki = Case::new(vec![msg(900.0, "alice", "<@UBOT> deploy day?"), msg(1000.0, "alice", "and who approves?")]);
+        let mut with_kuuki =
+            Case::new(vec![msg(900.0, "alice", "<@UBOT> deploy day?"), msg(1000.0, "alice", "and who approves?")]);
         with_kuuki.judge_delay = 300.0;
         let r = with_kuuki.score(&s);
         assert_eq!(points_of(&r, "unanswered_question"), None);
@@ -991,7 +1118,12 @@ mod tests {
 
     #[test]
     fn the_score_is_clamped_to_0_100() {
-        let s = settings(&[("JUDGE_KEYWORDS", "deploy"), ("BOT_TOPICS", "rust"), ("ENGAGEMENT_BOOST", "100"), ("COOLDOWN_SECONDS", "0")]);
+        let s = settings(&[
+            ("JUDGE_KEYWORDS", "deploy"),
+            ("BOT_TOPICS", "rust"),
+            ("ENGAGEMENT_BOOST", "100"),
+            ("COOLDOWN_SECONDS", "0"),
+        ]);
         let mut high = one("rust deploy?");
         high.last_response = Some(990.0);
         high.judge_delay = 20.0;

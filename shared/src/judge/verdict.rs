@@ -69,15 +69,7 @@ pub fn parse_verdict(raw: &str) -> Result<LlmVerdict, VerdictError> {
                 .to_owned(),
         ),
     };
-    Ok(LlmVerdict {
-        emoji,
-        should_respond,
-        reason,
-        confidence,
-        delay_seconds,
-        response_type,
-        conversation_state,
-    })
+    Ok(LlmVerdict { emoji, should_respond, reason, confidence, delay_seconds, response_type, conversation_state })
 }
 
 /// Slack emoji names: lowercase letters, digits, `_`, `-`, `+`, `'`, at most 64.
@@ -122,7 +114,8 @@ mod tests {
 
     #[test]
     fn an_emoji_may_be_chosen() {
-        let v = parse_verdict(r#"{"should_respond": true, "response_type": "react_only", "emoji": ":raised_hands:"}"#).unwrap();
+        let v = parse_verdict(r#"{"should_respond": true, "response_type": "react_only", "emoji": ":raised_hands:"}"#)
+            .unwrap();
         assert_eq!(v.emoji.as_deref(), Some("raised_hands"));
         assert!(parse_verdict(r#"{"should_respond": true, "emoji": "<script>"}"#).is_err());
     }

@@ -24,10 +24,10 @@ fn script(c: char) -> Script {
 
 /// English words too common to say what a text is about.
 const STOPWORDS: &[&str] = &[
-    "the", "a", "an", "is", "are", "was", "were", "be", "been", "to", "of", "and", "or", "in", "on", "at", "for",
-    "it", "this", "that", "i", "you", "we", "they", "he", "she", "my", "your", "our", "with", "as", "by", "do",
-    "does", "did", "not", "no", "yes", "so", "but", "if", "then", "what", "how", "who", "can", "will", "just",
-    "about", "have", "has", "had", "me", "us", "them", "its", "there", "here", "from", "up", "out", "any", "all",
+    "the", "a", "an", "is", "are", "was", "were", "be", "been", "to", "of", "and", "or", "in", "on", "at", "for", "it",
+    "this", "that", "i", "you", "we", "they", "he", "she", "my", "your", "our", "with", "as", "by", "do", "does",
+    "did", "not", "no", "yes", "so", "but", "if", "then", "what", "how", "who", "can", "will", "just", "about", "have",
+    "has", "had", "me", "us", "them", "its", "there", "here", "from", "up", "out", "any", "all",
 ];
 
 /// The distinct keywords of `text`, lowercased, in order of appearance.
@@ -40,7 +40,9 @@ pub fn keywords(text: &str) -> Vec<String> {
         let keep = match kind {
             Script::Kanji => !w.is_empty(),
             Script::Katakana => w.chars().count() >= 2 && w != "ー",
-            Script::Latin => w.chars().count() >= 2 && !STOPWORDS.contains(&w.as_str()) && !w.chars().all(|c| c.is_ascii_digit()),
+            Script::Latin => {
+                w.chars().count() >= 2 && !STOPWORDS.contains(&w.as_str()) && !w.chars().all(|c| c.is_ascii_digit())
+            }
             Script::Hiragana | Script::Other => false,
         };
         if keep && !out.contains(&w) {
@@ -81,7 +83,10 @@ mod tests {
 
     #[test]
     fn english_is_lowercased_without_stopwords_and_deduplicated() {
-        assert_eq!(keywords("The Deploy of the deploy failed on Staging, 2 times"), vec!["deploy", "failed", "staging", "times"]);
+        assert_eq!(
+            keywords("The Deploy of the deploy failed on Staging, 2 times"),
+            vec!["deploy", "failed", "staging", "times"]
+        );
         assert!(keywords("!!! ... ").is_empty());
     }
 

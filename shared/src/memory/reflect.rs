@@ -46,10 +46,7 @@ pub async fn maybe_queue(deps: &Deps, channel: &ChannelId, newest: &Message, sta
     if new.len() < s.reflection_min_messages as usize {
         return Ok(());
     }
-    let job = Job::Reflect {
-        channel: channel.clone(),
-        ts: newest.ts.clone(),
-    };
+    let job = Job::Reflect { channel: channel.clone(), ts: newest.ts.clone() };
     if new.len() >= max {
         // Marked for a moment, so the messages handled around it do not queue it again.
         if deps.channels.mark_reflection_due(channel, now + IMMEDIATE_MARK, now).await? {
@@ -131,20 +128,24 @@ async fn reflect_claimed(deps: &Deps, channel: &ChannelId, ts: &Ts, new: &[Messa
             deps.ledger.release(key).await?;
             let wait = Duration::from_secs(u64::from(deps.settings.reflection_lull_minutes) * 60);
             deps.channels.defer_reflection(channel, deps.clock.now() + wait).await?;
-            record(deps, channel, None, ts.clone(), EventKind::Dropped {
-                stage: Stage::Reflect,
-                reason: format!("unusable reflection: {reason}"),
-            });
+            record(
+                deps,
+                channel,
+                None,
+                ts.clone(),
+                EventKind::Dropped { stage: Stage::Reflect, reason: format!("unusable reflection: {reason}") },
+            );
             return Ok(());
         }
     };
     let now = deps.clock.now();
     let (added, strengthened) = merge_facts(deps, channel, known, facts, now).await?;
     for note in &notes {
-        let mut merged = deps.facts.user_note(&note.user).await?.unwrap_or_else(|| UserNote {
-            user: note.user.clone(),
-            ..UserNote::default()
-        });
+        let mut merged = deps
+            .facts
+            .user_note(&note.user)
+            .await?
+            .unwrap_or_else(|| UserNote { user: note.user.clone(), ..UserNote::default() });
         for tag in &note.tags {
             if !merged.tags.contains(tag) {
                 merged.tags.push(tag.clone());
@@ -186,7 +187,13 @@ pub struct NewFact {
 
 /// Stores new facts: one restating a known fact strengthens it; then the channel keeps
 /// at most `FACT_STORE_MAX_FACTS_PER_CHANNEL`, and forgets those too faded to matter.
-async fn merge_facts(deps: &Deps, channel: &ChannelId, mut known: Vec<Fact>, new: Vec<NewFact>, now: Timestamp) -> PortResult<(usize, usize)> {
+async fn merge_facts(
+    deps: &Deps,
+    channel: &ChannelId,
+    mut known: Vec<Fact>,
+    new: Vec<NewFact>,
+    now: Timestamp,
+) -> PortResult<(usize, usize)> {
     let (mut added, mut strengthened) = (0, 0);
     for fact in new {
         let mut kws: Vec<String> = fact.keywords.iter().map(|k| k.to_lowercase()).collect();
@@ -381,7 +388,12 @@ mod tests {
         .unwrap();
         assert_eq!(facts[0].source_users, vec!["alice"]);
         assert_eq!(notes[0].tags, vec!["Rust"]);
-        for bad in ["prose", r#"{"facts": "x"}"#, r#"{"facts": [{"content": ""}]}"#, r#"{"facts": [{"content": "x", "confidence": 3}]}"#] {
+        for bad in [
+            "prose",
+            r#"{"facts": "x"}"#,
+            r#"{"facts": [{"content": ""}]}"#,
+            r#"{"facts": [{"content": "x", "confidence": 3}]}"#,
+        ] {
             assert!(parse_reflection(bad).is_err(), "{bad}");
         }
         assert_eq!(parse_reflection(r#"{"facts": []}"#).unwrap(), (vec![], vec![]));

@@ -9,7 +9,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::deps::Deps;
-use crate::domain::{Author, ChannelId, ChannelLine, ChannelMemory, EventKind, Job, Message, Stage, Ts, WorkspaceMemory};
+use crate::domain::{
+    Author, ChannelId, ChannelLine, ChannelMemory, EventKind, Job, Message, Stage, Ts, WorkspaceMemory,
+};
 use crate::ingest::record;
 use crate::ports::{ChannelState, LlmRequest, LlmRole, PortResult};
 use crate::respond::guard::fence_safe;
@@ -36,10 +38,7 @@ pub async fn maybe_queue(deps: &Deps, channel: &ChannelId, newest: &Message, sta
     if new.is_empty() {
         return Ok(());
     }
-    let job = Job::Summarize {
-        channel: channel.clone(),
-        ts: newest.ts.clone(),
-    };
+    let job = Job::Summarize { channel: channel.clone(), ts: newest.ts.clone() };
     // N messages: now (marked for a moment, so the next judgments do not queue it
     // again); otherwise N minutes out. A mark only gives way to an earlier one.
     let wait = if new.len() >= every {
@@ -56,7 +55,12 @@ pub async fn maybe_queue(deps: &Deps, channel: &ChannelId, newest: &Message, sta
 
 /// Messages after the memory's watermark, oldest first, at most `limit`: a summary
 /// reads forward, so nothing is skipped when more piled up than it reads at once.
-async fn new_messages(deps: &Deps, channel: &ChannelId, memory: &ChannelMemory, limit: usize) -> PortResult<Vec<Message>> {
+async fn new_messages(
+    deps: &Deps,
+    channel: &ChannelId,
+    memory: &ChannelMemory,
+    limit: usize,
+) -> PortResult<Vec<Message>> {
     deps.messages.messages_after(channel, memory.watermark.as_ref(), limit).await
 }
 
@@ -125,11 +129,8 @@ async fn summarize_claimed(
         return Ok(());
     };
     let lines: Vec<String> = new.iter().map(|m| line(deps, m)).collect();
-    let prompt = deps.prompts.summarize(&SummaryContext {
-        persona_name: &deps.persona.name,
-        memory: &memory,
-        messages: lines,
-    });
+    let prompt =
+        deps.prompts.summarize(&SummaryContext { persona_name: &deps.persona.name, memory: &memory, messages: lines });
     let answer = llm
         .complete(LlmRequest {
             role: LlmRole::Summarize,
@@ -148,10 +149,13 @@ async fn summarize_claimed(
             deps.ledger.release(key).await?;
             let period = Duration::from_secs(u64::from(deps.settings.summarize_every_n_minutes) * 60);
             deps.channels.defer_summary(channel, deps.clock.now() + period).await?;
-            record(deps, channel, None, ts.clone(), EventKind::Dropped {
-                stage: Stage::Summarize,
-                reason: format!("unusable summary: {reason}"),
-            });
+            record(
+                deps,
+                channel,
+                None,
+                ts.clone(),
+                EventKind::Dropped { stage: Stage::Summarize, reason: format!("unusable summary: {reason}") },
+            );
             return Ok(());
         }
     };
@@ -204,15 +208,12 @@ async fn refresh_workspace(deps: &Deps, channel: &ChannelId, memory: &ChannelMem
     let Some(llm) = &deps.llm else { return Ok(false) };
     let workspace = deps.channels.workspace_memory().await?;
     let now = deps.clock.now();
-    let period = Duration::from_secs(u64::from(deps.settings.summarize_every_n_minutes) * 60 * u64::from(WORKSPACE_PERIODS));
+    let period =
+        Duration::from_secs(u64::from(deps.settings.summarize_every_n_minutes) * 60 * u64::from(WORKSPACE_PERIODS));
     if workspace.updated_at.is_some_and(|at| now.seconds_since(at) < period.as_secs_f64()) {
         return Ok(false);
     }
-    let prompt = deps.prompts.workspace(&WorkspaceContext {
-        workspace: &workspace,
-        channel: &channel.0,
-        memory,
-    });
+    let prompt = deps.prompts.workspace(&WorkspaceContext { workspace: &workspace, channel: &channel.0, memory });
     let answer = llm
         .complete(LlmRequest {
             role: LlmRole::Summarize,
@@ -225,12 +226,7 @@ async fn refresh_workspace(deps: &Deps, channel: &ChannelId, memory: &ChannelMem
     let Ok(updated) = answer.map_err(|e| e.to_string()).and_then(|a| parse_workspace(&a.text)) else {
         return Ok(false);
     };
-    deps.channels
-        .set_workspace_memory(WorkspaceMemory {
-            updated_at: Some(now),
-            ..updated
-        })
-        .await?;
+    deps.channels.set_workspace_memory(WorkspaceMemory { updated_at: Some(now), ..updated }).await?;
     Ok(true)
 }
 
@@ -242,7 +238,9 @@ pub fn one_line(summary: &str) -> String {
     let flat = summary.split_whitespace().collect::<Vec<_>>().join(" ");
     let end = flat
         .char_indices()
-        .find(|&(i, c)| matches!(c, '。' | '！' | '？') || (matches!(c, '.' | '!' | '?') && flat[i + 1..].starts_with(' ')))
+        .find(|&(i, c)| {
+            matches!(c, '。' | '！' | '？') || (matches!(c, '.' | '!' | '?') && flat[i + 1..].starts_with(' '))
+        })
         .map_or(flat.len(), |(i, c)| i + c.len_utf8());
     let sentence = &flat[..end];
     if sentence.chars().count() <= CHANNEL_LINE_CHARS {
@@ -271,10 +269,7 @@ fn object(raw: &str) -> Result<serde_json::Map<String, Value>, String> {
 }
 
 fn text(o: &serde_json::Map<String, Value>, key: &str) -> Result<String, String> {
-    o.get(key)
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| format!("{key} must be a string"))
+    o.get(key).and_then(Value::as_str).map(str::to_owned).ok_or_else(|| format!("{key} must be a string"))
 }
 
 fn list(o: &serde_json::Map<String, Value>, key: &str) -> Result<Vec<String>, String> {

@@ -110,8 +110,8 @@ mod tests {
     use crate::config::Settings;
     use crate::deps::Deps;
     use crate::domain::{
-        Author, ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, Message, ResponseType, ThreadKey, Timestamp, Ts, UserId,
-        WorkspaceMemory,
+        Author, ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, Message, ResponseType, ThreadKey, Timestamp,
+        Ts, UserId, WorkspaceMemory,
     };
     use crate::ports::{Clock, Llm, LlmError, LlmRequest, LlmResponse};
     use crate::replay::REPLAY_EPOCH;
@@ -149,7 +149,13 @@ mod tests {
         let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
         let parts = InProcess::new(clock.clone());
         let chat = Arc::new(RecordingChat::new(clock.clone(), Arc::new(TsMint::default())));
-        let mut deps = Deps::new(settings, persona, UserId("UKUUKI".into()), parts.adapters(chat, None, Arc::new(MemoryLog::default())), 1);
+        let mut deps = Deps::new(
+            settings,
+            persona,
+            UserId("UKUUKI".into()),
+            parts.adapters(chat, None, Arc::new(MemoryLog::default())),
+            1,
+        );
         deps.prompts = super::Prompts::with_fence_seed(deps.settings.prompt_language, 1);
         let h = Author::Human;
         for m in [
@@ -214,7 +220,13 @@ mod tests {
         Fixture { deps, clock }
     }
 
-    async fn render(f: &Fixture, target_secs: u64, root: Option<u64>, judge: bool, response_type: ResponseType) -> String {
+    async fn render(
+        f: &Fixture,
+        target_secs: u64,
+        root: Option<u64>,
+        judge: bool,
+        response_type: ResponseType,
+    ) -> String {
         let d = &f.deps;
         let target = d
             .messages
@@ -324,7 +336,9 @@ mod tests {
             f.deps.messages.put_message(&m).await.unwrap();
         }
         // Twenty new messages: due without waiting for the period.
-        crate::memory::summarize::handle(&f.deps, &ChannelId("lunch".into()), &Ts::from_timestamp(at(319))).await.unwrap();
+        crate::memory::summarize::handle(&f.deps, &ChannelId("lunch".into()), &Ts::from_timestamp(at(319)))
+            .await
+            .unwrap();
         assert!(f.deps.channels.channel_state(&ChannelId("lunch".into())).await.unwrap().memory.private);
         let prompt = render(&f, 600, None, true, ResponseType::FullResponse).await;
         assert!(!prompt.contains("#lunch"), "{prompt}");
@@ -412,8 +426,14 @@ mod tests {
     #[tokio::test]
     async fn generation_prompts() {
         let f = fixture("ja").await;
-        insta::assert_snapshot!("generate_ja_short_ack_thread", render(&f, 660, Some(60), false, ResponseType::ShortAck).await);
+        insta::assert_snapshot!(
+            "generate_ja_short_ack_thread",
+            render(&f, 660, Some(60), false, ResponseType::ShortAck).await
+        );
         let f = fixture("en").await;
-        insta::assert_snapshot!("generate_en_full_top_level", render(&f, 600, None, false, ResponseType::FullResponse).await);
+        insta::assert_snapshot!(
+            "generate_en_full_top_level",
+            render(&f, 600, None, false, ResponseType::FullResponse).await
+        );
     }
 }

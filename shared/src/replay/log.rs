@@ -81,9 +81,7 @@ impl<'a> LogWriter<'a> {
     }
 
     pub(crate) fn name_thread(&mut self, channel: &str, root: &Ts, name: &str) {
-        self.thread_names
-            .entry((channel.to_owned(), root.clone()))
-            .or_insert_with(|| name.to_owned());
+        self.thread_names.entry((channel.to_owned(), root.clone())).or_insert_with(|| name.to_owned());
     }
 
     pub(crate) fn count_message(&mut self) {
@@ -167,14 +165,7 @@ impl<'a> LogWriter<'a> {
         if let Some(map) = body.as_object_mut() {
             map.remove("duration_seconds");
         }
-        self.emit(&Line {
-            t: stats.duration_seconds,
-            kind: "stats",
-            channel: "*",
-            thread: None,
-            msg_t: None,
-            body,
-        });
+        self.emit(&Line { t: stats.duration_seconds, kind: "stats", channel: "*", thread: None, msg_t: None, body });
         let _ = self.out.flush();
         stats
     }
@@ -187,13 +178,7 @@ fn seconds(at: Timestamp) -> f64 {
 
 fn body(event: &Event) -> Value {
     match &event.kind {
-        EventKind::Message {
-            user,
-            text,
-            author,
-            trigger,
-            ..
-        } => {
+        EventKind::Message { user, text, author, trigger, .. } => {
             let mut v = json!({"user": user, "text": text});
             if *author != crate::domain::Author::Human {
                 v["author"] = json!(author);
@@ -246,14 +231,7 @@ fn body(event: &Event) -> Value {
         }
         EventKind::Superseded { stage, by } => json!({"stage": stage, "by_t": ts_seconds(by)}),
         EventKind::Dropped { stage, reason } => json!({"stage": stage, "reason": reason}),
-        EventKind::Respond {
-            mode,
-            response_type,
-            text,
-            emoji,
-            shadow,
-            ..
-        } => {
+        EventKind::Respond { mode, response_type, text, emoji, shadow, .. } => {
             let mut v = json!({"type": response_type, "mode": mode});
             if *shadow {
                 v["shadow"] = json!(true);
@@ -266,32 +244,17 @@ fn body(event: &Event) -> Value {
             }
             v
         }
-        EventKind::RespondFailed {
-            mode,
-            response_type,
-            reason,
-            notice,
-        } => {
+        EventKind::RespondFailed { mode, response_type, reason, notice } => {
             let mut v = json!({"type": response_type, "mode": mode, "reason": reason});
             if let Some(notice) = notice {
                 v["notice"] = json!(notice);
             }
             v
         }
-        EventKind::Reflect {
-            messages,
-            facts_new,
-            facts_strengthened,
-            profiles,
-        } => json!({"messages": messages, "facts_new": facts_new, "facts_strengthened": facts_strengthened, "profiles": profiles}),
-        EventKind::Summary {
-            messages,
-            summary,
-            mood,
-            topic_keywords,
-            active_users,
-            workspace,
-        } => json!({
+        EventKind::Reflect { messages, facts_new, facts_strengthened, profiles } => {
+            json!({"messages": messages, "facts_new": facts_new, "facts_strengthened": facts_strengthened, "profiles": profiles})
+        }
+        EventKind::Summary { messages, summary, mood, topic_keywords, active_users, workspace } => json!({
             "messages": messages, "summary": summary, "mood": mood,
             "topic_keywords": topic_keywords, "active_users": active_users, "workspace": workspace,
         }),

@@ -42,11 +42,17 @@ pub enum ReplayError {
 
 /// Replays `transcript`, handing each decision-log line to `writer` as it happens,
 /// and runs until all queued work is done.
-pub async fn replay(transcript: &[TranscriptLine], options: ReplayOptions, writer: &mut LogWriter<'_>) -> Result<Stats, ReplayError> {
+pub async fn replay(
+    transcript: &[TranscriptLine],
+    options: ReplayOptions,
+    writer: &mut LogWriter<'_>,
+) -> Result<Stats, ReplayError> {
     let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
     let mint = Arc::new(TsMint::default());
     let parts = InProcess::new(clock.clone());
-    parts.queue.set_visibility_timeout(crate::budget::TimeBudget::from_settings(&options.settings).visibility_timeout());
+    parts
+        .queue
+        .set_visibility_timeout(crate::budget::TimeBudget::from_settings(&options.settings).visibility_timeout());
     let queue = parts.queue.clone();
     let log = Arc::new(MemoryLog::default());
     let chat = Arc::new(RecordingChat::new(clock.clone(), mint.clone()));
@@ -71,10 +77,7 @@ pub async fn replay(transcript: &[TranscriptLine], options: ReplayOptions, write
 
         let ts = mint.mint(at);
         let thread_root = line.thread.as_ref().map(|id| {
-            let root = roots
-                .entry((line.channel.clone(), id.clone()))
-                .or_insert_with(|| ts.clone())
-                .clone();
+            let root = roots.entry((line.channel.clone(), id.clone())).or_insert_with(|| ts.clone()).clone();
             writer.name_thread(&line.channel, &root, id);
             root
         });

@@ -64,24 +64,15 @@ const NICE_STEPS: [f64; 18] = [
 
 /// Users get colours in order of first appearance, so the first ten never clash.
 /// Green and grey are left out: they mean "responded" and "skipped" in the chart.
-const USER_COLORS: [&str; 10] = [
-    "#4e79a7", "#f28e2b", "#e15759", "#17becf", "#b07aa1", "#edc948", "#ff9da7", "#9c755f", "#76b7b2", "#bcbd22",
-];
+const USER_COLORS: [&str; 10] =
+    ["#4e79a7", "#f28e2b", "#e15759", "#17becf", "#b07aa1", "#edc948", "#ff9da7", "#9c755f", "#76b7b2", "#bcbd22"];
 
 /// A self-contained HTML page of the replay's decision log.
 pub fn render(title: &str, lines: &[Value], settings: &Settings) -> String {
     let thresholds = Thresholds::from_settings(settings);
-    let Grouped {
-        channels,
-        stats,
-        skipped,
-    } = group(lines);
+    let Grouped { channels, stats, skipped } = group(lines);
     let colors = UserColors::new(&channels);
-    let ctx = Ctx {
-        thresholds,
-        colors: &colors,
-        bot: &settings.bot_name,
-    };
+    let ctx = Ctx { thresholds, colors: &colors, bot: &settings.bot_name };
 
     let mut out = String::with_capacity(16_384 + lines.len() * 700);
     page_head(&mut out, title);
@@ -92,10 +83,7 @@ pub fn render(title: &str, lines: &[Value], settings: &Settings) -> String {
         None => stats_html(&mut out, &derived_stats(&channels), true),
     }
     if skipped > 0 {
-        w!(
-            out,
-            "<p class=\"note\">{skipped} log line(s) were not JSON objects and are left out.</p>"
-        );
+        w!(out, "<p class=\"note\">{skipped} log line(s) were not JSON objects and are left out.</p>");
     }
     if channels.len() > 1 {
         toc(&mut out, &channels);
@@ -132,10 +120,7 @@ impl Thresholds {
     fn from_settings(s: &Settings) -> Self {
         // `Settings::for_llm` has turned the LLM judge off when there was no LLM to ask.
         if s.llm_judge_enabled {
-            Thresholds::Band {
-                low: s.judge_llm_threshold_low,
-                high: s.judge_llm_threshold_high,
-            }
+            Thresholds::Band { low: s.judge_llm_threshold_low, high: s.judge_llm_threshold_high }
         } else {
             Thresholds::Score(s.judge_score_threshold)
         }
@@ -206,29 +191,16 @@ fn group(lines: &[Value]) -> Grouped<'_> {
             Some(other) => other.to_string(),
         };
         let ci = *index.entry(name.clone()).or_insert_with(|| {
-            channels.push(Channel {
-                name,
-                events: Vec::new(),
-            });
+            channels.push(Channel { name, events: Vec::new() });
             channels.len() - 1
         });
-        channels[ci].events.push(Ev {
-            t,
-            at,
-            kind,
-            thread: str_of(line, "thread"),
-            line,
-        });
+        channels[ci].events.push(Ev { t, at, kind, thread: str_of(line, "thread"), line });
     }
     for c in &mut channels {
         // Stable: events at the same time keep the log's order (message before its response).
         c.events.sort_by(|a, b| a.at.total_cmp(&b.at));
     }
-    Grouped {
-        channels,
-        stats,
-        skipped,
-    }
+    Grouped { channels, stats, skipped }
 }
 
 struct UserColors(HashMap<String, &'static str>);
@@ -256,12 +228,7 @@ impl UserColors {
 fn page_head(out: &mut String, title: &str) {
     out.push_str("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
-    w!(
-        out,
-        "<title>kuuki replay · {}</title>\n<style>{}</style>\n</head>\n<body>\n",
-        esc(title),
-        CSS
-    );
+    w!(out, "<title>kuuki replay · {}</title>\n<style>{}</style>\n</head>\n<body>\n", esc(title), CSS);
 }
 
 const CSS: &str = r#"
@@ -374,27 +341,17 @@ footer{margin-top:24px}
 fn stats_html(out: &mut String, stats: &Value, derived: bool) {
     let count = |key: &str| stats.get(key).and_then(Value::as_u64);
     let show = |n: Option<u64>| n.map_or_else(|| "–".to_owned(), |n| n.to_string());
-    let (responses, by_type) = tally(
-        stats.get("responses"),
-        &["full_response", "short_ack", "react_only"],
-        false,
-    );
+    let (responses, by_type) = tally(stats.get("responses"), &["full_response", "short_ack", "react_only"], false);
     let (calls, by_role) = tally(stats.get("llm_calls"), &[], true);
     let (tokens, _) = tally(stats.get("llm_tokens"), &[], true);
 
     out.push_str("<div class=\"stats\">");
     stat(out, &show(count("messages")), "messages", "", false);
-    let llm_judged = count("llm_judgments")
-        .map(|n| format!("{n} asked the LLM"))
-        .unwrap_or_default();
+    let llm_judged = count("llm_judgments").map(|n| format!("{n} asked the LLM")).unwrap_or_default();
     stat(out, &show(count("judgments")), "judgments", &llm_judged, false);
     stat(out, &show(responses), "responses", &by_type, false);
     let tokens = tokens.map(|t| format!("{t} tokens")).unwrap_or_default();
-    let call_detail = [by_role, tokens]
-        .into_iter()
-        .filter(|s| !s.is_empty())
-        .collect::<Vec<_>>()
-        .join(" · ");
+    let call_detail = [by_role, tokens].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join(" · ");
     stat(out, &show(calls), "LLM calls", &call_detail, false);
     stat(out, &show(count("superseded")), "superseded", "", false);
     let dropped = count("dropped");
@@ -508,15 +465,8 @@ impl Counts {
 
 fn channel_section(out: &mut String, ci: usize, c: &Channel, ctx: &Ctx, row_budget: &mut usize) {
     let n = Counts::of(c);
-    let (first, last) = (
-        c.events.first().map_or(0.0, |e| e.at),
-        c.events.last().map_or(0.0, |e| e.at),
-    );
-    w!(
-        out,
-        "<section class=\"channel\" id=\"ch-{ci}\">\n<h2>#{}</h2>",
-        esc(&c.name)
-    );
+    let (first, last) = (c.events.first().map_or(0.0, |e| e.at), c.events.last().map_or(0.0, |e| e.at));
+    w!(out, "<section class=\"channel\" id=\"ch-{ci}\">\n<h2>#{}</h2>", esc(&c.name));
     w!(
         out,
         "<p class=\"counts\">{} · {} · {} · {} superseded · {}–{}</p>\n",
@@ -594,12 +544,7 @@ impl TimeAxis {
             .map(|(t0, t1)| {
                 let share = if total > 0.0 { (t1 - t0) / total } else { 1.0 / n };
                 let w = MIN_SEG_W + free * share;
-                let s = Segment {
-                    t0,
-                    t1,
-                    x0: x,
-                    x1: x + w,
-                };
+                let s = Segment { t0, t1, x0: x, x1: x + w };
                 x += w + BREAK_W;
                 s
             })
@@ -681,37 +626,17 @@ fn chart(out: &mut String, ci: usize, c: &Channel, ctx: &Ctx, shown_rows: usize)
         esc(&c.name)
     );
     // Score area, horizontal grid and labels.
-    w!(
-        out,
-        "<rect class=\"plot-bg\" x=\"{ML}\" y=\"{MT}\" width=\"{plot_w:.1}\" height=\"{PLOT_H}\"/>"
-    );
+    w!(out, "<rect class=\"plot-bg\" x=\"{ML}\" y=\"{MT}\" width=\"{plot_w:.1}\" height=\"{PLOT_H}\"/>");
     for s in (0..=100).step_by(20) {
         let y = y_score(s as f64);
-        w!(
-            out,
-            "<line class=\"grid\" x1=\"{ML}\" x2=\"{x_end:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/>"
-        );
-        w!(
-            out,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{s}</text>",
-            ML - 8.0,
-            y + 4.0
-        );
+        w!(out, "<line class=\"grid\" x1=\"{ML}\" x2=\"{x_end:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/>");
+        w!(out, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{s}</text>", ML - 8.0, y + 4.0);
     }
-    w!(
-        out,
-        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" class=\"lane-name\">score</text>",
-        ML - 8.0,
-        MT - 8.0
-    );
+    w!(out, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" class=\"lane-name\">score</text>", ML - 8.0, MT - 8.0);
     thresholds_svg(out, ctx.thresholds, x_end);
     // Lanes under the score area.
     let bot = clip(ctx.bot, 12);
-    for (lane, name) in [
-        (LANE_MESSAGES, "messages"),
-        (LANE_BOT, &*bot),
-        (LANE_SUPERSEDED, "superseded"),
-    ] {
+    for (lane, name) in [(LANE_MESSAGES, "messages"), (LANE_BOT, &*bot), (LANE_SUPERSEDED, "superseded")] {
         let top = lane_y(lane) - LANE_H / 2.0;
         w!(
             out,
@@ -734,17 +659,8 @@ fn chart(out: &mut String, ci: usize, c: &Channel, ctx: &Ctx, shown_rows: usize)
             continue;
         }
         last_label = x;
-        w!(
-            out,
-            "<line class=\"tick\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{MT}\" y2=\"{:.1}\"/>",
-            lanes_bottom + 4.0
-        );
-        w!(
-            out,
-            "<text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-            lanes_bottom + 17.0,
-            fmt_clock(t)
-        );
+        w!(out, "<line class=\"tick\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{MT}\" y2=\"{:.1}\"/>", lanes_bottom + 4.0);
+        w!(out, "<text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>", lanes_bottom + 17.0, fmt_clock(t));
     }
     // Breaks: silences cut out of the axis.
     for pair in axis.segments.windows(2) {
@@ -798,10 +714,7 @@ fn chart(out: &mut String, ci: usize, c: &Channel, ctx: &Ctx, shown_rows: usize)
             "respond" | "respond_failed" => {
                 let key = num(e.line, "msg_t").map(time_key);
                 let from = key.and_then(|k| {
-                    judged
-                        .get(&k)
-                        .copied()
-                        .or_else(|| messages.get(&k).map(|&mx| (mx, lane_y(LANE_MESSAGES))))
+                    judged.get(&k).copied().or_else(|| messages.get(&k).map(|&mx| (mx, lane_y(LANE_MESSAGES))))
                 });
                 if let Some((fx, fy)) = from {
                     w!(
@@ -815,17 +728,9 @@ fn chart(out: &mut String, ci: usize, c: &Channel, ctx: &Ctx, shown_rows: usize)
         }
         // Marks link to their table row when the row is shown.
         if i < shown_rows {
-            w!(
-                marks,
-                "<a href=\"#c{ci}-e{i}\"><title>{}</title>{shape}</a>\n",
-                esc(&clip(&tip, TOOLTIP_CHARS))
-            );
+            w!(marks, "<a href=\"#c{ci}-e{i}\"><title>{}</title>{shape}</a>\n", esc(&clip(&tip, TOOLTIP_CHARS)));
         } else {
-            w!(
-                marks,
-                "<g><title>{}</title>{shape}</g>\n",
-                esc(&clip(&tip, TOOLTIP_CHARS))
-            );
+            w!(marks, "<g><title>{}</title>{shape}</g>\n", esc(&clip(&tip, TOOLTIP_CHARS)));
         }
     }
     out.push_str(&links);
@@ -840,10 +745,7 @@ fn thresholds_svg(out: &mut String, th: Thresholds, x_end: f64) {
     let zone_x = ML + 6.0;
     let line = |out: &mut String, class: &str, v: i32| {
         let y = y_score(v as f64);
-        w!(
-            out,
-            "<line class=\"{class}\" x1=\"{ML}\" x2=\"{x_end:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/>"
-        );
+        w!(out, "<line class=\"{class}\" x1=\"{ML}\" x2=\"{x_end:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/>");
     };
     let label = |out: &mut String, class: &str, y: f64, text: &str| {
         let mut x = ML + 6.0;
@@ -940,15 +842,9 @@ fn mark(e: &Ev, x: f64, ctx: &Ctx) -> Option<(String, String)> {
         }
         "edited" => (
             circle(x, ym, 3.5, "m-edit", None),
-            format!(
-                "edited (message at {msg_at}): {}\n{when}{thread}",
-                str_of(line, "text").unwrap_or("")
-            ),
+            format!("edited (message at {msg_at}): {}\n{when}{thread}", str_of(line, "text").unwrap_or("")),
         ),
-        "deleted" => (
-            cross(x, ym, 4.0, "m-del"),
-            format!("message at {msg_at} deleted\n{when}{thread}"),
-        ),
+        "deleted" => (cross(x, ym, 4.0, "m-del"), format!("message at {msg_at} deleted\n{when}{thread}")),
         "judge" => {
             let score = num(line, "score")?;
             let respond = bool_of(line, "respond");
@@ -975,10 +871,7 @@ fn mark(e: &Ev, x: f64, ctx: &Ctx) -> Option<(String, String)> {
             };
             let what = response_content(line);
             let mode = str_of(line, "mode").unwrap_or("?");
-            let tip = format!(
-                "{} {ty} ({mode}): {what}\nfor the message at {msg_at} · {when}{thread}",
-                ctx.bot
-            );
+            let tip = format!("{} {ty} ({mode}): {what}\nfor the message at {msg_at} · {when}{thread}", ctx.bot);
             (shape, tip)
         }
         "respond_failed" => (
@@ -1016,10 +909,7 @@ fn mark(e: &Ev, x: f64, ctx: &Ctx) -> Option<(String, String)> {
 fn judge_tip(line: &Value, when: &str, thread: &str, msg_at: &str) -> String {
     let score = line.get("score").map(fmt_num).unwrap_or_else(|| "?".into());
     let mut tip = format!("score {score} → {} ({})\n", outcome(line), decision_label(line));
-    let parts: Vec<String> = breakdown(line)
-        .iter()
-        .map(|(k, v)| format!("{k} {}", signed(v)))
-        .collect();
+    let parts: Vec<String> = breakdown(line).iter().map(|(k, v)| format!("{k} {}", signed(v))).collect();
     if !parts.is_empty() {
         tip.push_str(&parts.join(", "));
         tip.push('\n');
@@ -1090,10 +980,7 @@ fn fill_attr(fill: Option<&str>) -> String {
 }
 
 fn circle(x: f64, y: f64, r: f64, class: &str, fill: Option<&str>) -> String {
-    format!(
-        "<circle class=\"{class}\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"{r}\"{}/>",
-        fill_attr(fill)
-    )
+    format!("<circle class=\"{class}\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"{r}\"{}/>", fill_attr(fill))
 }
 
 fn square(x: f64, y: f64, half: f64, class: &str, fill: Option<&str>) -> String {
@@ -1147,21 +1034,12 @@ fn legend(out: &mut String, ctx: &Ctx) {
     let icon = |shape: String| format!("<svg width=\"18\" height=\"18\" viewBox=\"0 0 18 18\">{shape}</svg>");
     let rect = "<rect class=\"r-full\" x=\"2\" y=\"3.5\" width=\"14\" height=\"11\" rx=\"3\"/>".to_owned();
     let items = [
-        (
-            circle(9.0, 9.0, 4.5, "m-human", Some(USER_COLORS[0])),
-            "message (colour = user)".to_owned(),
-        ),
-        (
-            diamond(9.0, 9.0, 7.0, "m-trigger", Some(USER_COLORS[1])),
-            "direct trigger (mention, reply, name)".into(),
-        ),
+        (circle(9.0, 9.0, 4.5, "m-human", Some(USER_COLORS[0])), "message (colour = user)".to_owned()),
+        (diamond(9.0, 9.0, 7.0, "m-trigger", Some(USER_COLORS[1])), "direct trigger (mention, reply, name)".into()),
         (square(9.0, 9.0, 4.5, "m-bot", None), "other bot".into()),
         (circle(9.0, 9.0, 5.0, "j-resp", None), "judged: respond".into()),
         (circle(9.0, 9.0, 5.0, "j-skip", None), "judged: skip".into()),
-        (
-            circle(9.0, 9.0, 3.5, "j-skip", None) + &circle(9.0, 9.0, 7.0, "j-llm", None),
-            "LLM asked".into(),
-        ),
+        (circle(9.0, 9.0, 3.5, "j-skip", None) + &circle(9.0, 9.0, 7.0, "j-llm", None), "LLM asked".into()),
         (rect, format!("{} full_response", ctx.bot)),
         (triangle(9.0, 10.0, 7.0, "r-ack"), "short_ack".into()),
         (circle(9.0, 9.0, 6.0, "r-react", None), "react_only".into()),
@@ -1203,11 +1081,7 @@ fn table(out: &mut String, ci: usize, c: &Channel, ctx: &Ctx, shown: usize) {
 fn row(out: &mut String, ci: usize, i: usize, e: &Ev, ctx: &Ctx) {
     let line = e.line;
     // Kinds become a class name, so anything unexpected is reduced to safe characters.
-    let class: String = e
-        .kind
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-        .collect();
+    let class: String = e.kind.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
     let time = e.t.map(fmt_time).unwrap_or_else(|| "?".into());
     let thread = match e.thread {
         Some(t) => format!(
@@ -1223,10 +1097,7 @@ fn row(out: &mut String, ci: usize, i: usize, e: &Ev, ctx: &Ctx) {
         "edited" => (
             sys("edited"),
             String::new(),
-            format!(
-                "message at {msg_at} now reads: {}",
-                text_cell(str_of(line, "text").unwrap_or(""))
-            ),
+            format!("message at {msg_at} now reads: {}", text_cell(str_of(line, "text").unwrap_or(""))),
         ),
         "deleted" => (sys("deleted"), String::new(), format!("message at {msg_at} deleted")),
         "judge" if line.get("score").is_some() => judge_cells(line, &msg_at),
@@ -1295,11 +1166,7 @@ fn row(out: &mut String, ci: usize, i: usize, e: &Ev, ctx: &Ctx) {
             )
         }
         // Unknown kinds, and judgments without a score, as they were logged.
-        other => (
-            sys(other),
-            String::new(),
-            format!("<code>{}</code>", esc(&clip(&line.to_string(), CELL_CHARS))),
-        ),
+        other => (sys(other), String::new(), format!("<code>{}</code>", esc(&clip(&line.to_string(), CELL_CHARS)))),
     };
     w!(
         out,
@@ -1310,11 +1177,8 @@ fn row(out: &mut String, ci: usize, i: usize, e: &Ev, ctx: &Ctx) {
 
 fn message_cells(line: &Value, ctx: &Ctx) -> (String, String, String) {
     let user = str_of(line, "user").unwrap_or("?");
-    let who = format!(
-        "<span class=\"dot\" style=\"background:{}\"></span>{}",
-        ctx.colors.of(user),
-        esc(&clip(user, 40))
-    );
+    let who =
+        format!("<span class=\"dot\" style=\"background:{}\"></span>{}", ctx.colors.of(user), esc(&clip(user, 40)));
     let mut what = text_cell(str_of(line, "text").unwrap_or(""));
     if let Some(trigger) = str_of(line, "trigger") {
         w!(what, "<span class=\"badge trig\">{}</span>", esc(trigger));
@@ -1348,38 +1212,23 @@ fn judge_cells(line: &Value, msg_at: &str) -> (String, String, String) {
             Some(n) if n < 0.0 => "neg",
             _ => "",
         };
-        w!(
-            what,
-            "<span class=\"chip {class}\">{} {}</span>",
-            esc(name),
-            esc(&signed(v))
-        );
+        w!(what, "<span class=\"chip {class}\">{} {}</span>", esc(name), esc(&signed(v)));
     }
     let user = str_of(line, "user").unwrap_or("?");
     w!(
         what,
         "<div class=\"reason\">{}{}'s message at {msg_at}</div>",
-        str_of(line, "reason")
-            .map(|r| format!("{} · ", esc(&clip(r, CELL_CHARS))))
-            .unwrap_or_default(),
+        str_of(line, "reason").map(|r| format!("{} · ", esc(&clip(r, CELL_CHARS)))).unwrap_or_default(),
         esc(&clip(user, 40))
     );
     if let Some(err) = str_of(line, "llm_error") {
-        w!(
-            what,
-            "<div class=\"err\">LLM error: {}</div>",
-            esc(&clip(err, CELL_CHARS))
-        );
+        w!(what, "<div class=\"err\">LLM error: {}</div>", esc(&clip(err, CELL_CHARS)));
     }
     (sys("judge"), score, what)
 }
 
 fn plural(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
+    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
 }
 
 fn sys(label: &str) -> String {
@@ -1458,11 +1307,7 @@ fn fmt_clock(t: f64) -> String {
     let sign = if t < 0.0 { "-" } else { "" };
     let s = t.abs().floor() as u64;
     let (h, m, sec) = (s / 3600, s / 60 % 60, s % 60);
-    if h > 0 {
-        format!("{sign}{h}:{m:02}:{sec:02}")
-    } else {
-        format!("{sign}{m}:{sec:02}")
-    }
+    if h > 0 { format!("{sign}{h}:{m:02}:{sec:02}") } else { format!("{sign}{m}:{sec:02}") }
 }
 
 /// A time in the table: like `fmt_clock`, with tenths when there are any ("0:32.8").
@@ -1487,8 +1332,7 @@ fn fmt_gap(d: f64) -> String {
 
 /// FNV-1a, for stable per-thread colours.
 fn hash(s: &str) -> u32 {
-    s.bytes()
-        .fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
+    s.bytes().fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
 }
 
 #[cfg(test)]
@@ -1551,10 +1395,7 @@ mod tests {
 
     /// Only the charts, so legend icons (which reuse the mark classes) are not counted.
     fn charts(html: &str) -> String {
-        html.split("<svg class=\"chart\"")
-            .skip(1)
-            .map(|part| part.split("</svg>").next().unwrap_or(""))
-            .collect()
+        html.split("<svg class=\"chart\"").skip(1).map(|part| part.split("</svg>").next().unwrap_or("")).collect()
     }
 
     /// The part of the page for channel section `ci`.
@@ -1585,10 +1426,7 @@ mod tests {
         settings.judge_score_threshold = 45;
         let html = render("sample", &parse(SAMPLE), &settings);
         assert!(html.contains(">threshold 45</text>"));
-        assert!(
-            html.contains(&format!("y1=\"{:.1}\"", y_score(45.0))),
-            "the line is at 45"
-        );
+        assert!(html.contains(&format!("y1=\"{:.1}\"", y_score(45.0))), "the line is at 45");
         assert!(!html.contains("LLM low"));
         assert!(!html.contains("class=\"zone-llm\""));
         assert!(html.contains("Rules only: a score of 45 or more responds."));
@@ -1608,11 +1446,7 @@ mod tests {
 
     #[test]
     fn the_llm_judge_without_an_llm_uses_the_score_threshold() {
-        let settings = Settings {
-            llm_judge_setting: Some(true),
-            ..Settings::default()
-        }
-        .for_llm(false);
+        let settings = Settings { llm_judge_setting: Some(true), ..Settings::default() }.for_llm(false);
         let html = render("sample", &parse(SAMPLE), &settings);
         assert!(html.contains(">threshold 60</text>"));
         assert!(!html.contains("LLM high"));
@@ -1632,17 +1466,10 @@ mod tests {
     fn judgments_are_plotted_by_outcome() {
         let html = render("sample", &parse(SAMPLE_LLM), &with_llm_judge());
         let charts = charts(&html);
-        assert_eq!(
-            charts.matches("class=\"j-resp\"").count(),
-            1,
-            "carol's question was answered"
-        );
+        assert_eq!(charts.matches("class=\"j-resp\"").count(), 1, "carol's question was answered");
         assert_eq!(charts.matches("class=\"j-skip\"").count(), 2);
         assert_eq!(charts.matches("class=\"j-llm\"").count(), 1, "the LLM was asked once");
-        assert!(
-            charts.contains(&format!("cy=\"{:.1}\" r=\"5\"", y_score(20.0))),
-            "score 20 at its height"
-        );
+        assert!(charts.contains(&format!("cy=\"{:.1}\" r=\"5\"", y_score(20.0))), "score 20 at its height");
         assert!(charts.contains("score 20 → respond full_response in 20s (asked the LLM)"));
         assert!(charts.contains("after_silence +10, no_mention −10, question +20"));
         assert!(html.contains("<span class=\"chip neg\">no_mention −10</span>"));
@@ -1656,17 +1483,11 @@ mod tests {
         assert!(drawn.contains("kuuki full_response (ambient): それなら私が見ますよ"));
         // The ambient response is tied to the judgment that caused it.
         assert!(drawn.contains("class=\"link\""));
-        assert_eq!(
-            html.matches("class=\"k-respond\"").count(),
-            3,
-            "responses are highlighted rows"
-        );
+        assert_eq!(html.matches("class=\"k-respond\"").count(), 3, "responses are highlighted rows");
 
         let mut lines = parse(SAMPLE);
-        lines.push(
-            json!({"t": 300.0, "kind": "respond", "channel": "dev", "thread": "t9", "msg_t": 100.0,
-            "type": "react_only", "mode": "ambient", "emoji": "thinking_face"}),
-        );
+        lines.push(json!({"t": 300.0, "kind": "respond", "channel": "dev", "thread": "t9", "msg_t": 100.0,
+            "type": "react_only", "mode": "ambient", "emoji": "thinking_face"}));
         let html = render("sample", &lines, &rules());
         assert_eq!(charts(&html).matches("class=\"r-react\"").count(), 1);
         assert!(html.contains(":thinking_face:"));
@@ -1703,10 +1524,7 @@ mod tests {
         assert!(!html.contains("<svg onload"));
         assert!(!html.contains("\" onmouseover=\""));
         assert!(html.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;q&#39;"));
-        assert!(
-            html.contains("&lt;b&gt;mallory&lt;/b&gt;: &lt;script&gt;"),
-            "the tooltip too"
-        );
+        assert!(html.contains("&lt;b&gt;mallory&lt;/b&gt;: &lt;script&gt;"), "the tooltip too");
     }
 
     #[test]
@@ -1760,9 +1578,8 @@ mod tests {
     #[test]
     fn a_long_replay_stays_bounded() {
         // 100 channels of 40 events: everything shown.
-        let lines: Vec<Value> = (0..4000)
-            .map(|i| message(i as f64 * 3.0, &format!("ch{}", i % 100), "alice", "メッセージ"))
-            .collect();
+        let lines: Vec<Value> =
+            (0..4000).map(|i| message(i as f64 * 3.0, &format!("ch{}", i % 100), "alice", "メッセージ")).collect();
         let html = render("many", &lines, &rules());
         assert_eq!(html.matches("<section class=\"channel\"").count(), 100);
         assert_eq!(html.matches("<tr id=").count(), 4000);
@@ -1774,15 +1591,11 @@ mod tests {
         assert_eq!(html.matches("<tr id=").count(), MAX_ROWS_PER_CHANNEL);
         assert!(html.contains("Showing the first 500 of 1200 events"));
         assert_eq!(charts(&html).matches("class=\"m-human\"").count(), 1200);
-        assert!(
-            html.contains(&format!("width=\"{:.0}\"", ML + 1200.0 * PX_PER_EVENT + MR)),
-            "the chart widens"
-        );
+        assert!(html.contains(&format!("width=\"{:.0}\"", ML + 1200.0 * PX_PER_EVENT + MR)), "the chart widens");
 
         // Many busy channels: the page-wide budget caps the rows.
-        let lines: Vec<Value> = (0..30 * 600)
-            .map(|i| message(i as f64, &format!("c{}", i % 30), "carol", "y"))
-            .collect();
+        let lines: Vec<Value> =
+            (0..30 * 600).map(|i| message(i as f64, &format!("c{}", i % 30), "carol", "y")).collect();
         let html = render("busier", &lines, &rules());
         assert_eq!(html.matches("<tr id=").count(), MAX_ROWS_TOTAL);
         assert!(html.contains("Showing the first 0 of 600 events"));
@@ -1803,11 +1616,7 @@ mod tests {
         let html = render("odd", &lines, &rules());
         assert!(html.contains("1 log line(s) were not JSON objects"));
         // Unknown kinds are shown raw (escaped), whatever order the keys come in.
-        let mystery = html
-            .split("class=\"k-mystery\"")
-            .nth(1)
-            .and_then(|r| r.split("</tr>").next())
-            .unwrap_or("");
+        let mystery = html.split("class=\"k-mystery\"").nth(1).and_then(|r| r.split("</tr>").next()).unwrap_or("");
         assert!(mystery.contains("<code>"), "{mystery}");
         assert!(mystery.contains("&quot;payload&quot;:&quot;p&amp;q&quot;"), "{mystery}");
         assert!(html.contains("<h2>#(no channel)</h2>"));
@@ -1822,11 +1631,7 @@ mod tests {
         assert!(html.contains("<meta charset=\"utf-8\">"));
         assert!(html.contains("おはよう"));
         assert!(html.contains("<title>kuuki replay · 日本語</title>"));
-        let font = html
-            .split("font:14px/1.45 ")
-            .nth(1)
-            .and_then(|f| f.split('}').next())
-            .unwrap_or("");
+        let font = html.split("font:14px/1.45 ").nth(1).and_then(|f| f.split('}').next()).unwrap_or("");
         assert!(font.contains("Noto Sans CJK JP"));
         assert!(font.ends_with(",sans-serif"), "{font}");
     }
@@ -1839,10 +1644,7 @@ mod tests {
         assert_eq!(dev.matches("class=\"brk\"").count(), 1);
         assert!(dev.contains(">+31m</text>"));
         assert!(dev.contains("31m of silence (2:10–33:20), not drawn to scale"));
-        assert!(
-            !section(&html, 0).contains("class=\"brk\""),
-            "#general has no long silence"
-        );
+        assert!(!section(&html, 0).contains("class=\"brk\""), "#general has no long silence");
         assert!(section(&html, 0).contains(">3:30</text>"), "tick labels");
     }
 

@@ -118,7 +118,11 @@ mod tests {
         let cases = [
             ("{\"t\": 0, \"user\": \"a\"}", 1, "missing field `text`"),
             ("{\"t\": 0, \"user\": \"a\", \"text\": \"x\"}\nnot json", 2, "expected"),
-            ("{\"t\": 5, \"user\": \"a\", \"text\": \"x\"}\n{\"t\": 4, \"user\": \"a\", \"text\": \"x\"}", 2, "backwards"),
+            (
+                "{\"t\": 5, \"user\": \"a\", \"text\": \"x\"}\n{\"t\": 4, \"user\": \"a\", \"text\": \"x\"}",
+                2,
+                "backwards",
+            ),
             ("{\"t\": -1, \"user\": \"a\", \"text\": \"x\"}", 1, "from 0 to"),
             ("{\"t\": 1e20, \"user\": \"a\", \"text\": \"x\"}", 1, "from 0 to"),
             ("{\"t\": 0, \"user\": \"\", \"text\": \"x\"}", 1, "user is empty"),

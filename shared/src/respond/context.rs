@@ -8,7 +8,8 @@ use serde::Serialize;
 
 use crate::deps::Deps;
 use crate::domain::{
-    Author, ChannelId, ChannelLine, ChannelMemory, Message, Persona, ResponseType, ThreadKey, Timestamp, Ts, UserId, WorkspaceMemory,
+    Author, ChannelId, ChannelLine, ChannelMemory, Message, Persona, ResponseType, ThreadKey, Timestamp, Ts, UserId,
+    WorkspaceMemory,
 };
 use crate::ports::{ChannelState, PortResult};
 use crate::respond::guard;
@@ -106,10 +107,8 @@ pub async fn build<'a>(
     };
     let others = if deps.settings.memory_enabled {
         let since = now - deps.settings.channel_buffer_ttl;
-        let channel = deps
-            .messages
-            .recent_in_channel(&target.channel, since, deps.settings.channel_buffer_size)
-            .await?;
+        let channel =
+            deps.messages.recent_in_channel(&target.channel, since, deps.settings.channel_buffer_size).await?;
         other_threads(channel, target)
     } else {
         Vec::new()
@@ -142,7 +141,11 @@ pub async fn build<'a>(
             updated_at: workspace_memory.updated_at,
             channel_lines: Vec::new(),
         },
-        other_channels: channel_list(&workspace_memory.channel_lines, &target.channel, deps.settings.judge_channel_list_tokens),
+        other_channels: channel_list(
+            &workspace_memory.channel_lines,
+            &target.channel,
+            deps.settings.judge_channel_list_tokens,
+        ),
         now: now.to_utc_string(),
         top_level: top_level.iter().map(prompt_message).collect(),
         other_threads: others.iter().map(|t| t.iter().map(prompt_message).collect()).collect(),
@@ -150,9 +153,7 @@ pub async fn build<'a>(
         in_thread: target.thread_root.is_some(),
         target: prompt_message(target),
         response_type: response_type.as_str(),
-        minutes_since_last_intervention: state
-            .last_response_at
-            .map(|at| (now.seconds_since(at) / 60.0).floor() as i64),
+        minutes_since_last_intervention: state.last_response_at.map(|at| (now.seconds_since(at) / 60.0).floor() as i64),
         interventions_last_30_min: state.interventions_within(now, Duration::from_secs(30 * 60)),
         last_intervention_excerpt: last.map(|i| guard::fence_safe(&i.excerpt)).unwrap_or_default(),
     })
@@ -175,10 +176,7 @@ fn channel_list(lines: &[ChannelLine], here: &ChannelId, tokens: usize) -> Vec<C
     lines
         .iter()
         .filter(|l| &l.channel != here && !l.line.is_empty())
-        .map(|l| ChannelListEntry {
-            channel: guard::fence_safe(&l.channel.0),
-            line: guard::fence_safe(&l.line),
-        })
+        .map(|l| ChannelListEntry { channel: guard::fence_safe(&l.channel.0), line: guard::fence_safe(&l.line) })
         .take_while(|e| {
             let cost = "- #: \n".len() + e.channel.len() + e.line.len();
             let fits = cost <= left;
@@ -244,7 +242,8 @@ async fn display_names<'m>(deps: &Deps, messages: impl Iterator<Item = &'m Messa
             tracing::warn!("display names took longer than a chat call may; using the names messages carry");
             Vec::new()
         });
-    let mut names: HashMap<UserId, String> = people.iter().map(|(user, m)| ((*user).clone(), m.user_name.clone())).collect();
+    let mut names: HashMap<UserId, String> =
+        people.iter().map(|(user, m)| ((*user).clone(), m.user_name.clone())).collect();
     for (m, name) in found {
         match name {
             Ok(name) => {
@@ -287,10 +286,7 @@ pub const EXCERPT_MESSAGES: usize = 5;
 /// The conversation as kuuki stepped in, for the intervention history.
 pub fn excerpt(conversation: &[Message]) -> String {
     let start = conversation.len().saturating_sub(EXCERPT_MESSAGES);
-    let joined = conversation[start..]
-        .iter()
-        .map(|m| format!("{}: {}", m.user_name, m.text))
-        .collect::<Vec<_>>()
-        .join(" / ");
+    let joined =
+        conversation[start..].iter().map(|m| format!("{}: {}", m.user_name, m.text)).collect::<Vec<_>>().join(" / ");
     joined.chars().take(EXCERPT_CHARS).collect()
 }

@@ -39,10 +39,8 @@ pub async fn handle(
         RespondMode::Ambient => newer_message(deps, &target, |m| deps.is_participant(m)).await?,
         // Direct triggers that arrive together are answered once, by the newest.
         RespondMode::Direct => {
-            newer_message(deps, &target, |m| {
-                deps.is_participant(m) && rules::direct_trigger(m, &deps.bot).is_some()
-            })
-            .await?
+            newer_message(deps, &target, |m| deps.is_participant(m) && rules::direct_trigger(m, &deps.bot).is_some())
+                .await?
         }
     };
     if let Some(newer) = newer {
@@ -51,10 +49,7 @@ pub async fn handle(
             channel,
             thread.root.clone(),
             ts.clone(),
-            EventKind::Superseded {
-                stage: Stage::Respond,
-                by: newer.ts,
-            },
+            EventKind::Superseded { stage: Stage::Respond, by: newer.ts },
         );
         return Ok(());
     }
@@ -72,12 +67,7 @@ pub async fn handle(
             return Ok(());
         }
     };
-    let answering = Answering {
-        target: &target,
-        key: &key,
-        mode,
-        response_type,
-    };
+    let answering = Answering { target: &target, key: &key, mode, response_type };
     match answer(deps, &answering, emoji, resumed).await {
         Ok(state) => {
             // A direct trigger has no judgment to run the memory triggers; an ambient
@@ -97,12 +87,7 @@ pub async fn handle(
                 channel,
                 thread.root.clone(),
                 ts.clone(),
-                EventKind::RespondFailed {
-                    mode,
-                    response_type,
-                    reason: message,
-                    notice: None,
-                },
+                EventKind::RespondFailed { mode, response_type, reason: message, notice: None },
             );
             Ok(())
         }
@@ -112,7 +97,6 @@ pub async fn handle(
         }
     }
 }
-
 
 /// The answer being made: to which message, under which claim, how.
 struct Answering<'a> {
@@ -129,12 +113,7 @@ async fn answer(
     chosen_emoji: Option<&str>,
     resumed: bool,
 ) -> PortResult<crate::ports::ChannelState> {
-    let Answering {
-        target,
-        key,
-        mode,
-        response_type,
-    } = *answering;
+    let Answering { target, key, mode, response_type } = *answering;
     let channel = &target.channel;
     let state = deps.channels.channel_state(channel).await?;
     // An earlier attempt began to post and its outcome is unknown (it crashed, timed
@@ -239,12 +218,7 @@ async fn fail_generation(
         &target.channel,
         target.thread_root.clone(),
         target.ts.clone(),
-        EventKind::RespondFailed {
-            mode: answering.mode,
-            response_type: answering.response_type,
-            reason,
-            notice,
-        },
+        EventKind::RespondFailed { mode: answering.mode, response_type: answering.response_type, reason, notice },
     );
     Ok(())
 }
@@ -252,7 +226,9 @@ async fn fail_generation(
 /// The one line a direct mention gets when no answer can be made.
 pub fn failure_notice(language: crate::config::PromptLanguage) -> &'static str {
     match language {
-        crate::config::PromptLanguage::Ja => "ごめんなさい、今はうまく答えられません。少し時間をおいてもう一度呼んでください。",
+        crate::config::PromptLanguage::Ja => {
+            "ごめんなさい、今はうまく答えられません。少し時間をおいてもう一度呼んでください。"
+        }
         crate::config::PromptLanguage::En => "Sorry, I can't answer right now. Please ask me again in a little while.",
     }
 }
@@ -375,7 +351,8 @@ async fn generate(
         subject: target.text.clone(),
     };
     Ok(match llm.complete(request).await {
-        Ok(response) => output::fit_to_post(&response).and_then(|()| guard::check_reply(&response.text, &prompt, &deps.persona.name)),
+        Ok(response) => output::fit_to_post(&response)
+            .and_then(|()| guard::check_reply(&response.text, &prompt, &deps.persona.name)),
         Err(e) => Err(e.to_string()),
     })
 }
@@ -383,20 +360,11 @@ async fn generate(
 /// With `--llm none`: a visible stand-in that says what kuuki would have said.
 fn placeholder(deps: &Deps, target: &Message, response_type: ResponseType) -> String {
     let quoted: String = target.text.chars().take(40).collect();
-    format!(
-        "[{} {} to {}: \"{}\"]",
-        deps.persona.name,
-        response_type.as_str(),
-        target.user_name,
-        quoted
-    )
+    format!("[{} {} to {}: \"{}\"]", deps.persona.name, response_type.as_str(), target.user_name, quoted)
 }
 
 fn dropped(reason: &str) -> EventKind {
-    EventKind::Dropped {
-        stage: Stage::Respond,
-        reason: reason.into(),
-    }
+    EventKind::Dropped { stage: Stage::Respond, reason: reason.into() }
 }
 
 #[cfg(test)]

@@ -88,11 +88,7 @@ mod tests {
     use crate::ports::Usage;
 
     fn answer(text: &str, finish: Finish) -> LlmResponse {
-        LlmResponse {
-            text: text.into(),
-            usage: Usage::default(),
-            finish,
-        }
+        LlmResponse { text: text.into(), usage: Usage::default(), finish }
     }
 
     #[test]

@@ -19,10 +19,7 @@ pub struct CallCounter {
 impl CallCounter {
     /// A counter for one service that shares its tally with `self`.
     pub fn for_service(&self, service: &'static str) -> CallCounter {
-        CallCounter {
-            calls: self.calls.clone(),
-            service,
-        }
+        CallCounter { calls: self.calls.clone(), service }
     }
 
     /// Calls so far by `service.Operation`.
@@ -51,12 +48,7 @@ impl Intercept for CallCounter {
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         let operation = cfg.load::<Metadata>().map_or("call", |m| m.name()).to_owned();
-        *self
-            .calls
-            .lock()
-            .expect("counter lock")
-            .entry(format!("{}.{operation}", self.service))
-            .or_default() += 1;
+        *self.calls.lock().expect("counter lock").entry(format!("{}.{operation}", self.service)).or_default() += 1;
         Ok(())
     }
 }

@@ -26,8 +26,8 @@ use aws_sdk_dynamodb::types::{
 };
 
 use crate::domain::{
-    Author, ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts, UserId,
-    UserNote, WorkspaceMemory,
+    Author, ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts,
+    UserId, UserNote, WorkspaceMemory,
 };
 use crate::ports::{
     ChannelState, ChannelStateStore, ClaimOutcome, Clock, FactStore, Ledger, MessageStore, PortError, PortResult,
@@ -91,12 +91,7 @@ impl DynamoStore {
     /// `retention` is `MESSAGE_RETENTION_DAYS`: messages expire (TTL) that long after
     /// they were written.
     pub fn new(client: Client, tables: TableNames, clock: Arc<dyn Clock>, retention: Duration) -> Self {
-        DynamoStore {
-            client,
-            tables,
-            clock,
-            retention,
-        }
+        DynamoStore { client, tables, clock, retention }
     }
 
     fn now_secs(&self) -> i64 {
@@ -155,7 +150,13 @@ impl DynamoStore {
 
     /// The newest `limit` items of a query (table by channel, or the conversation
     /// index), newest first, `before` (a sort key) exclusive when given.
-    async fn newest(&self, index: Option<&str>, partition: (&str, &str), before: Option<String>, limit: usize) -> PortResult<Vec<Item>> {
+    async fn newest(
+        &self,
+        index: Option<&str>,
+        partition: (&str, &str),
+        before: Option<String>,
+        limit: usize,
+    ) -> PortResult<Vec<Item>> {
         let (name, value) = partition;
         let mut condition = "#p = :p".to_owned();
         let mut query = self
@@ -169,15 +170,9 @@ impl DynamoStore {
             .limit(limit.clamp(1, 1000) as i32);
         if let Some(before) = before {
             condition.push_str(" AND #sk < :before");
-            query = query
-                .expression_attribute_names("#sk", "sk")
-                .expression_attribute_values(":before", s(before));
+            query = query.expression_attribute_names("#sk", "sk").expression_attribute_values(":before", s(before));
         }
-        let out = query
-            .key_condition_expression(condition)
-            .send()
-            .await
-            .map_err(backend("query messages"))?;
+        let out = query.key_condition_expression(condition).send().await.map_err(backend("query messages"))?;
         Ok(out.items.unwrap_or_default())
     }
 
@@ -683,7 +678,10 @@ impl Ledger for DynamoStore {
             .expression_attribute_names("#until", "until")
             .expression_attribute_values(":in_progress", s(IN_PROGRESS))
             .expression_attribute_values(":until", n(until.as_micros()))
-            .expression_attribute_values(":expires_at", n(until.as_micros() / Timestamp::MICROS_PER_SECOND + LEDGER_GRACE_SECONDS))
+            .expression_attribute_values(
+                ":expires_at",
+                n(until.as_micros() / Timestamp::MICROS_PER_SECOND + LEDGER_GRACE_SECONDS),
+            )
             .expression_attribute_values(":now", n(now.as_micros()))
             .return_values(ReturnValue::AllOld)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
@@ -691,7 +689,8 @@ impl Ledger for DynamoStore {
             .await;
         let old = match result {
             Ok(out) => {
-                let posting = out.attributes().and_then(|old| old.get("posting")).and_then(|v| v.as_bool().ok()).copied();
+                let posting =
+                    out.attributes().and_then(|old| old.get("posting")).and_then(|v| v.as_bool().ok()).copied();
                 return Ok(if posting == Some(true) { ClaimOutcome::Resumed } else { ClaimOutcome::Claimed });
             }
             Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => match e.err() {
@@ -716,9 +715,7 @@ impl Ledger for DynamoStore {
         };
         Ok(match get_s(&old, "status") {
             Some(COMPLETED) => ClaimOutcome::Completed,
-            _ => ClaimOutcome::InProgress {
-                until: get_n(&old, "until").map_or(now + lease, Timestamp),
-            },
+            _ => ClaimOutcome::InProgress { until: get_n(&old, "until").map_or(now + lease, Timestamp) },
         })
     }
 
@@ -807,20 +804,11 @@ async fn ttl_enabled(client: &Client, table: &str) -> Result<bool, String> {
 }
 
 pub async fn create_tables(client: &Client, tables: &TableNames) -> Result<(), String> {
-    let existing = client
-        .list_tables()
-        .send()
-        .await
-        .map_err(|e| format!("list tables: {e:?}"))?
-        .table_names
-        .unwrap_or_default();
+    let existing =
+        client.list_tables().send().await.map_err(|e| format!("list tables: {e:?}"))?.table_names.unwrap_or_default();
     let key = |name: &str, kind: KeyType| KeySchemaElement::builder().attribute_name(name).key_type(kind).build();
-    let attr = |name: &str| {
-        AttributeDefinition::builder()
-            .attribute_name(name)
-            .attribute_type(ScalarAttributeType::S)
-            .build()
-    };
+    let attr =
+        |name: &str| AttributeDefinition::builder().attribute_name(name).attribute_type(ScalarAttributeType::S).build();
     let specs: [(&str, Vec<&str>, bool); 4] = [
         (&tables.messages, vec!["channel", "sk"], true),
         (&tables.channels, vec!["channel"], false),
@@ -846,9 +834,8 @@ pub async fn create_tables(client: &Client, tables: &TableNames) -> Result<(), S
                 .projection(Projection::builder().projection_type(ProjectionType::All).build())
                 .build()
                 .map_err(|e| e.to_string())?;
-            create = create
-                .attribute_definitions(attr("conv").map_err(|e| e.to_string())?)
-                .global_secondary_indexes(index);
+            create =
+                create.attribute_definitions(attr("conv").map_err(|e| e.to_string())?).global_secondary_indexes(index);
         }
         match create.send().await {
             Ok(_) => {}

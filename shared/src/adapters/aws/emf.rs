@@ -72,7 +72,12 @@ pub fn llm_call_line(timestamp_ms: i64, call: &LlmCall) -> Value {
         ("LlmOutputTokens", call.output_tokens as f64, "Count"),
         ("LlmLatency", call.latency.as_millis() as f64, "Milliseconds"),
     ];
-    line_with_dimension_sets(timestamp_ms, &[("Function", call.function), ("Role", call.role)], LLM_DIMENSION_SETS, &metrics)
+    line_with_dimension_sets(
+        timestamp_ms,
+        &[("Function", call.function), ("Role", call.role)],
+        LLM_DIMENSION_SETS,
+        &metrics,
+    )
 }
 
 /// The metrics a decision record stands for: judgments by decision, superseded and
@@ -135,10 +140,7 @@ pub struct EmfLog<W: Write + Send> {
 
 impl<W: Write + Send> EmfLog<W> {
     pub fn new(out: W, function: &str) -> Self {
-        EmfLog {
-            out: Mutex::new(out),
-            function: function.to_owned(),
-        }
+        EmfLog { out: Mutex::new(out), function: function.to_owned() }
     }
 }
 
@@ -165,12 +167,22 @@ mod tests {
 
     #[test]
     fn an_emf_line_declares_its_metrics_and_carries_their_values() {
-        let v = line(1_700_000_000_000, &[("Function", "judge")], &[("Judgments", 1.0, "Count"), ("LlmLatency", 812.0, "Milliseconds")]);
+        let v = line(
+            1_700_000_000_000,
+            &[("Function", "judge")],
+            &[("Judgments", 1.0, "Count"), ("LlmLatency", 812.0, "Milliseconds")],
+        );
         assert_eq!(v["_aws"]["CloudWatchMetrics"][0]["Namespace"], "kuuki");
         assert_eq!(v["_aws"]["CloudWatchMetrics"][0]["Dimensions"], json!([["Function"]]));
-        assert_eq!(v["_aws"]["CloudWatchMetrics"][0]["Metrics"][1], json!({"Name": "LlmLatency", "Unit": "Milliseconds"}));
+        assert_eq!(
+            v["_aws"]["CloudWatchMetrics"][0]["Metrics"][1],
+            json!({"Name": "LlmLatency", "Unit": "Milliseconds"})
+        );
         assert_eq!(v["_aws"]["Timestamp"], 1_700_000_000_000i64);
-        assert_eq!((v["Function"].clone(), v["Judgments"].clone(), v["LlmLatency"].clone()), (json!("judge"), json!(1.0), json!(812.0)));
+        assert_eq!(
+            (v["Function"].clone(), v["Judgments"].clone(), v["LlmLatency"].clone()),
+            (json!("judge"), json!(1.0), json!(812.0))
+        );
     }
 
     #[test]
@@ -186,7 +198,10 @@ mod tests {
         let v = llm_call_line(1_700_000_000_000, &call);
         assert_eq!(v["_aws"]["CloudWatchMetrics"][0]["Dimensions"], json!([["Function", "Role"], []]));
         assert_eq!((v["Function"].clone(), v["Role"].clone()), (json!("judge-fn"), json!("judge")));
-        assert_eq!((v["LlmCalls"].clone(), v["LlmFailures"].clone(), v["LlmLatency"].clone()), (json!(1.0), json!(1.0), json!(30_000.0)));
+        assert_eq!(
+            (v["LlmCalls"].clone(), v["LlmFailures"].clone(), v["LlmLatency"].clone()),
+            (json!(1.0), json!(1.0), json!(30_000.0))
+        );
     }
 
     #[test]

@@ -77,12 +77,7 @@ impl AwsAdapters {
                 reflect_queue_arn: settings.reflect_queue_arn.clone(),
             },
         );
-        AwsAdapters {
-            store: Arc::new(store),
-            queue: Arc::new(queue),
-            scheduler: Arc::new(scheduler),
-            clock,
-        }
+        AwsAdapters { store: Arc::new(store), queue: Arc::new(queue), scheduler: Arc::new(scheduler), clock }
     }
 
     pub fn adapters(&self, chat: Arc<dyn Chat>, llm: Option<Arc<dyn Llm>>, log: Arc<dyn DecisionLog>) -> Adapters {
@@ -107,7 +102,10 @@ pub async fn cold_start(vars: &HashMap<String, String>) -> Result<(Arc<Deps>, Sl
         .map(|llm| Arc::new(crate::adapters::llm::CountingLlm::new(llm).with_metrics(&function)) as Arc<dyn Llm>);
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let aws = AwsAdapters::build(&settings, clock).await;
-    let slack = Arc::new(SlackClient::new(&settings.slack_api_base_url, settings.slack_bot_token.expose_secret()).with_timeout(settings.chat_timeout));
+    let slack = Arc::new(
+        SlackClient::new(&settings.slack_api_base_url, settings.slack_bot_token.expose_secret())
+            .with_timeout(settings.chat_timeout),
+    );
     let me = slack.auth_test().await.map_err(|e| format!("{e} (is SLACK_BOT_TOKEN right?)"))?;
     let persona = settings.persona(persona_file.as_ref());
     let adapters = aws.adapters(slack, llm, Arc::new(super::emf::EmfLog::new(std::io::stdout(), &function)));
@@ -121,10 +119,7 @@ pub async fn handle_sqs_event(deps: &Deps, kind: JobKind, event: SqsEvent) -> Sq
     let messages: Vec<QueueMessage> = event
         .records
         .into_iter()
-        .map(|r| QueueMessage {
-            id: r.message_id.unwrap_or_default(),
-            body: r.body.unwrap_or_default(),
-        })
+        .map(|r| QueueMessage { id: r.message_id.unwrap_or_default(), body: r.body.unwrap_or_default() })
         .collect();
     let failed = run_batch(deps, kind, &messages).await;
     let mut response = SqsBatchResponse::default();

@@ -50,10 +50,7 @@ pub fn schedule_name(job: &Job, at: Timestamp) -> String {
 }
 
 fn backend(message: String) -> PortError {
-    PortError::Backend {
-        backend: "scheduler",
-        message: message.chars().take(500).collect(),
-    }
+    PortError::Backend { backend: "scheduler", message: message.chars().take(500).collect() }
 }
 
 #[async_trait]

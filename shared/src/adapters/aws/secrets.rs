@@ -49,15 +49,10 @@ pub async fn resolve(client: &Client, vars: &mut HashMap<String, String>) -> Res
 
 /// The trimmed string value of the secret `arn`, which the variable `arn_name` gave.
 async fn read(client: &Client, arn_name: &str, arn: &str) -> Result<String, String> {
-    let secret = client
-        .get_secret_value()
-        .secret_id(arn)
-        .send()
-        .await
-        .map_err(|e| format!("reading {arn_name} from Secrets Manager: {}", aws_sdk_secretsmanager::error::DisplayErrorContext(e)))?;
-    let value = secret
-        .secret_string
-        .ok_or_else(|| format!("{arn_name} names a secret without a string value"))?;
+    let secret = client.get_secret_value().secret_id(arn).send().await.map_err(|e| {
+        format!("reading {arn_name} from Secrets Manager: {}", aws_sdk_secretsmanager::error::DisplayErrorContext(e))
+    })?;
+    let value = secret.secret_string.ok_or_else(|| format!("{arn_name} names a secret without a string value"))?;
     Ok(value.trim().to_owned())
 }
 
@@ -120,9 +115,8 @@ mod tests {
     }
 
     fn client(endpoint: &str) -> Client {
-        let http = aws_smithy_http_client::Builder::new()
-            .tls_provider(tls::Provider::Rustls(CryptoMode::Ring))
-            .build_https();
+        let http =
+            aws_smithy_http_client::Builder::new().tls_provider(tls::Provider::Rustls(CryptoMode::Ring)).build_https();
         let config = aws_sdk_secretsmanager::Config::builder()
             .behavior_version(BehaviorVersion::latest())
             .region(Region::new("us-east-1"))

@@ -69,13 +69,8 @@ pub async fn poll_forever(deps: std::sync::Arc<crate::deps::Deps>, client: Clien
     let batches = std::sync::Arc::new(tokio::sync::Semaphore::new(CONCURRENT_BATCHES));
     loop {
         let slot = batches.clone().acquire_owned().await.expect("the semaphore is never closed");
-        let received = client
-            .receive_message()
-            .queue_url(&url)
-            .max_number_of_messages(10)
-            .wait_time_seconds(5)
-            .send()
-            .await;
+        let received =
+            client.receive_message().queue_url(&url).max_number_of_messages(10).wait_time_seconds(5).send().await;
         let messages = match received {
             Ok(out) => out.messages.unwrap_or_default(),
             Err(error) => {
@@ -95,7 +90,13 @@ pub async fn poll_forever(deps: std::sync::Arc<crate::deps::Deps>, client: Clien
     }
 }
 
-async fn run_received(deps: &crate::deps::Deps, client: &Client, kind: JobKind, url: &str, messages: Vec<aws_sdk_sqs::types::Message>) {
+async fn run_received(
+    deps: &crate::deps::Deps,
+    client: &Client,
+    kind: JobKind,
+    url: &str,
+    messages: Vec<aws_sdk_sqs::types::Message>,
+) {
     use crate::worker::{QueueMessage, run_batch};
     let batch: Vec<QueueMessage> = messages
         .iter()
@@ -124,9 +125,17 @@ async fn run_received(deps: &crate::deps::Deps, client: &Client, kind: JobKind, 
 /// Creates kuuki's four queues where they do not exist and returns their URLs and
 /// ARNs (`kuuki setup-aws`; in AWS the SAM template owns them), each made visible
 /// again `visibility` after a delivery that did not finish (the time budget's).
-pub async fn create_queues(client: &Client, prefix: &str, visibility: Duration) -> Result<(QueueUrls, Vec<String>), String> {
+pub async fn create_queues(
+    client: &Client,
+    prefix: &str,
+    visibility: Duration,
+) -> Result<(QueueUrls, Vec<String>), String> {
     use aws_sdk_sqs::types::QueueAttributeName;
-    async fn create(client: &Client, name: &str, attributes: &[(QueueAttributeName, String)]) -> Result<(String, String), String> {
+    async fn create(
+        client: &Client,
+        name: &str,
+        attributes: &[(QueueAttributeName, String)],
+    ) -> Result<(String, String), String> {
         let mut create = client.create_queue().queue_name(name);
         for (k, v) in attributes {
             create = create.attributes(k.clone(), v.clone());

@@ -35,10 +35,7 @@ impl HttpPolicy {
 }
 
 pub(super) fn client(policy: &HttpPolicy) -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(policy.timeout)
-        .build()
-        .expect("a reqwest client builds")
+    reqwest::Client::builder().timeout(policy.timeout).build().expect("a reqwest client builds")
 }
 
 /// An error text from a provider, short enough for a log line.

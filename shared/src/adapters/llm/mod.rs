@@ -48,7 +48,11 @@ pub fn from_settings(settings: &crate::config::Settings) -> Result<Option<Arc<dy
                     reason: "LLM_PROVIDER=anthropic needs a key".into(),
                 });
             }
-            Some(Arc::new(Anthropic::new(&settings.anthropic_base_url, settings.anthropic_api_key.expose_secret(), policy)))
+            Some(Arc::new(Anthropic::new(
+                &settings.anthropic_base_url,
+                settings.anthropic_api_key.expose_secret(),
+                policy,
+            )))
         }
         LlmProvider::None => None,
     })
@@ -75,11 +79,7 @@ pub struct CountingLlm {
 
 impl CountingLlm {
     pub fn new(inner: Arc<dyn Llm>) -> Self {
-        Self {
-            inner,
-            usage: Mutex::new(BTreeMap::new()),
-            emf_function: None,
-        }
+        Self { inner, usage: Mutex::new(BTreeMap::new()), emf_function: None }
     }
 
     /// Also emits every call's metrics (calls, failures, tokens, latency by role) as EMF.
@@ -114,9 +114,8 @@ impl Llm for CountingLlm {
             "LLM call"
         );
         if let Some(function) = &self.emf_function {
-            let now_ms = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as i64);
+            let now_ms =
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
             let call = crate::adapters::aws::emf::LlmCall {
                 function,
                 role: role.as_str(),
@@ -133,13 +132,7 @@ impl Llm for CountingLlm {
         entry.calls += 1;
         entry.latency += latency;
         match &result {
-            Ok(LlmResponse {
-                usage: Usage {
-                    input_tokens,
-                    output_tokens,
-                },
-                ..
-            }) => {
+            Ok(LlmResponse { usage: Usage { input_tokens, output_tokens }, .. }) => {
                 entry.input_tokens += input_tokens;
                 entry.output_tokens += output_tokens;
             }

@@ -40,9 +40,11 @@ impl Llm for OpenAiCompatible {
             ],
         });
         let bearer = format!("Bearer {}", self.api_key);
-        let headers: Vec<(&str, &str)> = if self.api_key.is_empty() { vec![] } else { vec![("authorization", &bearer)] };
+        let headers: Vec<(&str, &str)> =
+            if self.api_key.is_empty() { vec![] } else { vec![("authorization", &bearer)] };
         let url = format!("{}/chat/completions", self.base_url);
-        let answer: Completion = decode("openai", post_json(&self.http, &self.policy, "openai", &url, &headers, &body).await?)?;
+        let answer: Completion =
+            decode("openai", post_json(&self.http, &self.policy, "openai", &url, &headers, &body).await?)?;
         // Some compatible servers and proxies answer 200 with an error object.
         if let Some(error) = answer.error.filter(|e| !e.is_null()) {
             let message = error["message"].as_str().map_or_else(|| error.to_string(), str::to_owned);
@@ -100,4 +102,3 @@ struct CompletionUsage {
     prompt_tokens: Option<u64>,
     completion_tokens: Option<u64>,
 }
-

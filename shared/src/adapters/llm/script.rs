@@ -52,25 +52,15 @@ impl ScriptedLlm {
             if raw.is_empty() || raw.starts_with('#') {
                 continue;
             }
-            let line: Line = serde_json::from_str(raw).map_err(|e| ScriptError {
-                line: i + 1,
-                reason: e.to_string(),
-            })?;
+            let line: Line =
+                serde_json::from_str(raw).map_err(|e| ScriptError { line: i + 1, reason: e.to_string() })?;
             let reply = match line.reply {
                 serde_json::Value::String(s) => s,
                 other => other.to_string(),
             };
-            entries.push(Entry {
-                role: line.role,
-                reply,
-                matches: line.matches,
-                repeat: line.repeat,
-                used: false,
-            });
+            entries.push(Entry { role: line.role, reply, matches: line.matches, repeat: line.repeat, used: false });
         }
-        Ok(Self {
-            entries: Mutex::new(entries),
-        })
+        Ok(Self { entries: Mutex::new(entries) })
     }
 }
 
@@ -110,13 +100,7 @@ mod tests {
     use super::*;
 
     fn request(role: LlmRole, subject: &str) -> LlmRequest {
-        LlmRequest {
-            role,
-            model: "m".into(),
-            system: "prompt".into(),
-            max_tokens: 100,
-            subject: subject.into(),
-        }
+        LlmRequest { role, model: "m".into(), system: "prompt".into(), max_tokens: 100, subject: subject.into() }
     }
 
     #[tokio::test]
@@ -133,10 +117,7 @@ mod tests {
             llm.complete(request(LlmRole::Judge, "the deploy")).await.unwrap().text,
             r#"{"should_respond":true}"#
         );
-        assert_eq!(
-            llm.complete(request(LlmRole::Judge, "again")).await,
-            Err(LlmError::NoScriptedAnswer("judge"))
-        );
+        assert_eq!(llm.complete(request(LlmRole::Judge, "again")).await, Err(LlmError::NoScriptedAnswer("judge")));
         for _ in 0..3 {
             assert_eq!(llm.complete(request(LlmRole::Generate, "x")).await.unwrap().text, "hello");
         }
@@ -144,7 +125,9 @@ mod tests {
 
     #[test]
     fn bad_lines_name_their_number() {
-        let err = ScriptedLlm::parse("{\"role\": \"judge\", \"reply\": \"x\"}\n{\"role\": \"oracle\", \"reply\": 1}").err().unwrap();
+        let err = ScriptedLlm::parse("{\"role\": \"judge\", \"reply\": \"x\"}\n{\"role\": \"oracle\", \"reply\": 1}")
+            .err()
+            .unwrap();
         assert_eq!(err.line, 2);
     }
 }

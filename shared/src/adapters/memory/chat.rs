@@ -61,10 +61,7 @@ impl RecordingChat {
         let mut left = self.failures_left.lock().expect("chat lock");
         if *left > 0 {
             *left -= 1;
-            return Err(PortError::Backend {
-                backend: "chat",
-                message: "simulated outage".into(),
-            });
+            return Err(PortError::Backend { backend: "chat", message: "simulated outage".into() });
         }
         Ok(())
     }
@@ -75,10 +72,7 @@ impl Chat for RecordingChat {
     async fn post_message(&self, post: &Post) -> PortResult<Ts> {
         self.check_failure()?;
         let ts = self.mint.mint(self.clock.now());
-        self.calls.lock().expect("chat lock").push(ChatCall::Post {
-            post: post.clone(),
-            ts: ts.clone(),
-        });
+        self.calls.lock().expect("chat lock").push(ChatCall::Post { post: post.clone(), ts: ts.clone() });
         let mut lost = self.lost_answers_left.lock().expect("chat lock");
         if *lost > 0 {
             *lost -= 1;
@@ -105,10 +99,7 @@ impl Chat for RecordingChat {
                     && ts > after
                     && post.tag.as_deref() == Some(tag) =>
             {
-                Some(FoundPost {
-                    ts: ts.clone(),
-                    text: post.text.clone(),
-                })
+                Some(FoundPost { ts: ts.clone(), text: post.text.clone() })
             }
             _ => None,
         }))

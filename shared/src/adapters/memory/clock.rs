@@ -11,9 +11,7 @@ pub struct VirtualClock {
 
 impl VirtualClock {
     pub fn new(start: Timestamp) -> Self {
-        Self {
-            now: AtomicI64::new(start.0),
-        }
+        Self { now: AtomicI64::new(start.0) }
     }
 
     /// Moves the clock forward to `at`; it never goes back.

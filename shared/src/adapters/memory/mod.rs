@@ -28,11 +28,7 @@ pub struct InProcess {
 
 impl InProcess {
     pub fn new(clock: Arc<dyn Clock>) -> Self {
-        InProcess {
-            store: Arc::new(MemoryStore::new()),
-            queue: Arc::new(MemoryQueue::new(clock.clone())),
-            clock,
-        }
+        InProcess { store: Arc::new(MemoryStore::new()), queue: Arc::new(MemoryQueue::new(clock.clone())), clock }
     }
 
     /// For long runs (`kuuki serve`): messages older than `retention` are forgotten.

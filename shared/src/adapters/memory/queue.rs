@@ -116,15 +116,11 @@ impl MemoryQueue {
         let visibility = *self.visibility_timeout.lock().expect("queue lock");
         let mut inner = self.inner.lock().expect("queue lock");
         inner.settle_top();
-        if !inner.heap.peek().is_some_and(|s| s.due <= now) {
+        if inner.heap.peek().is_none_or(|s| s.due > now) {
             return None;
         }
         let delivered = inner.heap.pop()?;
-        inner.heap.push(Scheduled {
-            due: now + visibility,
-            deliveries: delivered.deliveries + 1,
-            ..delivered.clone()
-        });
+        inner.heap.push(Scheduled { due: now + visibility, deliveries: delivered.deliveries + 1, ..delivered.clone() });
         Some(delivered)
     }
 

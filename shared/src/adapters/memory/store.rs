@@ -5,8 +5,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::domain::{
-    ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts, UserNote,
-    WorkspaceMemory,
+    ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts,
+    UserNote, WorkspaceMemory,
 };
 use crate::ports::{
     ChannelState, ChannelStateStore, ClaimOutcome, FactStore, Ledger, MessageStore, PortResult, PutOutcome,
@@ -23,8 +23,13 @@ struct ChannelMessages {
 #[derive(Debug, Clone, Copy)]
 enum Claim {
     /// `posting`: the holder began to post (see [`Ledger::mark_posting`]).
-    InProgress { until: Timestamp, posting: bool },
-    Completed { until: Timestamp },
+    InProgress {
+        until: Timestamp,
+        posting: bool,
+    },
+    Completed {
+        until: Timestamp,
+    },
 }
 
 #[derive(Default)]
@@ -61,10 +66,7 @@ impl MemoryStore {
 
     /// A store that forgets messages older than `retention` (`MESSAGE_RETENTION_DAYS`).
     pub fn with_retention(retention: Duration, clock: std::sync::Arc<dyn crate::ports::Clock>) -> Self {
-        MemoryStore {
-            retention: Some((retention, clock)),
-            ..Self::default()
-        }
+        MemoryStore { retention: Some((retention, clock)), ..Self::default() }
     }
 
     /// Drops what has expired: messages past the retention, claims and cache entries
@@ -74,7 +76,8 @@ impl MemoryStore {
         let now = clock.now();
         let oldest = now - *retention;
         for messages in inner.channels.values_mut() {
-            let expired: Vec<Ts> = messages.by_ts.iter().filter(|(_, m)| m.at < oldest).map(|(ts, _)| ts.clone()).collect();
+            let expired: Vec<Ts> =
+                messages.by_ts.iter().filter(|(_, m)| m.at < oldest).map(|(ts, _)| ts.clone()).collect();
             for ts in expired {
                 if let Some(m) = messages.by_ts.remove(&ts)
                     && let Some(thread) = messages.threads.get_mut(&m.thread_root)
@@ -129,11 +132,7 @@ impl MessageStore for MemoryStore {
         if channel.by_ts.contains_key(&message.ts) {
             return Ok(PutOutcome::AlreadyExists);
         }
-        channel
-            .threads
-            .entry(message.thread_root.clone())
-            .or_default()
-            .insert(message.ts.clone());
+        channel.threads.entry(message.thread_root.clone()).or_default().insert(message.ts.clone());
         channel.by_ts.insert(message.ts.clone(), message.clone());
         if self.puts.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % PRUNE_EVERY == PRUNE_EVERY - 1 {
             self.prune(&mut inner);
@@ -196,12 +195,7 @@ impl MessageStore for MemoryStore {
             return Ok(Vec::new());
         };
         let lower = after.map_or(Bound::Unbounded, |a| Bound::Excluded(a.clone()));
-        Ok(messages
-            .by_ts
-            .range((lower, Bound::Unbounded))
-            .take(limit)
-            .map(|(_, m)| m.clone())
-            .collect())
+        Ok(messages.by_ts.range((lower, Bound::Unbounded)).take(limit).map(|(_, m)| m.clone()).collect())
     }
 
     async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Message>> {
@@ -347,11 +341,7 @@ impl FactStore for MemoryStore {
     }
 
     async fn put_fact(&self, fact: &Fact) -> PortResult<()> {
-        self.lock()
-            .facts
-            .entry(fact.channel.clone())
-            .or_default()
-            .insert(fact.id.clone(), fact.clone());
+        self.lock().facts.entry(fact.channel.clone()).or_default().insert(fact.id.clone(), fact.clone());
         Ok(())
     }
 
@@ -382,13 +372,13 @@ impl Ledger for MemoryStore {
         let mut inner = self.lock();
         let posting = match inner.claims.get(key) {
             Some(Claim::Completed { until }) if *until > now => return Ok(ClaimOutcome::Completed),
-            Some(Claim::InProgress { until, .. }) if *until > now => return Ok(ClaimOutcome::InProgress { until: *until }),
+            Some(Claim::InProgress { until, .. }) if *until > now => {
+                return Ok(ClaimOutcome::InProgress { until: *until });
+            }
             Some(Claim::InProgress { posting, .. }) => *posting,
             _ => false,
         };
-        inner
-            .claims
-            .insert(key.to_owned(), Claim::InProgress { until: now + lease, posting });
+        inner.claims.insert(key.to_owned(), Claim::InProgress { until: now + lease, posting });
         Ok(if posting { ClaimOutcome::Resumed } else { ClaimOutcome::Claimed })
     }
 
@@ -400,19 +390,12 @@ impl Ledger for MemoryStore {
     }
 
     async fn complete(&self, key: &str, now: Timestamp, keep: Duration) -> PortResult<()> {
-        self.lock()
-            .claims
-            .insert(key.to_owned(), Claim::Completed { until: now + keep });
+        self.lock().claims.insert(key.to_owned(), Claim::Completed { until: now + keep });
         Ok(())
     }
 
     async fn cache_get(&self, key: &str, now: Timestamp) -> PortResult<Option<String>> {
-        Ok(self
-            .lock()
-            .cache
-            .get(key)
-            .filter(|(_, until)| *until > now)
-            .map(|(value, _)| value.clone()))
+        Ok(self.lock().cache.get(key).filter(|(_, until)| *until > now).map(|(value, _)| value.clone()))
     }
 
     async fn cache_put(&self, key: &str, value: &str, until: Timestamp) -> PortResult<()> {
@@ -464,10 +447,28 @@ mod tests {
         for i in 0..PRUNE_EVERY as i64 {
             store.put_message(&message("new", 2 * day + i)).await.unwrap();
         }
-        assert!(store.get_message(&ChannelId("old".into()), &Ts::from_timestamp(Timestamp(10_000_000))).await.unwrap().is_none());
-        assert!(store.get_message(&ChannelId("new".into()), &Ts::from_timestamp(Timestamp(2 * day * 1_000_000))).await.unwrap().is_some());
+        assert!(
+            store
+                .get_message(&ChannelId("old".into()), &Ts::from_timestamp(Timestamp(10_000_000)))
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            store
+                .get_message(&ChannelId("new".into()), &Ts::from_timestamp(Timestamp(2 * day * 1_000_000)))
+                .await
+                .unwrap()
+                .is_some()
+        );
         let plain = MemoryStore::new();
         plain.put_message(&message("old", 10)).await.unwrap();
-        assert!(plain.get_message(&ChannelId("old".into()), &Ts::from_timestamp(Timestamp(10_000_000))).await.unwrap().is_some());
+        assert!(
+            plain
+                .get_message(&ChannelId("old".into()), &Ts::from_timestamp(Timestamp(10_000_000)))
+                .await
+                .unwrap()
+                .is_some()
+        );
     }
 }

@@ -24,7 +24,8 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The metadata event type of kuuki's answers; the payload's `tag` names the work.
 const POST_EVENT_TYPE: &str = "kuuki_reply";
 /// `ok: false` errors that say "not now" rather than "no" (Slack's Web API docs).
-const TRANSIENT_ERRORS: &[&str] = &["ratelimited", "internal_error", "service_unavailable", "request_timeout", "fatal_error"];
+const TRANSIENT_ERRORS: &[&str] =
+    &["ratelimited", "internal_error", "service_unavailable", "request_timeout", "fatal_error"];
 /// How far back a lookup for a tagged post reads.
 const LOOKUP_MESSAGES: &str = "200";
 
@@ -52,14 +53,10 @@ impl SlackApiError {
 impl From<SlackApiError> for PortError {
     fn from(e: SlackApiError) -> Self {
         match e {
-            SlackApiError::Refused { .. } if !e.is_transient() => PortError::Rejected {
-                backend: "slack",
-                message: e.to_string(),
-            },
-            _ => PortError::Backend {
-                backend: "slack",
-                message: e.to_string(),
-            },
+            SlackApiError::Refused { .. } if !e.is_transient() => {
+                PortError::Rejected { backend: "slack", message: e.to_string() }
+            }
+            _ => PortError::Backend { backend: "slack", message: e.to_string() },
         }
     }
 }
@@ -98,10 +95,7 @@ impl SlackClient {
     }
 
     fn http(timeout: Duration) -> reqwest::Client {
-        reqwest::Client::builder()
-            .timeout(timeout)
-            .build()
-            .expect("a reqwest client builds")
+        reqwest::Client::builder().timeout(timeout).build().expect("a reqwest client builds")
     }
 
     /// Who the token belongs to: the bot's user id and bot id.
@@ -119,7 +113,11 @@ impl SlackClient {
     }
 
     /// Read methods take form fields, not JSON (Slack accepts JSON for writes only).
-    async fn call_form<T: DeserializeOwned>(&self, method: &'static str, fields: &[(&str, &str)]) -> Result<T, SlackApiError> {
+    async fn call_form<T: DeserializeOwned>(
+        &self,
+        method: &'static str,
+        fields: &[(&str, &str)],
+    ) -> Result<T, SlackApiError> {
         self.send(method, Body::Form(fields)).await
     }
 
@@ -138,10 +136,7 @@ impl SlackClient {
     /// One call, its `ok: true` answer read as `T`.
     async fn send<T: DeserializeOwned>(&self, method: &'static str, body: Body<'_>) -> Result<T, SlackApiError> {
         let url = format!("{}/{method}", self.base_url);
-        let transport = |e: reqwest::Error| SlackApiError::Transport {
-            method,
-            message: e.without_url().to_string(),
-        };
+        let transport = |e: reqwest::Error| SlackApiError::Transport { method, message: e.without_url().to_string() };
         let retry = self.retry_policy();
         let mut attempt = 0;
         loop {
@@ -165,16 +160,11 @@ impl SlackClient {
                 continue;
             }
             if !response.status().is_success() {
-                return Err(SlackApiError::Transport {
-                    method,
-                    message: format!("HTTP {}", response.status()),
-                });
+                return Err(SlackApiError::Transport { method, message: format!("HTTP {}", response.status()) });
             }
             let answer: Value = response.json().await.map_err(transport)?;
-            let unreadable = |e: serde_json::Error| SlackApiError::Transport {
-                method,
-                message: format!("unreadable answer ({e})"),
-            };
+            let unreadable =
+                |e: serde_json::Error| SlackApiError::Transport { method, message: format!("unreadable answer ({e})") };
             let envelope = answers::Envelope::deserialize(&answer).map_err(unreadable)?;
             if envelope.ok != Some(true) {
                 let error = envelope.error.unwrap_or_else(|| "no error given".to_owned());
@@ -239,12 +229,7 @@ impl Chat for SlackClient {
                 meta.event_type.as_deref() == Some(POST_EVENT_TYPE) && meta.event_payload["tag"] == tag
             })
         });
-        Ok(found.and_then(|m| {
-            Some(FoundPost {
-                ts: Ts::new(&m.ts?),
-                text: m.text.unwrap_or_default(),
-            })
-        }))
+        Ok(found.and_then(|m| Some(FoundPost { ts: Ts::new(&m.ts?), text: m.text.unwrap_or_default() })))
     }
 
     /// Slack takes up to 40,000 characters but advises 4,000 per message.

@@ -140,10 +140,7 @@ pub fn normalize(event: &RawEvent, me: &SlackIdentity) -> Result<Normalized, Eve
         Some("message_changed") => edited_message(event),
         Some("message_deleted") => {
             // Slack documents deleted_ts; previous_message carries the same ts.
-            let ts = event
-                .deleted_ts
-                .as_ref()
-                .or_else(|| event.previous_message.as_ref().and_then(|p| p.ts.as_ref()));
+            let ts = event.deleted_ts.as_ref().or_else(|| event.previous_message.as_ref().and_then(|p| p.ts.as_ref()));
             let ts = slack_ts("message_deleted's deleted_ts", ts)?;
             let Some(channel) = channel_of(event) else { return Ok(without_channel(event)) };
             Ok(Normalized::Incoming(Incoming::Deleted { channel, ts }))
@@ -195,8 +192,8 @@ fn new_message(event: &RawEvent, me: &SlackIdentity) -> Result<Normalized, Event
         None => None,
     };
     let Some(channel) = channel_of(event) else { return Ok(without_channel(event)) };
-    let own = event.user.as_deref() == Some(me.user_id.as_str())
-        || (event.bot_id.is_some() && event.bot_id == me.bot_id);
+    let own =
+        event.user.as_deref() == Some(me.user_id.as_str()) || (event.bot_id.is_some() && event.bot_id == me.bot_id);
     let author = if own {
         Author::OwnBot
     } else if event.bot_id.is_some() || event.subtype.as_deref() == Some("bot_message") {
@@ -245,10 +242,7 @@ mod tests {
     use super::*;
 
     fn me() -> SlackIdentity {
-        SlackIdentity {
-            user_id: "UKUUKI".into(),
-            bot_id: Some("BKUUKI".into()),
-        }
+        SlackIdentity { user_id: "UKUUKI".into(), bot_id: Some("BKUUKI".into()) }
     }
 
     fn normalized(event: serde_json::Value) -> Normalized {
@@ -281,15 +275,21 @@ mod tests {
     #[test]
     fn group_and_multi_person_dms_are_channels_and_dms_are_direct() {
         for kind in ["channel", "group", "mpim"] {
-            let m = new_message(json!({"type": "message", "channel": "G1", "channel_type": kind, "user": "U1", "text": "x", "ts": "1.000001"}));
+            let m = new_message(
+                json!({"type": "message", "channel": "G1", "channel_type": kind, "user": "U1", "text": "x", "ts": "1.000001"}),
+            );
             assert!(!m.in_dm, "{kind}");
             assert_eq!(m.private_channel, kind != "channel", "{kind}");
         }
-        let m = new_message(json!({"type": "message", "channel": "D1", "channel_type": "im", "user": "U1", "text": "x", "ts": "1.000001"}));
+        let m = new_message(
+            json!({"type": "message", "channel": "D1", "channel_type": "im", "user": "U1", "text": "x", "ts": "1.000001"}),
+        );
         assert!(m.in_dm && m.private_channel);
-        let public = new_message(json!({"type": "app_mention", "channel": "C1", "user": "U1", "text": "x", "ts": "1.000001"}));
+        let public =
+            new_message(json!({"type": "app_mention", "channel": "C1", "user": "U1", "text": "x", "ts": "1.000001"}));
         assert!(!public.private_channel);
-        let legacy_private = new_message(json!({"type": "app_mention", "channel": "G1", "user": "U1", "text": "x", "ts": "1.000001"}));
+        let legacy_private =
+            new_message(json!({"type": "app_mention", "channel": "G1", "user": "U1", "text": "x", "ts": "1.000001"}));
         assert!(legacy_private.private_channel, "a G id is private without a channel_type");
     }
 
@@ -325,7 +325,8 @@ mod tests {
         // channel_created carries its channel as an object.
         let created = json!({"type": "channel_created", "channel": {"id": "C2", "name": "new"}});
         assert!(matches!(normalize_json(&created, &me()), Ok(Normalized::Ignored(_))));
-        let join_with_bad_ts = json!({"type": "message", "subtype": "channel_join", "channel": "C1", "user": "U1", "ts": "soon"});
+        let join_with_bad_ts =
+            json!({"type": "message", "subtype": "channel_join", "channel": "C1", "user": "U1", "ts": "soon"});
         assert!(matches!(normalize_json(&join_with_bad_ts, &me()), Ok(Normalized::Ignored(_))));
     }
 
@@ -336,13 +337,16 @@ mod tests {
             assert!(reason.contains("ts") && reason.contains("not a Slack timestamp"), "{reason}");
             assert!(reason.contains(&format!("{bad:?}")), "names the value: {reason}");
         }
-        let as_number = refusal(json!({"type": "app_mention", "channel": "C1", "user": "U1", "text": "x", "ts": 1700000000.5}));
+        let as_number =
+            refusal(json!({"type": "app_mention", "channel": "C1", "user": "U1", "text": "x", "ts": 1700000000.5}));
         assert!(as_number.contains("1700000000.5 is not a Slack timestamp"), "{as_number}");
         let missing = refusal(json!({"type": "message", "channel": "C1", "user": "U1", "text": "x"}));
         assert!(missing.contains("ts is missing"), "{missing}");
-        let thread = refusal(json!({"type": "message", "channel": "C1", "user": "U1", "ts": "1.000001", "thread_ts": "root"}));
+        let thread =
+            refusal(json!({"type": "message", "channel": "C1", "user": "U1", "ts": "1.000001", "thread_ts": "root"}));
         assert!(thread.contains("thread_ts \"root\""), "{thread}");
-        let deleted = refusal(json!({"type": "message", "subtype": "message_deleted", "channel": "C1", "deleted_ts": "-5.1"}));
+        let deleted =
+            refusal(json!({"type": "message", "subtype": "message_deleted", "channel": "C1", "deleted_ts": "-5.1"}));
         assert!(deleted.contains("deleted_ts \"-5.1\""), "{deleted}");
         let edited = refusal(json!({"type": "message", "subtype": "message_changed", "channel": "C1",
             "message": {"type": "message", "text": "new", "ts": "1e9"}, "previous_message": {"type": "message", "text": "old", "ts": "1.1"}}));
@@ -377,7 +381,8 @@ mod tests {
         assert!(no_channel.contains("without a channel"), "{no_channel}");
         let no_user = unusable(json!({"type": "message", "channel": "C1", "text": "x", "ts": "1.000001"}));
         assert!(no_user.contains("without a user"), "{no_user}");
-        let no_message = unusable(json!({"type": "message", "subtype": "message_changed", "channel": "C1", "ts": "1.000001"}));
+        let no_message =
+            unusable(json!({"type": "message", "subtype": "message_changed", "channel": "C1", "ts": "1.000001"}));
         assert!(no_message.contains("without a message"), "{no_message}");
         let odd_shape = unusable(json!({"type": "message", "channel": {"id": "C1"}, "user": "U1", "ts": "1.000001"}));
         assert!(odd_shape.contains("shape"), "{odd_shape}");

@@ -62,9 +62,7 @@ impl SigningSecret {
         }
         let hex_part = signature.strip_prefix("v0=").ok_or(SignatureError::BadFormat)?;
         let given = hex::decode(hex_part).map_err(|_| SignatureError::BadFormat)?;
-        self.mac(timestamp, body)
-            .verify_slice(&given)
-            .map_err(|_| SignatureError::Mismatch)
+        self.mac(timestamp, body).verify_slice(&given).map_err(|_| SignatureError::Mismatch)
     }
 }
 
@@ -150,7 +148,8 @@ mod tests {
             let text = format!("{error} {error:?}");
             assert!(!text.contains("a2114d57b48eac39"), "{text}");
         }
-        let other = SigningSecret::new("another secret").verify(Some(TIMESTAMP), Some(SIGNATURE), BODY.as_bytes(), at(now));
+        let other =
+            SigningSecret::new("another secret").verify(Some(TIMESTAMP), Some(SIGNATURE), BODY.as_bytes(), at(now));
         assert_eq!(other, Err(SignatureError::Mismatch));
         let none = SigningSecret::new("").verify(Some(TIMESTAMP), Some(SIGNATURE), BODY.as_bytes(), at(now));
         assert_eq!(none, Err(SignatureError::NoSecret));
