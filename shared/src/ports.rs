@@ -326,6 +326,9 @@ pub struct Post {
     /// Marks the post as kuuki's answer to one piece of work (Slack message metadata),
     /// so an attempt whose outcome is unknown can be found before posting again.
     pub tag: Option<String>,
+    /// The message this answers directly: Discord posts it as a reply to that message;
+    /// Slack has no replies outside threads and ignores it.
+    pub reply_to: Option<Ts>,
 }
 
 /// kuuki's own earlier post, found by its tag.
@@ -352,8 +355,8 @@ pub trait Chat: Send + Sync {
     ) -> PortResult<Option<FoundPost>>;
     /// A display name for prompts; the id itself when the platform has none.
     async fn user_name(&self, user: &UserId) -> PortResult<String>;
-    /// The longest message the platform takes; longer replies are split.
-    fn max_message_chars(&self) -> Option<usize> {
+    /// The longest message the platform takes in `channel`; longer replies are split.
+    fn max_message_chars(&self, _channel: &ChannelId) -> Option<usize> {
         None
     }
 }

@@ -3,8 +3,10 @@
 
 pub mod aws;
 pub mod contract;
+pub mod discord;
 pub mod llm;
 pub mod memory;
+pub mod platforms;
 pub mod retry;
 pub mod slack;
 pub mod system;

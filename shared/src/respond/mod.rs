@@ -157,7 +157,7 @@ async fn answer(
                 deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?;
                 (None, Some(text), None)
             } else {
-                let posted = post(deps, target, key, &text).await?;
+                let posted = post(deps, target, key, mode, &text).await?;
                 (Some(posted), Some(text), None)
             }
         }
@@ -209,7 +209,7 @@ async fn fail_generation(
         .then(|| failure_notice(deps.settings.prompt_language).to_owned());
     match &notice {
         Some(text) => {
-            post(deps, target, answering.key, text).await?;
+            post(deps, target, answering.key, answering.mode, text).await?;
         }
         None => deps.ledger.complete(answering.key, deps.clock.now(), CLAIM_KEEP).await?,
     }
@@ -238,8 +238,8 @@ pub fn failure_notice(language: crate::config::PromptLanguage) -> &'static str {
 /// this post before posting) and completed after the first part (a redelivery must
 /// never post again: a lost tail is better than a repeated head); each part is stored
 /// as kuuki's own message. Returns the first part's ts.
-async fn post(deps: &Deps, target: &Message, key: &str, text: &str) -> PortResult<Ts> {
-    let parts = match deps.chat.max_message_chars() {
+async fn post(deps: &Deps, target: &Message, key: &str, mode: RespondMode, text: &str) -> PortResult<Ts> {
+    let parts = match deps.chat.max_message_chars(&target.channel) {
         Some(limit) => split_message(text, limit),
         None => vec![text.to_owned()],
     };
@@ -251,6 +251,8 @@ async fn post(deps: &Deps, target: &Message, key: &str, text: &str) -> PortResul
             thread_root: target.thread_root.clone(),
             text: part.clone(),
             tag: first.is_none().then(|| key.to_owned()),
+            // A direct answer replies to the message that called kuuki (a Discord reply).
+            reply_to: (first.is_none() && mode == RespondMode::Direct).then(|| target.ts.clone()),
         };
         let posted = match deps.chat.post_message(&post).await {
             Ok(posted) => posted,

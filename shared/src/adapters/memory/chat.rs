@@ -119,7 +119,7 @@ impl Chat for RecordingChat {
         Ok(user.0.clone())
     }
 
-    fn max_message_chars(&self) -> Option<usize> {
+    fn max_message_chars(&self, _channel: &ChannelId) -> Option<usize> {
         self.max_chars
     }
 }

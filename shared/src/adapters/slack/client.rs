@@ -233,7 +233,7 @@ impl Chat for SlackClient {
     }
 
     /// Slack takes up to 40,000 characters but advises 4,000 per message.
-    fn max_message_chars(&self) -> Option<usize> {
+    fn max_message_chars(&self, _channel: &ChannelId) -> Option<usize> {
         Some(4000)
     }
 

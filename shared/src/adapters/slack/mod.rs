@@ -6,4 +6,4 @@ pub mod signature;
 
 pub use client::{SlackApiError, SlackClient};
 pub use events::{Envelope, Normalized, RawEvent, SlackIdentity, normalize, normalize_json, parse_envelope};
-pub use signature::{SignatureError, SigningSecret};
+pub use signature::{Scheme, SignatureError, SigningSecret};

@@ -48,11 +48,24 @@ impl SigningSecret {
         body: &[u8],
         now: Timestamp,
     ) -> Result<(), SignatureError> {
+        self.verify_scheme(&SLACK, timestamp, signature, body, now)
+    }
+
+    /// Checks a request signed the way Slack signs, under other header names (the
+    /// Discord relay uses the same scheme).
+    pub fn verify_scheme(
+        &self,
+        scheme: &Scheme,
+        timestamp: Option<&str>,
+        signature: Option<&str>,
+        body: &[u8],
+        now: Timestamp,
+    ) -> Result<(), SignatureError> {
         if self.0.is_empty() {
-            return Err(SignatureError::NoSecret);
+            return Err(SignatureError::NoSecret(scheme.secret_setting));
         }
-        let timestamp = timestamp.ok_or(SignatureError::Missing("X-Slack-Request-Timestamp"))?;
-        let signature = signature.ok_or(SignatureError::Missing("X-Slack-Signature"))?;
+        let timestamp = timestamp.ok_or(SignatureError::Missing(scheme.timestamp_header))?;
+        let signature = signature.ok_or(SignatureError::Missing(scheme.signature_header))?;
         let seconds: i64 = timestamp.trim().parse().map_err(|_| SignatureError::BadTimestamp)?;
         let skew = (now.as_micros() / Timestamp::MICROS_PER_SECOND).checked_sub(seconds);
         match skew {
@@ -72,11 +85,25 @@ impl fmt::Debug for SigningSecret {
     }
 }
 
+/// Where a `v0=` HMAC signature travels, and the setting that holds its secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scheme {
+    pub timestamp_header: &'static str,
+    pub signature_header: &'static str,
+    pub secret_setting: &'static str,
+}
+
+pub const SLACK: Scheme = Scheme {
+    timestamp_header: "X-Slack-Request-Timestamp",
+    signature_header: "X-Slack-Signature",
+    secret_setting: "SLACK_SIGNING_SECRET",
+};
+
 /// Why a request was refused (answered 401). Says what was wrong, never what was expected.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum SignatureError {
-    #[error("no signing secret is configured (SLACK_SIGNING_SECRET)")]
-    NoSecret,
+    #[error("no signing secret is configured ({0})")]
+    NoSecret(&'static str),
     #[error("the {0} header is missing")]
     Missing(&'static str),
     #[error("the request timestamp is not a number")]
@@ -152,7 +179,7 @@ mod tests {
             SigningSecret::new("another secret").verify(Some(TIMESTAMP), Some(SIGNATURE), BODY.as_bytes(), at(now));
         assert_eq!(other, Err(SignatureError::Mismatch));
         let none = SigningSecret::new("").verify(Some(TIMESTAMP), Some(SIGNATURE), BODY.as_bytes(), at(now));
-        assert_eq!(none, Err(SignatureError::NoSecret));
+        assert_eq!(none, Err(SignatureError::NoSecret("SLACK_SIGNING_SECRET")));
         assert_eq!(format!("{:?}", SigningSecret::new(SECRET)), "SigningSecret(..)");
     }
 }
