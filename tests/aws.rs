@@ -257,8 +257,11 @@ mod end_to_end {
         let deps = Arc::new(Deps::new(settings, persona, UserId(BOT_USER.into()), adapters, 3));
         let ingress = Arc::new(kuuki_ingress::Ingress {
             deps: deps.clone(),
-            secret: SigningSecret::new("e2e-secret"),
-            slack: SlackIdentity { user_id: BOT_USER.into(), bot_id: None },
+            slack: Some(kuuki_ingress::SlackIngress {
+                secret: SigningSecret::new("e2e-secret"),
+                identity: SlackIdentity { user_id: BOT_USER.into(), bot_id: None },
+            }),
+            discord: None,
             metrics_for: None,
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

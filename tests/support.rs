@@ -246,7 +246,7 @@ pub mod slack_world {
     use kuuki::ports::Clock;
     use kuuki::replay::REPLAY_EPOCH;
     use kuuki::worker::run_due;
-    use kuuki_ingress::{Ingress, app};
+    use kuuki_ingress::{Ingress, SlackIngress, app};
     use serde_json::{Value, json};
     use wiremock::matchers::{method, path};
     use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
@@ -331,13 +331,14 @@ pub mod slack_world {
             let deps = Arc::new(Deps::new(settings, persona, UserId(BOT_USER.into()), adapters, 7));
             let ingress = Arc::new(Ingress {
                 deps: deps.clone(),
-                secret: SigningSecret::new(SECRET),
-                slack: SlackIdentity { user_id: BOT_USER.into(), bot_id: Some(BOT_ID.into()) },
+                slack: Some(SlackIngress {
+                    secret: SigningSecret::new(SECRET),
+                    identity: SlackIdentity { user_id: BOT_USER.into(), bot_id: Some(BOT_ID.into()) },
+                }),
+                discord: None,
                 metrics_for: None,
             });
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let base_url = format!("http://{}", listener.local_addr().unwrap());
-            tokio::spawn(async move { axum::serve(listener, app(ingress)).await.unwrap() });
+            let base_url = serve_ingress(ingress).await;
             SlackWorld {
                 slack_api,
                 base_url,
@@ -440,6 +441,14 @@ pub mod slack_world {
         pub fn events(&self) -> Vec<Event> {
             self.log.take()
         }
+    }
+
+    /// Serves the ingress router on a free local port; returns its base URL.
+    pub async fn serve_ingress(ingress: Arc<Ingress>) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base_url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app(ingress)).await.unwrap() });
+        base_url
     }
 
     /// An Events API envelope as Slack sends it.

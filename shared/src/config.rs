@@ -88,10 +88,12 @@ settings_doc! {
     "SLACK_SIGNING_SECRET", "", "Verifies Slack requests.";
     "SLACK_BOT_TOKEN", "", "Slack Web API token (xoxb-…).";
     "SLACK_API_BASE_URL", "https://slack.com/api", "Slack Web API base URL.";
-    "DISCORD_PUBLIC_KEY", "", "Not yet: parsed but unused (Discord is not built). Will verify Discord interactions (hex ed25519 key).";
-    "DISCORD_BOT_TOKEN", "", "Not yet: parsed but unused (Discord is not built). Discord REST token.";
-    "DISCORD_API_BASE_URL", "https://discord.com/api/v10", "Not yet: parsed but unused (Discord is not built). Discord REST base URL.";
-    "SLACK_SIGNING_SECRET_ARN", "", "In Lambda: the Secrets Manager secret holding SLACK_SIGNING_SECRET, read once per cold start. Likewise SLACK_BOT_TOKEN_ARN, OPENAI_API_KEY_ARN, ANTHROPIC_API_KEY_ARN, and (not yet: read but unused) DISCORD_BOT_TOKEN_ARN, DISCORD_PUBLIC_KEY_ARN.";
+    "DISCORD_PUBLIC_KEY", "", "The Discord application's public key (64 hex digits): verifies interactions (Ed25519). Needed when DISCORD_BOT_TOKEN is set.";
+    "DISCORD_BOT_TOKEN", "", "Discord bot token: set, kuuki serves Discord (REST posts, reactions, names).";
+    "DISCORD_APPLICATION_ID", "", "The Discord application's id: `kuuki discord register` installs /kuuki under it.";
+    "DISCORD_RELAY_SECRET", "", "Signs the Gateway relay's requests to /discord/events (HMAC-SHA256, like Slack's signing secret); unset, relayed events are refused.";
+    "DISCORD_API_BASE_URL", "https://discord.com/api/v10", "Discord REST base URL.";
+    "SLACK_SIGNING_SECRET_ARN", "", "In Lambda: the Secrets Manager secret holding SLACK_SIGNING_SECRET, read once per cold start. Likewise SLACK_BOT_TOKEN_ARN, OPENAI_API_KEY_ARN, ANTHROPIC_API_KEY_ARN, DISCORD_BOT_TOKEN_ARN, DISCORD_PUBLIC_KEY_ARN and DISCORD_RELAY_SECRET_ARN.";
     "MESSAGES_TABLE", "kuuki-messages", "DynamoDB table of messages (short-term memory).";
     "CHANNELS_TABLE", "kuuki-channels", "DynamoDB table of channel state (cooldown, engagement, history, mute).";
     "LEDGER_TABLE", "kuuki-ledger", "DynamoDB table of claims and the judgment cache.";
@@ -201,6 +203,8 @@ pub struct Settings {
     pub slack_api_base_url: String,
     pub discord_public_key: String,
     pub discord_bot_token: SecretString,
+    pub discord_application_id: String,
+    pub discord_relay_secret: SecretString,
     pub discord_api_base_url: String,
     pub messages_table: String,
     pub channels_table: String,
@@ -429,6 +433,8 @@ impl Settings {
             slack_api_base_url: r.string("SLACK_API_BASE_URL", "https://slack.com/api"),
             discord_public_key: r.string("DISCORD_PUBLIC_KEY", ""),
             discord_bot_token: r.secret("DISCORD_BOT_TOKEN"),
+            discord_application_id: r.string("DISCORD_APPLICATION_ID", ""),
+            discord_relay_secret: r.secret("DISCORD_RELAY_SECRET"),
             discord_api_base_url: r.string("DISCORD_API_BASE_URL", "https://discord.com/api/v10"),
             messages_table: r.string("MESSAGES_TABLE", "kuuki-messages"),
             channels_table: r.string("CHANNELS_TABLE", "kuuki-channels"),

@@ -85,6 +85,12 @@ impl Adapters {
 impl Deps {
     /// `persona` replaces the name, aliases and topics of `settings` (the persona file
     /// wins); `seed` makes the judge's jitter reproducible.
+    /// The same bot also answers on another platform, as `user_id` there.
+    pub fn also_known_as(mut self, user_id: UserId) -> Self {
+        self.bot = self.bot.also(user_id);
+        self
+    }
+
     pub fn new(mut settings: Settings, persona: Persona, bot_user_id: UserId, adapters: Adapters, seed: u64) -> Self {
         settings.bot_name = persona.name.clone();
         settings.bot_aliases = persona.aliases.clone();

@@ -1,6 +1,8 @@
 //! The ingress routes as one axum [`Router`], served by the Lambda and by
-//! `kuuki serve`: `POST /slack/events`, `POST /slack/commands`, `GET /healthz`.
-//! Each handler verifies the signature on the raw bytes, then calls `shared`.
+//! `kuuki serve`: `POST /slack/events`, `POST /slack/commands`,
+//! `POST /discord/interactions`, `POST /discord/events` (the Gateway relay),
+//! `GET /healthz`. Each handler verifies the signature on the raw bytes, then calls
+//! `shared`; a platform without credentials is not served (404).
 //! [`serve_http`] serves it on a TCP listener with timeouts and a connection cap.
 
 mod server;
@@ -15,26 +17,97 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use kuuki::adapters::slack::{SignatureError, SigningSecret, SlackIdentity};
+use kuuki::adapters::discord::{DiscordIdentity, DiscordPublicKey};
+use kuuki::adapters::platforms::Connected;
+use kuuki::adapters::slack::{Scheme, SignatureError, SigningSecret, SlackIdentity};
 use kuuki::deps::Deps;
 use kuuki::ingest::command::{parse_command, run_command};
+use kuuki::ingest::discord::{DiscordIngressError, handle_interaction, handle_relay_event};
 use kuuki::ingest::slack::{SlackIngressError, SlackReply, handle_event};
+use kuuki::secrecy::ExposeSecret;
 use serde_json::json;
 
 /// Largest request body accepted; larger ones get 413 before anything is read.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
+/// The relay's signature: Slack's scheme under kuuki's own header names.
+pub const RELAY: Scheme = Scheme {
+    timestamp_header: "X-Kuuki-Relay-Timestamp",
+    signature_header: "X-Kuuki-Relay-Signature",
+    secret_setting: "DISCORD_RELAY_SECRET",
+};
+
+/// Slack, when it is served: the signing secret and who kuuki is there.
+pub struct SlackIngress {
+    pub secret: SigningSecret,
+    pub identity: SlackIdentity,
+}
+
+/// Discord, when it is served: the application's public key (interactions), the
+/// relay's secret (Gateway events) and who kuuki is there.
+pub struct DiscordIngress {
+    pub public_key: DiscordPublicKey,
+    pub relay_secret: SigningSecret,
+    pub identity: DiscordIdentity,
+}
+
 /// What the handlers share, built once per process (per Lambda cold start).
 pub struct Ingress {
     pub deps: Arc<Deps>,
-    pub secret: SigningSecret,
-    pub slack: SlackIdentity,
+    pub slack: Option<SlackIngress>,
+    pub discord: Option<DiscordIngress>,
     /// In Lambda, the function's name: rejections and duplicates become CloudWatch
     /// metrics (EMF lines on stdout).
     pub metrics_for: Option<String>,
 }
 
 impl Ingress {
+    /// The routes for the platforms `connected` signed in to, with their secrets from
+    /// the settings. A served platform without its verifying secret is an error that
+    /// names the setting (every request would be refused).
+    pub fn new(deps: Arc<Deps>, connected: &Connected, metrics_for: Option<String>) -> Result<Ingress, String> {
+        let settings = &deps.settings;
+        let slack = match &connected.slack {
+            Some(identity) => {
+                let secret = settings.slack_signing_secret.expose_secret();
+                if secret.is_empty() {
+                    return Err("SLACK_SIGNING_SECRET is not set: every Slack request is verified with it".into());
+                }
+                Some(SlackIngress { secret: SigningSecret::new(secret), identity: identity.clone() })
+            }
+            None => None,
+        };
+        let discord = match &connected.discord {
+            Some(identity) => {
+                let public_key = DiscordPublicKey::from_hex(&settings.discord_public_key).map_err(|e| e.to_string())?;
+                let relay_secret = settings.discord_relay_secret.expose_secret();
+                if relay_secret.is_empty() {
+                    tracing::warn!("DISCORD_RELAY_SECRET is not set: relayed Discord messages are refused");
+                }
+                Some(DiscordIngress {
+                    public_key,
+                    relay_secret: SigningSecret::new(relay_secret),
+                    identity: identity.clone(),
+                })
+            }
+            None => None,
+        };
+        Ok(Ingress { deps, slack, discord, metrics_for })
+    }
+
+    /// The routes this process answers, for the start-up line.
+    pub fn routes(&self) -> Vec<&'static str> {
+        let mut routes = Vec::new();
+        if self.slack.is_some() {
+            routes.extend(["POST /slack/events", "POST /slack/commands"]);
+        }
+        if self.discord.is_some() {
+            routes.extend(["POST /discord/interactions", "POST /discord/events"]);
+        }
+        routes.push("GET /healthz");
+        routes
+    }
+
     fn count(&self, metric: &str) {
         if let Some(function) = &self.metrics_for {
             let now_ms = self.deps.clock.now().as_micros() / 1000;
@@ -48,6 +121,8 @@ pub fn app(ingress: Arc<Ingress>) -> Router {
     Router::new()
         .route("/slack/events", post(slack_events))
         .route("/slack/commands", post(slack_commands))
+        .route("/discord/interactions", post(discord_interactions))
+        .route("/discord/events", post(discord_events))
         .route("/healthz", get(|| async { "ok" }))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(ingress)
@@ -58,8 +133,8 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 }
 
 /// Whether Slack signed these exact bytes recently.
-fn verify(ingress: &Ingress, headers: &HeaderMap, body: &[u8]) -> Result<(), SignatureError> {
-    ingress.secret.verify(
+fn verify(ingress: &Ingress, slack: &SlackIngress, headers: &HeaderMap, body: &[u8]) -> Result<(), SignatureError> {
+    slack.secret.verify(
         header(headers, "x-slack-request-timestamp"),
         header(headers, "x-slack-signature"),
         body,
@@ -68,18 +143,24 @@ fn verify(ingress: &Ingress, headers: &HeaderMap, body: &[u8]) -> Result<(), Sig
 }
 
 /// 401 with the reason, which is logged too; it never holds the expected signature.
-fn refuse(ingress: &Ingress, error: SignatureError) -> Response {
+fn refuse(ingress: &Ingress, error: impl std::fmt::Display) -> Response {
     ingress.count("SignatureRejections");
     tracing::warn!(%error, "refused an unsigned or badly signed request");
     (StatusCode::UNAUTHORIZED, error.to_string()).into_response()
 }
 
+/// 404 for a platform this deployment does not serve (its credentials are not set).
+fn not_served(platform: &str) -> Response {
+    (StatusCode::NOT_FOUND, format!("{platform} is not served here: its credentials are not set")).into_response()
+}
+
 async fn slack_events(State(ingress): State<Arc<Ingress>>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(error) = verify(&ingress, &headers, &body) {
+    let Some(slack) = &ingress.slack else { return not_served("Slack") };
+    if let Err(error) = verify(&ingress, slack, &headers, &body) {
         return refuse(&ingress, error);
     }
     let retry = headers.contains_key("x-slack-retry-num");
-    match handle_event(&ingress.deps, &ingress.slack, &body, retry).await {
+    match handle_event(&ingress.deps, &slack.identity, &body, retry).await {
         Ok(SlackReply::Challenge(challenge)) => axum::Json(json!({ "challenge": challenge })).into_response(),
         Ok(SlackReply::Ack(what)) => {
             if what == "duplicate" {
@@ -100,7 +181,8 @@ async fn slack_events(State(ingress): State<Arc<Ingress>>, headers: HeaderMap, b
 }
 
 async fn slack_commands(State(ingress): State<Arc<Ingress>>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(error) = verify(&ingress, &headers, &body) {
+    let Some(slack) = &ingress.slack else { return not_served("Slack") };
+    if let Err(error) = verify(&ingress, slack, &headers, &body) {
         return refuse(&ingress, error);
     }
     let command = match parse_command(&body) {
@@ -119,6 +201,63 @@ async fn slack_commands(State(ingress): State<Arc<Ingress>>, headers: HeaderMap,
                 "text": "kuuki could not do that just now; please try again in a moment.",
             }))
             .into_response()
+        }
+    }
+}
+
+/// Discord interactions: Ed25519 over timestamp + body, checked before anything is
+/// read (Discord probes the endpoint with bad signatures and wants 401).
+async fn discord_interactions(State(ingress): State<Arc<Ingress>>, headers: HeaderMap, body: Bytes) -> Response {
+    let Some(discord) = &ingress.discord else { return not_served("Discord") };
+    let verified = discord.public_key.verify(
+        header(&headers, "x-signature-ed25519"),
+        header(&headers, "x-signature-timestamp"),
+        &body,
+    );
+    if let Err(error) = verified {
+        return refuse(&ingress, error);
+    }
+    match handle_interaction(&ingress.deps, &body).await {
+        Ok(answer) => axum::Json(answer).into_response(),
+        Err(error) => discord_error(error),
+    }
+}
+
+/// Gateway dispatches from kuuki's relay, signed like Slack's requests.
+async fn discord_events(State(ingress): State<Arc<Ingress>>, headers: HeaderMap, body: Bytes) -> Response {
+    let Some(discord) = &ingress.discord else { return not_served("Discord") };
+    let verified = discord.relay_secret.verify_scheme(
+        &RELAY,
+        header(&headers, RELAY.timestamp_header),
+        header(&headers, RELAY.signature_header),
+        &body,
+        ingress.deps.clock.now(),
+    );
+    if let Err(error) = verified {
+        return refuse(&ingress, error);
+    }
+    let retry = headers.contains_key("x-kuuki-relay-retry");
+    match handle_relay_event(&ingress.deps, &discord.identity, &body, retry).await {
+        Ok(what) => {
+            if what == "duplicate" {
+                ingress.count("Duplicates");
+            }
+            tracing::debug!(%what, retry, "Discord event acknowledged");
+            StatusCode::OK.into_response()
+        }
+        Err(error) => discord_error(error),
+    }
+}
+
+fn discord_error(error: DiscordIngressError) -> Response {
+    match error {
+        DiscordIngressError::Backend(error) => {
+            tracing::error!(%error, "could not store or queue a Discord request; it will be retried");
+            (StatusCode::INTERNAL_SERVER_ERROR, "temporarily unavailable").into_response()
+        }
+        malformed => {
+            tracing::warn!(error = %malformed, "refused a malformed Discord request");
+            (StatusCode::BAD_REQUEST, malformed.to_string()).into_response()
         }
     }
 }

@@ -4,15 +4,12 @@
 use std::sync::Arc;
 
 use kuuki::adapters::aws::lambda::cold_start;
-use kuuki::adapters::slack::SigningSecret;
-use kuuki::secrecy::ExposeSecret;
 use kuuki_ingress::{Ingress, app};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     tracing_subscriber::fmt().json().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).init();
-    let (deps, slack) = cold_start(&std::env::vars().collect()).await?;
-    let secret = SigningSecret::new(deps.settings.slack_signing_secret.expose_secret());
+    let (deps, connected) = cold_start(&std::env::vars().collect()).await?;
     let metrics_for = std::env::var("AWS_LAMBDA_FUNCTION_NAME").ok();
-    lambda_http::run(app(Arc::new(Ingress { deps, secret, slack, metrics_for }))).await
+    lambda_http::run(app(Arc::new(Ingress::new(deps, &connected, metrics_for)?))).await
 }

@@ -11,7 +11,7 @@ use kuuki::deps::Deps;
 use kuuki::domain::{ChannelId, Ts, UserId};
 use kuuki::ports::MessageStore;
 use kuuki::replay::REPLAY_EPOCH;
-use kuuki_ingress::{Ingress, app};
+use kuuki_ingress::{Ingress, SlackIngress, app};
 use serde_json::json;
 use tower::ServiceExt;
 
@@ -35,8 +35,11 @@ fn world() -> (Arc<Ingress>, Arc<MemoryStore>) {
     );
     let ingress = Arc::new(Ingress {
         deps: Arc::new(deps),
-        secret: SigningSecret::new(SECRET),
-        slack: SlackIdentity { user_id: "UKUUKI".into(), bot_id: None },
+        slack: Some(SlackIngress {
+            secret: SigningSecret::new(SECRET),
+            identity: SlackIdentity { user_id: "UKUUKI".into(), bot_id: None },
+        }),
+        discord: None,
         metrics_for: None,
     });
     (ingress, parts.store)

@@ -221,8 +221,11 @@ async fn ingress_bench(args: IngressBenchArgs) -> anyhow::Result<()> {
     let secret = SigningSecret::new("bench-secret");
     let router = kuuki_ingress::app(Arc::new(kuuki_ingress::Ingress {
         deps: Arc::new(deps),
-        secret: secret.clone(),
-        slack: SlackIdentity { user_id: "UKUUKI".into(), bot_id: None },
+        slack: Some(kuuki_ingress::SlackIngress {
+            secret: secret.clone(),
+            identity: SlackIdentity { user_id: "UKUUKI".into(), bot_id: None },
+        }),
+        discord: None,
         metrics_for: None,
     }));
     let now = clock.now().as_micros() / Timestamp::MICROS_PER_SECOND;

@@ -43,6 +43,8 @@ enum Command {
     /// Replay the labelled conversations of `eval/` and measure judgment against the
     /// labels: precision and recall of speaking, reactions, timing, LLM calls and cost.
     Eval(crate::eval::EvalArgs),
+    /// Discord set-up: `kuuki discord register` installs the /kuuki command.
+    Discord(crate::discord::DiscordArgs),
 }
 
 #[derive(Args)]
@@ -84,6 +86,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::SetupAws(args) => crate::aws::setup_aws(args).await,
         Command::Bench(args) => crate::bench::run(args).await,
         Command::Eval(args) => crate::eval::run(args).await,
+        Command::Discord(args) => crate::discord::run(args).await,
     }
 }
 

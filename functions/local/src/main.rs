@@ -4,6 +4,7 @@
 mod aws;
 mod bench;
 mod cli;
+mod discord;
 mod eval;
 mod serve;
 

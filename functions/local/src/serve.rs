@@ -11,13 +11,12 @@ use kuuki::adapters::aws::lambda::AwsAdapters;
 use kuuki::adapters::aws::sqs::poll_forever;
 use kuuki::adapters::llm::CountingLlm;
 use kuuki::adapters::memory::InProcess;
-use kuuki::adapters::slack::{SigningSecret, SlackClient};
+use kuuki::adapters::platforms::connect;
 use kuuki::adapters::system::{JsonLinesLog, SystemClock};
 use kuuki::budget::JobKind;
 use kuuki::deps::Deps;
 use kuuki::domain::UserId;
 use kuuki::ports::Clock;
-use kuuki::secrecy::ExposeSecret;
 use kuuki_ingress::{Ingress, ServerLimits, app, serve_http};
 
 use crate::cli::{CommonArgs, setup};
@@ -48,27 +47,22 @@ pub struct ServeArgs {
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let options = setup(&args.common)?.options;
     let settings = options.settings;
-    if settings.slack_signing_secret.expose_secret().is_empty() {
-        bail!("SLACK_SIGNING_SECRET is not set: kuuki serve verifies every request with it");
+    // Slack, Discord or both: each platform whose token is set.
+    let connected = connect(&settings).await.map_err(anyhow::Error::msg)?;
+    if let Some(me) = &connected.slack {
+        eprintln!("kuuki serve: signed in to Slack as bot user {}", me.user_id);
     }
-    if settings.slack_bot_token.expose_secret().is_empty() {
-        bail!("SLACK_BOT_TOKEN is not set: kuuki serve posts with it");
+    if let Some(me) = &connected.discord {
+        eprintln!("kuuki serve: signed in to Discord as bot user {}", me.user_id);
     }
-    let slack = Arc::new(
-        SlackClient::new(&settings.slack_api_base_url, settings.slack_bot_token.expose_secret())
-            .with_timeout(settings.chat_timeout),
-    );
-    let me = slack
-        .auth_test()
-        .await
-        .with_context(|| format!("auth.test at {} (is SLACK_BOT_TOKEN right?)", settings.slack_api_base_url))?;
-    eprintln!("kuuki serve: signed in to Slack as bot user {}", me.user_id);
+    let chat: Arc<dyn kuuki::ports::Chat> = connected.chat.clone();
+    let mut ids = connected.bot_ids().into_iter();
+    let user = ids.next().expect("connect serves at least one platform");
+    let also: Vec<UserId> = ids.collect();
 
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let secret = SigningSecret::new(settings.slack_signing_secret.expose_secret());
     let llm = options.llm.map(|llm| Arc::new(CountingLlm::new(llm)) as Arc<dyn kuuki::ports::Llm>);
     let log = Arc::new(JsonLinesLog::new(std::io::stdout()));
-    let user = UserId(me.user_id.clone());
     let (deps, workers) = if args.aws {
         let urls = [
             &settings.judge_queue_url,
@@ -82,7 +76,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             );
         }
         let aws = AwsAdapters::build(&settings, clock).await;
-        let deps = Arc::new(Deps::new(settings, options.persona, user, aws.adapters(slack, llm, log), options.seed));
+        let deps = Deps::new(settings, options.persona, user, aws.adapters(chat, llm, log), options.seed);
+        let deps = Arc::new(also.into_iter().fold(deps, Deps::also_known_as));
         let (client, urls) = (aws.queue.client().clone(), aws.queue.urls().clone());
         let pollers = JobKind::ALL
             .into_iter()
@@ -93,16 +88,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         let retention = std::time::Duration::from_secs(u64::from(settings.message_retention_days) * 86_400);
         let parts = InProcess::with_retention(clock, retention);
         let queue = parts.queue.clone();
-        let deps = Arc::new(Deps::new(settings, options.persona, user, parts.adapters(slack, llm, log), options.seed));
+        let deps = Deps::new(settings, options.persona, user, parts.adapters(chat, llm, log), options.seed);
+        let deps = Arc::new(also.into_iter().fold(deps, Deps::also_known_as));
         (deps.clone(), vec![tokio::spawn(kuuki::worker::run_forever(deps, queue))])
     };
-    let router = app(Arc::new(Ingress { deps, secret, slack: me, metrics_for: None }));
+    let ingress = Ingress::new(deps, &connected, None).map_err(anyhow::Error::msg)?;
+    let routes = ingress.routes().join(", ");
+    let router = app(Arc::new(ingress));
     let listener =
         tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("listening on {}", args.listen))?;
-    eprintln!(
-        "kuuki serve: listening on http://{} (POST /slack/events, POST /slack/commands, GET /healthz)",
-        listener.local_addr()?
-    );
+    eprintln!("kuuki serve: listening on http://{} ({routes})", listener.local_addr()?);
     let limits = ServerLimits {
         header_timeout: Duration::from_secs(args.header_timeout_secs),
         request_timeout: Duration::from_secs(args.request_timeout_secs),

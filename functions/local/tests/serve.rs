@@ -45,6 +45,11 @@ fn serve_with(slack_api: &str, extra_env: &[(&str, &str)], flags: &[&str]) -> Re
     for (k, v) in extra_env {
         command.env(k, v);
     }
+    start(command)
+}
+
+/// Starts `kuuki serve` and waits for its "listening on" line.
+fn start(mut command: Command) -> Result<Served, String> {
     let mut child = command.spawn().expect("kuuki starts");
     let stderr = child.stderr.take().unwrap();
     let mut lines = BufReader::new(stderr).lines();
@@ -486,4 +491,61 @@ async fn serve_aws_killed_mid_generation_answers_once_after_a_restart() {
     assert_eq!(posted.len(), 1, "answered once: {posted:?}");
     assert_eq!(posted[0]["text"], ANSWER);
     assert_eq!(requests_to(&llm, "/chat/completions").await.len(), 2);
+}
+
+#[tokio::test]
+async fn serve_runs_discord_alone_without_any_slack_variable() {
+    use ed25519_dalek::{Signer, SigningKey};
+
+    let discord = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/users/@me"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({"id": "900000000000000001", "username": "kuuki"})),
+        )
+        .mount(&discord)
+        .await;
+    let signing = SigningKey::from_bytes(&[9u8; 32]);
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kuuki"));
+    command
+        .args(["serve", "--listen", "127.0.0.1:0", "--seed", "1"])
+        .env_remove("LLM_PROVIDER")
+        .env_remove("SLACK_SIGNING_SECRET")
+        .env_remove("SLACK_BOT_TOKEN")
+        .env("DISCORD_BOT_TOKEN", "discord-serve-test")
+        .env("DISCORD_PUBLIC_KEY", hex::encode(signing.verifying_key().as_bytes()))
+        .env("DISCORD_RELAY_SECRET", "relay")
+        .env("DISCORD_API_BASE_URL", discord.uri())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let served = start(command).expect("kuuki serve starts for Discord alone");
+    let http = reqwest::Client::new();
+    let ping = r#"{"type":1,"id":"1","application_id":"1","token":"t","version":1}"#;
+    let mut signed = b"1700000000".to_vec();
+    signed.extend_from_slice(ping.as_bytes());
+    let response = http
+        .post(format!("{}/discord/interactions", served.base_url))
+        .header("x-signature-ed25519", hex::encode(signing.sign(&signed).to_bytes()))
+        .header("x-signature-timestamp", "1700000000")
+        .body(ping)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.json::<serde_json::Value>().await.unwrap(), json!({"type": 1}));
+    let slack = http.post(format!("{}/slack/events", served.base_url)).body("{}").send().await.unwrap();
+    assert_eq!(slack.status(), 404, "Slack is not served");
+    let me = discord.received_requests().await.unwrap();
+    assert_eq!(me[0].headers.get("authorization").unwrap(), "Bot discord-serve-test");
+
+    // Neither platform's token: a clear refusal.
+    let mut none = Command::new(env!("CARGO_BIN_EXE_kuuki"));
+    none.args(["serve", "--listen", "127.0.0.1:0"])
+        .env_remove("SLACK_BOT_TOKEN")
+        .env_remove("DISCORD_BOT_TOKEN")
+        .env_remove("LLM_PROVIDER")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let err = start(none).err().expect("no platform, no server");
+    assert!(err.contains("neither SLACK_BOT_TOKEN nor DISCORD_BOT_TOKEN"), "{err}");
 }

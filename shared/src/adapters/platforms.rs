@@ -6,13 +6,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::domain::{ChannelId, Ts, UserId};
+use crate::domain::{ChannelId, Ts, UserId, is_discord_id};
 use crate::ports::{Chat, FoundPost, PortError, PortResult, Post};
-
-/// Whether an id (channel or user) is a Discord snowflake.
-pub fn is_discord_id(id: &str) -> bool {
-    !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())
-}
 
 pub struct PlatformChat {
     pub slack: Option<Arc<dyn Chat>>,
@@ -56,6 +51,63 @@ impl Chat for PlatformChat {
     fn max_message_chars(&self, channel: &ChannelId) -> Option<usize> {
         self.for_id(&channel.0).ok()?.max_message_chars(channel)
     }
+}
+
+/// The platforms a process serves, signed in: the chat over them and who kuuki is on
+/// each. A platform is served when its bot token is set.
+pub struct Connected {
+    pub chat: Arc<PlatformChat>,
+    pub slack: Option<crate::adapters::slack::SlackIdentity>,
+    pub discord: Option<crate::adapters::discord::DiscordIdentity>,
+}
+
+impl Connected {
+    /// kuuki's ids: the first for [`crate::deps::Deps::new`], the rest `also_known_as`.
+    pub fn bot_ids(&self) -> Vec<UserId> {
+        let slack = self.slack.iter().map(|s| UserId(s.user_id.clone()));
+        let discord = self.discord.iter().map(|d| UserId(d.user_id.clone()));
+        slack.chain(discord).collect()
+    }
+}
+
+/// Signs in to every platform whose token is set (Slack `auth.test`, Discord
+/// `GET /users/@me`), which also opens the connections the first requests would
+/// otherwise pay for. Errors name the setting to check.
+pub async fn connect(settings: &crate::config::Settings) -> Result<Connected, String> {
+    use secrecy::ExposeSecret;
+
+    use crate::adapters::discord::DiscordClient;
+    use crate::adapters::slack::SlackClient;
+
+    let slack_token = settings.slack_bot_token.expose_secret();
+    let discord_token = settings.discord_bot_token.expose_secret();
+    if slack_token.is_empty() && discord_token.is_empty() {
+        return Err("neither SLACK_BOT_TOKEN nor DISCORD_BOT_TOKEN is set: kuuki needs a platform to serve".into());
+    }
+    let mut chat = PlatformChat { slack: None, discord: None };
+    let mut connected_slack = None;
+    if !slack_token.is_empty() {
+        let client =
+            Arc::new(SlackClient::new(&settings.slack_api_base_url, slack_token).with_timeout(settings.chat_timeout));
+        let me = client
+            .auth_test()
+            .await
+            .map_err(|e| format!("auth.test at {}: {e} (is SLACK_BOT_TOKEN right?)", settings.slack_api_base_url))?;
+        connected_slack = Some(me);
+        chat.slack = Some(client);
+    }
+    let mut connected_discord = None;
+    if !discord_token.is_empty() {
+        let client = Arc::new(
+            DiscordClient::new(&settings.discord_api_base_url, discord_token).with_timeout(settings.chat_timeout),
+        );
+        let me = client.identify().await.map_err(|e| {
+            format!("GET /users/@me at {}: {e} (is DISCORD_BOT_TOKEN right?)", settings.discord_api_base_url)
+        })?;
+        connected_discord = Some(me);
+        chat.discord = Some(client);
+    }
+    Ok(Connected { chat: Arc::new(chat), slack: connected_slack, discord: connected_discord })
 }
 
 #[cfg(test)]

@@ -460,13 +460,21 @@ pub struct Intervention {
 mod event;
 pub use event::{Event, EventKind, Stage};
 
-/// Who kuuki is on a platform: its user id (for `<@id>` mentions) and the names people
-/// call it by. The patterns are prepared once: every judgment looks for them.
+/// Whether an id (a channel's or a person's) is Discord's: a snowflake, digits only.
+/// Slack ids start with a letter (`C…`, `D…`, `G…`, `U…`, `B…`).
+pub fn is_discord_id(id: &str) -> bool {
+    !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Who kuuki is: its user id on each platform it serves (for `<@id>` mentions and its
+/// own stored posts) and the names people call it by. The patterns are prepared once:
+/// every judgment looks for them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BotIdentity {
-    pub user_id: UserId,
-    /// `<@id>` (Slack, Discord) and `<@!id>` (Discord nickname mentions).
-    pub mention_patterns: [String; 2],
+    /// The first platform's id, then any other's ([`BotIdentity::also`]).
+    pub user_ids: Vec<UserId>,
+    /// `<@id>` (Slack, Discord) and `<@!id>` (Discord nickname mentions) of each id.
+    pub mention_patterns: Vec<String>,
     /// The name and the aliases, lowercased, empty ones left out.
     pub names_lowercase: Vec<String>,
 }
@@ -478,11 +486,25 @@ impl BotIdentity {
             .filter(|n| !n.trim().is_empty())
             .map(str::to_lowercase)
             .collect();
-        BotIdentity {
-            mention_patterns: [format!("<@{}>", user_id.0), format!("<@!{}>", user_id.0)],
-            user_id,
-            names_lowercase,
-        }
+        BotIdentity { user_ids: Vec::new(), mention_patterns: Vec::new(), names_lowercase }.also(user_id)
+    }
+
+    /// The same bot under another platform's id.
+    pub fn also(mut self, user_id: UserId) -> Self {
+        self.mention_patterns.push(format!("<@{}>", user_id.0));
+        self.mention_patterns.push(format!("<@!{}>", user_id.0));
+        self.user_ids.push(user_id);
+        self
+    }
+
+    pub fn is_me(&self, id: &str) -> bool {
+        self.user_ids.iter().any(|u| u.0 == id)
+    }
+
+    /// kuuki's id on the platform `channel` belongs to (its first id if it has none there).
+    pub fn user_in(&self, channel: &ChannelId) -> &UserId {
+        let discord = is_discord_id(&channel.0);
+        self.user_ids.iter().find(|u| is_discord_id(&u.0) == discord).unwrap_or(&self.user_ids[0])
     }
 }
 

@@ -32,6 +32,7 @@ pub enum IngestOutcome {
 }
 
 pub mod command;
+pub mod discord;
 pub mod slack;
 
 /// Like [`ingest`], for a platform's retry of a delivery (Slack's `X-Slack-Retry-Num`):

@@ -79,7 +79,7 @@ pub fn mentioned_others<'t>(text: &'t str, bot: &BotIdentity) -> Vec<&'t str> {
             let id = &rest[..rest.find('>')?];
             let id = id.split('|').next().unwrap_or(id);
             let plain = !id.is_empty() && !id.starts_with('&') && !id.contains(char::is_whitespace);
-            (plain && id != bot.user_id.0).then_some(id)
+            (plain && !bot.is_me(id)).then_some(id)
         })
         .collect()
 }

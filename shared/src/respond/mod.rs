@@ -278,7 +278,7 @@ async fn store_own(deps: &Deps, target: &Message, ts: &Ts, text: &str) -> PortRe
         channel: target.channel.clone(),
         ts: ts.clone(),
         thread_root: target.thread_root.clone(),
-        user: deps.bot.user_id.clone(),
+        user: deps.bot.user_in(&target.channel).clone(),
         user_name: deps.persona.name.clone(),
         text: text.to_owned(),
         author: Author::OwnBot,

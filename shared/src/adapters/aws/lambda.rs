@@ -4,20 +4,17 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use secrecy::ExposeSecret;
-
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 
 use super::calls::CallCounter;
 use super::dynamo::{DynamoStore, TableNames};
 use super::scheduler::{EventBridgeScheduler, ScheduleTargets};
 use super::sqs::{QueueUrls, SqsQueue};
-use crate::adapters::slack::{SlackClient, SlackIdentity};
+use crate::adapters::platforms::Connected;
 use crate::adapters::system::SystemClock;
 use crate::budget::JobKind;
 use crate::config::Settings;
 use crate::deps::{Adapters, Deps, Surroundings};
-use crate::domain::UserId;
 use crate::ports::{Chat, Clock, DecisionLog, Llm};
 use crate::worker::{QueueMessage, run_batch};
 
@@ -87,10 +84,11 @@ impl AwsAdapters {
 }
 
 /// Everything a Lambda needs, from its environment: validated settings, the AWS
-/// adapters, the Slack client with kuuki's identity (`auth.test`, which also opens the
-/// connection the first request would otherwise pay for), the LLM. Errors stop the
-/// cold start with a message naming what is wrong.
-pub async fn cold_start(vars: &HashMap<String, String>) -> Result<(Arc<Deps>, SlackIdentity), String> {
+/// adapters, the chat platforms signed in with kuuki's identity on each (`auth.test`,
+/// `GET /users/@me`, which also open the connections the first request would
+/// otherwise pay for), the LLM. Errors stop the cold start with a message naming what
+/// is wrong.
+pub async fn cold_start(vars: &HashMap<String, String>) -> Result<(Arc<Deps>, Connected), String> {
     let function = vars.get("AWS_LAMBDA_FUNCTION_NAME").cloned().unwrap_or_else(|| "kuuki".into());
     let mut vars = vars.clone();
     let config = super::config::load().await;
@@ -102,15 +100,14 @@ pub async fn cold_start(vars: &HashMap<String, String>) -> Result<(Arc<Deps>, Sl
         .map(|llm| Arc::new(crate::adapters::llm::CountingLlm::new(llm).with_metrics(&function)) as Arc<dyn Llm>);
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let aws = AwsAdapters::build(&settings, clock).await;
-    let slack = Arc::new(
-        SlackClient::new(&settings.slack_api_base_url, settings.slack_bot_token.expose_secret())
-            .with_timeout(settings.chat_timeout),
-    );
-    let me = slack.auth_test().await.map_err(|e| format!("{e} (is SLACK_BOT_TOKEN right?)"))?;
+    let connected = crate::adapters::platforms::connect(&settings).await?;
     let persona = settings.persona(persona_file.as_ref());
-    let adapters = aws.adapters(slack, llm, Arc::new(super::emf::EmfLog::new(std::io::stdout(), &function)));
-    let deps = Deps::new(settings, persona, UserId(me.user_id.clone()), adapters, fastrand::u64(..));
-    Ok((Arc::new(deps), me))
+    let adapters =
+        aws.adapters(connected.chat.clone(), llm, Arc::new(super::emf::EmfLog::new(std::io::stdout(), &function)));
+    let mut ids = connected.bot_ids().into_iter();
+    let first = ids.next().expect("connect serves at least one platform");
+    let deps = ids.fold(Deps::new(settings, persona, first, adapters, fastrand::u64(..)), Deps::also_known_as);
+    Ok((Arc::new(deps), connected))
 }
 
 /// An SQS event from the queue of the `kind` worker; failed records (a job of

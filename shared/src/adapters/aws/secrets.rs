@@ -15,6 +15,7 @@ pub const SECRET_SETTINGS: &[&str] = &[
     "ANTHROPIC_API_KEY",
     "DISCORD_BOT_TOKEN",
     "DISCORD_PUBLIC_KEY",
+    "DISCORD_RELAY_SECRET",
 ];
 
 /// Fills `vars[NAME]` from the secret `vars[NAME_ARN]` names, for every secret setting

@@ -1,8 +1,7 @@
 //! The Discord REST API (v10) over reqwest: who kuuki is (`GET /users/@me`), posting
 //! (a reply to the triggering message for direct answers, `allowed_mentions` empty so a
 //! quoted @everyone or role never pings), reactions, finding an earlier attempt's post,
-//! display names (cached), registering the application's commands, and completing a
-//! deferred interaction.
+//! display names (cached), and registering the application's commands.
 //!
 //! Rate limits: each route's bucket is read from the `X-RateLimit-*` headers and a call
 //! to an exhausted bucket waits for its reset; a 429 is waited out as its
@@ -124,19 +123,6 @@ impl DiscordClient {
         let registered: Vec<Value> =
             self.call(Method::PUT, &path, "/applications/{id}/commands", Some(commands)).await?;
         Ok(registered.len())
-    }
-
-    /// Completes a deferred interaction: edits its original "thinking" response.
-    pub async fn complete_interaction(
-        &self,
-        application_id: &str,
-        token: &str,
-        content: &str,
-    ) -> Result<(), DiscordApiError> {
-        let path = format!("/webhooks/{application_id}/{token}/messages/@original");
-        let body = json!({"content": clip(content), "allowed_mentions": {"parse": []}});
-        self.call::<Value>(Method::PATCH, &path, "/webhooks/{id}/{token}/messages/@original", Some(&body)).await?;
-        Ok(())
     }
 
     /// Waits while `route`'s bucket or the global limit is exhausted, if that fits the

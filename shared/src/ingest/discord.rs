@@ -1,0 +1,231 @@
+//! Verified Discord requests: a relayed Gateway dispatch (stored and queued exactly
+//! like a Slack event), and an interaction (PING, the `/kuuki` application command).
+//! Verification happens before this, on the raw bytes.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use thiserror::Error;
+
+use super::command::{SlashCommand, run_command};
+use super::{Incoming, IngestOutcome, ingest, ingest_retry};
+use crate::adapters::discord::{DiscordEventError, DiscordIdentity, Normalized, normalize_dispatch};
+use crate::deps::Deps;
+use crate::domain::{Author, ChannelId, Message, Ts, UserId};
+use crate::ports::PortError;
+
+#[derive(Debug, Error)]
+pub enum DiscordIngressError {
+    /// A signed body kuuki cannot read (400).
+    #[error(transparent)]
+    Malformed(#[from] DiscordEventError),
+    #[error("malformed interaction: {0}")]
+    MalformedInteraction(String),
+    /// A store or queue failed (500; the relay retries, and retries are idempotent).
+    #[error(transparent)]
+    Backend(#[from] PortError),
+}
+
+/// Stores and queues one relayed dispatch; returns what was done, for the log.
+/// `retry` is the relay's redelivery of a request that failed before.
+pub async fn handle_relay_event(
+    deps: &Deps,
+    me: &DiscordIdentity,
+    body: &[u8],
+    retry: bool,
+) -> Result<String, DiscordIngressError> {
+    let incoming = match normalize_dispatch(body, me)? {
+        Normalized::Incoming(incoming) => incoming,
+        Normalized::Ignored(reason) => return Ok(format!("ignored: {reason}")),
+    };
+    let outcome = if retry { ingest_retry(deps, incoming).await? } else { ingest(deps, incoming).await? };
+    Ok(match outcome {
+        IngestOutcome::Duplicate => "duplicate".into(),
+        IngestOutcome::Stored { .. } => "stored".into(),
+        IngestOutcome::Edited(found) => format!("edited ({})", if found { "found" } else { "unknown message" }),
+        IngestOutcome::Deleted(found) => format!("deleted ({})", if found { "found" } else { "unknown message" }),
+    })
+}
+
+/// Interaction callback types (Discord's numbers).
+const PONG: u8 = 1;
+const CHANNEL_MESSAGE_WITH_SOURCE: u8 = 4;
+/// Only the caller sees the answer.
+const EPHEMERAL: u32 = 1 << 6;
+
+#[derive(Debug, Deserialize)]
+struct Interaction {
+    #[serde(rename = "type")]
+    kind: u8,
+    id: String,
+    #[serde(default)]
+    channel_id: Option<String>,
+    #[serde(default)]
+    guild_id: Option<String>,
+    #[serde(default)]
+    member: Option<MemberUser>,
+    #[serde(default)]
+    user: Option<InteractionUser>,
+    #[serde(default)]
+    data: Option<CommandData>,
+}
+
+#[derive(Debug, Deserialize)]
+struct MemberUser {
+    user: InteractionUser,
+    #[serde(default)]
+    nick: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct InteractionUser {
+    id: String,
+    #[serde(default)]
+    username: Option<String>,
+    #[serde(default)]
+    global_name: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct CommandData {
+    name: String,
+    #[serde(default)]
+    options: Vec<CommandOption>,
+}
+
+#[derive(Debug, Deserialize)]
+struct CommandOption {
+    name: String,
+    #[serde(default)]
+    value: Option<Value>,
+    #[serde(default)]
+    options: Vec<CommandOption>,
+}
+
+/// Answers one interaction with the JSON Discord expects within 3 s: PONG for a PING;
+/// for `/kuuki`, the subcommand's text, shown to the caller only. `/kuuki ask` hands the
+/// question to kuuki as a message from the caller, answered in the channel like a
+/// mention.
+pub async fn handle_interaction(deps: &Deps, body: &[u8]) -> Result<Value, DiscordIngressError> {
+    let bad = |e: String| DiscordIngressError::MalformedInteraction(e);
+    let interaction: Interaction = serde_json::from_slice(body).map_err(|e| bad(e.to_string()))?;
+    match interaction.kind {
+        1 => return Ok(json!({ "type": PONG })),
+        2 => {}
+        other => return Ok(reply(&format!("kuuki does not handle interactions of type {other}."))),
+    }
+    let data = interaction.data.ok_or_else(|| bad("an application command without data".into()))?;
+    if data.name != "kuuki" {
+        return Ok(reply(&format!("kuuki does not know the command /{}.", data.name)));
+    }
+    let channel_id = interaction.channel_id.ok_or_else(|| bad("an application command without a channel".into()))?;
+    let (user, nick) = match (interaction.member, interaction.user) {
+        (Some(member), _) => (member.user, member.nick),
+        (None, Some(user)) => (user, None),
+        (None, None) => return Err(bad("an application command without a user".into())),
+    };
+    let Some(sub) = data.options.into_iter().next() else {
+        return Ok(reply(&run(deps, &channel_id, &user.id, "status").await?));
+    };
+    let text = match sub.name.as_str() {
+        "ask" => {
+            let question = option_text(&sub.options, "question").unwrap_or_default();
+            if question.trim().is_empty() {
+                return Ok(reply("Ask what? `/kuuki ask question: …`"));
+            }
+            let name = nick.or(user.global_name).or(user.username).unwrap_or_else(|| user.id.clone());
+            ask(deps, &interaction.id, &channel_id, interaction.guild_id.is_none(), &user.id, &name, &question).await?;
+            return Ok(reply("Asked: kuuki answers in this channel in a moment."));
+        }
+        "mute" => format!("mute {}", option_text(&sub.options, "minutes").unwrap_or_default()),
+        "shadow" => format!("shadow {}", option_text(&sub.options, "state").unwrap_or_default()),
+        other => other.to_owned(),
+    };
+    Ok(reply(&run(deps, &channel_id, &user.id, &text).await?))
+}
+
+async fn run(deps: &Deps, channel: &str, user: &str, text: &str) -> Result<String, PortError> {
+    let command = SlashCommand {
+        command: "/kuuki".into(),
+        text: text.trim().to_owned(),
+        channel_id: channel.to_owned(),
+        user_id: user.to_owned(),
+    };
+    run_command(deps, &command).await
+}
+
+/// The question as a message to kuuki: stored under the interaction's id (a snowflake,
+/// so a repeated interaction is stored once) and answered as a mention.
+async fn ask(
+    deps: &Deps,
+    interaction_id: &str,
+    channel: &str,
+    in_dm: bool,
+    user: &str,
+    user_name: &str,
+    question: &str,
+) -> Result<(), DiscordIngressError> {
+    let ts = Ts::new(interaction_id);
+    let at = crate::adapters::discord::snowflake_time(&ts).ok_or_else(|| {
+        DiscordIngressError::MalformedInteraction(format!("interaction id {interaction_id:?} is not a snowflake"))
+    })?;
+    let channel = ChannelId(channel.to_owned());
+    let me = deps.bot.user_in(&channel).clone();
+    let message = Message {
+        channel,
+        ts,
+        thread_root: None,
+        user: UserId(user.to_owned()),
+        user_name: user_name.to_owned(),
+        text: format!("<@{}> {question}", me.0),
+        author: Author::Human,
+        replies_to_bot: false,
+        in_dm,
+        private_channel: in_dm,
+        at,
+    };
+    ingest(deps, Incoming::Message(message)).await?;
+    Ok(())
+}
+
+fn option_text(options: &[CommandOption], name: &str) -> Option<String> {
+    let value = options.iter().find(|o| o.name == name)?.value.as_ref()?;
+    Some(match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    })
+}
+
+fn reply(content: &str) -> Value {
+    json!({
+        "type": CHANNEL_MESSAGE_WITH_SOURCE,
+        "data": {"content": content, "flags": EPHEMERAL, "allowed_mentions": {"parse": []}},
+    })
+}
+
+/// The `/kuuki` command as `kuuki discord register` installs it (a bulk overwrite of
+/// the application's global commands).
+pub fn command_definitions() -> Value {
+    const SUB_COMMAND: u8 = 1;
+    const STRING: u8 = 3;
+    const INTEGER: u8 = 4;
+    json!([{
+        "name": "kuuki",
+        "description": "kuuki, the colleague who reads the room",
+        "type": 1,
+        "options": [
+            {"type": SUB_COMMAND, "name": "status", "description": "How kuuki takes part in this channel"},
+            {"type": SUB_COMMAND, "name": "why", "description": "Why kuuki last spoke or stayed quiet here"},
+            {"type": SUB_COMMAND, "name": "mute", "description": "Stop joining in unasked here for a while", "options": [
+                {"type": INTEGER, "name": "minutes", "description": "How long (default 60)", "required": false, "min_value": 1, "max_value": 10080}
+            ]},
+            {"type": SUB_COMMAND, "name": "unmute", "description": "Join in here again"},
+            {"type": SUB_COMMAND, "name": "shadow", "description": "Judge and log here, but post nothing", "options": [
+                {"type": STRING, "name": "state", "description": "on or off", "required": true,
+                 "choices": [{"name": "on", "value": "on"}, {"name": "off", "value": "off"}]}
+            ]},
+            {"type": SUB_COMMAND, "name": "ask", "description": "Ask kuuki something; it answers in this channel", "options": [
+                {"type": STRING, "name": "question", "description": "Your question", "required": true}
+            ]}
+        ]
+    }])
+}

@@ -1,0 +1,445 @@
+//! kuuki as a Discord app over real HTTP: signed interactions and relayed Gateway
+//! dispatches in, the REST calls out (to a fake Discord API that records them).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use ed25519_dalek::{Signer, SigningKey};
+use kuuki::adapters::discord::{DiscordClient, DiscordIdentity, DiscordPublicKey, snowflake_at};
+use kuuki::adapters::llm::ScriptedLlm;
+use kuuki::adapters::memory::{InProcess, MemoryLog, MemoryQueue, MemoryStore, VirtualClock};
+use kuuki::adapters::platforms::PlatformChat;
+use kuuki::adapters::slack::SigningSecret;
+use kuuki::config::Settings;
+use kuuki::deps::Deps;
+use kuuki::domain::{ChannelId, Timestamp, Ts, UserId};
+use kuuki::ports::{Clock, MessageStore};
+use kuuki::replay::REPLAY_EPOCH;
+use kuuki::worker::run_due;
+use kuuki_e2e::slack_world::serve_ingress;
+use kuuki_ingress::{DiscordIngress, Ingress, RELAY};
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path, path_regex};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+const BOT: &str = "900000000000000001";
+const ALICE: &str = "80351110224678912";
+const GUILD: &str = "41771983423143937";
+const CHANNEL: &str = "41771983423143938";
+const RELAY_SECRET: &str = "relay-secret";
+const ANSWER: &str = "git rebase --onto main old-base feature";
+
+/// Answers a create-message call like Discord: a new snowflake each time, half a
+/// second after the world's start plus n.
+struct CreateMessage {
+    next: AtomicU64,
+}
+
+impl Respond for CreateMessage {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+        let n = self.next.fetch_add(1, Ordering::SeqCst);
+        let id = snowflake_at(REPLAY_EPOCH + Duration::from_millis(500)) + n;
+        ResponseTemplate::new(200).set_body_json(json!({
+            "id": id.to_string(), "channel_id": CHANNEL, "content": body["content"],
+            "author": {"id": BOT, "username": "kuuki", "bot": true},
+        }))
+    }
+}
+
+struct World {
+    api: MockServer,
+    base_url: String,
+    http: reqwest::Client,
+    clock: Arc<VirtualClock>,
+    store: Arc<MemoryStore>,
+    queue: Arc<MemoryQueue>,
+    log: Arc<MemoryLog>,
+    deps: Arc<Deps>,
+    signing: SigningKey,
+    relay: SigningSecret,
+    next_id: AtomicU64,
+}
+
+impl World {
+    async fn start(generate: &str) -> World {
+        let api = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path(format!("/channels/{CHANNEL}/messages")))
+            .respond_with(CreateMessage { next: AtomicU64::new(1) })
+            .mount(&api)
+            .await;
+        Mock::given(method("PUT"))
+            .and(path_regex(r"^/channels/\d+/messages/\d+/reactions/.+/@me$"))
+            .respond_with(ResponseTemplate::new(204))
+            .mount(&api)
+            .await;
+        Mock::given(method("GET"))
+            .and(path("/users/@me"))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_json(json!({"id": BOT, "username": "kuuki", "bot": true})),
+            )
+            .mount(&api)
+            .await;
+        let settings = Settings::from_vars(&Default::default()).unwrap();
+        let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
+        let parts = InProcess::new(clock.clone());
+        let (store, queue) = (parts.store.clone(), parts.queue.clone());
+        let log = Arc::new(MemoryLog::default());
+        let discord = Arc::new(DiscordClient::new(&api.uri(), "bot-token").with_timeout(settings.chat_timeout));
+        let me = discord.identify().await.unwrap();
+        assert_eq!(me, DiscordIdentity { user_id: BOT.into() });
+        let chat = Arc::new(PlatformChat { slack: None, discord: Some(discord) });
+        let script = format!(r#"{{"role": "generate", "reply": {}, "repeat": true}}"#, json!(generate));
+        let llm: Arc<dyn kuuki::ports::Llm> = Arc::new(ScriptedLlm::parse(&script).unwrap());
+        let persona = settings.persona(None);
+        let deps =
+            Arc::new(Deps::new(settings, persona, UserId(BOT.into()), parts.adapters(chat, Some(llm), log.clone()), 7));
+        let signing = SigningKey::from_bytes(&[42u8; 32]);
+        let public_key = DiscordPublicKey::from_hex(&hex::encode(signing.verifying_key().as_bytes())).unwrap();
+        let ingress = Arc::new(Ingress {
+            deps: deps.clone(),
+            slack: None,
+            discord: Some(DiscordIngress { public_key, relay_secret: SigningSecret::new(RELAY_SECRET), identity: me }),
+            metrics_for: None,
+        });
+        let base_url = serve_ingress(ingress).await;
+        World {
+            api,
+            base_url,
+            http: reqwest::Client::new(),
+            clock,
+            store,
+            queue,
+            log,
+            deps,
+            signing,
+            relay: SigningSecret::new(RELAY_SECRET),
+            next_id: AtomicU64::new(1),
+        }
+    }
+
+    /// A snowflake for a message written now (unique per call).
+    fn id_now(&self) -> String {
+        (snowflake_at(self.clock.now()) + self.next_id.fetch_add(1, Ordering::SeqCst)).to_string()
+    }
+
+    async fn post(&self, route: &str, body: &str, headers: &[(&str, String)]) -> reqwest::Response {
+        let mut request =
+            self.http.post(format!("{}{route}", self.base_url)).header("content-type", "application/json");
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        request.body(body.to_owned()).send().await.unwrap()
+    }
+
+    async fn interaction(&self, body: &Value) -> reqwest::Response {
+        let body = body.to_string();
+        let timestamp = "1767603600".to_owned();
+        let mut signed = timestamp.as_bytes().to_vec();
+        signed.extend_from_slice(body.as_bytes());
+        let signature = hex::encode(self.signing.sign(&signed).to_bytes());
+        self.post(
+            "/discord/interactions",
+            &body,
+            &[("x-signature-ed25519", signature), ("x-signature-timestamp", timestamp)],
+        )
+        .await
+    }
+
+    async fn relay(&self, t: &str, d: Value, extra: &[(&str, String)]) -> reqwest::Response {
+        let body = json!({"op": 0, "s": 1, "t": t, "d": d}).to_string();
+        let timestamp = (self.clock.now().as_micros() / Timestamp::MICROS_PER_SECOND).to_string();
+        let signature = self.relay.sign(&timestamp, body.as_bytes());
+        let mut headers = vec![(RELAY.timestamp_header, timestamp), (RELAY.signature_header, signature)];
+        headers.extend(extra.iter().cloned());
+        self.post("/discord/events", &body, &headers).await
+    }
+
+    /// Moves the virtual clock on and runs every job due; every delivery must succeed.
+    async fn run_for(&self, secs: f64) {
+        let until = self.clock.now() + Duration::from_secs_f64(secs);
+        let clock = self.clock.clone();
+        let failed = run_due(&self.deps, &self.queue, until, move |t| clock.advance_to(t)).await;
+        self.clock.advance_to(until);
+        assert_eq!(failed, 0, "failed deliveries; the log: {:?}", self.log.take());
+    }
+
+    /// The create-message bodies sent to the fake API, in order.
+    async fn posts(&self) -> Vec<Value> {
+        self.requests("POST", &format!("/channels/{CHANNEL}/messages"))
+            .await
+            .into_iter()
+            .map(|r| serde_json::from_slice(&r.body).unwrap())
+            .collect()
+    }
+
+    async fn requests(&self, verb: &str, route: &str) -> Vec<Request> {
+        self.api
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|r| r.method.as_str() == verb && r.url.path() == route)
+            .collect()
+    }
+}
+
+fn message(id: &str, author: &str, content: &str) -> Value {
+    json!({
+        "id": id, "channel_id": CHANNEL, "guild_id": GUILD, "type": 0, "content": content,
+        "author": {"id": author, "username": "alice", "global_name": "Alice"},
+        "member": {"nick": null}, "mentions": [], "mention_roles": [], "attachments": [], "embeds": [],
+        "timestamp": "2026-01-05T09:00:00.000000+00:00", "tts": false, "mention_everyone": false, "pinned": false,
+    })
+}
+
+fn command(sub: &str, options: Value) -> Value {
+    json!({
+        "type": 2, "id": "1323456789012345678", "application_id": "1", "token": "interaction-token", "version": 1,
+        "channel_id": CHANNEL, "guild_id": GUILD,
+        "member": {"user": {"id": ALICE, "username": "alice", "global_name": "Alice"}, "nick": null, "permissions": "0"},
+        "data": {"id": "2", "name": "kuuki", "type": 1, "options": [{"name": sub, "type": 1, "options": options}]},
+    })
+}
+
+#[tokio::test]
+async fn a_ping_pongs_and_anything_unsigned_is_refused_before_it_is_read() {
+    let w = World::start(ANSWER).await;
+    let ping = json!({"type": 1, "id": "1", "application_id": "1", "token": "t", "version": 1});
+    let answer = w.interaction(&ping).await;
+    assert_eq!(answer.status(), 200);
+    assert_eq!(answer.json::<Value>().await.unwrap(), json!({"type": 1}));
+
+    let body = ping.to_string();
+    let forger = SigningKey::from_bytes(&[1u8; 32]);
+    let mut signed = b"1767603600".to_vec();
+    signed.extend_from_slice(body.as_bytes());
+    let forged = hex::encode(forger.sign(&signed).to_bytes());
+    let good = {
+        let s = w.signing.sign(&signed);
+        hex::encode(s.to_bytes())
+    };
+    let cases: Vec<(String, Vec<(&str, String)>)> = vec![
+        (body.clone(), vec![]),
+        (body.clone(), vec![("x-signature-timestamp", "1767603600".into())]),
+        (body.clone(), vec![("x-signature-ed25519", forged), ("x-signature-timestamp", "1767603600".into())]),
+        (
+            body.replace("\"type\":1", "\"type\":2"),
+            vec![("x-signature-ed25519", good.clone()), ("x-signature-timestamp", "1767603600".into())],
+        ),
+        ("not json at all".into(), vec![("x-signature-ed25519", good), ("x-signature-timestamp", "1767603600".into())]),
+    ];
+    for (body, headers) in cases {
+        let refused = w.post("/discord/interactions", &body, &headers).await;
+        assert_eq!(refused.status(), 401, "{body} {headers:?}");
+    }
+    // Slack is not served by this process.
+    assert_eq!(w.post("/slack/events", "{}", &[]).await.status(), 404);
+}
+
+#[tokio::test]
+async fn each_kuuki_subcommand_answers_the_caller_within_the_request() {
+    let w = World::start(ANSWER).await;
+    let channel = ChannelId(CHANNEL.into());
+    let content = |v: Value| {
+        assert_eq!(v["type"], 4, "{v}");
+        assert_eq!(v["data"]["flags"], 64, "only the caller sees it: {v}");
+        v["data"]["content"].as_str().unwrap().to_owned()
+    };
+    let status = content(w.interaction(&command("status", json!([]))).await.json().await.unwrap());
+    assert!(status.starts_with("kuuki here"), "{status}");
+    let why = content(w.interaction(&command("why", json!([]))).await.json().await.unwrap());
+    assert!(!why.is_empty());
+
+    let mute = content(
+        w.interaction(&command("mute", json!([{"name": "minutes", "type": 4, "value": 30}])))
+            .await
+            .json()
+            .await
+            .unwrap(),
+    );
+    assert!(mute.starts_with("Muted here until"), "{mute}");
+    let until = w.deps.channels.channel_state(&channel).await.unwrap().muted_until.unwrap();
+    assert_eq!(until.seconds_since(w.clock.now()), 1800.0);
+    let unmute = content(w.interaction(&command("unmute", json!([]))).await.json().await.unwrap());
+    assert!(unmute.starts_with("Unmuted"), "{unmute}");
+    assert_eq!(w.deps.channels.channel_state(&channel).await.unwrap().muted_until, None);
+
+    let shadow = content(
+        w.interaction(&command("shadow", json!([{"name": "state", "type": 3, "value": "on"}])))
+            .await
+            .json()
+            .await
+            .unwrap(),
+    );
+    assert!(shadow.starts_with("Shadow mode on"), "{shadow}");
+    assert!(w.deps.channels.channel_state(&channel).await.unwrap().shadow);
+    w.interaction(&command("shadow", json!([{"name": "state", "type": 3, "value": "off"}]))).await;
+
+    // ask: the question goes to kuuki as the caller's message, answered in the channel.
+    let ask = content(
+        w.interaction(&command("ask", json!([{"name": "question", "type": 3, "value": "how do I rebase onto main?"}])))
+            .await
+            .json()
+            .await
+            .unwrap(),
+    );
+    assert!(ask.starts_with("Asked"), "{ask}");
+    w.run_for(5.0).await;
+    let posts = w.posts().await;
+    assert_eq!(posts.len(), 1, "{posts:?}");
+    assert_eq!(posts[0]["content"], ANSWER);
+    let stored = w.store.get_message(&channel, &Ts::new("1323456789012345678")).await.unwrap().unwrap();
+    assert_eq!((stored.user.0.as_str(), stored.user_name.as_str()), (ALICE, "Alice"));
+    // The same interaction delivered again asks once.
+    w.interaction(&command("ask", json!([{"name": "question", "type": 3, "value": "how do I rebase onto main?"}])))
+        .await;
+    w.run_for(5.0).await;
+    assert_eq!(w.posts().await.len(), 1);
+
+    let other = json!({"type": 2, "id": "5", "channel_id": CHANNEL, "member": {"user": {"id": ALICE}}, "data": {"name": "weather"}});
+    let unknown = content(w.interaction(&other).await.json().await.unwrap());
+    assert!(unknown.contains("/weather"), "{unknown}");
+}
+
+#[tokio::test]
+async fn a_mention_relayed_three_times_is_answered_once_as_a_reply_that_pings_nobody_else() {
+    let w = World::start("<@&123> @everyone done").await;
+    let id = w.id_now();
+    let mention = message(&id, ALICE, &format!("<@{BOT}> can you rebase this?"));
+    for extra in [vec![], vec![], vec![("x-kuuki-relay-retry", "1".to_owned())]] {
+        let answer = w.relay("MESSAGE_CREATE", mention.clone(), &extra).await;
+        assert_eq!(answer.status(), 200);
+    }
+    w.run_for(10.0).await;
+    let posts = w.posts().await;
+    assert_eq!(posts.len(), 1, "{posts:?}");
+    let post = &posts[0];
+    assert_eq!(post["message_reference"]["message_id"], id.as_str(), "a direct answer is a reply");
+    assert_eq!(post["allowed_mentions"]["parse"], json!([]), "quoted roles and @everyone never ping");
+    assert_eq!(post["nonce"].as_str().unwrap().len(), 25);
+    assert_eq!(post["enforce_nonce"], true);
+    let auth = &w.requests("POST", &format!("/channels/{CHANNEL}/messages")).await[0];
+    assert_eq!(auth.headers["authorization"], "Bot bot-token");
+}
+
+#[tokio::test]
+async fn a_reply_to_kuuki_is_answered_and_another_bots_mention_is_not() {
+    let w = World::start(ANSWER).await;
+    let mut reply = message(&w.id_now(), ALICE, "and for a merge commit?");
+    reply["type"] = json!(19);
+    reply["message_reference"] = json!({"message_id": "1", "channel_id": CHANNEL});
+    reply["referenced_message"] = json!({"id": "1", "author": {"id": BOT, "bot": true}});
+    assert_eq!(w.relay("MESSAGE_CREATE", reply, &[]).await.status(), 200);
+    let mut bot = message(&w.id_now(), "777", &format!("<@{BOT}> beep"));
+    bot["author"]["bot"] = json!(true);
+    assert_eq!(w.relay("MESSAGE_CREATE", bot, &[]).await.status(), 200);
+    w.run_for(10.0).await;
+    let posts = w.posts().await;
+    assert_eq!(posts.len(), 1, "only the person's reply is answered: {posts:?}");
+    assert_eq!(
+        w.store.messages_after(&ChannelId(CHANNEL.into()), None, 10).await.unwrap().len(),
+        3,
+        "both stored, and the answer"
+    );
+}
+
+#[tokio::test]
+async fn relayed_events_with_a_bad_signature_are_refused_and_change_nothing() {
+    let w = World::start(ANSWER).await;
+    let body =
+        json!({"op": 0, "t": "MESSAGE_CREATE", "d": message(&w.id_now(), ALICE, &format!("<@{BOT}> hi"))}).to_string();
+    let now = (w.clock.now().as_micros() / Timestamp::MICROS_PER_SECOND).to_string();
+    let stale = (w.clock.now().as_micros() / Timestamp::MICROS_PER_SECOND - 301).to_string();
+    let wrong = SigningSecret::new("not the relay secret").sign(&now, body.as_bytes());
+    let cases = [
+        vec![],
+        vec![(RELAY.timestamp_header, now.clone())],
+        vec![(RELAY.timestamp_header, now.clone()), (RELAY.signature_header, wrong)],
+        vec![(RELAY.timestamp_header, stale.clone()), (RELAY.signature_header, w.relay.sign(&stale, body.as_bytes()))],
+    ];
+    for headers in cases {
+        let refused = w.post("/discord/events", &body, &headers).await;
+        assert_eq!(refused.status(), 401, "{headers:?}");
+    }
+    w.run_for(10.0).await;
+    assert!(w.store.messages_after(&ChannelId(CHANNEL.into()), None, 10).await.unwrap().is_empty());
+    assert!(w.posts().await.is_empty());
+    // A signed body that is not a dispatch is a 400, and stores nothing either.
+    let garbage = "{\"op\": 0}";
+    let signature = w.relay.sign(&now, garbage.as_bytes());
+    let bad =
+        w.post("/discord/events", garbage, &[(RELAY.timestamp_header, now), (RELAY.signature_header, signature)]).await;
+    assert_eq!(bad.status(), 400);
+}
+
+#[tokio::test]
+async fn edits_and_deletes_change_the_stored_message() {
+    let w = World::start(ANSWER).await;
+    let id = w.id_now();
+    let channel = ChannelId(CHANNEL.into());
+    w.relay("MESSAGE_CREATE", message(&id, ALICE, "deploy at 5"), &[]).await;
+    w.relay(
+        "MESSAGE_UPDATE",
+        json!({"id": id, "channel_id": CHANNEL, "guild_id": GUILD, "content": "deploy at 6"}),
+        &[],
+    )
+    .await;
+    let stored = w.store.get_message(&channel, &Ts::new(&id)).await.unwrap().unwrap();
+    assert_eq!(stored.text, "deploy at 6");
+    w.relay("MESSAGE_DELETE", json!({"id": id, "channel_id": CHANNEL, "guild_id": GUILD}), &[]).await;
+    assert_eq!(w.store.get_message(&channel, &Ts::new(&id)).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn a_long_answer_is_split_at_2000_characters_and_only_the_first_part_replies() {
+    let long: String = (0..450).map(|i| format!("word{i:04} ")).collect();
+    assert!(long.chars().count() > 4000);
+    let w = World::start(&long).await;
+    w.relay("MESSAGE_CREATE", message(&w.id_now(), ALICE, &format!("<@{BOT}> explain")), &[]).await;
+    w.run_for(10.0).await;
+    let posts = w.posts().await;
+    assert_eq!(posts.len(), 3, "{}", posts.len());
+    assert!(posts.iter().all(|p| p["content"].as_str().unwrap().chars().count() <= 2000));
+    assert!(posts[0].get("message_reference").is_some());
+    assert!(posts[1].get("message_reference").is_none() && posts[2].get("message_reference").is_none());
+    assert!(posts[0].get("nonce").is_some() && posts[1].get("nonce").is_none(), "the head carries the claim's tag");
+}
+
+#[tokio::test]
+async fn a_429_is_waited_out_and_an_exhausted_bucket_is_not_called() {
+    let api = MockServer::start().await;
+    let channel = ChannelId(CHANNEL.into());
+    Mock::given(method("PUT"))
+        .and(path_regex(r"/reactions/"))
+        .respond_with(
+            ResponseTemplate::new(429)
+                .set_body_json(json!({"message": "slow down", "retry_after": 0.05, "global": false})),
+        )
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&api)
+        .await;
+    Mock::given(method("PUT"))
+        .and(path_regex(r"/reactions/"))
+        .respond_with(
+            ResponseTemplate::new(204)
+                .insert_header("x-ratelimit-remaining", "0")
+                .insert_header("x-ratelimit-reset-after", "60.0")
+                .insert_header("x-ratelimit-bucket", "abc"),
+        )
+        .mount(&api)
+        .await;
+    let client = DiscordClient::new(&api.uri(), "t").with_timeout(Duration::from_secs(2));
+    use kuuki::ports::Chat;
+    client.add_reaction(&channel, &Ts::new("5"), "tada").await.unwrap();
+    let calls = api.received_requests().await.unwrap();
+    assert_eq!(calls.len(), 2, "the 429, then the reaction");
+    assert_eq!(calls[1].url.path(), format!("/channels/{CHANNEL}/messages/5/reactions/%F0%9F%8E%89/@me"));
+    // The bucket is empty for a minute, longer than the call's budget: fail now, no call.
+    let refused = client.add_reaction(&channel, &Ts::new("6"), "tada").await.unwrap_err();
+    assert!(refused.to_string().contains("rate limited"), "{refused}");
+    assert_eq!(api.received_requests().await.unwrap().len(), 2);
+}
