@@ -75,6 +75,14 @@ impl World {
             .respond_with(ResponseTemplate::new(204))
             .mount(&api)
             .await;
+        Mock::given(method("PATCH"))
+            .and(path_regex(r"^/webhooks/\d+/[^/]+/messages/@original$"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "id": snowflake_at(REPLAY_EPOCH + Duration::from_millis(900)).to_string(), "channel_id": CHANNEL,
+                "author": {"id": BOT, "bot": true},
+            })))
+            .mount(&api)
+            .await;
         Mock::given(method("GET"))
             .and(path("/users/@me"))
             .respond_with(
@@ -278,26 +286,25 @@ async fn each_kuuki_subcommand_answers_the_caller_within_the_request() {
     assert!(w.deps.channels.channel_state(&channel).await.unwrap().shadow);
     w.interaction(&command("shadow", json!([{"name": "state", "type": 3, "value": "off"}]))).await;
 
-    // ask: the question goes to kuuki as the caller's message, answered in the channel.
-    let ask = content(
-        w.interaction(&command("ask", json!([{"name": "question", "type": 3, "value": "how do I rebase onto main?"}])))
-            .await
-            .json()
-            .await
-            .unwrap(),
-    );
-    assert!(ask.starts_with("Asked"), "{ask}");
+    // ask: deferred ("thinking…"), the question goes to kuuki as the caller's message,
+    // and the answer completes the interaction instead of a new channel message.
+    let question = json!([{"name": "question", "type": 3, "value": "how do I rebase onto main?"}]);
+    let deferred: Value = w.interaction(&command("ask", question.clone())).await.json().await.unwrap();
+    assert_eq!(deferred, json!({"type": 5}));
     w.run_for(5.0).await;
-    let posts = w.posts().await;
-    assert_eq!(posts.len(), 1, "{posts:?}");
-    assert_eq!(posts[0]["content"], ANSWER);
+    assert!(w.posts().await.is_empty(), "no new channel message: {:?}", w.posts().await);
+    let completed = w.requests("PATCH", "/webhooks/1/interaction-token/messages/@original").await;
+    assert_eq!(completed.len(), 1);
+    let body: Value = serde_json::from_slice(&completed[0].body).unwrap();
+    assert_eq!(body["content"], ANSWER);
+    assert_eq!(body["allowed_mentions"]["parse"], json!([]));
+    assert!(body.get("message_reference").is_none() && body.get("nonce").is_none());
     let stored = w.store.get_message(&channel, &Ts::new("1323456789012345678")).await.unwrap().unwrap();
     assert_eq!((stored.user.0.as_str(), stored.user_name.as_str()), (ALICE, "Alice"));
     // The same interaction delivered again asks once.
-    w.interaction(&command("ask", json!([{"name": "question", "type": 3, "value": "how do I rebase onto main?"}])))
-        .await;
+    w.interaction(&command("ask", question)).await;
     w.run_for(5.0).await;
-    assert_eq!(w.posts().await.len(), 1);
+    assert_eq!(w.requests("PATCH", "/webhooks/1/interaction-token/messages/@original").await.len(), 1);
 
     let other = json!({"type": 2, "id": "5", "channel_id": CHANNEL, "member": {"user": {"id": ALICE}}, "data": {"name": "weather"}});
     let unknown = content(w.interaction(&other).await.json().await.unwrap());

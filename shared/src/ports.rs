@@ -329,6 +329,10 @@ pub struct Post {
     /// The message this answers directly: Discord posts it as a reply to that message;
     /// Slack has no replies outside threads and ignores it.
     pub reply_to: Option<Ts>,
+    /// A deferred Discord interaction this post completes (`application_id/token`, see
+    /// [`crate::domain::deferred_interaction_key`]): the answer replaces its "thinking"
+    /// message instead of being posted anew. Slack ignores it.
+    pub completes: Option<String>,
 }
 
 /// kuuki's own earlier post, found by its tag.

@@ -133,6 +133,7 @@ mod tests {
             text: "hi".into(),
             tag: None,
             reply_to: None,
+            completes: None,
         };
         both.post_message(&post("C01")).await.unwrap();
         both.post_message(&post("123456789012345678")).await.unwrap();

@@ -460,6 +460,13 @@ pub struct Intervention {
 mod event;
 pub use event::{Event, EventKind, Stage};
 
+/// Where a deferred Discord interaction's `application_id/token` is kept (in the ledger's
+/// cache, for the 15 minutes Discord lets it be completed) until the answer to the
+/// message `ts` completes it.
+pub fn deferred_interaction_key(channel: &ChannelId, ts: &Ts) -> String {
+    format!("interaction:{}:{}", channel.0, ts.as_str())
+}
+
 /// Whether an id (a channel's or a person's) is Discord's: a snowflake, digits only.
 /// Slack ids start with a letter (`C…`, `D…`, `G…`, `U…`, `B…`).
 pub fn is_discord_id(id: &str) -> bool {

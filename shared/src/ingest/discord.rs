@@ -10,7 +10,7 @@ use super::command::{SlashCommand, run_command};
 use super::{Incoming, IngestOutcome, ingest, ingest_retry};
 use crate::adapters::discord::{DiscordEventError, DiscordIdentity, Normalized, normalize_dispatch};
 use crate::deps::Deps;
-use crate::domain::{Author, ChannelId, Message, Ts, UserId};
+use crate::domain::{Author, ChannelId, Message, Ts, UserId, deferred_interaction_key};
 use crate::ports::PortError;
 
 #[derive(Debug, Error)]
@@ -49,6 +49,11 @@ pub async fn handle_relay_event(
 /// Interaction callback types (Discord's numbers).
 const PONG: u8 = 1;
 const CHANNEL_MESSAGE_WITH_SOURCE: u8 = 4;
+/// "kuuki is thinking…" until the answer completes it (within 15 minutes).
+const DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE: u8 = 5;
+/// Discord accepts a deferred interaction's completion for 15 minutes; kuuki keeps its
+/// token a little less, so an answer after that posts in the channel instead.
+const INTERACTION_TOKEN_MINUTES: u64 = 14;
 /// Only the caller sees the answer.
 const EPHEMERAL: u32 = 1 << 6;
 
@@ -57,6 +62,10 @@ struct Interaction {
     #[serde(rename = "type")]
     kind: u8,
     id: String,
+    #[serde(default)]
+    application_id: Option<String>,
+    #[serde(default)]
+    token: Option<String>,
     #[serde(default)]
     channel_id: Option<String>,
     #[serde(default)]
@@ -103,8 +112,8 @@ struct CommandOption {
 
 /// Answers one interaction with the JSON Discord expects within 3 s: PONG for a PING;
 /// for `/kuuki`, the subcommand's text, shown to the caller only. `/kuuki ask` hands the
-/// question to kuuki as a message from the caller, answered in the channel like a
-/// mention.
+/// question to kuuki as a message from the caller and is deferred: kuuki's answer
+/// completes it (the respond worker edits the interaction's original message).
 pub async fn handle_interaction(deps: &Deps, body: &[u8]) -> Result<Value, DiscordIngressError> {
     let bad = |e: String| DiscordIngressError::MalformedInteraction(e);
     let interaction: Interaction = serde_json::from_slice(body).map_err(|e| bad(e.to_string()))?;
@@ -133,8 +142,17 @@ pub async fn handle_interaction(deps: &Deps, body: &[u8]) -> Result<Value, Disco
                 return Ok(reply("Ask what? `/kuuki ask question: …`"));
             }
             let name = nick.or(user.global_name).or(user.username).unwrap_or_else(|| user.id.clone());
-            ask(deps, &interaction.id, &channel_id, interaction.guild_id.is_none(), &user.id, &name, &question).await?;
-            return Ok(reply("Asked: kuuki answers in this channel in a moment."));
+            let (Some(application_id), Some(token)) = (interaction.application_id, interaction.token) else {
+                return Err(bad("an application command without application_id or token".into()));
+            };
+            let channel = ChannelId(channel_id);
+            let ts = Ts::new(&interaction.id);
+            // Kept before the question is queued, so its answer finds it.
+            let until = deps.clock.now() + std::time::Duration::from_secs(INTERACTION_TOKEN_MINUTES * 60);
+            let completes = format!("{application_id}/{token}");
+            deps.ledger.cache_put(&deferred_interaction_key(&channel, &ts), &completes, until).await?;
+            ask(deps, ts, channel, interaction.guild_id.is_none(), &user.id, &name, &question).await?;
+            return Ok(json!({ "type": DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE }));
         }
         "mute" => format!("mute {}", option_text(&sub.options, "minutes").unwrap_or_default()),
         "shadow" => format!("shadow {}", option_text(&sub.options, "state").unwrap_or_default()),
@@ -157,18 +175,15 @@ async fn run(deps: &Deps, channel: &str, user: &str, text: &str) -> Result<Strin
 /// so a repeated interaction is stored once) and answered as a mention.
 async fn ask(
     deps: &Deps,
-    interaction_id: &str,
-    channel: &str,
+    ts: Ts,
+    channel: ChannelId,
     in_dm: bool,
     user: &str,
     user_name: &str,
     question: &str,
 ) -> Result<(), DiscordIngressError> {
-    let ts = Ts::new(interaction_id);
-    let at = crate::adapters::discord::snowflake_time(&ts).ok_or_else(|| {
-        DiscordIngressError::MalformedInteraction(format!("interaction id {interaction_id:?} is not a snowflake"))
-    })?;
-    let channel = ChannelId(channel.to_owned());
+    let at = crate::adapters::discord::snowflake_time(&ts)
+        .ok_or_else(|| DiscordIngressError::MalformedInteraction(format!("interaction id {ts} is not a snowflake")))?;
     let me = deps.bot.user_in(&channel).clone();
     let message = Message {
         channel,

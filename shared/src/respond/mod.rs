@@ -8,7 +8,10 @@ pub mod output;
 use std::time::Duration;
 
 use crate::deps::Deps;
-use crate::domain::{Author, EventKind, Intervention, Message, RespondMode, ResponseType, Stage, ThreadKey, Ts};
+use crate::domain::{
+    Author, EventKind, Intervention, Message, RespondMode, ResponseType, Stage, ThreadKey, Ts,
+    deferred_interaction_key, is_discord_id,
+};
 use crate::ingest::record;
 use crate::judge::{newer_message, rules};
 use crate::ports::{ClaimOutcome, LlmRequest, LlmRole, PortError, PortResult, Post};
@@ -244,6 +247,13 @@ async fn post(deps: &Deps, target: &Message, key: &str, mode: RespondMode, text:
         None => vec![text.to_owned()],
     };
     deps.ledger.mark_posting(key).await?;
+    // `/kuuki ask` on Discord left a deferred interaction for this message to complete.
+    let completes = if mode == RespondMode::Direct && is_discord_id(&target.channel.0) {
+        let at = deps.clock.now();
+        deps.ledger.cache_get(&deferred_interaction_key(&target.channel, &target.ts), at).await?
+    } else {
+        None
+    };
     let mut first = None;
     for part in parts {
         let post = Post {
@@ -252,7 +262,9 @@ async fn post(deps: &Deps, target: &Message, key: &str, mode: RespondMode, text:
             text: part.clone(),
             tag: first.is_none().then(|| key.to_owned()),
             // A direct answer replies to the message that called kuuki (a Discord reply).
-            reply_to: (first.is_none() && mode == RespondMode::Direct).then(|| target.ts.clone()),
+            reply_to: (first.is_none() && mode == RespondMode::Direct && completes.is_none())
+                .then(|| target.ts.clone()),
+            completes: completes.clone().filter(|_| first.is_none()),
         };
         let posted = match deps.chat.post_message(&post).await {
             Ok(posted) => posted,

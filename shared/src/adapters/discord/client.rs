@@ -1,7 +1,8 @@
 //! The Discord REST API (v10) over reqwest: who kuuki is (`GET /users/@me`), posting
 //! (a reply to the triggering message for direct answers, `allowed_mentions` empty so a
 //! quoted @everyone or role never pings), reactions, finding an earlier attempt's post,
-//! display names (cached), and registering the application's commands.
+//! display names (cached), registering the application's commands, and completing a
+//! deferred interaction with the answer.
 //!
 //! Rate limits: each route's bucket is read from the `X-RateLimit-*` headers and a call
 //! to an exhausted bucket waits for its reset; a 429 is waited out as its
@@ -264,6 +265,18 @@ impl Chat for DiscordClient {
         });
         if let Some(reply_to) = &post.reply_to {
             body["message_reference"] = json!({"message_id": reply_to.as_str(), "fail_if_not_exists": false});
+        }
+        if let Some(completes) = &post.completes {
+            // The deferred interaction's "thinking" message becomes the answer. Editing it
+            // again (a redelivery) leaves one message: safe to repeat.
+            let (application_id, token) = completes.split_once('/').ok_or_else(|| PortError::Rejected {
+                backend: "discord",
+                message: "a deferred interaction without application_id/token".into(),
+            })?;
+            let path = format!("/webhooks/{application_id}/{token}/messages/@original");
+            let route = "PATCH /webhooks/{id}/{token}/messages/@original";
+            let message: answers::Message = self.call(Method::PATCH, &path, route, Some(&body)).await?;
+            return Ok(Ts::new(message.id));
         }
         if let Some(tag) = &post.tag {
             body["nonce"] = json!(nonce_for(tag));
