@@ -28,6 +28,8 @@ const ALICE: &str = "80351110224678912";
 const GUILD: &str = "41771983423143937";
 const CHANNEL: &str = "41771983423143938";
 const RELAY_SECRET: &str = "relay-secret";
+/// kuuki's managed role in the guild.
+const ROLE: &str = "41771983423143999";
 const ANSWER: &str = "git rebase --onto main old-base feature";
 
 /// Answers a create-message call like Discord: a new snowflake each time, half a
@@ -90,6 +92,20 @@ impl World {
             )
             .mount(&api)
             .await;
+        Mock::given(method("GET"))
+            .and(path("/users/@me/guilds"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!([{"id": GUILD, "name": "team"}])))
+            .mount(&api)
+            .await;
+        Mock::given(method("GET"))
+            .and(path(format!("/guilds/{GUILD}/roles")))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!([
+                {"id": GUILD, "name": "@everyone"},
+                {"id": ROLE, "name": "kuuki", "managed": true, "tags": {"bot_id": BOT}},
+                {"id": "600", "name": "other bot", "managed": true, "tags": {"bot_id": "12345"}},
+            ])))
+            .mount(&api)
+            .await;
         let settings = Settings::from_vars(&Default::default()).unwrap();
         let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
         let parts = InProcess::new(clock.clone());
@@ -97,7 +113,7 @@ impl World {
         let log = Arc::new(MemoryLog::default());
         let discord = Arc::new(DiscordClient::new(&api.uri(), "bot-token").with_timeout(settings.chat_timeout));
         let me = discord.identify().await.unwrap();
-        assert_eq!(me, DiscordIdentity { user_id: BOT.into() });
+        assert_eq!(me, DiscordIdentity { user_id: BOT.into(), managed_roles: vec![ROLE.into()] });
         let chat = Arc::new(PlatformChat { slack: None, discord: Some(discord) });
         let script = format!(r#"{{"role": "generate", "reply": {}, "repeat": true}}"#, json!(generate));
         let llm: Arc<dyn kuuki::ports::Llm> = Arc::new(ScriptedLlm::parse(&script).unwrap());
@@ -351,6 +367,16 @@ async fn a_reply_to_kuuki_is_answered_and_another_bots_mention_is_not() {
         3,
         "both stored, and the answer"
     );
+}
+
+#[tokio::test]
+async fn a_mention_of_kuukis_role_is_answered() {
+    let w = World::start(ANSWER).await;
+    let mut m = message(&w.id_now(), ALICE, &format!("<@&{ROLE}> where are the deploy logs?"));
+    m["mention_roles"] = json!([ROLE]);
+    w.relay("MESSAGE_CREATE", m, &[]).await;
+    w.run_for(5.0).await;
+    assert_eq!(w.posts().await.len(), 1, "answered at once, as a mention");
 }
 
 #[tokio::test]

@@ -505,6 +505,11 @@ async fn serve_runs_discord_alone_without_any_slack_variable() {
         )
         .mount(&discord)
         .await;
+    Mock::given(method("GET"))
+        .and(path("/users/@me/guilds"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!([])))
+        .mount(&discord)
+        .await;
     let signing = SigningKey::from_bytes(&[9u8; 32]);
     let mut command = Command::new(env!("CARGO_BIN_EXE_kuuki"));
     command

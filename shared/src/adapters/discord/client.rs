@@ -110,11 +110,23 @@ impl DiscordClient {
         }
     }
 
-    /// Who the token belongs to (`GET /users/@me`); remembered for finding own posts.
+    /// Who the token belongs to (`GET /users/@me`), remembered for finding own posts,
+    /// and kuuki's managed role in each server it is in (`GET /users/@me/guilds`, then
+    /// each server's roles: the one tagged with kuuki's id). Servers joined later are
+    /// read at the next start.
     pub async fn identify(&self) -> Result<DiscordIdentity, DiscordApiError> {
         let me: answers::User = self.call(Method::GET, "/users/@me", "/users/@me", None).await?;
         *self.me.lock().expect("me lock") = Some(me.id.clone());
-        Ok(DiscordIdentity { user_id: me.id })
+        let guilds: Vec<answers::Guild> =
+            self.call(Method::GET, "/users/@me/guilds?limit=200", "/users/@me/guilds", None).await?;
+        let mut managed_roles = Vec::new();
+        for guild in guilds {
+            let path = format!("/guilds/{}/roles", guild.id);
+            let roles: Vec<answers::Role> = self.call(Method::GET, &path, "GET /guilds/{id}/roles", None).await?;
+            let mine = roles.into_iter().filter(|r| r.tags.as_ref().and_then(|t| t.bot_id.as_deref()) == Some(&me.id));
+            managed_roles.extend(mine.map(|r| r.id));
+        }
+        Ok(DiscordIdentity { user_id: me.id, managed_roles })
     }
 
     /// Replaces the application's global commands with `commands` (a bulk overwrite:
@@ -385,6 +397,25 @@ mod answers {
     #[serde(default)]
     pub(super) struct Reference {
         pub message_id: Option<String>,
+    }
+
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct Guild {
+        pub id: String,
+    }
+
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct Role {
+        pub id: String,
+        pub tags: Option<RoleTags>,
+    }
+
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct RoleTags {
+        pub bot_id: Option<String>,
     }
 
     #[derive(Deserialize, Default)]

@@ -17,10 +17,12 @@ use crate::ingest::Incoming;
 /// Discord's epoch (2015-01-01), in unix milliseconds: snowflake times count from it.
 const DISCORD_EPOCH_MS: i64 = 1_420_070_400_000;
 
-/// Who kuuki is on Discord, from `GET /users/@me`.
+/// Who kuuki is on Discord, from `GET /users/@me`, and the roles Discord made for it
+/// in each server (a managed role: mentioning it is mentioning kuuki).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiscordIdentity {
     pub user_id: String,
+    pub managed_roles: Vec<String>,
 }
 
 /// What a relayed dispatch means for kuuki.
@@ -85,6 +87,8 @@ struct RawMessage {
     webhook_id: Option<String>,
     #[serde(default)]
     referenced_message: Option<Box<Referenced>>,
+    #[serde(default)]
+    mention_roles: Vec<String>,
 }
 
 /// Message types that are people (or bots) talking: DEFAULT and REPLY.
@@ -136,13 +140,19 @@ fn new_message(m: RawMessage, me: &DiscordIdentity) -> Result<Normalized, Discor
     let user_name =
         m.member.and_then(|mb| mb.nick).or(author.global_name).or(author.username).unwrap_or_else(|| author.id.clone());
     let in_dm = m.guild_id.is_none();
+    let mut text = m.content.unwrap_or_default();
+    // A mention of kuuki's managed role is a mention of kuuki: written as one, so every
+    // rule that looks for `<@id>` sees it.
+    for role in m.mention_roles.iter().filter(|r| me.managed_roles.contains(r)) {
+        text = text.replace(&format!("<@&{role}>"), &format!("<@{}>", me.user_id));
+    }
     Ok(Normalized::Incoming(Incoming::Message(Message {
         channel: ChannelId(m.channel_id),
         ts,
         thread_root: None,
         user: UserId(author.id),
         user_name,
-        text: m.content.unwrap_or_default(),
+        text,
         author: kind,
         replies_to_bot,
         in_dm,
@@ -181,7 +191,7 @@ mod tests {
     use super::*;
 
     fn me() -> DiscordIdentity {
-        DiscordIdentity { user_id: "900".into() }
+        DiscordIdentity { user_id: "900".into(), managed_roles: vec!["555".into()] }
     }
 
     fn dispatch(t: &str, d: Value) -> Normalized {
@@ -241,6 +251,13 @@ mod tests {
             json!({"id": ID, "channel_id": "5", "guild_id": "9", "type": 0, "content": "me", "author": {"id": "900", "bot": true}}),
         );
         assert_eq!(own.author, Author::OwnBot);
+    }
+
+    #[test]
+    fn a_mention_of_kuukis_managed_role_is_a_mention_of_kuuki() {
+        let m = message(json!({"id": ID, "channel_id": "5", "guild_id": "9", "type": 0, "author": {"id": "1"},
+            "content": "<@&555> and <@&777> please look", "mention_roles": ["555", "777"]}));
+        assert_eq!(m.text, "<@900> and <@&777> please look", "only kuuki's own role");
     }
 
     #[test]
