@@ -1,0 +1,337 @@
+use serde_json::json;
+
+use super::axis::*;
+use super::*;
+
+/// A rules-only replay of two channels (the transcript in the report's brief).
+const SAMPLE: &str = r#"
+{"t":0.0,"kind":"message","channel":"general","thread":null,"user":"alice","text":"おはよう"}
+{"t":12.5,"kind":"message","channel":"general","thread":"t1","user":"bob","text":"<@bot> 今日の天気は？","trigger":"mention"}
+{"t":12.5,"kind":"respond","channel":"general","thread":"t1","msg_t":12.5,"type":"full_response","mode":"direct","text":"それなら私が見ますよ"}
+{"t":32.827,"kind":"judge","channel":"general","thread":null,"msg_t":0.0,"user":"alice","score":0,"breakdown":{"after_silence":10,"cooldown":-50,"no_mention":-10},"decision":"skip","llm_called":false,"respond":false,"reason":"the score stayed below the threshold"}
+{"t":100.0,"kind":"message","channel":"dev","thread":null,"user":"carol","text":"誰か CI の設定わかる人いますか？"}
+{"t":130.623,"kind":"judge","channel":"dev","thread":null,"msg_t":100.0,"user":"carol","score":20,"breakdown":{"after_silence":10,"no_mention":-10,"question":20},"decision":"skip","llm_called":false,"respond":false,"reason":"the score stayed below the threshold"}
+{"t":200.0,"kind":"message","channel":"general","thread":null,"user":"alice","text":"deploy done"}
+{"t":201.0,"kind":"message","channel":"general","thread":null,"user":"alice","text":"deploy done 2"}
+{"t":202.0,"kind":"message","channel":"general","thread":null,"user":"bob","text":"ok"}
+{"t":223.174,"kind":"judge","channel":"general","thread":null,"msg_t":202.0,"user":"bob","score":10,"breakdown":{"engagement":40,"no_mention":-10,"one_on_one":-20},"decision":"skip","llm_called":false,"respond":false,"reason":"the score stayed below the threshold"}
+{"t":225.313,"kind":"superseded","channel":"general","thread":null,"msg_t":200.0,"stage":"judge","by_t":202.0}
+{"t":236.02,"kind":"superseded","channel":"general","thread":null,"msg_t":201.0,"stage":"judge","by_t":202.0}
+{"t":2000.0,"kind":"message","channel":"dev","thread":null,"user":"dave","text":"kuuki, what do you think?","trigger":"name"}
+{"t":2000.0,"kind":"respond","channel":"dev","thread":null,"msg_t":2000.0,"type":"full_response","mode":"direct","text":"それなら私が見ますよ"}
+{"t":2000.0,"kind":"stats","channel":"*","thread":null,"messages":7,"judgments":3,"llm_judgments":0,"superseded":2,"dropped":0,"respond_failed":0,"llm_calls":{"generate":2,"judge":0,"reflect":0,"summarize":0},"llm_tokens":{"generate":482,"judge":0,"reflect":0,"summarize":0},"responses":{"full_response":2,"react_only":0,"short_ack":0}}
+"#;
+
+/// The same replay with the LLM judge: carol's question is answered after asking it.
+const SAMPLE_LLM: &str = r#"
+{"t":0.0,"kind":"message","channel":"general","thread":null,"user":"alice","text":"おはよう"}
+{"t":12.5,"kind":"message","channel":"general","thread":"t1","user":"bob","text":"<@bot> 今日の天気は？","trigger":"mention"}
+{"t":12.5,"kind":"respond","channel":"general","thread":"t1","msg_t":12.5,"type":"full_response","mode":"direct","text":"それなら私が見ますよ"}
+{"t":32.827,"kind":"judge","channel":"general","thread":null,"msg_t":0.0,"user":"alice","score":0,"breakdown":{"after_silence":10,"cooldown":-50,"no_mention":-10},"decision":"skip","llm_called":false,"respond":false,"reason":"the score stayed below the threshold"}
+{"t":100.0,"kind":"message","channel":"dev","thread":null,"user":"carol","text":"誰か CI の設定わかる人いますか？"}
+{"t":130.623,"kind":"judge","channel":"dev","thread":null,"msg_t":100.0,"user":"carol","score":20,"breakdown":{"after_silence":10,"no_mention":-10,"question":20},"decision":"llm","llm_called":true,"respond":true,"reason":"nobody answered","response_type":"full_response","delay_seconds":20,"llm":{"should_respond":true,"reason":"nobody answered","confidence":0.8,"delay_seconds":20,"response_type":"full_response","conversation_state":"active"}}
+{"t":150.623,"kind":"respond","channel":"dev","thread":null,"msg_t":100.0,"type":"full_response","mode":"ambient","text":"それなら私が見ますよ"}
+{"t":200.0,"kind":"message","channel":"general","thread":null,"user":"alice","text":"deploy done"}
+{"t":201.0,"kind":"message","channel":"general","thread":null,"user":"alice","text":"deploy done 2"}
+{"t":202.0,"kind":"message","channel":"general","thread":null,"user":"bob","text":"ok"}
+{"t":223.174,"kind":"judge","channel":"general","thread":null,"msg_t":202.0,"user":"bob","score":10,"breakdown":{"engagement":40,"no_mention":-10,"one_on_one":-20},"decision":"skip","llm_called":false,"respond":false,"reason":"the score stayed below the threshold"}
+{"t":225.313,"kind":"superseded","channel":"general","thread":null,"msg_t":200.0,"stage":"judge","by_t":202.0}
+{"t":236.02,"kind":"superseded","channel":"general","thread":null,"msg_t":201.0,"stage":"judge","by_t":202.0}
+{"t":2000.0,"kind":"message","channel":"dev","thread":null,"user":"dave","text":"kuuki, what do you think?","trigger":"name"}
+{"t":2000.0,"kind":"respond","channel":"dev","thread":null,"msg_t":2000.0,"type":"full_response","mode":"direct","text":"それなら私が見ますよ"}
+{"t":2000.0,"kind":"stats","channel":"*","thread":null,"messages":7,"judgments":3,"llm_judgments":1,"superseded":2,"dropped":0,"respond_failed":0,"llm_calls":{"generate":3,"judge":1,"reflect":0,"summarize":0},"llm_tokens":{"generate":720,"judge":541,"reflect":0,"summarize":0},"responses":{"full_response":3,"react_only":0,"short_ack":0}}
+"#;
+
+fn parse(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("test logs are JSON"))
+        .collect()
+}
+
+fn rules() -> Settings {
+    Settings::default().for_llm(false)
+}
+
+fn with_llm_judge() -> Settings {
+    Settings::default().for_llm(true)
+}
+
+/// Only the charts, so legend icons (which reuse the mark classes) are not counted.
+fn charts(html: &str) -> String {
+    html.split("<svg class=\"chart\"").skip(1).map(|part| part.split("</svg>").next().unwrap_or("")).collect()
+}
+
+/// The part of the page for channel section `ci`.
+fn section(html: &str, ci: usize) -> &str {
+    let start = html.find(&format!("id=\"ch-{ci}\"")).expect("section present");
+    let end = html[start..].find("</section>").expect("section closed");
+    &html[start..start + end]
+}
+
+fn message(t: f64, channel: &str, user: &str, text: &str) -> Value {
+    json!({"t": t, "kind": "message", "channel": channel, "thread": null, "user": user, "text": text})
+}
+
+#[test]
+fn a_section_per_channel_in_order_of_first_appearance() {
+    let html = render("sample", &parse(SAMPLE), &rules());
+    assert_eq!(html.matches("<section class=\"channel\"").count(), 2);
+    let general = html.find("<h2>#general</h2>").expect("general section");
+    let dev = html.find("<h2>#dev</h2>").expect("dev section");
+    assert!(general < dev, "general appears first in the log");
+    assert_eq!(html.matches("<svg class=\"chart\"").count(), 2);
+    assert!(section(&html, 0).contains("5 messages · 2 judgments · 1 response · 2 superseded"));
+}
+
+#[test]
+fn rules_only_draws_the_score_threshold() {
+    let mut settings = rules();
+    settings.judge_score_threshold = 45;
+    let html = render("sample", &parse(SAMPLE), &settings);
+    assert!(html.contains(">threshold 45</text>"));
+    assert!(html.contains(&format!("y1=\"{:.1}\"", y_score(45.0))), "the line is at 45");
+    assert!(!html.contains("LLM low"));
+    assert!(!html.contains("class=\"zone-llm\""));
+    assert!(html.contains("Rules only: a score of 45 or more responds."));
+}
+
+#[test]
+fn the_llm_judge_draws_the_band() {
+    let mut settings = with_llm_judge();
+    settings.judge_llm_threshold_low = 25;
+    settings.judge_llm_threshold_high = 75;
+    let html = render("sample", &parse(SAMPLE_LLM), &settings);
+    assert!(html.contains(">LLM low 25</text>"));
+    assert!(html.contains(">LLM high 75</text>"));
+    assert_eq!(html.matches("class=\"zone-llm\"").count(), 2, "one band per channel");
+    assert!(!html.contains(">threshold "));
+}
+
+#[test]
+fn the_llm_judge_without_an_llm_uses_the_score_threshold() {
+    let settings = Settings { llm_judge_setting: Some(true), ..Settings::default() }.for_llm(false);
+    let html = render("sample", &parse(SAMPLE), &settings);
+    assert!(html.contains(">threshold 60</text>"));
+    assert!(!html.contains("LLM high"));
+}
+
+#[test]
+fn superseded_judgments_are_marked() {
+    let html = render("sample", &parse(SAMPLE), &rules());
+    let charts = charts(&html);
+    assert_eq!(charts.matches("class=\"s-sup\"").count(), 2);
+    assert!(charts.contains("superseded by message at t=3:22 (judge stage)"));
+    assert!(charts.contains(&format!("cy=\"{:.1}\"", lane_y(LANE_SUPERSEDED))));
+    assert_eq!(html.matches("class=\"k-superseded\"").count(), 2);
+}
+
+#[test]
+fn judgments_are_plotted_by_outcome() {
+    let html = render("sample", &parse(SAMPLE_LLM), &with_llm_judge());
+    let charts = charts(&html);
+    assert_eq!(charts.matches("class=\"j-resp\"").count(), 1, "carol's question was answered");
+    assert_eq!(charts.matches("class=\"j-skip\"").count(), 2);
+    assert_eq!(charts.matches("class=\"j-llm\"").count(), 1, "the LLM was asked once");
+    assert!(charts.contains(&format!("cy=\"{:.1}\" r=\"5\"", y_score(20.0))), "score 20 at its height");
+    assert!(charts.contains("score 20 → respond full_response in 20s (asked the LLM)"));
+    assert!(charts.contains("after_silence +10, no_mention −10, question +20"));
+    assert!(html.contains("<span class=\"chip neg\">no_mention −10</span>"));
+}
+
+#[test]
+fn responses_are_drawn_and_listed() {
+    let html = render("sample", &parse(SAMPLE_LLM), &with_llm_judge());
+    let drawn = charts(&html);
+    assert_eq!(drawn.matches("class=\"r-full\"").count(), 3);
+    assert!(drawn.contains("kuuki full_response (ambient): それなら私が見ますよ"));
+    // The ambient response is tied to the judgment that caused it.
+    assert!(drawn.contains("class=\"link\""));
+    assert_eq!(html.matches("class=\"k-respond\"").count(), 3, "responses are highlighted rows");
+
+    let mut lines = parse(SAMPLE);
+    lines.push(json!({"t": 300.0, "kind": "respond", "channel": "dev", "thread": "t9", "msg_t": 100.0,
+        "type": "react_only", "mode": "ambient", "emoji": "thinking_face"}));
+    let html = render("sample", &lines, &rules());
+    assert_eq!(charts(&html).matches("class=\"r-react\"").count(), 1);
+    assert!(html.contains(":thinking_face:"));
+}
+
+#[test]
+fn summaries_read_as_memory_rows() {
+    let lines = vec![json!({"t": 930.0, "kind": "summary", "channel": "dev", "thread": null, "msg_t": 0.0,
+        "messages": 8, "summary": "deploy <b>talk</b>", "mood": "calm", "topic_keywords": ["deploy", "CI"],
+        "active_users": ["alice"], "workspace": true})];
+    let html = render("t", &lines, &Settings::default());
+    assert!(html.contains("summary of 8 messages"), "{html}");
+    assert!(html.contains("workspace too"));
+    // minijinja's HTML escaping also escapes `/` (as `&#x2f;`).
+    assert!(html.contains("deploy &lt;b&gt;talk&lt;&#x2f;b&gt;"));
+    assert!(html.contains("topics: deploy, CI"));
+}
+
+#[test]
+fn log_text_is_escaped() {
+    let hostile = "<script>alert(\"x\")</script> & 'q'";
+    let lines = vec![
+        json!({"t": 1.0, "kind": "message", "channel": "<img src=x onerror=alert(1)>",
+            "thread": "x\" onmouseover=\"alert(1)", "user": "<b>mallory</b>", "text": hostile}),
+        json!({"t": 31.0, "kind": "judge", "channel": "<img src=x onerror=alert(1)>", "thread": null,
+            "msg_t": 1.0, "user": "<b>mallory</b>", "score": 70, "breakdown": {"<i>rule</i>": 70},
+            "decision": "respond", "llm_called": false, "respond": true, "reason": hostile}),
+        json!({"t": 31.0, "kind": "<svg onload=alert(1)>", "channel": "c"}),
+    ];
+    let html = render("</title><script>", &lines, &rules());
+    assert!(!html.contains("<script"), "no script element");
+    assert!(!html.contains("<img"));
+    assert!(!html.contains("<b>mallory"));
+    assert!(!html.contains("<i>rule"));
+    assert!(!html.contains("<svg onload"));
+    assert!(!html.contains("\" onmouseover=\""));
+    // minijinja's HTML escaping spells `'` as `&#x27;` and escapes `/` as `&#x2f;`.
+    assert!(html.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;&#x2f;script&gt; &amp; &#x27;q&#x27;"));
+    assert!(html.contains("&lt;b&gt;mallory&lt;&#x2f;b&gt;: &lt;script&gt;"), "the tooltip too");
+}
+
+#[test]
+fn stats_are_summarised() {
+    let html = render("sample", &parse(SAMPLE_LLM), &with_llm_judge());
+    assert!(html.contains("<strong>7</strong><span>messages</span>"));
+    assert!(html.contains("<strong>3</strong><span>judgments</span><small>1 asked the LLM</small>"));
+    assert!(html.contains(
+        "<strong>3</strong><span>responses</span><small>full_response 3 · short_ack 0 · react_only 0</small>"
+    ));
+    assert!(html.contains("<strong>4</strong><span>LLM calls</span><small>generate 3 · judge 1 · 1261 tokens</small>"));
+    assert!(html.contains("<strong>2</strong><span>superseded</span>"));
+    assert!(html.contains("<strong>33:20</strong><span>replayed</span>"));
+    assert!(!html.contains("No stats line"));
+}
+
+#[test]
+fn without_a_stats_line_the_totals_are_counted() {
+    let mut lines = parse(SAMPLE_LLM);
+    lines.pop();
+    let html = render("cut short", &lines, &with_llm_judge());
+    assert!(html.contains("No stats line"));
+    assert!(html.contains("<strong>7</strong><span>messages</span>"));
+    assert!(html.contains("<strong>3</strong><span>judgments</span><small>1 asked the LLM</small>"));
+    assert!(html.contains("<strong>3</strong><span>responses</span><small>full_response 3</small>"));
+    assert!(html.contains("<strong>–</strong><span>LLM calls</span>"));
+}
+
+#[test]
+fn an_empty_log_is_a_page_that_says_so() {
+    let html = render("empty", &[], &rules());
+    assert!(html.starts_with("<!doctype html>"));
+    assert!(html.contains("<meta charset=\"utf-8\">"));
+    assert!(html.contains("No events"));
+    assert!(!html.contains("<section"));
+    assert!(html.contains("<strong>0</strong><span>messages</span>"));
+    assert!(html.trim_end().ends_with("</html>"));
+}
+
+#[test]
+fn a_single_event() {
+    let html = render("one", &[message(5.0, "general", "alice", "hi")], &rules());
+    assert_eq!(html.matches("<section class=\"channel\"").count(), 1);
+    assert!(charts(&html).contains("<title>alice: hi\n0:05</title>"));
+    assert!(html.contains("<tr id=\"c0-e0\" class=\"k-message\">"));
+    assert!(html.contains("href=\"#c0-e0\""), "the mark links to its row");
+}
+
+#[test]
+fn a_long_replay_stays_bounded() {
+    // 100 channels of 40 events: everything shown.
+    let lines: Vec<Value> =
+        (0..4000).map(|i| message(i as f64 * 3.0, &format!("ch{}", i % 100), "alice", "メッセージ")).collect();
+    let html = render("many", &lines, &rules());
+    assert_eq!(html.matches("<section class=\"channel\"").count(), 100);
+    assert_eq!(html.matches("<tr id=").count(), 4000);
+    assert!(html.len() < 8_000_000, "{} bytes", html.len());
+
+    // One busy channel: the table stops at the cap, the chart has every event.
+    let lines: Vec<Value> = (0..1200).map(|i| message(i as f64, "busy", "bob", "x")).collect();
+    let html = render("busy", &lines, &rules());
+    assert_eq!(html.matches("<tr id=").count(), MAX_ROWS_PER_CHANNEL);
+    assert!(html.contains("Showing the first 500 of 1200 events"));
+    assert_eq!(charts(&html).matches("class=\"m-human\"").count(), 1200);
+    assert!(html.contains(&format!("width=\"{:.0}\"", ML + 1200.0 * PX_PER_EVENT + MR)), "the chart widens");
+
+    // Many busy channels: the page-wide budget caps the rows.
+    let lines: Vec<Value> = (0..30 * 600).map(|i| message(i as f64, &format!("c{}", i % 30), "carol", "y")).collect();
+    let html = render("busier", &lines, &rules());
+    assert_eq!(html.matches("<tr id=").count(), MAX_ROWS_TOTAL);
+    assert!(html.contains("Showing the first 0 of 600 events"));
+}
+
+#[test]
+fn odd_lines_do_not_break_the_page() {
+    let lines = vec![
+        json!(5),
+        json!({"kind": "mystery", "channel": "general", "payload": "p&q"}),
+        json!({"t": "soon", "kind": "judge", "channel": "general"}),
+        json!({"t": 2.0, "kind": "message"}),
+        json!({"t": 3.0, "kind": "respond", "channel": "general"}),
+        json!({"t": 4.0, "kind": "superseded", "channel": "general", "by_t": "x"}),
+        json!({"t": f64::MAX, "kind": "message", "channel": 7, "user": null, "text": ["?"]}),
+        json!({"t": -5.0, "kind": "stats", "channel": "*", "messages": "many", "responses": []}),
+    ];
+    let html = render("odd", &lines, &rules());
+    assert!(html.contains("1 log line(s) were not JSON objects"));
+    // Unknown kinds are shown raw (escaped), whatever order the keys come in.
+    let mystery = html.split("class=\"k-mystery\"").nth(1).and_then(|r| r.split("</tr>").next()).unwrap_or("");
+    assert!(mystery.contains("<code>"), "{mystery}");
+    assert!(mystery.contains("&quot;payload&quot;:&quot;p&amp;q&quot;"), "{mystery}");
+    assert!(html.contains("<h2>#(no channel)</h2>"));
+    assert!(html.contains("<h2>#7</h2>"));
+    assert!(html.contains("<strong>–</strong><span>messages</span>"));
+    assert!(html.contains("superseded by message at t=?"));
+}
+
+#[test]
+fn japanese_text_renders() {
+    let html = render("日本語", &parse(SAMPLE), &rules());
+    assert!(html.contains("<meta charset=\"utf-8\">"));
+    assert!(html.contains("おはよう"));
+    assert!(html.contains("<title>kuuki replay · 日本語</title>"));
+    let font = html.split("font:14px/1.45 ").nth(1).and_then(|f| f.split('}').next()).unwrap_or("");
+    assert!(font.contains("Noto Sans CJK JP"));
+    assert!(font.ends_with(",sans-serif"), "{font}");
+}
+
+#[test]
+fn a_long_silence_is_drawn_as_a_break() {
+    let html = render("sample", &parse(SAMPLE), &rules());
+    // #dev is quiet from 1:40 to 33:20.
+    let dev = section(&html, 1);
+    assert_eq!(dev.matches("class=\"brk\"").count(), 1);
+    assert!(dev.contains(">+31m</text>"));
+    assert!(dev.contains("31m of silence (2:10–33:20), not drawn to scale"));
+    assert!(!section(&html, 0).contains("class=\"brk\""), "#general has no long silence");
+    assert!(section(&html, 0).contains(">3:30</text>"), "tick labels");
+}
+
+#[test]
+fn the_axis_keeps_time_order() {
+    let times = [0.0, 10.0, 20.0, 5000.0, 5010.0];
+    let axis = TimeAxis::new(&times, ML, MIN_PLOT_W);
+    assert_eq!(axis.segments.len(), 2);
+    let xs: Vec<f64> = times.iter().map(|&t| axis.x(t)).collect();
+    assert!(xs.windows(2).all(|w| w[0] < w[1]), "{xs:?}");
+    assert!(xs[4] <= ML + MIN_PLOT_W);
+    // One instant: a single segment, drawn in its middle.
+    let axis = TimeAxis::new(&[7.0], ML, MIN_PLOT_W);
+    assert_eq!(axis.x(7.0), ML + MIN_PLOT_W / 2.0);
+}
+
+#[test]
+fn times_read_as_clock_times() {
+    assert_eq!(fmt_clock(0.0), "0:00");
+    assert_eq!(fmt_clock(75.9), "1:15");
+    assert_eq!(fmt_clock(3725.0), "1:02:05");
+    assert_eq!(fmt_time(32.827), "0:32.8");
+    assert_eq!(fmt_time(100.0), "1:40");
+    assert_eq!(fmt_gap(1850.0), "31m");
+    assert_eq!(fmt_gap(45.0), "45s");
+    assert_eq!(fmt_gap(7500.0), "2h05m");
+}
