@@ -335,3 +335,292 @@ fn times_read_as_clock_times() {
     assert_eq!(fmt_gap(45.0), "45s");
     assert_eq!(fmt_gap(7500.0), "2h05m");
 }
+
+// ---------------------------------------------------------------------------
+// Escaping, typed reading, and the reflect sentence
+
+/// Text that would run a script or break out of an attribute if it reached the page
+/// unescaped, tagged with the place it was put.
+fn hostile(place: &str) -> String {
+    format!("<script>{place}</script>\"'&")
+}
+
+/// `hostile(place)` as minijinja's HTML escaping writes it.
+fn escaped(place: &str) -> String {
+    format!("&lt;script&gt;{place}&lt;&#x2f;script&gt;&quot;&#x27;&amp;")
+}
+
+#[test]
+fn hostile_text_is_escaped_everywhere_it_appears() {
+    // Every field of the log that holds text from users, the LLM or the settings.
+    let h = hostile;
+    let lines = vec![
+        json!({"t": 1.0, "kind": "message", "channel": h("channel"), "thread": h("thread"), "user": h("user"),
+            "text": h("text")}),
+        json!({"t": 2.0, "kind": "message", "channel": h("channel"), "thread": null, "user": "bob", "text": "hi",
+            "author": "other_bot"}),
+        json!({"t": 3.0, "kind": "edited", "channel": h("channel"), "thread": null, "msg_t": 1.0,
+            "text": h("edited")}),
+        json!({"t": 31.0, "kind": "judge", "channel": h("channel"), "thread": h("thread"), "msg_t": 1.0,
+            "user": h("judged"), "score": 70, "breakdown": {h("rule"): 70}, "decision": "llm", "llm_called": true,
+            "respond": false, "reason": h("reason"), "llm_error": h("llm_error")}),
+        json!({"t": 40.0, "kind": "respond", "channel": h("channel"), "thread": null, "msg_t": 1.0,
+            "type": "full_response", "mode": "direct", "text": h("answer")}),
+        json!({"t": 41.0, "kind": "respond", "channel": h("channel"), "thread": null, "msg_t": 1.0,
+            "type": "react_only", "mode": "ambient", "emoji": h("emoji")}),
+        json!({"t": 42.0, "kind": "respond_failed", "channel": h("channel"), "thread": null, "msg_t": 1.0,
+            "type": "full_response", "mode": "direct", "reason": h("failure"), "notice": h("notice")}),
+        json!({"t": 43.0, "kind": "dropped", "channel": h("channel"), "thread": null, "msg_t": 1.0,
+            "stage": "respond", "reason": h("dropped")}),
+        json!({"t": 44.0, "kind": "summary", "channel": h("channel"), "thread": null, "msg_t": 1.0, "messages": 3,
+            "summary": h("summary"), "mood": h("mood"), "topic_keywords": [h("topic")], "active_users": [],
+            "workspace": false}),
+        json!({"t": 45.0, "kind": h("kind"), "channel": "other"}),
+        json!({"t": 46.0, "kind": "message", "channel": "other", "thread": null, "user": "eve", "text": "x"}),
+    ];
+    let settings = Settings { bot_name: hostile("bot"), ..rules() };
+    let html = render(&hostile("title"), &lines, &settings);
+
+    // Where each one is expected, so the test cannot pass by leaving a field out.
+    let places = [
+        ("title", 2),   // <title> and <h1>
+        ("channel", 3), // contents, heading, the chart's aria-label
+        ("thread", 4),  // two rows and two tooltips
+        ("user", 2),    // who cell, tooltip
+        ("text", 2),    // cell, tooltip
+        ("edited", 2),  // cell, tooltip
+        ("judged", 2),  // reason line, tooltip
+        ("rule", 2),    // chip, tooltip
+        ("reason", 2),  // cell, tooltip
+        ("llm_error", 2),
+        ("answer", 2),
+        ("emoji", 2),
+        ("failure", 2),
+        ("notice", 1), // the table only
+        ("dropped", 2),
+        ("summary", 1), // summaries are not drawn in the chart
+        ("mood", 1),
+        ("topic", 1),
+        ("kind", 1), // the who cell; the raw line below
+    ];
+    for (place, at_least) in places {
+        let n = html.matches(&escaped(place)).count();
+        assert!(n >= at_least, "{place}: {n} escaped occurrence(s), expected {at_least} or more");
+    }
+    // The bot's name: lane name (clipped), legend, who cells and tooltips.
+    assert!(html.matches(&escaped("bot")).count() >= 6, "the bot's name");
+    assert!(html.contains(">&lt;script&gt;bot&lt;…</text>"), "the lane name is clipped, then escaped");
+    // The unknown kind's raw line is JSON, escaped.
+    assert!(html.contains("&quot;kind&quot;:&quot;&lt;script&gt;kind&lt;&#x2f;script&gt;\\&quot;&#x27;&amp;&quot;"));
+    // No raw payload anywhere: not as an element, not breaking out of an attribute.
+    assert!(!html.contains("<script"), "no script element");
+    assert!(!html.contains("</script"));
+    assert!(!html.contains("\"'&"), "quotes never reach the page raw");
+    // The kind never reaches a class name as it is.
+    assert!(html.contains("class=\"k-scriptkindscript\""));
+}
+
+#[test]
+fn cutting_long_text_never_splits_an_entity() {
+    let text = "&<".repeat(400);
+    let html = render("long", &[message(1.0, "general", "alice", &text)], &rules());
+    let cell = format!("{}…", "&amp;&lt;".repeat(300));
+    assert!(html.contains(&format!("<td class=\"what\">{cell}</td>")), "600 characters, then …");
+    // "alice: " and 233 characters of text.
+    let tip = format!("alice: {}&amp;…", "&amp;&lt;".repeat((TOOLTIP_CHARS - "alice: ".len()) / 2));
+    assert!(html.contains(&format!("<title>{tip}</title>")), "the tooltip is cut at {TOOLTIP_CHARS}");
+}
+
+#[test]
+fn control_characters_are_dropped() {
+    let html = render("bell\u{7}", &[message(1.0, "gen\u{1b}eral", "al\u{0}ice", "a\u{7}b\u{1b}[31m\tc\nd")], &rules());
+    assert!(!html.chars().any(|c| c.is_control() && c != '\n' && c != '\t'), "no stray control characters");
+    assert!(html.contains("<td class=\"what\">ab[31m\tc\nd</td>"), "newline and tab are kept");
+    assert!(html.contains("<h2>#general</h2>"));
+    assert!(html.contains("alice"));
+    assert!(html.contains("<title>kuuki replay · bell</title>"));
+}
+
+#[test]
+fn the_reflect_line_reads_as_a_sentence() {
+    let lines = vec![json!({"t": 2155.746, "kind": "reflect", "channel": "dev", "thread": null, "msg_t": 1525.0,
+        "messages": 17, "facts_new": 2, "facts_strengthened": 1, "profiles": 3})];
+    let html = render("reflect", &lines, &rules());
+    let row = html.split("class=\"k-reflect\"").nth(1).and_then(|r| r.split("</tr>").next()).unwrap_or("");
+    assert!(
+        row.contains(
+            "reflected on 17 messages: learned 2 new facts, strengthened 1 known fact, and updated the notes on 3 people"
+        ),
+        "{row}"
+    );
+    assert!(row.contains("<span class=\"sys\">memory</span>"), "{row}");
+    assert!(!row.contains("<code>"), "not the raw line: {row}");
+    assert!(!row.contains("facts_new"), "{row}");
+
+    // One of each, and fields that are missing.
+    let lines = vec![
+        json!({"t": 1.0, "kind": "reflect", "channel": "dev", "messages": 1, "facts_new": 1,
+        "facts_strengthened": 0, "profiles": 1}),
+        json!({"t": 2.0, "kind": "reflect", "channel": "dev", "messages": "many"}),
+    ];
+    let html = render("reflect", &lines, &rules());
+    assert!(html.contains(
+        "reflected on 1 message: learned 1 new fact, strengthened 0 known facts, and updated the notes on 1 person"
+    ));
+    assert!(html.contains(
+        "reflected on ? messages: learned ? new facts, strengthened ? known facts, and updated the notes on ? people"
+    ));
+}
+
+/// One event of every kind the log writer knows. The match is exhaustive on purpose:
+/// a new `EventKind` does not compile here until the report has been taught it.
+fn one_of_every_kind() -> Vec<crate::domain::Event> {
+    use crate::domain::{
+        Author, ChannelId, Decision, DirectTrigger, Event, EventKind, RespondMode, ResponseType, Stage, Timestamp, Ts,
+        UserId,
+    };
+    let at = |s: i64| crate::replay::REPLAY_EPOCH + std::time::Duration::from_secs(s as u64);
+    let ts = |s: i64| Ts::from_timestamp(at(s));
+    let kinds = vec![
+        EventKind::Message {
+            user: UserId("alice".into()),
+            user_name: "alice".into(),
+            text: "message text".into(),
+            author: Author::Human,
+            trigger: Some(DirectTrigger::Mention),
+        },
+        EventKind::Edited { text: "edited text".into() },
+        EventKind::Deleted,
+        EventKind::Judge {
+            user: UserId("alice".into()),
+            score: 55,
+            breakdown: [("question".to_owned(), 20)].into(),
+            decision: Decision::Llm,
+            llm_called: true,
+            respond: true,
+            response_type: Some(ResponseType::ShortAck),
+            delay_seconds: 12,
+            llm: None,
+            llm_error: Some("llm error text".into()),
+            llm_cached: false,
+            llm_usage: Some(crate::ports::Usage { input_tokens: 10, output_tokens: 2 }),
+            reason: "judge reason".into(),
+        },
+        EventKind::Superseded { stage: Stage::Summarize, by: ts(50) },
+        EventKind::Dropped { stage: Stage::Reflect, reason: "dropped reason".into() },
+        EventKind::Respond {
+            mode: RespondMode::Ambient,
+            response_type: ResponseType::ReactOnly,
+            posted_in: None,
+            posted_ts: None,
+            text: None,
+            emoji: Some("tada".into()),
+            shadow: true,
+        },
+        EventKind::Reflect { messages: 9, facts_new: 4, facts_strengthened: 2, profiles: 1 },
+        EventKind::Summary {
+            messages: 8,
+            summary: "summary text".into(),
+            mood: "calm".into(),
+            topic_keywords: vec!["deploy".into()],
+            active_users: vec!["alice".into()],
+            workspace: true,
+        },
+        EventKind::RespondFailed {
+            mode: RespondMode::Direct,
+            response_type: ResponseType::FullResponse,
+            reason: "failure reason".into(),
+            notice: Some("notice text".into()),
+        },
+    ];
+    let mut seen = [false; 10];
+    for k in &kinds {
+        let i = match k {
+            EventKind::Message { .. } => 0,
+            EventKind::Edited { .. } => 1,
+            EventKind::Deleted => 2,
+            EventKind::Judge { .. } => 3,
+            EventKind::Superseded { .. } => 4,
+            EventKind::Dropped { .. } => 5,
+            EventKind::Respond { .. } => 6,
+            EventKind::Reflect { .. } => 7,
+            EventKind::Summary { .. } => 8,
+            EventKind::RespondFailed { .. } => 9,
+        };
+        seen[i] = true;
+    }
+    assert!(seen.iter().all(|s| *s), "one of each kind");
+    let _: Timestamp = at(0);
+    kinds
+        .into_iter()
+        .enumerate()
+        .map(|(i, kind)| Event {
+            at: at(10 + i as i64),
+            channel: ChannelId("general".into()),
+            thread_root: None,
+            ts: ts(1),
+            kind,
+        })
+        .collect()
+}
+
+#[test]
+fn every_event_kind_reads_back_typed() {
+    let mut sink = std::io::sink();
+    let mut writer = crate::replay::LogWriter::new(&mut sink, true);
+    writer.write_events(one_of_every_kind());
+    let lines = writer.kept().to_vec();
+    assert_eq!(lines.len(), 10);
+    for raw in &lines {
+        let Read::Line(line) = line::read(raw) else { panic!("not a line: {raw}") };
+        assert!(!matches!(line.body, Body::Other(_)), "{raw} is read as an unknown kind");
+        assert!(line.t.is_some(), "{raw}");
+        assert!(line.msg_t.is_some() || matches!(line.body, Body::Message(_)), "{raw}");
+    }
+
+    let html = render("every kind", &lines, &with_llm_judge());
+    assert!(!html.contains("<code>"), "nothing is shown raw");
+    for shown in [
+        "message text",
+        "<span class=\"badge trig\">mention</span>",
+        "message at 0:01 now reads: edited text",
+        "message at 0:01 deleted",
+        "respond short_ack in 12s",
+        "asked the LLM",
+        "<span class=\"chip pos\">question +20</span>",
+        "judge reason · alice's message at 0:01",
+        "LLM error: llm error text",
+        "the summarize of the message at 0:01 was superseded by the message at 0:50",
+        "the message at 0:01 was dropped at the reflect stage: dropped reason",
+        "<span class=\"badge t-react_only\">react_only</span><span class=\"badge\">ambient</span>",
+        "shadow: not posted",
+        ":tada:",
+        "reflected on 9 messages: learned 4 new facts, strengthened 2 known facts, and updated the notes on 1 person",
+        "<span class=\"badge\">summary of 8 messages</span><span class=\"badge\">workspace too</span> summary text",
+        "mood: calm · topics: deploy",
+        "<span class=\"err\">failed</span> <span class=\"badge\">full_response</span><span class=\"badge\">direct</span> failure reason",
+        "posted instead: notice text",
+    ] {
+        assert!(html.contains(shown), "{shown:?} is not on the page");
+    }
+}
+
+#[test]
+fn the_golden_logs_render_typed() {
+    for (name, log) in [
+        ("team-channel", include_str!("../../../../examples/team-channel.log.jsonl")),
+        ("one-on-one", include_str!("../../../../examples/one-on-one.log.jsonl")),
+        ("unanswered-question", include_str!("../../../../examples/unanswered-question.log.jsonl")),
+    ] {
+        let lines = parse(log);
+        for raw in &lines {
+            if let Read::Line(line) = line::read(raw) {
+                assert!(!matches!(line.body, Body::Other(_)), "{name}: {raw}");
+            }
+        }
+        let html = render(name, &lines, &with_llm_judge());
+        assert!(!html.contains("<code>"), "{name}: a line is shown raw");
+        assert!(!html.contains("No stats line"), "{name}");
+        assert!(!html.contains(">?<") && !html.contains(" ? "), "{name}: a field was not read");
+    }
+}
