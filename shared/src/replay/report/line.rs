@@ -40,6 +40,12 @@ impl<'de, T: DeserializeOwned> Deserialize<'de> for Lenient<T> {
     }
 }
 
+impl<T> From<Option<T>> for Lenient<T> {
+    fn from(v: Option<T>) -> Self {
+        Lenient(v)
+    }
+}
+
 impl<T> Deref for Lenient<T> {
     type Target = Option<T>;
     fn deref(&self) -> &Option<T> {

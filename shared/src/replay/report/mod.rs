@@ -7,23 +7,25 @@
 //! `Event`s is said there); this file turns them into a view model, plain data with
 //! the chart's geometry already computed (axis, breaks, ticks, mark positions), and
 //! `report.html.j2` draws it. Every piece of log text reaches the page through the
-//! template's HTML auto-escaping; nothing here writes markup.
+//! template's HTML auto-escaping; nothing here writes markup. Tooltips are built here
+//! as plain text (they are text content of an SVG `<title>`), and escaped like the rest.
 
 mod axis;
 mod line;
 #[cfg(test)]
 mod tests;
+mod view;
 
 use std::collections::HashMap;
 
 use minijinja::{AutoEscape, Environment, Value as JValue};
-use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::config::Settings;
 use crate::domain::{Author, Decision, ResponseType};
 use axis::{BREAK_MIN_SECONDS, TimeAxis, fmt_clock, fmt_gap, fmt_time};
 use line::{Body, JudgeLine, Line, Read, StatsLine, name};
+use view::*;
 
 const TEMPLATE: &str = include_str!("report.html.j2");
 
@@ -102,274 +104,6 @@ fn environment() -> Environment<'static> {
 
 fn is_stray_control(c: char) -> bool {
     c.is_control() && c != '\n' && c != '\t'
-}
-
-// ---------------------------------------------------------------------------
-// The view model: what the template draws
-
-#[derive(Serialize)]
-struct Page {
-    title: String,
-    thresholds: String,
-    stats: Vec<Stat>,
-    /// The totals were counted from the lines: the log has no stats line.
-    derived: bool,
-    /// Lines that were not JSON objects.
-    skipped: usize,
-    channels: Vec<ChannelView>,
-    legend: Vec<LegendItem>,
-    break_min: String,
-}
-
-#[derive(Serialize)]
-struct Stat {
-    value: String,
-    label: &'static str,
-    detail: String,
-    warn: bool,
-}
-
-#[derive(Serialize)]
-struct ChannelView {
-    index: usize,
-    name: String,
-    toc_name: String,
-    messages: usize,
-    judgments: usize,
-    responses: usize,
-    superseded: usize,
-    first: String,
-    last: String,
-    chart: Chart,
-    rows: Vec<Row>,
-    /// All events, when more than `rows` are shown.
-    total: usize,
-}
-
-/// One channel's SVG. Coordinates are numbers; the template formats them.
-#[derive(Serialize)]
-struct Chart {
-    width: f64,
-    height: f64,
-    ml: f64,
-    mt: f64,
-    plot_w: f64,
-    plot_h: f64,
-    x_end: f64,
-    lanes_bottom: f64,
-    grid: Vec<Grid>,
-    zones: Vec<Zone>,
-    threshold_lines: Vec<Threshold>,
-    labels: Vec<Label>,
-    lanes: Vec<Lane>,
-    ticks: Vec<Tick>,
-    breaks: Vec<Break>,
-    links: Vec<Link>,
-    marks: Vec<Mark>,
-}
-
-#[derive(Serialize)]
-struct Grid {
-    y: f64,
-    score: u32,
-}
-
-#[derive(Serialize)]
-struct Zone {
-    class: &'static str,
-    y: f64,
-    h: f64,
-}
-
-#[derive(Serialize)]
-struct Threshold {
-    class: &'static str,
-    y: f64,
-}
-
-#[derive(Serialize)]
-struct Label {
-    class: &'static str,
-    x: f64,
-    y: f64,
-    text: String,
-}
-
-#[derive(Serialize)]
-struct Lane {
-    top: f64,
-    h: f64,
-    y: f64,
-    name: String,
-}
-
-#[derive(Serialize)]
-struct Tick {
-    x: f64,
-    label: String,
-}
-
-/// A silence cut out of the axis, between `x0` and `x1`.
-#[derive(Serialize)]
-struct Break {
-    x0: f64,
-    x1: f64,
-    gap: String,
-    from: String,
-    to: String,
-}
-
-/// A judgment (or a direct trigger) tied to the response it caused.
-#[derive(Serialize)]
-struct Link {
-    x1: f64,
-    y1: f64,
-    x2: f64,
-    y2: f64,
-}
-
-#[derive(Serialize)]
-struct Mark {
-    /// The table row the mark links to, when that row is shown.
-    row: Option<String>,
-    tip: String,
-    shapes: Vec<Shape>,
-}
-
-#[derive(Serialize)]
-#[serde(tag = "shape", rename_all = "snake_case")]
-enum Shape {
-    Circle { class: &'static str, cx: f64, cy: f64, r: f64, fill: Option<&'static str> },
-    Rect { class: &'static str, x: f64, y: f64, w: f64, h: f64, rx: Option<f64>, fill: Option<&'static str> },
-    Path { class: &'static str, d: String, fill: Option<&'static str> },
-}
-
-#[derive(Serialize)]
-struct LegendItem {
-    shapes: Vec<Shape>,
-    label: String,
-}
-
-#[derive(Serialize)]
-struct Row {
-    id: String,
-    /// The kind, reduced to characters safe in a class name.
-    class: String,
-    time: String,
-    thread: Option<ThreadTag>,
-    who: Who,
-    score: Option<ScoreCell>,
-    what: What,
-}
-
-#[derive(Serialize)]
-struct ThreadTag {
-    name: String,
-    hue: u32,
-}
-
-#[derive(Serialize)]
-#[serde(tag = "who", rename_all = "snake_case")]
-enum Who {
-    User {
-        name: String,
-        color: &'static str,
-    },
-    Bot {
-        name: String,
-    },
-    /// The system: a stage or the memory.
-    Sys {
-        label: String,
-    },
-}
-
-#[derive(Serialize)]
-struct ScoreCell {
-    value: String,
-    /// The bar's length, 0..100.
-    width: f64,
-    respond: bool,
-}
-
-/// The "what" cell, by kind.
-#[derive(Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-enum What {
-    Message {
-        text: String,
-        trigger: Option<String>,
-        author: Option<String>,
-    },
-    Edited {
-        msg_at: String,
-        text: String,
-    },
-    Deleted {
-        msg_at: String,
-    },
-    Judge {
-        outcome: String,
-        decided_by: String,
-        respond: bool,
-        llm: bool,
-        chips: Vec<Chip>,
-        reason: Option<String>,
-        user: String,
-        msg_at: String,
-        llm_error: Option<String>,
-    },
-    Respond {
-        type_class: String,
-        type_name: String,
-        mode: String,
-        shadow: bool,
-        content: String,
-        msg_at: String,
-    },
-    RespondFailed {
-        type_name: String,
-        mode: String,
-        reason: String,
-        notice: Option<String>,
-        msg_at: String,
-    },
-    Superseded {
-        stage: String,
-        msg_at: String,
-        by: String,
-    },
-    Dropped {
-        stage: String,
-        msg_at: String,
-        reason: String,
-    },
-    Summary {
-        messages: Option<u64>,
-        workspace: bool,
-        summary: String,
-        mood: String,
-        topics: String,
-    },
-    Reflect {
-        messages: Option<u64>,
-        facts_new: Option<u64>,
-        facts_strengthened: Option<u64>,
-        profiles: Option<u64>,
-    },
-    /// Unknown kinds, and judgments without a score, as they were logged.
-    Raw {
-        json: String,
-    },
-}
-
-/// A rule's points in a judgment.
-#[derive(Serialize)]
-struct Chip {
-    name: String,
-    points: String,
-    /// "pos", "neg" or "".
-    sign: &'static str,
 }
 
 // ---------------------------------------------------------------------------
@@ -575,7 +309,7 @@ fn tally(map: Option<&Map<String, Value>>, first: &[&str], skip_zero: bool) -> (
 /// The stats line's numbers, counted from the log lines (the LLM totals stay unknown).
 fn derived_stats(channels: &[Channel]) -> StatsLine {
     let events = || channels.iter().flat_map(|c| &c.events).map(|e| &e.line.body);
-    let count = |kind: &str| Some(events().filter(|b| b.kind() == kind).count() as u64);
+    let count = |kind: &str| Some(events().filter(|b| b.kind() == kind).count() as u64).into();
     let mut responses = Map::new();
     for b in events() {
         if let Body::Respond(r) = b {
@@ -585,16 +319,16 @@ fn derived_stats(channels: &[Channel]) -> StatsLine {
         }
     }
     let llm_judged = events().filter(|b| matches!(b, Body::Judge(j) if j.llm_called.unwrap_or(false))).count();
-    let json = serde_json::json!({
-        "messages": count("message"),
-        "judgments": count("judge"),
-        "llm_judgments": llm_judged,
-        "superseded": count("superseded"),
-        "dropped": count("dropped"),
-        "respond_failed": count("respond_failed"),
-        "responses": responses,
-    });
-    serde::Deserialize::deserialize(&json).unwrap_or_default()
+    StatsLine {
+        messages: count("message"),
+        judgments: count("judge"),
+        llm_judgments: Some(llm_judged as u64).into(),
+        superseded: count("superseded"),
+        dropped: count("dropped"),
+        respond_failed: count("respond_failed"),
+        responses: Some(responses).into(),
+        ..StatsLine::default()
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -805,20 +539,21 @@ fn mark(e: &Ev, x: f64, ctx: &Ctx) -> Option<(Vec<Shape>, String)> {
             let user = m.user.as_deref().unwrap_or("?");
             let text = m.text.as_deref().unwrap_or("");
             let mut tip = format!("{user}: {text}\n{when}{thread}");
-            let shape = match (*m.author, *m.trigger) {
-                (Some(Author::OwnBot), _) => {
+            // The writer leaves `author` out for people.
+            let shape = match (m.author.unwrap_or(Author::Human), *m.trigger) {
+                (Author::OwnBot, _) => {
                     tip.push_str(" · the bot's own message");
                     square(x, ym, 4.5, "m-own", None)
                 }
-                (Some(author @ (Author::OtherBot | Author::Human)), _) => {
-                    tip.push_str(&format!(" · {}", name(&author)));
+                (Author::OtherBot, _) => {
+                    tip.push_str(" · other_bot");
                     square(x, ym, 4.5, "m-bot", None)
                 }
-                (None, Some(trigger)) => {
+                (Author::Human, Some(trigger)) => {
                     tip.push_str(&format!(" · direct trigger: {}", name(&trigger)));
                     diamond(x, ym, 7.0, "m-trigger", Some(ctx.colors.of(user)))
                 }
-                (None, None) => circle(x, ym, 4.5, "m-human", Some(ctx.colors.of(user))),
+                (Author::Human, None) => circle(x, ym, 4.5, "m-human", Some(ctx.colors.of(user))),
             };
             (vec![shape], tip)
         }
