@@ -624,3 +624,19 @@ fn the_golden_logs_render_typed() {
         assert!(!html.contains(">?<") && !html.contains(" ? "), "{name}: a field was not read");
     }
 }
+
+#[test]
+fn the_page_is_self_contained() {
+    let html = render("team", &parse(include_str!("../../../../examples/team-channel.log.jsonl")), &with_llm_judge());
+    for outside in ["<script", "<link", "src=", "url(", "@import", "<iframe", "<object", "<img"] {
+        assert!(!html.contains(outside), "{outside:?} on the page");
+    }
+    // No event handler attributes (` onload=`, ` onclick=` …).
+    for (at, _) in html.match_indices(" on") {
+        let name: String = html[at + 3..].chars().take_while(char::is_ascii_alphabetic).collect();
+        assert!(!html[at + 3 + name.len()..].starts_with('='), "an on{name} attribute");
+    }
+    assert!(html.matches("href=\"").count() > 10);
+    assert_eq!(html.matches("href=\"").count(), html.matches("href=\"#").count(), "links stay on the page");
+    assert!(html.contains("<style>"));
+}
