@@ -412,6 +412,9 @@ fn hostile_text_is_escaped_everywhere_it_appears() {
     assert!(html.contains(">&lt;script&gt;bot&lt;…</text>"), "the lane name is clipped, then escaped");
     // The unknown kind's raw line is JSON, escaped.
     assert!(html.contains("&quot;kind&quot;:&quot;&lt;script&gt;kind&lt;&#x2f;script&gt;\\&quot;&#x27;&amp;&quot;"));
+    // Nothing in the template opts out of escaping.
+    assert!(!TEMPLATE.contains("safe"), "the template marks nothing safe");
+    assert!(!TEMPLATE.contains("autoescape"), "the template does not turn escaping off");
     // No raw payload anywhere: not as an element, not breaking out of an attribute.
     assert!(!html.contains("<script"), "no script element");
     assert!(!html.contains("</script"));
