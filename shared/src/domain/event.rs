@@ -3,12 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Author, ChannelId, Decision, DirectTrigger, LlmVerdict, RespondMode, ResponseType, Timestamp, Ts, UserId};
 
 /// Which worker noticed that its job no longer applies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
     Judge,
