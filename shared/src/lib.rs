@@ -11,6 +11,7 @@ pub mod judge;
 pub mod memory;
 pub mod ports;
 pub mod prompts;
+mod record;
 pub mod replay;
 pub mod respond;
 pub mod worker;

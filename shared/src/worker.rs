@@ -12,8 +12,8 @@ use crate::adapters::memory::queue::Scheduled;
 use crate::budget::JobKind;
 use crate::deps::Deps;
 use crate::domain::{EventKind, Job, RespondMode, Timestamp};
-use crate::ingest::record;
 use crate::ports::{PortError, PortResult};
+use crate::record::record;
 use crate::{judge, respond};
 
 /// Like an SQS visibility timeout: a failed job comes back after this long.

@@ -6,9 +6,10 @@
 use std::time::Duration;
 
 use crate::deps::Deps;
-use crate::domain::{ChannelId, DirectTrigger, Event, EventKind, Job, Message, RespondMode, ResponseType, Ts};
+use crate::domain::{ChannelId, DirectTrigger, EventKind, Job, Message, RespondMode, ResponseType, Ts};
 use crate::judge::rules::{direct_trigger, is_thanks};
 use crate::ports::{PortResult, PutOutcome};
+use crate::record::record;
 
 /// A platform event, already verified and normalized.
 #[derive(Debug, Clone, PartialEq)]
@@ -138,8 +139,4 @@ fn plan(deps: &Deps, message: &Message) -> Option<(Job, Duration)> {
         }
         None => None,
     }
-}
-
-pub(crate) fn record(deps: &Deps, channel: &ChannelId, thread_root: Option<Ts>, ts: Ts, kind: EventKind) {
-    deps.log.record(Event { at: deps.clock.now(), channel: channel.clone(), thread_root, ts, kind });
 }

@@ -11,8 +11,8 @@ use crate::domain::{
     Author, ConversationState, Decision, EventKind, Job, JudgmentNote, LlmVerdict, Message, RespondMode, ResponseType,
     Stage, ThreadKey, Ts,
 };
-use crate::ingest::record;
 use crate::ports::{ClaimOutcome, LlmRequest, LlmRole, PortResult, Usage};
+use crate::record::record;
 
 /// The longest wait the LLM judge may ask for before answering: a reply later than an
 /// hour no longer answers anything.

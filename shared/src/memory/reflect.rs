@@ -13,9 +13,9 @@ use sha2::{Digest, Sha256};
 use super::keywords::{jaccard, keywords};
 use crate::deps::Deps;
 use crate::domain::{Author, ChannelId, EventKind, Fact, Job, Message, Stage, Timestamp, Ts, UserNote};
-use crate::ingest::record;
 use crate::ports::{ChannelState, LlmRequest, LlmRole, PortResult};
-use crate::respond::guard::fence_safe;
+use crate::prompts::fence::fence_safe;
+use crate::record::record;
 
 /// Most new messages one reflection reads (the rest wait for the next one).
 const MAX_MESSAGES: usize = 200;

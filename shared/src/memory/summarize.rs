@@ -12,9 +12,9 @@ use crate::deps::Deps;
 use crate::domain::{
     Author, ChannelId, ChannelLine, ChannelMemory, EventKind, Job, Message, Stage, Ts, WorkspaceMemory,
 };
-use crate::ingest::record;
 use crate::ports::{ChannelState, LlmRequest, LlmRole, PortResult};
-use crate::respond::guard::fence_safe;
+use crate::prompts::fence::fence_safe;
+use crate::record::record;
 
 /// Most new messages one summary reads (the rest wait for the next one).
 const MAX_NEW_MESSAGES: usize = 200;

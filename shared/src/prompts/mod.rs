@@ -3,6 +3,8 @@
 
 use std::sync::Mutex;
 
+pub mod fence;
+
 use minijinja::Environment;
 use serde::Serialize;
 

@@ -12,7 +12,7 @@ use crate::domain::{
     WorkspaceMemory,
 };
 use crate::ports::{ChannelState, PortResult};
-use crate::respond::guard;
+use crate::prompts::fence::fence_safe;
 
 /// The last intervened conversation is quoted up to this many characters.
 const EXCERPT_CHARS: usize = 200;
@@ -120,9 +120,9 @@ pub async fn build<'a>(
         time: clock_time(m.at),
         name: match m.author {
             Author::OwnBot => deps.persona.name.clone(),
-            _ => guard::fence_safe(names.get(&m.user).unwrap_or(&m.user_name)),
+            _ => fence_safe(names.get(&m.user).unwrap_or(&m.user_name)),
         },
-        text: guard::fence_safe(&m.text),
+        text: fence_safe(&m.text),
     };
     let (channel_memory, workspace_memory) = if deps.settings.memory_enabled {
         (state.memory.clone(), deps.channels.workspace_memory().await?)
@@ -136,8 +136,8 @@ pub async fn build<'a>(
         speaker_tags: Vec::new(),
         speaker_summary: String::new(),
         workspace_memory: WorkspaceMemory {
-            history: guard::fence_safe(&workspace_memory.history),
-            recent_events: guard::fence_safe(&workspace_memory.recent_events),
+            history: fence_safe(&workspace_memory.history),
+            recent_events: fence_safe(&workspace_memory.recent_events),
             updated_at: workspace_memory.updated_at,
             channel_lines: Vec::new(),
         },
@@ -155,7 +155,7 @@ pub async fn build<'a>(
         response_type: response_type.as_str(),
         minutes_since_last_intervention: state.last_response_at.map(|at| (now.seconds_since(at) / 60.0).floor() as i64),
         interventions_last_30_min: state.interventions_within(now, Duration::from_secs(30 * 60)),
-        last_intervention_excerpt: last.map(|i| guard::fence_safe(&i.excerpt)).unwrap_or_default(),
+        last_intervention_excerpt: last.map(|i| fence_safe(&i.excerpt)).unwrap_or_default(),
     })
 }
 
@@ -176,7 +176,7 @@ fn channel_list(lines: &[ChannelLine], here: &ChannelId, tokens: usize) -> Vec<C
     lines
         .iter()
         .filter(|l| &l.channel != here && !l.line.is_empty())
-        .map(|l| ChannelListEntry { channel: guard::fence_safe(&l.channel.0), line: guard::fence_safe(&l.line) })
+        .map(|l| ChannelListEntry { channel: fence_safe(&l.channel.0), line: fence_safe(&l.line) })
         .take_while(|e| {
             let cost = "- #: \n".len() + e.channel.len() + e.line.len();
             let fits = cost <= left;
@@ -189,11 +189,11 @@ fn channel_list(lines: &[ChannelLine], here: &ChannelId, tokens: usize) -> Vec<C
 /// Memory text came from channel messages through a model: it stays data too.
 fn fenced_memory(m: ChannelMemory) -> ChannelMemory {
     ChannelMemory {
-        summary: guard::fence_safe(&m.summary),
-        history: guard::fence_safe(&m.history),
-        mood: guard::fence_safe(&m.mood),
-        topic_keywords: m.topic_keywords.iter().map(|k| guard::fence_safe(k)).collect(),
-        active_users: m.active_users.iter().map(|u| guard::fence_safe(u)).collect(),
+        summary: fence_safe(&m.summary),
+        history: fence_safe(&m.history),
+        mood: fence_safe(&m.mood),
+        topic_keywords: m.topic_keywords.iter().map(|k| fence_safe(k)).collect(),
+        active_users: m.active_users.iter().map(|u| fence_safe(u)).collect(),
         ..m
     }
 }

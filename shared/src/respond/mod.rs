@@ -12,9 +12,9 @@ use crate::domain::{
     Author, EventKind, Intervention, Message, RespondMode, ResponseType, Stage, ThreadKey, Ts,
     deferred_interaction_key, is_discord_id,
 };
-use crate::ingest::record;
 use crate::judge::{newer_message, rules};
 use crate::ports::{ClaimOutcome, LlmRequest, LlmRole, PortError, PortResult, Post};
+use crate::record::record;
 
 /// How long a completed answer is remembered against redeliveries.
 const CLAIM_KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -346,11 +346,11 @@ async fn generate(
         let half_life = deps.settings.fact_decay_half_life_days;
         ctx.facts = crate::memory::reflect::search(&facts, &target.text, &target.user.0, now, half_life)
             .iter()
-            .map(|f| guard::fence_safe(&f.content))
+            .map(|f| crate::prompts::fence::fence_safe(&f.content))
             .collect();
         if let Some(note) = deps.facts.user_note(&target.user.0).await? {
-            ctx.speaker_tags = note.tags.iter().map(|t| guard::fence_safe(t)).collect();
-            ctx.speaker_summary = guard::fence_safe(&note.summary);
+            ctx.speaker_tags = note.tags.iter().map(|t| crate::prompts::fence::fence_safe(t)).collect();
+            ctx.speaker_summary = crate::prompts::fence::fence_safe(&note.summary);
         }
     }
     let prompt = deps.prompts.generate(&ctx);
