@@ -1,6 +1,7 @@
 //! The ports of DESIGN §2. Logic in `shared/` talks only to these traits; each has an
-//! in-process adapter (`adapters::memory`, `adapters::llm::script`) and, later, an AWS
-//! or platform adapter passing the same contract tests.
+//! in-process adapter (`adapters::memory`, `adapters::llm::script`) and an AWS or
+//! platform adapter (DynamoDB, SQS, the Scheduler; Slack, Discord; the LLM providers);
+//! the stores and queues pass one contract suite (`adapters::contract`).
 
 use std::time::Duration;
 

@@ -1,5 +1,6 @@
-//! Adapters behind the ports: in-process ones for replay, serve and tests; platform
-//! and AWS ones arrive with their issues.
+//! Adapters behind the ports: in-process ones for replay, serve and tests; the AWS
+//! ones (DynamoDB, SQS, Scheduler, Secrets Manager, EMF), the chat platforms (Slack,
+//! Discord, and one Chat over both) and the LLM providers.
 
 pub mod aws;
 pub mod contract;

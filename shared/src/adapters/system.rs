@@ -14,7 +14,8 @@ impl Clock for SystemClock {
     }
 }
 
-/// Writes each decision record as one JSON line (`kuuki serve`; Lambda logs later).
+/// Writes each decision record as one JSON line (`kuuki serve`; the Lambdas use
+/// `aws::emf::EmfLog`, which adds metrics).
 pub struct JsonLinesLog<W: std::io::Write + Send> {
     out: std::sync::Mutex<W>,
 }

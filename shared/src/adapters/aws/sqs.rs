@@ -1,6 +1,6 @@
-//! SQS behind the queue port: one standard queue per worker (judge, respond), jobs as
-//! versioned JSON, per-message `DelaySeconds` up to 900 (longer waits go through the
-//! scheduler, see `Deps::enqueue_after`).
+//! SQS behind the queue port: one standard queue per job kind (judge, respond,
+//! summarize, reflect), jobs as versioned JSON, per-message `DelaySeconds` up to 900
+//! (longer waits go through the scheduler, see `Deps::enqueue_after`).
 
 use std::time::Duration;
 
