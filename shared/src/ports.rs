@@ -113,7 +113,9 @@ impl ChannelState {
 
 #[async_trait]
 pub trait ChannelStateStore: Send + Sync {
-    async fn channel_state(&self, channel: &ChannelId) -> PortResult<ChannelState>;
+    /// Shared, so an in-process store hands out its copy without cloning it (it is
+    /// read on every judgment and every answer).
+    async fn channel_state(&self, channel: &ChannelId) -> PortResult<std::sync::Arc<ChannelState>>;
     /// Records a response: sets the last response time and appends to the history.
     async fn record_intervention(&self, channel: &ChannelId, intervention: Intervention) -> PortResult<()>;
     async fn record_judgment(&self, channel: &ChannelId, note: JudgmentNote) -> PortResult<()>;

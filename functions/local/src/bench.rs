@@ -35,6 +35,12 @@ enum Bench {
     /// LLM calls per 1,000 messages by role and tokens per judgment, with the projected
     /// cost, on the examples and a generated transcript with a scripted judge.
     Llm(LlmBenchArgs),
+    /// Whether per-message work grows with the history kept: replays the same messages
+    /// on an empty store and on one holding a long history, and compares the rates.
+    History(HistoryBenchArgs),
+    /// Every figure of the README's benchmark table, printed as that table (and written
+    /// into the README with `--readme`).
+    All(AllBenchArgs),
 }
 
 #[derive(Args)]
@@ -100,36 +106,54 @@ pub fn generate(messages: usize, channels: usize, direct_share: f64, seed: u64) 
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     match args.what {
         Bench::Replay(args) => replay_bench(args).await,
-        Bench::Ingress(args) => ingress_bench(args).await,
-        Bench::Http(args) => http_bench(args).await,
+        Bench::Ingress(args) => ingress_bench(args).await.map(drop),
+        Bench::Http(args) => http_bench(args).await.map(drop),
         Bench::Llm(args) => llm_bench(args).await,
+        Bench::History(args) => history_bench(args).await,
+        Bench::All(args) => all_bench(args).await,
     }
 }
 
-async fn replay_bench(args: ReplayBenchArgs) -> anyhow::Result<()> {
-    let transcript = generate(args.messages, args.channels, 1.0 / 6.0, 7);
+/// Replays of one transcript, each on a fresh store that first holds `history`
+/// (stored, not replayed): the wall times of the transcript alone, sorted.
+async fn time_replays(
+    common: &CommonArgs,
+    history: &[TranscriptLine],
+    transcript: &[TranscriptLine],
+    runs: usize,
+    summary: bool,
+) -> anyhow::Result<Vec<f64>> {
     let mut times = Vec::new();
-    for run in 0..args.runs.max(1) {
-        let mut common = CommonArgs {
-            llm: args.common.llm.clone(),
-            set: args.common.set.clone(),
-            seed: Some(args.common.seed.unwrap_or(1)),
-            persona: args.common.persona.clone(),
+    for run in 0..runs.max(1) {
+        let common = CommonArgs {
+            llm: common.llm.clone(),
+            set: common.set.clone(),
+            seed: Some(common.seed.unwrap_or(1)),
+            persona: common.persona.clone(),
         };
-        common.seed = common.seed.or(Some(1));
         let setup = setup(&common)?;
         let seed = setup.options.seed;
+        let mut replay = replay::Replay::new(setup.options);
+        replay.store_history(history).await?;
         let mut sink = std::io::sink();
         let mut writer = LogWriter::new(&mut sink, false);
         let started = Instant::now();
-        let stats = replay::replay(&transcript, setup.options, &mut writer).await?;
+        let stats = replay.run(transcript, &mut writer).await?;
         let wall = started.elapsed().as_secs_f64();
+        drop(writer);
+        drop(replay);
         times.push(wall);
-        if run == 0 {
+        if run == 0 && summary {
             print_summary(&stats, wall, seed);
         }
     }
     times.sort_by(f64::total_cmp);
+    Ok(times)
+}
+
+async fn replay_bench(args: ReplayBenchArgs) -> anyhow::Result<()> {
+    let transcript = generate(args.messages, args.channels, 1.0 / 6.0, 7);
+    let times = time_replays(&args.common, &[], &transcript, args.runs, true).await?;
     let best = times[0];
     let median = times[times.len() / 2];
     println!(
@@ -187,20 +211,34 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
-fn report(what: &str, mut latencies: Vec<Duration>, wall: Duration) {
+/// Requests per second and latencies in µs of one load run.
+struct Latencies {
+    per_second: f64,
+    p50: f64,
+    p99: f64,
+}
+
+fn report(what: &str, mut latencies: Vec<Duration>, wall: Duration) -> Latencies {
     latencies.sort();
+    let micros = |d: Duration| d.as_secs_f64() * 1e6;
+    let figures = Latencies {
+        per_second: latencies.len() as f64 / wall.as_secs_f64(),
+        p50: micros(percentile(&latencies, 0.50)),
+        p99: micros(percentile(&latencies, 0.99)),
+    };
     println!(
         "{what}: {} requests in {:.3} s ({:.0} requests/s); latency p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs",
         latencies.len(),
         wall.as_secs_f64(),
-        latencies.len() as f64 / wall.as_secs_f64(),
-        percentile(&latencies, 0.50).as_secs_f64() * 1e6,
-        percentile(&latencies, 0.99).as_secs_f64() * 1e6,
-        latencies.last().map_or(0.0, |d| d.as_secs_f64() * 1e6),
+        figures.per_second,
+        figures.p50,
+        figures.p99,
+        latencies.last().map_or(0.0, |d| micros(*d)),
     );
+    figures
 }
 
-async fn ingress_bench(args: IngressBenchArgs) -> anyhow::Result<()> {
+async fn ingress_bench(args: IngressBenchArgs) -> anyhow::Result<Latencies> {
     use tower::ServiceExt;
     let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
     let parts = InProcess::new(clock.clone());
@@ -253,12 +291,12 @@ async fn ingress_bench(args: IngressBenchArgs) -> anyhow::Result<()> {
         }
     }
     let wall = started.elapsed();
-    report("ingress handler in-process (verify, parse, store, enqueue)", latencies, wall);
+    let figures = report("ingress handler in-process (verify, parse, store, enqueue)", latencies, wall);
     println!("queued jobs: {}", queue.len());
-    Ok(())
+    Ok(figures)
 }
 
-async fn http_bench(args: HttpBenchArgs) -> anyhow::Result<()> {
+async fn http_bench(args: HttpBenchArgs) -> anyhow::Result<Latencies> {
     let client = reqwest::Client::builder().pool_max_idle_per_host(args.concurrency).build()?;
     let secret = SigningSecret::new(args.secret.clone());
     let url = format!("{}/slack/events", args.target.trim_end_matches('/'));
@@ -304,8 +342,7 @@ async fn http_bench(args: HttpBenchArgs) -> anyhow::Result<()> {
     for task in tasks {
         latencies.extend(task.await??);
     }
-    report(&format!("kuuki serve over HTTP, {} connections", args.concurrency), latencies, started.elapsed());
-    Ok(())
+    Ok(report(&format!("kuuki serve over HTTP, {} connections", args.concurrency), latencies, started.elapsed()))
 }
 
 #[derive(Args)]
@@ -409,4 +446,242 @@ fn persona_free(name: &str) -> bool {
 fn tempfile_path(name: &str) -> std::path::PathBuf {
     let safe: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
     std::env::temp_dir().join(format!("kuuki-bench-{}-{safe}.jsonl", std::process::id()))
+}
+
+#[derive(Args)]
+pub struct HistoryBenchArgs {
+    /// Messages replayed and timed.
+    #[arg(long, default_value_t = 10_000)]
+    messages: usize,
+    /// Messages stored before them: the history kept.
+    #[arg(long, default_value_t = 190_000)]
+    history: usize,
+    #[arg(long, default_value_t = 50)]
+    channels: usize,
+    /// Replays of each kind; the best counts.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Fail when the rate with the history is below this share of the rate without
+    /// (a ratio of two runs on the same machine, not a time).
+    #[arg(long)]
+    min_ratio: Option<f64>,
+}
+
+/// Messages per second replaying `messages` on an empty store and on one that holds
+/// `history` older messages first.
+async fn history_rates(messages: usize, history: usize, channels: usize, runs: usize) -> anyhow::Result<(f64, f64)> {
+    let old = generate(history, channels, 1.0 / 6.0, 7);
+    let mut new = generate(messages, channels, 1.0 / 6.0, 8);
+    let offset = old.last().map_or(0.0, |l| l.t);
+    for line in &mut new {
+        line.t += offset;
+    }
+    let common = CommonArgs { llm: Some("none".into()), set: vec![], seed: Some(1), persona: None };
+    let empty = time_replays(&common, &[], &new, runs, false).await?[0];
+    let full = time_replays(&common, &old, &new, runs, false).await?[0];
+    Ok((messages as f64 / empty, messages as f64 / full))
+}
+
+async fn history_bench(args: HistoryBenchArgs) -> anyhow::Result<()> {
+    let (empty, full) = history_rates(args.messages, args.history, args.channels, args.runs).await?;
+    let ratio = full / empty;
+    println!(
+        "history: {} messages replayed on an empty store {empty:.0} msg/s, after {} stored {full:.0} msg/s: ratio {ratio:.2}",
+        args.messages, args.history
+    );
+    if let Some(min) = args.min_ratio
+        && ratio < min
+    {
+        bail!("per-message work grows with the history kept: ratio {ratio:.2} is below {min}");
+    }
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct AllBenchArgs {
+    /// Small sizes: checks that every figure can be made (the README test), in seconds.
+    #[arg(long)]
+    quick: bool,
+    /// Replace the table between the README's `bench all` markers with this run's.
+    #[arg(long)]
+    readme: Option<std::path::PathBuf>,
+}
+
+/// Where `kuuki bench all` writes its table in the README.
+pub const README_BEGIN: &str = "<!-- kuuki bench all: begin -->";
+pub const README_END: &str = "<!-- kuuki bench all: end -->";
+
+/// The resident memory of this process, in bytes (Linux).
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
+
+/// Bytes of resident memory per message stored in the in-process store, over
+/// `messages` generated ones (every index included).
+async fn memory_per_message(messages: usize) -> anyhow::Result<Option<f64>> {
+    let lines = generate(messages, 50, 1.0 / 6.0, 7);
+    let mut replay = replay::Replay::new(
+        setup(&CommonArgs { llm: Some("none".into()), set: vec![], seed: Some(1), persona: None })?.options,
+    );
+    let before = resident_bytes();
+    replay.store_history(&lines).await?;
+    let after = resident_bytes();
+    drop(replay);
+    Ok(before.zip(after).map(|(b, a)| a.saturating_sub(b) as f64 / messages as f64))
+}
+
+/// Starts `kuuki serve` (this executable) against a stand-in Slack Web API and loads it
+/// from this process: the figures of `scripts/bench-serve`.
+async fn serve_figures(requests: usize) -> anyhow::Result<Latencies> {
+    let slack = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let slack_url = format!("http://{}", slack.local_addr()?);
+    let stand_in = axum::Router::new().fallback(|| async {
+        axum::Json(json!({"ok": true, "user_id": "UKUUKI", "bot_id": "BKUUKI", "ts": "1.000001"}))
+    });
+    tokio::spawn(async move { axum::serve(slack, stand_in).await });
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let target = format!("http://127.0.0.1:{port}");
+    let mut server = std::process::Command::new(std::env::current_exe()?)
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .env("SLACK_SIGNING_SECRET", "bench-secret")
+        .env("SLACK_BOT_TOKEN", "xoxb-bench")
+        .env("SLACK_API_BASE_URL", &slack_url)
+        .env("JUDGE_MIN_WAIT_SECONDS", "3600")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let client = reqwest::Client::new();
+    let mut up = false;
+    for _ in 0..100 {
+        if client.get(format!("{target}/healthz")).send().await.is_ok() {
+            up = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let figures = if up {
+        http_bench(HttpBenchArgs { target, secret: "bench-secret".into(), requests, concurrency: 32 }).await
+    } else {
+        Err(anyhow::anyhow!("kuuki serve did not come up"))
+    };
+    server.kill().ok();
+    server.wait().ok();
+    figures
+}
+
+/// The benchmark table's rows: (what, command, result).
+type Row = (&'static str, &'static str, String);
+
+async fn all_bench(args: AllBenchArgs) -> anyhow::Result<()> {
+    // Full sizes are the README's; quick ones only prove every row can be made.
+    let scale = |full: usize, quick: usize| if args.quick { quick } else { full };
+    let runs = scale(3, 1);
+    let none = CommonArgs { llm: Some("none".into()), set: vec![], seed: Some(1), persona: None };
+    let mut rows: Vec<Row> = Vec::new();
+    // First, before other runs leave freed memory for the allocator to reuse.
+    let stored = scale(200_000, 4_000);
+    let per_message = memory_per_message(stored).await?;
+
+    let n = scale(100_000, 2_000);
+    let times = time_replays(&none, &[], &generate(n, 50, 1.0 / 6.0, 7), runs, false).await?;
+    rows.push((
+        "replay throughput",
+        "`kuuki bench replay`",
+        format!(
+            "{n} generated messages, 50 channels, rules only: best {:.2} s, {:.0} messages/s; median {:.0} (goal: 200,000)",
+            times[0],
+            n as f64 / times[0],
+            n as f64 / times[times.len() / 2]
+        ),
+    ));
+
+    let (small, large) = (scale(10_000, 500), scale(200_000, 4_000));
+    let small_rate = small as f64 / time_replays(&none, &[], &generate(small, 50, 1.0 / 6.0, 7), runs, false).await?[0];
+    let large_rate =
+        large as f64 / time_replays(&none, &[], &generate(large, 50, 1.0 / 6.0, 7), scale(2, 1), false).await?[0];
+    rows.push((
+        "replay rate as the transcript grows",
+        "`kuuki bench replay --messages N`",
+        format!(
+            "{small}: {small_rate:.0} messages/s; {large}: {large_rate:.0} messages/s; ratio {:.2} (goal: at least 0.9)",
+            large_rate / small_rate
+        ),
+    ));
+
+    let (timed, history) = (scale(10_000, 500), scale(190_000, 4_000));
+    let (empty, full) = history_rates(timed, history, 50, runs).await?;
+    rows.push((
+        "replay rate with a long history stored",
+        "`kuuki bench history`",
+        format!(
+            "{timed} messages on an empty store: {empty:.0} messages/s; after {history} stored: {full:.0} messages/s; ratio {:.2} (the test command fails below 0.8)",
+            full / empty
+        ),
+    ));
+
+    rows.push((
+        "memory per stored message",
+        "`kuuki bench all`",
+        match per_message {
+            Some(bytes) => format!(
+                "{bytes:.0} bytes resident per message over {stored} stored (text, ids and the three indexes); `MESSAGE_RETENTION_DAYS` bounds how many are kept"
+            ),
+            None => "not measured: no /proc/self/statm".into(),
+        },
+    ));
+
+    let ingress = ingress_bench(IngressBenchArgs { requests: scale(50_000, 500) }).await?;
+    rows.push((
+        "ingress handler in-process",
+        "`kuuki bench ingress`",
+        format!(
+            "signed Events API requests through the router (verify, parse, conditional put, enqueue): p50 {:.1} µs, p99 {:.1} µs; {:.0} requests/s",
+            ingress.p50, ingress.p99, ingress.per_second
+        ),
+    ));
+
+    let serve = serve_figures(scale(20_000, 200)).await?;
+    rows.push((
+        "`kuuki serve` over HTTP",
+        "`scripts/bench-serve`",
+        format!(
+            "from a second process, 32 connections: {:.0} requests/s; p50 {:.2} ms, p99 {:.2} ms (goal: 20,000 requests/s, p99 under 5 ms)",
+            serve.per_second,
+            serve.p50 / 1000.0,
+            serve.p99 / 1000.0
+        ),
+    ));
+
+    let table = table(&rows);
+    println!("\n{table}");
+    if let Some(path) = args.readme {
+        let readme = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let (Some(begin), Some(end)) = (readme.find(README_BEGIN), readme.find(README_END)) else {
+            bail!("{} has no `{README_BEGIN}` … `{README_END}` markers", path.display());
+        };
+        let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        let load = load.split_whitespace().next().unwrap_or("unknown");
+        let now = Timestamp(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_micros() as i64);
+        let written = format!(
+            "{README_BEGIN}\nMeasured by `kuuki bench all --readme README.md` on {} ({} build, {} cores, load average {load} at the end):\n\n{table}{README_END}",
+            &now.to_utc_string()[..10],
+            if cfg!(debug_assertions) { "debug" } else { "release" },
+            std::thread::available_parallelism().map_or(1, |n| n.get()),
+        );
+        let updated = format!("{}{written}{}", &readme[..begin], &readme[end + README_END.len()..]);
+        std::fs::write(&path, updated)?;
+        println!("wrote the table into {}", path.display());
+    }
+    Ok(())
+}
+
+/// The rows as a Markdown table.
+pub fn table(rows: &[Row]) -> String {
+    let mut out = String::from("| what | command | result |\n| --- | --- | --- |\n");
+    for (what, command, result) in rows {
+        out.push_str(&format!("| {what} | {command} | {result} |\n"));
+    }
+    out
 }

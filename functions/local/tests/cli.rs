@@ -174,3 +174,31 @@ fn the_readme_has_the_current_settings_table() {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
     assert!(readme.contains(&table), "README.md's settings table is out of date: paste the output of `kuuki settings`");
 }
+
+/// The Markdown table between the `kuuki bench all` markers of `text`: its header and
+/// the first cell of each row.
+fn bench_table_shape(text: &str) -> (String, Vec<String>) {
+    let begin = text.find("<!-- kuuki bench all: begin -->").expect("the begin marker");
+    let end = text.find("<!-- kuuki bench all: end -->").expect("the end marker");
+    let rows: Vec<&str> = text[begin..end].lines().filter(|l| l.starts_with('|')).collect();
+    let header = rows.first().expect("a table").to_string();
+    let names = rows.iter().skip(2).map(|r| r.split('|').nth(1).unwrap_or("").trim().to_owned()).collect();
+    (header, names)
+}
+
+#[test]
+fn bench_all_makes_the_readme_table_with_the_same_rows_and_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    let committed = std::fs::read_to_string(&readme).unwrap();
+    let copy = write(dir.path(), "README.md", &committed);
+    let out = kuuki(&["bench", "all", "--quick", "--readme", &copy]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rewritten = std::fs::read_to_string(&copy).unwrap();
+    assert_eq!(
+        bench_table_shape(&rewritten),
+        bench_table_shape(&committed),
+        "the README's table is not the last run's"
+    );
+    assert!(bench_table_shape(&committed).1.len() >= 6);
+}

@@ -172,7 +172,7 @@ pub async fn ledger(ledger: &dyn Ledger) {
 /// The last response time and a bounded intervention history per channel.
 pub async fn channel_states(store: &dyn ChannelStateStore) {
     let ch = ChannelId("contract-state".into());
-    assert_eq!(store.channel_state(&ch).await.unwrap(), ChannelState::default());
+    assert_eq!(*store.channel_state(&ch).await.unwrap(), ChannelState::default());
     let intervention = |secs: i64| Intervention {
         at: at(secs),
         thread: ThreadKey::top_level(ch.clone()),
@@ -193,7 +193,7 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
         state.interventions.last().unwrap().excerpt,
         format!("at {}", 200 + ChannelState::KEPT_INTERVENTIONS as i64 + 4)
     );
-    assert_eq!(store.channel_state(&ChannelId("contract-quiet".into())).await.unwrap(), ChannelState::default());
+    assert_eq!(*store.channel_state(&ChannelId("contract-quiet".into())).await.unwrap(), ChannelState::default());
 
     // Mute, shadow and the last judgment live beside the history without disturbing it.
     store.set_muted(&ch, Some(at(1000))).await.unwrap();

@@ -8,10 +8,11 @@ use super::Timestamp;
 
 /// A platform message id that orders by time: Slack's `"1712345678.123456"` or a
 /// Discord snowflake. Compared numerically, so `"9.5" < "10.1"`. The numeric key is
-/// computed once: stores compare ts constantly.
+/// computed once: stores compare ts constantly. The text is shared, so a clone (every
+/// stored message and every index entry holds one) costs no allocation.
 #[derive(Clone)]
 pub struct Ts {
-    raw: String,
+    raw: std::sync::Arc<str>,
     /// (integer part, fraction scaled to nanos) when the ts is a number.
     key: Option<(u64, u64)>,
 }
@@ -26,9 +27,9 @@ pub struct NotASlackTs(pub String);
 
 impl Ts {
     pub fn new(raw: impl Into<String>) -> Ts {
-        let raw = raw.into();
+        let raw: String = raw.into();
         let key = numeric_key(&raw);
-        Ts { raw, key }
+        Ts { raw: raw.into(), key }
     }
 
     /// A Slack ts from an untrusted request, like `"1712345678.123456"`: digits, a dot,
@@ -89,7 +90,7 @@ impl Eq for Ts {}
 
 impl Hash for Ts {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.raw.hash(state);
+        self.raw.as_ref().hash(state);
     }
 }
 

@@ -148,7 +148,7 @@ async fn status(deps: &Deps, channel: &ChannelId, now: Timestamp) -> PortResult<
 
 async fn why(deps: &Deps, channel: &ChannelId) -> PortResult<String> {
     let state = deps.channels.channel_state(channel).await?;
-    let Some(j) = state.last_judgment else {
+    let Some(j) = &state.last_judgment else {
         return Ok("No judgment in this channel yet.".into());
     };
     let quoted: String = j.text.chars().take(80).collect();

@@ -24,28 +24,36 @@ const RULE_WINDOW_SLACK: usize = 6;
 const JUDGE_CLAIM_KEEP: Duration = Duration::from_secs(24 * 3600);
 use crate::respond::context;
 
-/// The newest message after `target` in its conversation (and, for a top-level
-/// message, in the thread it started) that `counts` accepts. Queued work for `target`
-/// is superseded by it: that message queued its own.
+/// The messages after `target` in its conversation and, for a top-level message, in
+/// the thread it started (the newest `CHANNEL_BUFFER_SIZE` of each), in no set order.
+/// Queued work for `target` is superseded by a newer participant's message among them:
+/// that message queued its own.
+pub(crate) async fn messages_after(deps: &Deps, target: &Message) -> PortResult<Vec<Message>> {
+    let mut conversations = vec![target.thread_key()];
+    if target.thread_root.is_none() {
+        conversations.push(ThreadKey::thread(target.channel.clone(), target.ts.clone()));
+    }
+    let mut after = Vec::new();
+    for key in conversations {
+        let recent = deps.messages.recent_in_thread(&key, target.at, deps.settings.channel_buffer_size).await?;
+        after.extend(recent.into_iter().filter(|m| m.ts > target.ts));
+    }
+    Ok(after)
+}
+
+/// The newest of `after` (see [`messages_after`]) that `counts` accepts.
+pub(crate) fn newest(after: &[Message], counts: impl Fn(&Message) -> bool) -> Option<&Message> {
+    after.iter().filter(|m| counts(m)).max_by(|a, b| a.ts.cmp(&b.ts))
+}
+
+/// The newest message after `target` that `counts` accepts: one read of
+/// [`messages_after`].
 pub(crate) async fn newer_message(
     deps: &Deps,
     target: &Message,
     counts: impl Fn(&Message) -> bool,
 ) -> PortResult<Option<Message>> {
-    let mut conversations = vec![target.thread_key()];
-    if target.thread_root.is_none() {
-        conversations.push(ThreadKey::thread(target.channel.clone(), target.ts.clone()));
-    }
-    let mut newest: Option<Message> = None;
-    for key in conversations {
-        let recent = deps.messages.recent_in_thread(&key, target.at, deps.settings.channel_buffer_size).await?;
-        if let Some(m) = recent.into_iter().rev().find(|m| m.ts > target.ts && counts(m))
-            && newest.as_ref().is_none_or(|n| m.ts > n.ts)
-        {
-            newest = Some(m);
-        }
-    }
-    Ok(newest)
+    Ok(newest(&messages_after(deps, target).await?, counts).cloned())
 }
 
 /// Handles a JUDGE job. Errors are backend failures; the queue delivers the job again.
@@ -55,16 +63,20 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
         record(deps, channel, thread.root.clone(), ts.clone(), dropped("the message was deleted"));
         return Ok(());
     };
-    if let Some(newer) = newer_message(deps, &target, |m| deps.is_participant(m)).await? {
+    let after = messages_after(deps, &target).await?;
+    if let Some(newer) = newest(&after, |m| deps.is_participant(m)) {
         record(
             deps,
             channel,
             thread.root.clone(),
             ts.clone(),
-            EventKind::Superseded { stage: Stage::Judge, by: newer.ts },
+            EventKind::Superseded { stage: Stage::Judge, by: newer.ts.clone() },
         );
         return Ok(());
     }
+    // Newer human messages superseded this job; what is left after it is kuuki's or
+    // another bot's, and either answers a question as well. The same read serves both.
+    let answered = newest(&after, |m| m.user != target.user || m.author != target.author).is_some();
 
     // A redelivered or re-sent JUDGE for the same message judges once.
     let key = format!("judge:{channel}:{ts}");
@@ -77,7 +89,7 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
             return Ok(());
         }
     }
-    match judge_claimed(deps, thread, ts, &target).await {
+    match judge_claimed(deps, thread, ts, &target, answered).await {
         Ok(Judged::Decided) => deps.ledger.complete(&key, deps.clock.now(), JUDGE_CLAIM_KEEP).await,
         // The re-queued judgment takes the claim again; completing it here would drop
         // that one as "already judged".
@@ -96,7 +108,13 @@ enum Judged {
     Waiting,
 }
 
-async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Message) -> PortResult<Judged> {
+async fn judge_claimed(
+    deps: &Deps,
+    thread: &ThreadKey,
+    ts: &Ts,
+    target: &Message,
+    answered: bool,
+) -> PortResult<Judged> {
     let channel = &thread.channel;
     let target = target.clone();
     // The rules read the last N messages; the LLM, when asked, reads the whole window.
@@ -106,12 +124,16 @@ async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Messag
     // Before any early return: a muted channel, or one where kuuki spoke last, still
     // remembers.
     crate::memory::queue_due(deps, &target, &state).await;
+    // The state is let go before the judgment is recorded in it, so the in-process
+    // store updates its copy in place instead of copying it.
     if conversation.last().is_some_and(|m| m.author == Author::OwnBot && m.ts > target.ts) {
+        drop(state);
         let mut judgment = Judgment::skip("kuuki spoke last in this conversation");
         judgment.breakdown.insert("bot_spoke_last".into(), 0);
         return judgment.record(deps, &target).await.map(|()| Judged::Decided);
     }
     if state.muted_at(deps.clock.now()) {
+        drop(state);
         let mut judgment = Judgment::skip("kuuki is muted in this channel");
         judgment.breakdown.insert("muted".into(), 0);
         return judgment.record(deps, &target).await.map(|()| Judged::Decided);
@@ -119,10 +141,6 @@ async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Messag
     let upto = &conversation[..conversation.partition_point(|m| m.ts <= target.ts)];
     let turn_start = rules::turn(upto).first().map_or(&target.ts, |m| &m.ts);
     let previous = deps.messages.previous_in_channel(channel, turn_start).await?;
-    // Newer human messages superseded this job; what is left after it is kuuki's or
-    // another bot's, and either answers a question as well.
-    let answered =
-        newer_message(deps, &target, |m| m.user != target.user || m.author != target.author).await?.is_some();
     let input = rules::RuleInput {
         message: &target,
         conversation: upto,
@@ -139,6 +157,7 @@ async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Messag
         // Wait only when the settled rules could make kuuki speak; otherwise decide now.
         let settled = rules::score(&rules::RuleInput { now: pending.at, ..input }, &deps.settings);
         if rules::decide(settled.score, &deps.settings, llm_available) != Decision::Skip {
+            drop(state);
             return wait(deps, thread, ts, &target, &scored, pending).await.map(|()| Judged::Waiting);
         }
     }
@@ -196,6 +215,7 @@ async fn judge_claimed(deps: &Deps, thread: &ThreadKey, ts: &Ts, target: &Messag
             }
         }
     }
+    drop(state);
     let respond = judgment.respond;
     let (response_type, delay) = (judgment.response_type, judgment.delay_seconds);
     let emoji = judgment.llm.as_ref().and_then(|v| v.emoji.clone());

@@ -88,7 +88,7 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
         // Queued before the last failure; the next trigger after the wait tries again.
         return Ok(());
     }
-    let memory = state.memory;
+    let memory = state.memory.clone();
     let new = new_messages(deps, channel, &memory, MAX_NEW_MESSAGES).await?;
     let now = deps.clock.now();
     let period = Duration::from_secs(u64::from(deps.settings.summarize_every_n_minutes) * 60);

@@ -47,41 +47,69 @@ pub async fn replay(
     options: ReplayOptions,
     writer: &mut LogWriter<'_>,
 ) -> Result<Stats, ReplayError> {
-    let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
-    let mint = Arc::new(TsMint::default());
-    let parts = InProcess::new(clock.clone());
-    parts
-        .queue
-        .set_visibility_timeout(crate::budget::TimeBudget::from_settings(&options.settings).visibility_timeout());
-    let queue = parts.queue.clone();
-    let log = Arc::new(MemoryLog::default());
-    let chat = Arc::new(RecordingChat::new(clock.clone(), mint.clone()));
-    let counting = options.llm.map(|llm| Arc::new(CountingLlm::new(llm)));
-    let deps = Deps::new(
-        options.settings,
-        options.persona,
-        UserId(REPLAY_BOT_USER.into()),
-        parts.adapters(chat, counting.clone().map(|c| c as Arc<dyn Llm>), log.clone()),
-        options.seed,
-    );
+    Replay::new(options).run(transcript, writer).await
+}
 
-    // Thread ids of the transcript -> the ts of the message that started each thread.
-    let mut roots: HashMap<(String, String), Ts> = HashMap::new();
-    let advance = |at: Timestamp| clock.advance_to(at);
-    for line in transcript {
-        let at = REPLAY_EPOCH + Duration::from_secs_f64(line.t);
-        let failed = run_due(&deps, &queue, at, advance).await;
-        writer.count_failed_deliveries(failed);
-        writer.write_events(log.take());
-        clock.advance_to(at);
+/// One replay: the pipeline in one process, the virtual clock, and the transcript's
+/// thread names.
+pub struct Replay {
+    deps: Deps,
+    clock: Arc<VirtualClock>,
+    mint: Arc<TsMint>,
+    queue: Arc<crate::adapters::memory::MemoryQueue>,
+    log: Arc<MemoryLog>,
+    counting: Option<Arc<CountingLlm>>,
+    /// Thread ids of the transcript -> the ts of the message that started each thread.
+    roots: HashMap<(String, String), Ts>,
+}
 
-        let ts = mint.mint(at);
+impl Replay {
+    pub fn new(options: ReplayOptions) -> Self {
+        let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
+        let mint = Arc::new(TsMint::default());
+        // Like `kuuki serve` and DynamoDB's TTL: old messages and expired claims go, so
+        // a long replay holds what production would, not its whole history.
+        let retention = Duration::from_secs(u64::from(options.settings.message_retention_days) * 86_400);
+        let parts = InProcess::with_retention(clock.clone(), retention);
+        parts
+            .queue
+            .set_visibility_timeout(crate::budget::TimeBudget::from_settings(&options.settings).visibility_timeout());
+        let queue = parts.queue.clone();
+        let log = Arc::new(MemoryLog::default());
+        let chat = Arc::new(RecordingChat::new(clock.clone(), mint.clone()));
+        let counting = options.llm.map(|llm| Arc::new(CountingLlm::new(llm)));
+        let deps = Deps::new(
+            options.settings,
+            options.persona,
+            UserId(REPLAY_BOT_USER.into()),
+            parts.adapters(chat, counting.clone().map(|c| c as Arc<dyn Llm>), log.clone()),
+            options.seed,
+        );
+        Replay { deps, clock, mint, queue, log, counting, roots: HashMap::new() }
+    }
+
+    /// Stores `lines` as history the replay starts from: kept like any message, never
+    /// judged or answered, nothing logged (benchmarks of a store already full).
+    pub async fn store_history(&mut self, lines: &[TranscriptLine]) -> Result<(), ReplayError> {
+        for line in lines {
+            let at = REPLAY_EPOCH + Duration::from_secs_f64(line.t);
+            self.clock.advance_to(at);
+            let message = self.message(line, at, |_, _, _| {});
+            self.deps.messages.put_message(&message).await?;
+        }
+        Ok(())
+    }
+
+    /// The stored message for a transcript line written at `at`; `named` hears of the
+    /// thread it is in (channel, root, transcript id).
+    fn message(&mut self, line: &TranscriptLine, at: Timestamp, mut named: impl FnMut(&str, &Ts, &str)) -> Message {
+        let ts = self.mint.mint(at);
         let thread_root = line.thread.as_ref().map(|id| {
-            let root = roots.entry((line.channel.clone(), id.clone())).or_insert_with(|| ts.clone()).clone();
-            writer.name_thread(&line.channel, &root, id);
+            let root = self.roots.entry((line.channel.clone(), id.clone())).or_insert_with(|| ts.clone()).clone();
+            named(&line.channel, &root, id);
             root
         });
-        let message = Message {
+        Message {
             channel: ChannelId(line.channel.clone()),
             ts,
             thread_root,
@@ -93,14 +121,35 @@ pub async fn replay(
             in_dm: false,
             private_channel: false,
             at,
-        };
-        ingest(&deps, Incoming::Message(message)).await?;
-        writer.count_message();
-        writer.write_events(log.take());
+        }
     }
-    let failed = run_due(&deps, &queue, Timestamp(i64::MAX), advance).await;
-    writer.count_failed_deliveries(failed);
-    writer.write_events(log.take());
-    let usage = counting.map(|c| c.usage()).unwrap_or_default();
-    Ok(writer.finish(clock.now(), usage))
+
+    /// Replays `transcript` and runs until all queued work is done. The store is kept
+    /// until the replay is dropped, so a benchmark can time the replay without the
+    /// teardown.
+    pub async fn run(
+        &mut self,
+        transcript: &[TranscriptLine],
+        writer: &mut LogWriter<'_>,
+    ) -> Result<Stats, ReplayError> {
+        let clock = self.clock.clone();
+        let advance = |at: Timestamp| clock.advance_to(at);
+        for line in transcript {
+            let at = REPLAY_EPOCH + Duration::from_secs_f64(line.t);
+            let failed = run_due(&self.deps, &self.queue, at, advance).await;
+            writer.count_failed_deliveries(failed);
+            writer.write_events(self.log.take());
+            clock.advance_to(at);
+
+            let message = self.message(line, at, |channel, root, id| writer.name_thread(channel, root, id));
+            ingest(&self.deps, Incoming::Message(message)).await?;
+            writer.count_message();
+            writer.write_events(self.log.take());
+        }
+        let failed = run_due(&self.deps, &self.queue, Timestamp(i64::MAX), advance).await;
+        writer.count_failed_deliveries(failed);
+        writer.write_events(self.log.take());
+        let usage = self.counting.as_ref().map(|c| c.usage()).unwrap_or_default();
+        Ok(writer.finish(clock.now(), usage))
+    }
 }

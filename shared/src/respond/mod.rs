@@ -115,7 +115,7 @@ async fn answer(
     answering: &Answering<'_>,
     chosen_emoji: Option<&str>,
     resumed: bool,
-) -> PortResult<crate::ports::ChannelState> {
+) -> PortResult<std::sync::Arc<crate::ports::ChannelState>> {
     let Answering { target, key, mode, response_type } = *answering;
     let channel = &target.channel;
     let state = deps.channels.channel_state(channel).await?;

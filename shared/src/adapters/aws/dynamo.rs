@@ -360,8 +360,8 @@ fn newest_since(newest_first: impl Iterator<Item = Message>, since: Timestamp) -
 
 #[async_trait]
 impl ChannelStateStore for DynamoStore {
-    async fn channel_state(&self, channel: &ChannelId) -> PortResult<ChannelState> {
-        Ok(self.read_state(channel).await?.0)
+    async fn channel_state(&self, channel: &ChannelId) -> PortResult<std::sync::Arc<ChannelState>> {
+        Ok(std::sync::Arc::new(self.read_state(channel).await?.0))
     }
 
     async fn record_intervention(&self, channel: &ChannelId, intervention: Intervention) -> PortResult<()> {

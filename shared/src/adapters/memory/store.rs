@@ -1,5 +1,6 @@
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Mutex;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -13,11 +14,36 @@ use crate::ports::{
     summary_pending,
 };
 
+/// One channel's messages, each stored once and indexed three ways, so every read is
+/// a range walk over the messages it returns, however long the history.
 #[derive(Default)]
 struct ChannelMessages {
-    by_ts: BTreeMap<Ts, Message>,
-    /// Conversation (top level = `None`, or a thread root) -> its messages' ts.
-    threads: HashMap<Option<Ts>, BTreeSet<Ts>>,
+    by_ts: BTreeMap<Ts, Arc<Message>>,
+    /// Conversation (top level = `None`, or a thread root) -> its messages by ts.
+    threads: HashMap<Option<Ts>, BTreeMap<Ts, Arc<Message>>>,
+    /// (written at, ts), oldest first: what the retention forgets, without a scan.
+    by_time: BTreeSet<(Timestamp, Ts)>,
+}
+
+impl ChannelMessages {
+    fn insert(&mut self, message: Message) {
+        let message = Arc::new(message);
+        self.by_time.insert((message.at, message.ts.clone()));
+        self.threads.entry(message.thread_root.clone()).or_default().insert(message.ts.clone(), message.clone());
+        self.by_ts.insert(message.ts.clone(), message);
+    }
+
+    fn remove(&mut self, ts: &Ts) -> Option<Arc<Message>> {
+        let message = self.by_ts.remove(ts)?;
+        self.by_time.remove(&(message.at, message.ts.clone()));
+        if let Some(thread) = self.threads.get_mut(&message.thread_root) {
+            thread.remove(ts);
+            if thread.is_empty() {
+                self.threads.remove(&message.thread_root);
+            }
+        }
+        Some(message)
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -35,9 +61,14 @@ enum Claim {
 #[derive(Default)]
 struct Inner {
     channels: HashMap<ChannelId, ChannelMessages>,
-    states: HashMap<ChannelId, ChannelState>,
+    /// Shared with readers; a write copies a state only while a reader still holds it.
+    states: HashMap<ChannelId, Arc<ChannelState>>,
     claims: HashMap<String, Claim>,
     cache: HashMap<String, (String, Timestamp)>,
+    /// (expiry, key) of every claim and cache entry as written, soonest first: pruning
+    /// looks only at what may have expired (a key written again is checked against
+    /// its current expiry, so a stale entry here is harmless).
+    expiries: BinaryHeap<Reverse<(Timestamp, String)>>,
     workspace: WorkspaceMemory,
     channel_lines: HashMap<ChannelId, ChannelLine>,
     facts: HashMap<ChannelId, BTreeMap<String, Fact>>,
@@ -52,7 +83,7 @@ pub struct MemoryStore {
     failing_writes: Mutex<u32>,
     /// For a long-running `kuuki serve`: messages older than this are forgotten, and
     /// expired claims and cache entries with them (DynamoDB's TTL does this in AWS).
-    retention: Option<(Duration, std::sync::Arc<dyn crate::ports::Clock>)>,
+    retention: Option<(Duration, Arc<dyn crate::ports::Clock>)>,
     puts: std::sync::atomic::AtomicU64,
 }
 
@@ -65,34 +96,48 @@ impl MemoryStore {
     }
 
     /// A store that forgets messages older than `retention` (`MESSAGE_RETENTION_DAYS`).
-    pub fn with_retention(retention: Duration, clock: std::sync::Arc<dyn crate::ports::Clock>) -> Self {
+    pub fn with_retention(retention: Duration, clock: Arc<dyn crate::ports::Clock>) -> Self {
         MemoryStore { retention: Some((retention, clock)), ..Self::default() }
     }
 
     /// Drops what has expired: messages past the retention, claims and cache entries
-    /// past their time.
+    /// past their time. Walks only what expired (the time index, the expiry heap).
     fn prune(&self, inner: &mut Inner) {
         let Some((retention, clock)) = &self.retention else { return };
         let now = clock.now();
         let oldest = now - *retention;
         for messages in inner.channels.values_mut() {
-            let expired: Vec<Ts> =
-                messages.by_ts.iter().filter(|(_, m)| m.at < oldest).map(|(ts, _)| ts.clone()).collect();
-            for ts in expired {
-                if let Some(m) = messages.by_ts.remove(&ts)
-                    && let Some(thread) = messages.threads.get_mut(&m.thread_root)
-                {
-                    thread.remove(&ts);
-                }
+            while let Some((at, ts)) = messages.by_time.first().cloned()
+                && at < oldest
+            {
+                messages.remove(&ts);
             }
-            messages.threads.retain(|_, tss| !tss.is_empty());
         }
-        inner.claims.retain(|_, claim| match claim {
-            // An abandoned post is kept for whoever takes the work over.
-            Claim::InProgress { posting: true, .. } => true,
-            Claim::InProgress { until, .. } | Claim::Completed { until } => *until > now,
-        });
-        inner.cache.retain(|_, (_, until)| *until > now);
+        inner.channels.retain(|_, messages| !messages.by_ts.is_empty());
+        while let Some(Reverse((until, _))) = inner.expiries.peek()
+            && *until <= now
+        {
+            let Some(Reverse((_, key))) = inner.expiries.pop() else { break };
+            let expired_claim = match inner.claims.get(&key) {
+                // An abandoned post is kept for whoever takes the work over.
+                Some(Claim::InProgress { posting: true, .. }) | None => false,
+                Some(Claim::InProgress { until, .. } | Claim::Completed { until }) => *until <= now,
+            };
+            if expired_claim {
+                inner.claims.remove(&key);
+            }
+            if inner.cache.get(&key).is_some_and(|(_, until)| *until <= now) {
+                inner.cache.remove(&key);
+            }
+        }
+    }
+
+    /// Remembers when `key` expires, for [`MemoryStore::prune`]; a store that never
+    /// prunes keeps no such list.
+    fn note_expiry(&self, inner: &mut Inner, until: Timestamp, key: &str) {
+        if self.retention.is_some() {
+            inner.expiries.push(Reverse((until, key.to_owned())));
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -118,8 +163,13 @@ impl MemoryStore {
 }
 
 /// The first `limit` of newest-first messages written at or after `since`, oldest first.
-fn newest_since<'a>(newest_first: impl Iterator<Item = &'a Message>, since: Timestamp, limit: usize) -> Vec<Message> {
-    let mut out: Vec<Message> = newest_first.take_while(|m| m.at >= since).take(limit).cloned().collect();
+fn newest_since<'a>(
+    newest_first: impl Iterator<Item = &'a Arc<Message>>,
+    since: Timestamp,
+    limit: usize,
+) -> Vec<Message> {
+    let mut out: Vec<Message> =
+        newest_first.take_while(|m| m.at >= since).take(limit).map(|m| Message::clone(m)).collect();
     out.reverse();
     out
 }
@@ -132,8 +182,7 @@ impl MessageStore for MemoryStore {
         if channel.by_ts.contains_key(&message.ts) {
             return Ok(PutOutcome::AlreadyExists);
         }
-        channel.threads.entry(message.thread_root.clone()).or_default().insert(message.ts.clone());
-        channel.by_ts.insert(message.ts.clone(), message.clone());
+        channel.insert(message.clone());
         if self.puts.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % PRUNE_EVERY == PRUNE_EVERY - 1 {
             self.prune(&mut inner);
         }
@@ -141,18 +190,19 @@ impl MessageStore for MemoryStore {
     }
 
     async fn get_message(&self, channel: &ChannelId, ts: &Ts) -> PortResult<Option<Message>> {
-        Ok(self.lock().channels.get(channel).and_then(|c| c.by_ts.get(ts)).cloned())
+        Ok(self.lock().channels.get(channel).and_then(|c| c.by_ts.get(ts)).map(|m| Message::clone(m)))
     }
 
     async fn update_text(&self, channel: &ChannelId, ts: &Ts, text: &str) -> PortResult<bool> {
         let mut inner = self.lock();
-        match inner.channels.get_mut(channel).and_then(|c| c.by_ts.get_mut(ts)) {
-            Some(message) => {
-                message.text = text.to_owned();
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        let Some(messages) = inner.channels.get_mut(channel) else {
+            return Ok(false);
+        };
+        let Some(old) = messages.remove(ts) else {
+            return Ok(false);
+        };
+        messages.insert(Message { text: text.to_owned(), ..Message::clone(&old) });
+        Ok(true)
     }
 
     async fn delete_message(&self, channel: &ChannelId, ts: &Ts) -> PortResult<bool> {
@@ -160,13 +210,7 @@ impl MessageStore for MemoryStore {
         let Some(messages) = inner.channels.get_mut(channel) else {
             return Ok(false);
         };
-        let Some(message) = messages.by_ts.remove(ts) else {
-            return Ok(false);
-        };
-        if let Some(thread) = messages.threads.get_mut(&message.thread_root) {
-            thread.remove(ts);
-        }
-        Ok(true)
+        Ok(messages.remove(ts).is_some())
     }
 
     async fn recent_in_thread(&self, thread: &ThreadKey, since: Timestamp, limit: usize) -> PortResult<Vec<Message>> {
@@ -174,10 +218,10 @@ impl MessageStore for MemoryStore {
         let Some(messages) = inner.channels.get(&thread.channel) else {
             return Ok(Vec::new());
         };
-        let Some(tss) = messages.threads.get(&thread.root) else {
+        let Some(conversation) = messages.threads.get(&thread.root) else {
             return Ok(Vec::new());
         };
-        Ok(newest_since(tss.iter().rev().filter_map(|ts| messages.by_ts.get(ts)), since, limit))
+        Ok(newest_since(conversation.values().rev(), since, limit))
     }
 
     async fn recent_in_channel(&self, channel: &ChannelId, since: Timestamp, limit: usize) -> PortResult<Vec<Message>> {
@@ -195,7 +239,7 @@ impl MessageStore for MemoryStore {
             return Ok(Vec::new());
         };
         let lower = after.map_or(Bound::Unbounded, |a| Bound::Excluded(a.clone()));
-        Ok(messages.by_ts.range((lower, Bound::Unbounded)).take(limit).map(|(_, m)| m.clone()).collect())
+        Ok(messages.by_ts.range((lower, Bound::Unbounded)).take(limit).map(|(_, m)| Message::clone(m)).collect())
     }
 
     async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Message>> {
@@ -204,20 +248,20 @@ impl MessageStore for MemoryStore {
             .channels
             .get(channel)
             .and_then(|c| c.by_ts.range(..before.clone()).next_back())
-            .map(|(_, m)| m.clone()))
+            .map(|(_, m)| Message::clone(m)))
     }
 }
 
 #[async_trait]
 impl ChannelStateStore for MemoryStore {
-    async fn channel_state(&self, channel: &ChannelId) -> PortResult<ChannelState> {
+    async fn channel_state(&self, channel: &ChannelId) -> PortResult<Arc<ChannelState>> {
         Ok(self.lock().states.get(channel).cloned().unwrap_or_default())
     }
 
     async fn record_intervention(&self, channel: &ChannelId, intervention: Intervention) -> PortResult<()> {
         self.check_write()?;
         let mut inner = self.lock();
-        let state = inner.states.entry(channel.clone()).or_default();
+        let state = Arc::make_mut(inner.states.entry(channel.clone()).or_default());
         state.last_response_at = Some(state.last_response_at.map_or(intervention.at, |t| t.max(intervention.at)));
         state.interventions.push(intervention);
         let excess = state.interventions.len().saturating_sub(ChannelState::KEPT_INTERVENTIONS);
@@ -227,24 +271,24 @@ impl ChannelStateStore for MemoryStore {
 
     async fn record_judgment(&self, channel: &ChannelId, note: JudgmentNote) -> PortResult<()> {
         self.check_write()?;
-        self.lock().states.entry(channel.clone()).or_default().last_judgment = Some(note);
+        Arc::make_mut(self.lock().states.entry(channel.clone()).or_default()).last_judgment = Some(note);
         Ok(())
     }
 
     async fn set_muted(&self, channel: &ChannelId, until: Option<Timestamp>) -> PortResult<()> {
-        self.lock().states.entry(channel.clone()).or_default().muted_until = until;
+        Arc::make_mut(self.lock().states.entry(channel.clone()).or_default()).muted_until = until;
         Ok(())
     }
 
     async fn set_shadow(&self, channel: &ChannelId, on: bool) -> PortResult<()> {
-        self.lock().states.entry(channel.clone()).or_default().shadow = on;
+        Arc::make_mut(self.lock().states.entry(channel.clone()).or_default()).shadow = on;
         Ok(())
     }
 
     async fn set_channel_memory(&self, channel: &ChannelId, memory: ChannelMemory) -> PortResult<()> {
         self.check_write()?;
         let mut inner = self.lock();
-        let state = inner.states.entry(channel.clone()).or_default();
+        let state = Arc::make_mut(inner.states.entry(channel.clone()).or_default());
         state.memory = memory;
         state.summary_due = None;
         state.summary_retry_after = None;
@@ -253,7 +297,7 @@ impl ChannelStateStore for MemoryStore {
 
     async fn clear_summary_marks(&self, channel: &ChannelId) -> PortResult<()> {
         let mut inner = self.lock();
-        let state = inner.states.entry(channel.clone()).or_default();
+        let state = Arc::make_mut(inner.states.entry(channel.clone()).or_default());
         state.summary_due = None;
         state.summary_retry_after = None;
         Ok(())
@@ -261,7 +305,7 @@ impl ChannelStateStore for MemoryStore {
 
     async fn set_reflection_watermark(&self, channel: &ChannelId, ts: Ts) -> PortResult<()> {
         let mut inner = self.lock();
-        let state = inner.states.entry(channel.clone()).or_default();
+        let state = Arc::make_mut(inner.states.entry(channel.clone()).or_default());
         state.reflection_watermark = Some(ts);
         state.reflection_due = None;
         state.reflection_retry_after = None;
@@ -270,7 +314,7 @@ impl ChannelStateStore for MemoryStore {
 
     async fn mark_reflection_due(&self, channel: &ChannelId, due: Timestamp, now: Timestamp) -> PortResult<bool> {
         let mut inner = self.lock();
-        let state = inner.states.entry(channel.clone()).or_default();
+        let state = Arc::make_mut(inner.states.entry(channel.clone()).or_default());
         if state.reflection_due.is_some_and(|d| d > now) {
             return Ok(false);
         }
@@ -280,7 +324,7 @@ impl ChannelStateStore for MemoryStore {
 
     async fn defer_reflection(&self, channel: &ChannelId, until: Timestamp) -> PortResult<()> {
         let mut inner = self.lock();
-        let state = inner.states.entry(channel.clone()).or_default();
+        let state = Arc::make_mut(inner.states.entry(channel.clone()).or_default());
         state.reflection_due = None;
         state.reflection_retry_after = Some(until);
         Ok(())
@@ -288,7 +332,7 @@ impl ChannelStateStore for MemoryStore {
 
     async fn defer_summary(&self, channel: &ChannelId, until: Timestamp) -> PortResult<()> {
         let mut inner = self.lock();
-        let state = inner.states.entry(channel.clone()).or_default();
+        let state = Arc::make_mut(inner.states.entry(channel.clone()).or_default());
         state.summary_due = None;
         state.summary_retry_after = Some(until);
         Ok(())
@@ -296,7 +340,7 @@ impl ChannelStateStore for MemoryStore {
 
     async fn mark_summary_due(&self, channel: &ChannelId, due: Timestamp, now: Timestamp) -> PortResult<bool> {
         let mut inner = self.lock();
-        let state = inner.states.entry(channel.clone()).or_default();
+        let state = Arc::make_mut(inner.states.entry(channel.clone()).or_default());
         if summary_pending(state.summary_due, due, now) {
             return Ok(false);
         }
@@ -379,6 +423,7 @@ impl Ledger for MemoryStore {
             _ => false,
         };
         inner.claims.insert(key.to_owned(), Claim::InProgress { until: now + lease, posting });
+        self.note_expiry(&mut inner, now + lease, key);
         Ok(if posting { ClaimOutcome::Resumed } else { ClaimOutcome::Claimed })
     }
 
@@ -390,7 +435,9 @@ impl Ledger for MemoryStore {
     }
 
     async fn complete(&self, key: &str, now: Timestamp, keep: Duration) -> PortResult<()> {
-        self.lock().claims.insert(key.to_owned(), Claim::Completed { until: now + keep });
+        let mut inner = self.lock();
+        inner.claims.insert(key.to_owned(), Claim::Completed { until: now + keep });
+        self.note_expiry(&mut inner, now + keep, key);
         Ok(())
     }
 
@@ -399,7 +446,9 @@ impl Ledger for MemoryStore {
     }
 
     async fn cache_put(&self, key: &str, value: &str, until: Timestamp) -> PortResult<()> {
-        self.lock().cache.insert(key.to_owned(), (value.to_owned(), until));
+        let mut inner = self.lock();
+        inner.cache.insert(key.to_owned(), (value.to_owned(), until));
+        self.note_expiry(&mut inner, until, key);
         Ok(())
     }
 
