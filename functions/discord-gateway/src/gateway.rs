@@ -68,7 +68,7 @@ pub fn classify(json: &str) -> Dispatch {
 #[derive(Debug, Error)]
 pub enum GatewayError {
     #[error(
-        "Discord closed the gateway for good (close code {0:?}): 4004 is a bad DISCORD_BOT_TOKEN, 4014 the Message Content intent not turned on for the bot"
+        "Discord closed the gateway for good (close code {0:?}): 4004 is a bad DISCORD_BOT_TOKEN, 4014 the Message Content intent not turned on for the bot, 4011 a bot in too many guilds for one shard"
     )]
     FatallyClosed(Option<u16>),
     #[error("the forwarding task stopped")]
