@@ -168,6 +168,16 @@ async fn received(ingress: &MockServer, n: usize) -> Vec<Request> {
     waited.unwrap_or_else(|_| panic!("ingress did not receive {n} requests"))
 }
 
+async fn eventually(condition: impl Fn() -> bool) {
+    timeout(WAIT, async {
+        while !condition() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the condition held in time");
+}
+
 fn header<'a>(request: &'a Request, name: &str) -> Option<&'a str> {
     request.headers.get(name).and_then(|v| v.to_str().ok())
 }
@@ -268,6 +278,8 @@ async fn message_dispatches_are_forwarded_unchanged_and_a_dropped_connection_is_
     let requests = received(&ingress, 2).await;
     assert_eq!(std::str::from_utf8(&requests[1].body).unwrap(), MESSAGE_DELETE);
     assert_signed(&requests[1]);
+    // Ingress has the request; the relay counts it once it has the answer.
+    eventually(|| stats.forwarded() == 2).await;
     assert_eq!((stats.reconnects(), stats.resumes(), stats.forwarded(), stats.failed()), (1, 1, 2, 0));
 
     // /healthz tells the same.
@@ -358,4 +370,84 @@ async fn ingress_headers_match_the_relay_scheme() {
     assert_eq!(RELAY.timestamp_header, TIMESTAMP_HEADER);
     assert_eq!(RELAY.signature_header, SIGNATURE_HEADER);
     assert_eq!(RELAY.secret_setting, "DISCORD_RELAY_SECRET");
+}
+
+/// The whole contract, with no fake on the ingress side: the relay's POST reaches
+/// kuuki's own ingress router (the one the Lambda and `kuuki serve` run), which
+/// verifies the signature and stores the message.
+#[tokio::test]
+async fn kuuki_ingress_verifies_and_stores_what_the_relay_forwards() {
+    use kuuki::adapters::discord::{DiscordIdentity, DiscordPublicKey, snowflake_at};
+    use kuuki::adapters::memory::{InProcess, MemoryLog, VirtualClock};
+    use kuuki::adapters::platforms::PlatformChat;
+    use kuuki::deps::Deps;
+    use kuuki::domain::{ChannelId, Ts, UserId};
+    use kuuki::ports::MessageStore;
+    use kuuki_ingress::{DiscordIngress, Ingress, app};
+
+    const BOT: &str = "900000000000000001";
+    const CHANNEL: &str = "41771983423143938";
+    // The relay signs with the wall clock, so ingress's clock reads it too.
+    let now = Timestamp(unix_seconds() as i64 * Timestamp::MICROS_PER_SECOND);
+    let kuuki_settings = kuuki::config::Settings::from_vars(&Default::default()).unwrap();
+    let parts = InProcess::new(Arc::new(VirtualClock::new(now)));
+    let store = parts.store.clone();
+    let chat = Arc::new(PlatformChat { slack: None, discord: None });
+    let persona = kuuki_settings.persona(None);
+    let adapters = parts.adapters(chat, None, Arc::new(MemoryLog::default()));
+    let deps = Arc::new(Deps::new(kuuki_settings, persona, UserId(BOT.into()), adapters, 7));
+    // RFC 8032's first test key: any valid key will do, no interaction is sent.
+    let public_key =
+        DiscordPublicKey::from_hex("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a").unwrap();
+    let ingress = Arc::new(Ingress {
+        deps,
+        slack: None,
+        discord: Some(DiscordIngress {
+            public_key,
+            relay_secret: SigningSecret::new(SECRET),
+            identity: DiscordIdentity { user_id: BOT.into() },
+        }),
+        metrics_for: None,
+    });
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let ingress_url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app(ingress)).await });
+
+    let gateway = FakeGateway::start().await;
+    let settings = settings(&gateway.url, &ingress_url);
+    let stats = Arc::new(Stats::default());
+    let relay = tokio::spawn({
+        let stats = stats.clone();
+        async move { run(&settings, stats, std::future::pending()).await }
+    });
+    let mut conn = gateway.accept().await;
+    conn.send(r#"{"op":10,"d":{"heartbeat_interval":45000}}"#);
+    conn.expect(2).await;
+    conn.send(&ready(&gateway.url, "session-1"));
+    let id = snowflake_at(now).to_string();
+    let create = json!({
+        "op": 0, "t": "MESSAGE_CREATE", "s": 2,
+        "d": {
+            "id": id, "channel_id": CHANNEL, "guild_id": "41771983423143937", "type": 0,
+            "content": "deploy at 5, anyone?",
+            "author": {"id": "80351110224678912", "username": "alice", "global_name": "Alice"},
+            "mentions": [], "mention_roles": [], "attachments": [], "embeds": [],
+            "timestamp": "2026-01-05T09:00:00.000000+00:00", "tts": false, "mention_everyone": false, "pinned": false,
+        }
+    });
+    conn.send(&create.to_string());
+    let stored = timeout(WAIT, async {
+        loop {
+            if let Some(message) = store.get_message(&ChannelId(CHANNEL.into()), &Ts::new(&id)).await.unwrap() {
+                return message;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("ingress stored the relayed message");
+    assert_eq!(stored.text, "deploy at 5, anyone?");
+    eventually(|| stats.forwarded() == 1).await;
+    assert_eq!(stats.failed(), 0);
+    relay.abort();
 }
