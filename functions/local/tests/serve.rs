@@ -554,3 +554,50 @@ async fn serve_runs_discord_alone_without_any_slack_variable() {
     let err = start(none).err().expect("no platform, no server");
     assert!(err.contains("neither SLACK_BOT_TOKEN nor DISCORD_BOT_TOKEN"), "{err}");
 }
+
+#[tokio::test]
+async fn discord_register_installs_the_kuuki_command_by_bulk_overwrite() {
+    let discord = MockServer::start().await;
+    Mock::given(method("PUT"))
+        .and(path("/applications/4242/commands"))
+        .respond_with(|request: &wiremock::Request| {
+            let commands: serde_json::Value = serde_json::from_slice(&request.body).unwrap();
+            ResponseTemplate::new(200).set_body_json(commands)
+        })
+        .mount(&discord)
+        .await;
+    let uri = discord.uri();
+    let run = |vars: Vec<(&'static str, String)>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_kuuki"));
+        command.args(["discord", "register"]).env_remove("DISCORD_BOT_TOKEN").env_remove("DISCORD_APPLICATION_ID");
+        for (k, v) in vars {
+            command.env(k, v);
+        }
+        command.output().expect("kuuki runs")
+    };
+    let base = ("DISCORD_API_BASE_URL", uri.clone());
+    let out = tokio::task::spawn_blocking({
+        let base = base.clone();
+        move || {
+            run(vec![("DISCORD_BOT_TOKEN", "register-token".into()), ("DISCORD_APPLICATION_ID", "4242".into()), base])
+        }
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("registered 1 command(s) for application 4242"));
+    let requests = discord.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].headers.get("authorization").unwrap(), "Bot register-token");
+    let sent: serde_json::Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert_eq!(sent[0]["name"], "kuuki");
+    let subcommands: Vec<&str> =
+        sent[0]["options"].as_array().unwrap().iter().map(|o| o["name"].as_str().unwrap()).collect();
+    assert_eq!(subcommands, ["status", "why", "mute", "unmute", "shadow", "ask"]);
+
+    // Without the application id: a clear refusal, nothing sent.
+    let out = tokio::task::spawn_blocking(move || run(vec![("DISCORD_BOT_TOKEN", "t".into()), base])).await.unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("DISCORD_APPLICATION_ID is not set"));
+    assert_eq!(discord.received_requests().await.unwrap().len(), 1);
+}
