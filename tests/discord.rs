@@ -476,3 +476,31 @@ async fn a_429_is_waited_out_and_an_exhausted_bucket_is_not_called() {
     assert!(refused.to_string().contains("rate limited"), "{refused}");
     assert_eq!(api.received_requests().await.unwrap().len(), 2);
 }
+
+#[tokio::test]
+async fn a_global_429_holds_every_route() {
+    let api = MockServer::start().await;
+    Mock::given(method("PUT"))
+        .and(path_regex(r"/reactions/"))
+        .respond_with(
+            ResponseTemplate::new(429).set_body_json(json!({"message": "global", "retry_after": 60.0, "global": true})),
+        )
+        .mount(&api)
+        .await;
+    let client = DiscordClient::new(&api.uri(), "t").with_timeout(Duration::from_secs(2));
+    use kuuki::ports::Chat;
+    let limited = client.add_reaction(&ChannelId(CHANNEL.into()), &Ts::new("5"), "tada").await.unwrap_err();
+    assert!(limited.to_string().contains("rate limited"), "{limited}");
+    // Another route, another channel: held too, without a call.
+    let post = kuuki::ports::Post {
+        channel: ChannelId("12345".into()),
+        thread_root: None,
+        text: "hi".into(),
+        tag: None,
+        reply_to: None,
+        completes: None,
+    };
+    let held = client.post_message(&post).await.unwrap_err();
+    assert!(held.to_string().contains("rate limited"), "{held}");
+    assert_eq!(api.received_requests().await.unwrap().len(), 1);
+}
