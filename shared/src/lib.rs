@@ -3,6 +3,8 @@
 pub mod adapters;
 pub mod budget;
 pub mod config;
+pub mod context;
+pub(crate) mod conversation;
 pub mod deps;
 pub mod domain;
 pub mod eval;

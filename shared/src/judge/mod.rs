@@ -22,39 +22,8 @@ pub const MAX_RESPONSE_DELAY_SECONDS: u32 = 3600;
 const RULE_WINDOW_SLACK: usize = 6;
 /// A judged message is not judged again for this long.
 const JUDGE_CLAIM_KEEP: Duration = Duration::from_secs(24 * 3600);
-use crate::respond::context;
-
-/// The messages after `target` in its conversation and, for a top-level message, in
-/// the thread it started (the newest `CHANNEL_BUFFER_SIZE` of each), in no set order.
-/// Queued work for `target` is superseded by a newer participant's message among them:
-/// that message queued its own.
-pub(crate) async fn messages_after(deps: &Deps, target: &Message) -> PortResult<Vec<Message>> {
-    let mut conversations = vec![target.thread_key()];
-    if target.thread_root.is_none() {
-        conversations.push(ThreadKey::thread(target.channel.clone(), target.ts.clone()));
-    }
-    let mut after = Vec::new();
-    for key in conversations {
-        let recent = deps.messages.recent_in_thread(&key, target.at, deps.settings.channel_buffer_size).await?;
-        after.extend(recent.into_iter().filter(|m| m.ts > target.ts));
-    }
-    Ok(after)
-}
-
-/// The newest of `after` (see [`messages_after`]) that `counts` accepts.
-pub(crate) fn newest(after: &[Message], counts: impl Fn(&Message) -> bool) -> Option<&Message> {
-    after.iter().filter(|m| counts(m)).max_by(|a, b| a.ts.cmp(&b.ts))
-}
-
-/// The newest message after `target` that `counts` accepts: one read of
-/// [`messages_after`].
-pub(crate) async fn newer_message(
-    deps: &Deps,
-    target: &Message,
-    counts: impl Fn(&Message) -> bool,
-) -> PortResult<Option<Message>> {
-    Ok(newest(&messages_after(deps, target).await?, counts).cloned())
-}
+use crate::context;
+use crate::conversation::{messages_after, newest};
 
 /// Handles a JUDGE job. Errors are backend failures; the queue delivers the job again.
 pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> {

@@ -10,9 +10,9 @@ pub mod keywords;
 pub mod reflect;
 pub mod summarize;
 
+use crate::conversation::newer_message;
 use crate::deps::Deps;
 use crate::domain::{Message, ThreadKey, Ts};
-use crate::judge::newer_message;
 use crate::ports::{ChannelState, PortResult};
 
 /// Whether stored messages feed memory at all: summaries and reflections ask a model.

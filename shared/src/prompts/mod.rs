@@ -110,6 +110,7 @@ mod tests {
 
     use crate::adapters::memory::{InProcess, MemoryLog, RecordingChat, TsMint, VirtualClock};
     use crate::config::Settings;
+    use crate::context;
     use crate::deps::Deps;
     use crate::domain::{
         Author, ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, Message, ResponseType, ThreadKey, Timestamp,
@@ -117,7 +118,6 @@ mod tests {
     };
     use crate::ports::{Clock, Llm, LlmError, LlmRequest, LlmResponse};
     use crate::replay::REPLAY_EPOCH;
-    use crate::respond::context;
 
     struct Fixture {
         deps: Deps,

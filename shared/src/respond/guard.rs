@@ -155,10 +155,10 @@ mod tests {
     use crate::config::PromptLanguage;
     use unicode_normalization::UnicodeNormalization;
 
+    use crate::context::{PromptContext, PromptMessage};
     use crate::domain::Persona;
     use crate::prompts::Prompts;
     use crate::prompts::fence::{DEFUSED_CLOSER, DEFUSED_OPENER, fence_safe};
-    use crate::respond::context::{PromptContext, PromptMessage};
 
     const EN_PERSONA: &str = "You are kuuki, the quiet teammate in the platform team's channel. \
         You have worked on the deploy pipeline for years and know why it is the way it is. \

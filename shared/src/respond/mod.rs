@@ -1,18 +1,19 @@
 //! The respond worker (DESIGN §3): claim the answer, react or generate and post, then
 //! record it so cooldown, engagement and the intervention history see it.
 
-pub mod context;
 pub mod guard;
 pub mod output;
 
 use std::time::Duration;
 
+use crate::context;
+use crate::conversation::newer_message;
 use crate::deps::Deps;
 use crate::domain::{
     Author, EventKind, Intervention, Message, RespondMode, ResponseType, Stage, ThreadKey, Ts,
     deferred_interaction_key, is_discord_id,
 };
-use crate::judge::{newer_message, rules};
+use crate::judge::rules;
 use crate::ports::{ClaimOutcome, LlmRequest, LlmRole, PortError, PortResult, Post};
 use crate::record::record;
 
