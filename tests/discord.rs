@@ -112,7 +112,7 @@ impl World {
         let (store, queue) = (parts.store.clone(), parts.queue.clone());
         let log = Arc::new(MemoryLog::default());
         let discord = Arc::new(DiscordClient::new(&api.uri(), "bot-token").with_timeout(settings.chat_timeout));
-        let me = discord.identify().await.unwrap();
+        let me = discord.identify_with_roles().await.unwrap();
         assert_eq!(me, DiscordIdentity { user_id: BOT.into(), managed_roles: vec![ROLE.into()] });
         let chat = Arc::new(PlatformChat { slack: None, discord: Some(discord) });
         let script = format!(r#"{{"role": "generate", "reply": {}, "repeat": true}}"#, json!(generate));
@@ -503,4 +503,15 @@ async fn a_global_429_holds_every_route() {
     let held = client.post_message(&post).await.unwrap_err();
     assert!(held.to_string().contains("rate limited"), "{held}");
     assert_eq!(api.received_requests().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn workers_sign_in_without_reading_every_servers_roles() {
+    let w = World::start(ANSWER).await;
+    let before = w.api.received_requests().await.unwrap().len();
+    let worker = DiscordClient::new(&w.api.uri(), "bot-token");
+    assert_eq!(worker.identify().await.unwrap(), DiscordIdentity { user_id: BOT.into(), managed_roles: vec![] });
+    let calls = w.api.received_requests().await.unwrap();
+    let paths: Vec<&str> = calls[before..].iter().map(|r| r.url.path()).collect();
+    assert_eq!(paths, ["/users/@me"], "one call at a worker's cold start");
 }

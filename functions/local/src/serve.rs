@@ -11,7 +11,7 @@ use kuuki::adapters::aws::lambda::AwsAdapters;
 use kuuki::adapters::aws::sqs::poll_forever;
 use kuuki::adapters::llm::CountingLlm;
 use kuuki::adapters::memory::InProcess;
-use kuuki::adapters::platforms::connect;
+use kuuki::adapters::platforms::{Role, connect};
 use kuuki::adapters::system::{JsonLinesLog, SystemClock};
 use kuuki::budget::JobKind;
 use kuuki::deps::Deps;
@@ -48,7 +48,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let options = setup(&args.common)?.options;
     let settings = options.settings;
     // Slack, Discord or both: each platform whose token is set.
-    let connected = connect(&settings).await.map_err(anyhow::Error::msg)?;
+    let connected = connect(&settings, Role::Ingress).await.map_err(anyhow::Error::msg)?;
     if let Some(me) = &connected.slack {
         eprintln!("kuuki serve: signed in to Slack as bot user {}", me.user_id);
     }

@@ -70,10 +70,19 @@ impl Connected {
     }
 }
 
+/// What a process does with the platforms: ingress reads incoming messages (and needs
+/// kuuki's Discord roles to read a role mention); workers only post.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Ingress,
+    Worker,
+}
+
 /// Signs in to every platform whose token is set (Slack `auth.test`, Discord
-/// `GET /users/@me`), which also opens the connections the first requests would
-/// otherwise pay for. Errors name the setting to check.
-pub async fn connect(settings: &crate::config::Settings) -> Result<Connected, String> {
+/// `GET /users/@me`, and for ingress kuuki's roles in each server), which also opens
+/// the connections the first requests would otherwise pay for. Errors name the
+/// setting to check.
+pub async fn connect(settings: &crate::config::Settings, role: Role) -> Result<Connected, String> {
     use secrecy::ExposeSecret;
 
     use crate::adapters::discord::DiscordClient;
@@ -101,7 +110,11 @@ pub async fn connect(settings: &crate::config::Settings) -> Result<Connected, St
         let client = Arc::new(
             DiscordClient::new(&settings.discord_api_base_url, discord_token).with_timeout(settings.chat_timeout),
         );
-        let me = client.identify().await.map_err(|e| {
+        let me = match role {
+            Role::Ingress => client.identify_with_roles().await,
+            Role::Worker => client.identify().await,
+        };
+        let me = me.map_err(|e| {
             format!("GET /users/@me at {}: {e} (is DISCORD_BOT_TOKEN right?)", settings.discord_api_base_url)
         })?;
         connected_discord = Some(me);

@@ -10,7 +10,7 @@ use super::calls::CallCounter;
 use super::dynamo::{DynamoStore, TableNames};
 use super::scheduler::{EventBridgeScheduler, ScheduleTargets};
 use super::sqs::{QueueUrls, SqsQueue};
-use crate::adapters::platforms::Connected;
+use crate::adapters::platforms::{Connected, Role};
 use crate::adapters::system::SystemClock;
 use crate::budget::JobKind;
 use crate::config::Settings;
@@ -88,7 +88,7 @@ impl AwsAdapters {
 /// `GET /users/@me`, which also open the connections the first request would
 /// otherwise pay for), the LLM. Errors stop the cold start with a message naming what
 /// is wrong.
-pub async fn cold_start(vars: &HashMap<String, String>) -> Result<(Arc<Deps>, Connected), String> {
+pub async fn cold_start(vars: &HashMap<String, String>, role: Role) -> Result<(Arc<Deps>, Connected), String> {
     let function = vars.get("AWS_LAMBDA_FUNCTION_NAME").cloned().unwrap_or_else(|| "kuuki".into());
     let mut vars = vars.clone();
     let config = super::config::load().await;
@@ -100,7 +100,7 @@ pub async fn cold_start(vars: &HashMap<String, String>) -> Result<(Arc<Deps>, Co
         .map(|llm| Arc::new(crate::adapters::llm::CountingLlm::new(llm).with_metrics(&function)) as Arc<dyn Llm>);
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let aws = AwsAdapters::build(&settings, clock).await;
-    let connected = crate::adapters::platforms::connect(&settings).await?;
+    let connected = crate::adapters::platforms::connect(&settings, role).await?;
     let persona = settings.persona(persona_file.as_ref());
     let adapters =
         aws.adapters(connected.chat.clone(), llm, Arc::new(super::emf::EmfLog::new(std::io::stdout(), &function)));
@@ -135,7 +135,7 @@ pub async fn handle_sqs_event(deps: &Deps, kind: JobKind, event: SqsEvent) -> Sq
 /// the runtime stops. Each worker function runs only its own kind: its queue and IAM
 /// policy are that kind's, so a job sent to the wrong queue goes to its dead letters.
 pub async fn run_sqs_worker(kind: JobKind) -> Result<(), lambda_runtime::Error> {
-    let (deps, _) = cold_start(&std::env::vars().collect()).await?;
+    let (deps, _) = cold_start(&std::env::vars().collect(), Role::Worker).await?;
     lambda_runtime::run(lambda_runtime::service_fn(|event: lambda_runtime::LambdaEvent<SqsEvent>| {
         let deps = deps.clone();
         async move { Ok::<SqsBatchResponse, lambda_runtime::Error>(handle_sqs_event(&deps, kind, event.payload).await) }

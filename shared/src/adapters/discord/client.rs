@@ -110,23 +110,30 @@ impl DiscordClient {
         }
     }
 
-    /// Who the token belongs to (`GET /users/@me`), remembered for finding own posts,
-    /// and kuuki's managed role in each server it is in (`GET /users/@me/guilds`, then
-    /// each server's roles: the one tagged with kuuki's id). Servers joined later are
-    /// read at the next start.
+    /// Who the token belongs to (`GET /users/@me`), remembered for finding own posts.
     pub async fn identify(&self) -> Result<DiscordIdentity, DiscordApiError> {
         let me: answers::User = self.call(Method::GET, "/users/@me", "/users/@me", None).await?;
         *self.me.lock().expect("me lock") = Some(me.id.clone());
+        Ok(DiscordIdentity { user_id: me.id, managed_roles: Vec::new() })
+    }
+
+    /// [`DiscordClient::identify`], and kuuki's managed role in each server it is in
+    /// (`GET /users/@me/guilds`, then each server's roles: the one tagged with kuuki's
+    /// id), which ingress needs to read a role mention as a mention of kuuki. Servers
+    /// joined later are read at the next start.
+    pub async fn identify_with_roles(&self) -> Result<DiscordIdentity, DiscordApiError> {
+        let me = self.identify().await?;
         let guilds: Vec<answers::Guild> =
             self.call(Method::GET, "/users/@me/guilds?limit=200", "/users/@me/guilds", None).await?;
         let mut managed_roles = Vec::new();
         for guild in guilds {
             let path = format!("/guilds/{}/roles", guild.id);
             let roles: Vec<answers::Role> = self.call(Method::GET, &path, "GET /guilds/{id}/roles", None).await?;
-            let mine = roles.into_iter().filter(|r| r.tags.as_ref().and_then(|t| t.bot_id.as_deref()) == Some(&me.id));
+            let mine =
+                roles.into_iter().filter(|r| r.tags.as_ref().and_then(|t| t.bot_id.as_deref()) == Some(&me.user_id));
             managed_roles.extend(mine.map(|r| r.id));
         }
-        Ok(DiscordIdentity { user_id: me.id, managed_roles })
+        Ok(DiscordIdentity { managed_roles, ..me })
     }
 
     /// Replaces the application's global commands with `commands` (a bulk overwrite:
