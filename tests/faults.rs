@@ -727,13 +727,14 @@ async fn a_mention_to_batch() -> (MockServer, World, String) {
 }
 
 async fn poison_message() -> Observed {
+    use kuuki::adapters::aws::sqs::queue_message;
     use kuuki::budget::JobKind;
-    use kuuki::worker::{QueueMessage, run_batch};
+    use kuuki::worker::run_batch;
     let (llm, world, job) = a_mention_to_batch().await;
     let batch = [
-        QueueMessage { id: "poison".into(), body: "{\"v\": 1, \"job\": \"launch_missiles\"}".into() },
-        QueueMessage { id: "good".into(), body: job },
-        QueueMessage { id: "garbage".into(), body: "not json".into() },
+        queue_message("poison".into(), "{\"v\": 1, \"job\": \"launch_missiles\"}"),
+        queue_message("good".into(), &job),
+        queue_message("garbage".into(), "not json"),
     ];
     let failed = run_batch(&world.w.deps, JobKind::Respond, &batch).await;
     assert_eq!(failed, ["poison", "garbage"], "only the poison messages fail (and reach the dead letters on SQS)");
@@ -750,10 +751,11 @@ async fn a_poison_queue_message_fails_alone() {
 /// queue fails (to that queue's dead letters) and posts nothing; the respond worker runs it.
 #[tokio::test]
 async fn a_job_on_another_workers_queue_fails_and_runs_nothing() {
+    use kuuki::adapters::aws::sqs::queue_message;
     use kuuki::budget::JobKind;
-    use kuuki::worker::{QueueMessage, run_batch};
+    use kuuki::worker::run_batch;
     let (llm, world, job) = a_mention_to_batch().await;
-    let batch = [QueueMessage { id: "respond".into(), body: job }];
+    let batch = [queue_message("respond".into(), &job)];
     for other in [JobKind::Judge, JobKind::Summarize, JobKind::Reflect] {
         assert_eq!(
             run_batch(&world.w.deps, other, &batch).await,

@@ -160,11 +160,12 @@ fn dead_letter(deps: &Deps, job: &Job, error: &str) {
     );
 }
 
-/// One message of a queue batch (an SQS record).
+/// One message of a queue batch (an SQS record), decoded by the queue's adapter: the
+/// job, or why its body is not one.
 #[derive(Debug, Clone)]
 pub struct QueueMessage {
     pub id: String,
-    pub body: String,
+    pub job: Result<Job, String>,
 }
 
 /// Runs a batch from the queue of the `kind` worker, each job on its own and all at
@@ -178,7 +179,7 @@ pub async fn run_batch(deps: &Deps, kind: JobKind, messages: &[QueueMessage]) ->
     let outcomes = messages.iter().map(|message| {
         let span = tracing::info_span!("job", message_id = %message.id);
         async move {
-            let job = crate::adapters::aws::sqs::decode_job(&message.body).map_err(|reason| {
+            let job = message.job.clone().map_err(|reason| {
                 tracing::error!(%reason, "a queue message that is not a kuuki job");
                 reason
             })?;

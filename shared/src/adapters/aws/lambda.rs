@@ -116,7 +116,7 @@ pub async fn handle_sqs_event(deps: &Deps, kind: JobKind, event: SqsEvent) -> Sq
     let messages: Vec<QueueMessage> = event
         .records
         .into_iter()
-        .map(|r| QueueMessage { id: r.message_id.unwrap_or_default(), body: r.body.unwrap_or_default() })
+        .map(|r| super::sqs::queue_message(r.message_id.unwrap_or_default(), r.body.as_deref().unwrap_or_default()))
         .collect();
     let failed = run_batch(deps, kind, &messages).await;
     let mut response = SqsBatchResponse::default();

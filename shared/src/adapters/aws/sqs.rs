@@ -98,12 +98,10 @@ async fn run_received(
     messages: Vec<aws_sdk_sqs::types::Message>,
 ) {
     use crate::worker::{QueueMessage, run_batch};
+
     let batch: Vec<QueueMessage> = messages
         .iter()
-        .map(|m| QueueMessage {
-            id: m.message_id.clone().unwrap_or_default(),
-            body: m.body.clone().unwrap_or_default(),
-        })
+        .map(|m| queue_message(m.message_id.clone().unwrap_or_default(), m.body.as_deref().unwrap_or_default()))
         .collect();
     let timeout = deps.settings.worker_timeout;
     let Ok(failed) = tokio::time::timeout(timeout, run_batch(deps, kind, &batch)).await else {
@@ -195,6 +193,11 @@ pub fn encode_job(job: &Job) -> String {
 }
 
 /// A queue message body back to a job; a body of another version or shape is an error.
+/// A received message as the worker takes it: its id and its decoded job.
+pub fn queue_message(id: String, body: &str) -> crate::worker::QueueMessage {
+    crate::worker::QueueMessage { id, job: decode_job(body) }
+}
+
 pub fn decode_job(body: &str) -> Result<Job, String> {
     let envelope: JobEnvelope = serde_json::from_str(body).map_err(|e| format!("not a kuuki job: {e}"))?;
     if envelope.v != JobEnvelope::VERSION {
