@@ -40,6 +40,25 @@ impl RetryPolicy {
     }
 }
 
+impl RetryPolicy {
+    /// The chat platforms' policy (Slack, Discord): a 429 is waited out once, as asked
+    /// (a second after one without a wait), only when that fits the chat call's budget
+    /// (`budget.rs`); otherwise the job fails and its queue delivers it again.
+    pub fn chat(call_timeout: Duration) -> RetryPolicy {
+        RetryPolicy {
+            attempts: crate::budget::CHAT_ATTEMPTS,
+            backoff: Duration::from_secs(1),
+            max_wait: crate::budget::chat_retry_wait_cap(call_timeout),
+            longer_wait: LongerWait::GiveUp,
+        }
+    }
+}
+
+/// An HTTP client whose every call gives up after `timeout`.
+pub fn http_client(timeout: Duration) -> reqwest::Client {
+    reqwest::Client::builder().timeout(timeout).build().expect("a reqwest client builds")
+}
+
 /// A `Retry-After` given in seconds (the form Slack and the model providers send).
 pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;

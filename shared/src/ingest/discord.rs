@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use thiserror::Error;
 
 use super::command::{SlashCommand, run_command};
-use super::{Incoming, IngestOutcome, ingest, ingest_retry};
+use super::{Incoming, ingest, ingest_retry};
 use crate::adapters::discord::{DiscordEventError, DiscordIdentity, Normalized, normalize_dispatch};
 use crate::deps::Deps;
 use crate::domain::{Author, ChannelId, Message, Ts, UserId, deferred_interaction_key};
@@ -38,12 +38,7 @@ pub async fn handle_relay_event(
         Normalized::Ignored(reason) => return Ok(format!("ignored: {reason}")),
     };
     let outcome = if retry { ingest_retry(deps, incoming).await? } else { ingest(deps, incoming).await? };
-    Ok(match outcome {
-        IngestOutcome::Duplicate => "duplicate".into(),
-        IngestOutcome::Stored { .. } => "stored".into(),
-        IngestOutcome::Edited(found) => format!("edited ({})", if found { "found" } else { "unknown message" }),
-        IngestOutcome::Deleted(found) => format!("deleted ({})", if found { "found" } else { "unknown message" }),
-    })
+    Ok(outcome.describe())
 }
 
 /// Interaction callback types (Discord's numbers).

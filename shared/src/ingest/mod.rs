@@ -32,6 +32,19 @@ pub enum IngestOutcome {
     Deleted(bool),
 }
 
+impl IngestOutcome {
+    /// What was done, for the acknowledgement's log line.
+    pub fn describe(&self) -> String {
+        let found = |found: bool| if found { "found" } else { "unknown message" };
+        match self {
+            IngestOutcome::Duplicate => "duplicate".into(),
+            IngestOutcome::Stored { .. } => "stored".into(),
+            IngestOutcome::Edited(f) => format!("edited ({})", found(*f)),
+            IngestOutcome::Deleted(f) => format!("deleted ({})", found(*f)),
+        }
+    }
+}
+
 pub mod command;
 pub mod discord;
 pub mod slack;

@@ -3,7 +3,7 @@
 
 use thiserror::Error;
 
-use super::{IngestOutcome, ingest, ingest_retry};
+use super::{ingest, ingest_retry};
 use crate::adapters::slack::{Envelope, Normalized, SlackIdentity, normalize_json, parse_envelope};
 use crate::deps::Deps;
 use crate::ports::PortError;
@@ -53,10 +53,5 @@ pub async fn handle_event(
         }
     };
     let outcome = if retry { ingest_retry(deps, incoming).await? } else { ingest(deps, incoming).await? };
-    Ok(SlackReply::Ack(match outcome {
-        IngestOutcome::Duplicate => "duplicate".into(),
-        IngestOutcome::Stored { .. } => "stored".into(),
-        IngestOutcome::Edited(found) => format!("edited ({})", if found { "found" } else { "unknown message" }),
-        IngestOutcome::Deleted(found) => format!("deleted ({})", if found { "found" } else { "unknown message" }),
-    }))
+    Ok(SlackReply::Ack(outcome.describe()))
 }

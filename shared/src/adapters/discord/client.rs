@@ -22,7 +22,7 @@ use thiserror::Error;
 use tokio::time::Instant;
 
 use super::DiscordIdentity;
-use crate::adapters::retry::{LongerWait, RetryPolicy};
+use crate::adapters::retry::{RetryPolicy, http_client};
 use crate::domain::{ChannelId, Ts, UserId};
 use crate::ports::{Chat, FoundPost, PortError, PortResult, Post};
 
@@ -78,7 +78,7 @@ impl DiscordClient {
     /// `base_url` is `DISCORD_API_BASE_URL`, `token` the bot token (sent as `Bot …`).
     pub fn new(base_url: &str, token: &str) -> Self {
         DiscordClient {
-            http: Self::http(DEFAULT_TIMEOUT),
+            http: http_client(DEFAULT_TIMEOUT),
             base_url: base_url.trim_end_matches('/').to_owned(),
             authorization: format!("Bot {token}"),
             timeout: DEFAULT_TIMEOUT,
@@ -92,22 +92,9 @@ impl DiscordClient {
     /// Each call gives up after `timeout` (`CHAT_TIMEOUT_SECONDS`); waits for a rate
     /// limit count against the same budget.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.http = Self::http(timeout);
+        self.http = http_client(timeout);
         self.timeout = timeout;
         self
-    }
-
-    fn http(timeout: Duration) -> reqwest::Client {
-        reqwest::Client::builder().timeout(timeout).build().expect("a reqwest client builds")
-    }
-
-    fn retry_policy(&self) -> RetryPolicy {
-        RetryPolicy {
-            attempts: crate::budget::CHAT_ATTEMPTS,
-            backoff: Duration::from_secs(1),
-            max_wait: crate::budget::chat_retry_wait_cap(self.timeout),
-            longer_wait: LongerWait::GiveUp,
-        }
     }
 
     /// Who the token belongs to (`GET /users/@me`), remembered for finding own posts.
@@ -195,7 +182,7 @@ impl DiscordClient {
             route: route.to_owned(),
             message: e.without_url().to_string(),
         };
-        let retry = self.retry_policy();
+        let retry = RetryPolicy::chat(self.timeout);
         let mut attempt = 0;
         loop {
             self.wait_for_bucket(route, retry.max_wait).await?;

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use thiserror::Error;
 
 use super::SlackIdentity;
-use crate::adapters::retry::{LongerWait, RetryPolicy, retry_after};
+use crate::adapters::retry::{RetryPolicy, http_client, retry_after};
 use crate::domain::{ChannelId, Ts, UserId};
 use crate::ports::{Chat, FoundPost, PortError, PortResult, Post};
 
@@ -78,7 +78,7 @@ impl SlackClient {
     /// `base_url` is `SLACK_API_BASE_URL` (`https://slack.com/api`), `token` the bot token.
     pub fn new(base_url: &str, token: &str) -> Self {
         SlackClient {
-            http: Self::http(DEFAULT_TIMEOUT),
+            http: http_client(DEFAULT_TIMEOUT),
             base_url: base_url.trim_end_matches('/').to_owned(),
             token: token.to_owned(),
             timeout: DEFAULT_TIMEOUT,
@@ -89,13 +89,9 @@ impl SlackClient {
     /// Each call gives up after `timeout` (`CHAT_TIMEOUT_SECONDS`), and a 429 is waited
     /// out only when Slack asks for no longer than that: the time budget counts both.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.http = Self::http(timeout);
+        self.http = http_client(timeout);
         self.timeout = timeout;
         self
-    }
-
-    fn http(timeout: Duration) -> reqwest::Client {
-        reqwest::Client::builder().timeout(timeout).build().expect("a reqwest client builds")
     }
 
     /// Who the token belongs to: the bot's user id and bot id.
@@ -121,23 +117,11 @@ impl SlackClient {
         self.send(method, Body::Form(fields)).await
     }
 
-    /// A 429 is waited out once, as asked (a second after one without `Retry-After`),
-    /// when that fits the chat call's budget; otherwise the job fails and its queue
-    /// delivers it again.
-    fn retry_policy(&self) -> RetryPolicy {
-        RetryPolicy {
-            attempts: crate::budget::CHAT_ATTEMPTS,
-            backoff: Duration::from_secs(1),
-            max_wait: crate::budget::chat_retry_wait_cap(self.timeout),
-            longer_wait: LongerWait::GiveUp,
-        }
-    }
-
     /// One call, its `ok: true` answer read as `T`.
     async fn send<T: DeserializeOwned>(&self, method: &'static str, body: Body<'_>) -> Result<T, SlackApiError> {
         let url = format!("{}/{method}", self.base_url);
         let transport = |e: reqwest::Error| SlackApiError::Transport { method, message: e.without_url().to_string() };
-        let retry = self.retry_policy();
+        let retry = RetryPolicy::chat(self.timeout);
         let mut attempt = 0;
         loop {
             let request = self.http.post(&url).bearer_auth(&self.token);
