@@ -515,3 +515,24 @@ async fn workers_sign_in_without_reading_every_servers_roles() {
     let paths: Vec<&str> = calls[before..].iter().map(|r| r.url.path()).collect();
     assert_eq!(paths, ["/users/@me"], "one call at a worker's cold start");
 }
+
+#[tokio::test]
+async fn a_signed_interaction_kuuki_cannot_read_is_a_400_that_stores_nothing() {
+    let w = World::start(ANSWER).await;
+    let no_channel = json!({"type": 2, "id": "1323456789012345678", "application_id": "1", "token": "t",
+        "member": {"user": {"id": ALICE}}, "data": {"name": "kuuki", "options": [{"name": "status", "type": 1}]}});
+    let not_an_interaction = json!({"hello": "world"});
+    let ask_without_token = {
+        let mut c = command("ask", json!([{"name": "question", "type": 3, "value": "why?"}]));
+        c.as_object_mut().unwrap().remove("token");
+        c
+    };
+    for body in [no_channel, not_an_interaction, ask_without_token] {
+        let answer = w.interaction(&body).await;
+        assert_eq!(answer.status(), 400, "{body}");
+        assert!(answer.text().await.unwrap().contains("malformed interaction"), "{body}");
+    }
+    w.run_for(5.0).await;
+    assert!(w.store.messages_after(&ChannelId(CHANNEL.into()), None, 10).await.unwrap().is_empty());
+    assert!(w.posts().await.is_empty());
+}
