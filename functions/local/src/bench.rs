@@ -94,6 +94,8 @@ pub fn generate(messages: usize, channels: usize, direct_share: f64, seed: u64) 
                     TEXTS[rng.usize(..TEXTS.len())]
                 }
                 .to_owned(),
+                command: None,
+                private: false,
                 thread,
                 channel: format!("ch{channel}"),
                 bot: rng.u8(..100) == 0,

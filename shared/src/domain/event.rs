@@ -98,6 +98,12 @@ pub enum EventKind {
         /// The workspace memory was updated too.
         workspace: bool,
     },
+    /// A `/kuuki` command someone ran in the channel, and kuuki's answer to them.
+    Command {
+        user: UserId,
+        command: String,
+        answer: String,
+    },
     RespondFailed {
         mode: RespondMode,
         response_type: ResponseType,
@@ -135,6 +141,7 @@ impl EventKind {
             EventKind::RespondFailed { .. } => "respond_failed",
             EventKind::Summary { .. } => "summary",
             EventKind::Reflect { .. } => "reflect",
+            EventKind::Command { .. } => "command",
         }
     }
 }

@@ -149,6 +149,9 @@ pub fn parse_case(name: &str, text: &str) -> Result<EvalCase, EvalFileError> {
     if transcript.is_empty() {
         return Err(err(1, "no messages".into()));
     }
+    if let Some(command) = transcript.iter().find(|m| m.command.is_some()) {
+        return Err(err(command.line, "an eval conversation holds messages, not commands".into()));
+    }
     // Actions name the message they answer by channel and time, so those must be unique.
     let mut seen: HashMap<(&str, i64), usize> = HashMap::new();
     for m in &transcript {

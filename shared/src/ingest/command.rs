@@ -35,8 +35,27 @@ const MAX_MUTE_MINUTES: u64 = 7 * 24 * 60;
 
 const USAGE: &str = "Usage: /kuuki status | why | mute [minutes] | unmute | shadow on|off";
 
-/// Runs the command and returns the ephemeral text to show.
+/// Runs the command, records it and its answer in the decision log, and returns the
+/// ephemeral text to show.
 pub async fn run_command(deps: &Deps, command: &SlashCommand) -> PortResult<String> {
+    let answer = answer_command(deps, command).await?;
+    let channel = ChannelId(command.channel_id.clone());
+    let text = command.text.trim();
+    crate::record::record(
+        deps,
+        &channel,
+        None,
+        crate::domain::Ts::from_timestamp(deps.clock.now()),
+        crate::domain::EventKind::Command {
+            user: crate::domain::UserId(command.user_id.clone()),
+            command: if text.is_empty() { command.command.clone() } else { format!("{} {text}", command.command) },
+            answer: answer.clone(),
+        },
+    );
+    Ok(answer)
+}
+
+async fn answer_command(deps: &Deps, command: &SlashCommand) -> PortResult<String> {
     let channel = ChannelId(command.channel_id.clone());
     let mut words = command.text.split_whitespace();
     let verb = words.next().unwrap_or("status").to_ascii_lowercase();

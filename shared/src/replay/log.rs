@@ -254,6 +254,7 @@ fn body(event: &Event) -> Value {
         EventKind::Reflect { messages, facts_new, facts_strengthened, profiles } => {
             json!({"messages": messages, "facts_new": facts_new, "facts_strengthened": facts_strengthened, "profiles": profiles})
         }
+        EventKind::Command { user, command, answer } => json!({"user": user, "command": command, "answer": answer}),
         EventKind::Summary { messages, summary, mood, topic_keywords, active_users, workspace } => json!({
             "messages": messages, "summary": summary, "mood": mood,
             "topic_keywords": topic_keywords, "active_users": active_users, "workspace": workspace,

@@ -17,6 +17,7 @@ use crate::adapters::memory::{InProcess, MemoryLog, RecordingChat, TsMint, Virtu
 use crate::config::Settings;
 use crate::deps::Deps;
 use crate::domain::{Author, ChannelId, Message, Persona, Timestamp, Ts, UserId};
+use crate::ingest::command::{SlashCommand, run_command};
 use crate::ingest::{Incoming, ingest};
 use crate::ports::{Clock, Llm, PortError};
 use crate::worker::run_due;
@@ -91,7 +92,7 @@ impl Replay {
     /// Stores `lines` as history the replay starts from: kept like any message, never
     /// judged or answered, nothing logged (benchmarks of a store already full).
     pub async fn store_history(&mut self, lines: &[TranscriptLine]) -> Result<(), ReplayError> {
-        for line in lines {
+        for line in lines.iter().filter(|l| l.command.is_none()) {
             let at = REPLAY_EPOCH + Duration::from_secs_f64(line.t);
             self.clock.advance_to(at);
             let message = self.message(line, at, |_, _, _| {});
@@ -119,7 +120,7 @@ impl Replay {
             author: if line.bot { Author::OtherBot } else { Author::Human },
             replies_to_bot: line.reply_to_bot,
             in_dm: false,
-            private_channel: false,
+            private_channel: line.private,
             at,
         }
     }
@@ -141,6 +142,18 @@ impl Replay {
             writer.write_events(self.log.take());
             clock.advance_to(at);
 
+            if let Some(command) = &line.command {
+                let (name, text) = command.split_once(char::is_whitespace).unwrap_or((command, ""));
+                let command = SlashCommand {
+                    command: name.to_owned(),
+                    text: text.trim().to_owned(),
+                    channel_id: line.channel.clone(),
+                    user_id: line.user.clone(),
+                };
+                run_command(&self.deps, &command).await?;
+                writer.write_events(self.log.take());
+                continue;
+            }
             let message = self.message(line, at, |channel, root, id| writer.name_thread(channel, root, id));
             ingest(&self.deps, Incoming::Message(message)).await?;
             writer.count_message();

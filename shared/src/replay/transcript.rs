@@ -8,7 +8,15 @@ use thiserror::Error;
 struct Line {
     t: f64,
     user: String,
-    text: String,
+    #[serde(default)]
+    text: Option<String>,
+    /// A `/kuuki` command run as `user` instead of a message.
+    #[serde(default)]
+    command: Option<String>,
+    /// The channel is private (a private channel or a DM): nothing said there feeds
+    /// the workspace memory or another channel.
+    #[serde(default)]
+    private: bool,
     #[serde(default)]
     thread: Option<String>,
     #[serde(default)]
@@ -27,7 +35,13 @@ pub struct TranscriptLine {
     /// Seconds from the start.
     pub t: f64,
     pub user: String,
+    /// The message; empty for a command line.
     pub text: String,
+    /// A `/kuuki …` command run as `user` in `channel` (its answer is logged), instead
+    /// of a message.
+    pub command: Option<String>,
+    /// The channel is private: set on any line of the channel marks all of it.
+    pub private: bool,
     /// A thread id; the first message with a new id starts that thread.
     pub thread: Option<String>,
     pub channel: String,
@@ -45,6 +59,8 @@ pub struct TranscriptError {
 }
 
 pub const DEFAULT_CHANNEL: &str = "general";
+/// The slash command a transcript's command lines run.
+pub const COMMAND: &str = "/kuuki";
 /// The latest `t` a transcript may use: ten years of chat.
 const MAX_T: f64 = 10.0 * 365.0 * 86_400.0;
 
@@ -69,9 +85,24 @@ pub fn parse_transcript(text: &str) -> Result<Vec<TranscriptLine>, TranscriptErr
         if parsed.user.trim().is_empty() {
             return Err(err("user is empty".into()));
         }
-        if parsed.text.trim().is_empty() {
-            return Err(err("text is empty".into()));
-        }
+        let (text, command) = match (parsed.text, parsed.command) {
+            (Some(_), Some(_)) => return Err(err("a line is a message (text) or a command, not both".into())),
+            (None, None) => return Err(err("missing field `text` (or `command`)".into())),
+            (Some(text), None) if text.trim().is_empty() => return Err(err("text is empty".into())),
+            (Some(text), None) => (text, None),
+            (None, Some(command)) => {
+                let command = command.trim().to_owned();
+                if !command.starts_with(COMMAND)
+                    || command[COMMAND.len()..].chars().next().is_some_and(|c| !c.is_whitespace())
+                {
+                    return Err(err(format!("a command starts with {COMMAND}, not {command:?}")));
+                }
+                if parsed.thread.is_some() || parsed.bot || parsed.reply_to_bot {
+                    return Err(err("a command has no thread, bot or reply_to_bot".into()));
+                }
+                (String::new(), Some(command))
+            }
+        };
         let channel = parsed.channel.unwrap_or_else(|| DEFAULT_CHANNEL.to_owned());
         if channel.trim().is_empty() {
             return Err(err("channel is empty".into()));
@@ -83,12 +114,20 @@ pub fn parse_transcript(text: &str) -> Result<Vec<TranscriptLine>, TranscriptErr
             line,
             t: parsed.t,
             user: parsed.user,
-            text: parsed.text,
+            text,
+            command,
+            private: parsed.private,
             thread: parsed.thread,
             channel,
             bot: parsed.bot,
             reply_to_bot: parsed.reply_to_bot,
         });
+    }
+    // A channel is private as a whole: one line saying so marks every line of it.
+    let private: std::collections::HashSet<String> =
+        out.iter().filter(|l| l.private).map(|l| l.channel.clone()).collect();
+    for line in &mut out {
+        line.private = private.contains(&line.channel);
     }
     Ok(out)
 }
@@ -114,9 +153,30 @@ mod tests {
     }
 
     #[test]
+    fn reads_command_lines_and_private_channels() {
+        let lines = parse_transcript(
+            r#"{"t": 0, "user": "alice", "text": "secret plan", "channel": "dm-alice", "private": true}
+{"t": 90000, "user": "alice", "command": "/kuuki forget-me"}
+{"t": 90001, "user": "bob", "text": "hi", "channel": "dm-alice"}"#,
+        )
+        .unwrap();
+        assert!(lines[0].private);
+        assert_eq!(lines[0].command, None);
+        assert_eq!(lines[1].command.as_deref(), Some("/kuuki forget-me"));
+        assert_eq!(lines[1].text, "");
+        assert_eq!(lines[1].channel, "general");
+        assert!(!lines[1].private);
+        assert!(lines[2].private, "one line marks the whole channel private");
+    }
+
+    #[test]
     fn errors_name_the_line_and_the_reason() {
         let cases = [
             ("{\"t\": 0, \"user\": \"a\"}", 1, "missing field `text`"),
+            ("{\"t\": 0, \"user\": \"a\", \"text\": \"x\", \"command\": \"/kuuki why\"}", 1, "not both"),
+            ("{\"t\": 0, \"user\": \"a\", \"command\": \"/other why\"}", 1, "starts with /kuuki"),
+            ("{\"t\": 0, \"user\": \"a\", \"command\": \"/kuukiwhy\"}", 1, "starts with /kuuki"),
+            ("{\"t\": 0, \"user\": \"a\", \"command\": \"/kuuki why\", \"thread\": \"t\"}", 1, "has no thread"),
             ("{\"t\": 0, \"user\": \"a\", \"text\": \"x\"}\nnot json", 2, "expected"),
             (
                 "{\"t\": 5, \"user\": \"a\", \"text\": \"x\"}\n{\"t\": 4, \"user\": \"a\", \"text\": \"x\"}",

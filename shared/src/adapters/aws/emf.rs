@@ -128,6 +128,7 @@ pub fn metrics_of(event: &Event) -> Vec<(&'static str, f64, &'static str)> {
             ("FactsStrengthened", *facts_strengthened as f64, "Count"),
         ],
         EventKind::Message { .. } => vec![("Messages", 1.0, "Count")],
+        EventKind::Command { .. } => vec![("Commands", 1.0, "Count")],
         EventKind::Edited { .. } | EventKind::Deleted => vec![],
     }
 }

@@ -89,8 +89,17 @@ pub(super) enum Body {
     RespondFailed(RespondFailedLine),
     Summary(SummaryLine),
     Reflect(ReflectLine),
+    Command(CommandLine),
     /// A kind the report does not know (kept as the kind's name).
     Other(String),
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(super) struct CommandLine {
+    pub user: Lenient<String>,
+    pub command: Lenient<String>,
+    pub answer: Lenient<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -227,6 +236,7 @@ pub(super) fn read(raw: &Value) -> Read<'_> {
         "respond_failed" => Body::RespondFailed(body(raw)),
         "summary" => Body::Summary(body(raw)),
         "reflect" => Body::Reflect(body(raw)),
+        "command" => Body::Command(body(raw)),
         _ => Body::Other(kind),
     };
     let channel = match head.channel {
@@ -258,6 +268,7 @@ impl Body {
             Body::RespondFailed(_) => "respond_failed",
             Body::Summary(_) => "summary",
             Body::Reflect(_) => "reflect",
+            Body::Command(_) => "command",
             Body::Other(kind) => kind,
         }
     }

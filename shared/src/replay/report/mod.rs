@@ -626,7 +626,7 @@ fn mark(e: &Ev, x: f64, ctx: &Ctx) -> Option<(Vec<Shape>, String)> {
                 d.reason.as_deref().unwrap_or("?")
             ),
         ),
-        Body::Summary(_) | Body::Reflect(_) | Body::Other(_) => return None,
+        Body::Summary(_) | Body::Reflect(_) | Body::Command(_) | Body::Other(_) => return None,
     })
 }
 
@@ -864,6 +864,15 @@ fn row(ci: usize, i: usize, e: &Ev, ctx: &Ctx) -> Row {
                 facts_new: *r.facts_new,
                 facts_strengthened: *r.facts_strengthened,
                 profiles: *r.profiles,
+            },
+        ),
+        Body::Command(c) => (
+            sys("command"),
+            None,
+            What::Command {
+                user: clip(c.user.as_deref().unwrap_or("?"), NAME_CHARS),
+                command: clip(c.command.as_deref().unwrap_or("?"), CELL_CHARS),
+                answer: clip(c.answer.as_deref().unwrap_or("?"), CELL_CHARS),
             },
         ),
         // Unknown kinds, and judgments without a score, as they were logged.

@@ -535,8 +535,13 @@ fn one_of_every_kind() -> Vec<crate::domain::Event> {
             reason: "failure reason".into(),
             notice: Some("notice text".into()),
         },
+        EventKind::Command {
+            user: UserId("alice".into()),
+            command: "/kuuki forget-me".into(),
+            answer: "command answer".into(),
+        },
     ];
-    let mut seen = [false; 10];
+    let mut seen = [false; 11];
     for k in &kinds {
         let i = match k {
             EventKind::Message { .. } => 0,
@@ -549,6 +554,7 @@ fn one_of_every_kind() -> Vec<crate::domain::Event> {
             EventKind::Reflect { .. } => 7,
             EventKind::Summary { .. } => 8,
             EventKind::RespondFailed { .. } => 9,
+            EventKind::Command { .. } => 10,
         };
         seen[i] = true;
     }
@@ -573,7 +579,7 @@ fn every_event_kind_reads_back_typed() {
     let mut writer = crate::replay::LogWriter::new(&mut sink, true);
     writer.write_events(one_of_every_kind());
     let lines = writer.kept().to_vec();
-    assert_eq!(lines.len(), 10);
+    assert_eq!(lines.len(), 11);
     for raw in &lines {
         let Read::Line(line) = line::read(raw) else { panic!("not a line: {raw}") };
         assert!(!matches!(line.body, Body::Other(_)), "{raw} is read as an unknown kind");
@@ -603,6 +609,8 @@ fn every_event_kind_reads_back_typed() {
         "mood: calm · topics: deploy",
         "<span class=\"err\">failed</span> <span class=\"badge\">full_response</span><span class=\"badge\">direct</span> failure reason",
         "posted instead: notice text",
+        // minijinja escapes "/" too.
+        "<span class=\"badge\">command</span> alice ran <span class=\"cmd\">&#x2f;kuuki forget-me</span> <span class=\"reason\">· answered: command answer</span>",
     ] {
         assert!(html.contains(shown), "{shown:?} is not on the page");
     }

@@ -254,6 +254,11 @@ pub(super) enum What {
         facts_strengthened: Option<u64>,
         profiles: Option<u64>,
     },
+    Command {
+        user: String,
+        command: String,
+        answer: String,
+    },
     /// Unknown kinds, and judgments without a score, as they were logged.
     Raw {
         json: String,
