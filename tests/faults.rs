@@ -896,4 +896,11 @@ impl MessageStore for ThrottlingMessages {
     ) -> PortResult<Option<Message>> {
         self.inner.previous_in_channel(channel, before).await
     }
+    async fn delete_messages_by(
+        &self,
+        channel: &kuuki::domain::ChannelId,
+        user: &kuuki::domain::UserId,
+    ) -> PortResult<usize> {
+        self.inner.delete_messages_by(channel, user).await
+    }
 }

@@ -530,7 +530,7 @@ async fn status_shows_what_kuuki_remembers_of_the_channel() {
             active_users: vec!["alice".into()],
             updated_at: Some(w.clock.now() - std::time::Duration::from_secs(120)),
             watermark: None,
-            private: false,
+            ..Default::default()
         },
     )
     .await

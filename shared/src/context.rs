@@ -38,9 +38,8 @@ pub struct PromptContext<'a> {
     pub other_channels: Vec<ChannelListEntry>,
     /// Facts relevant to the message answered (generation only), fenced.
     pub facts: Vec<String>,
-    /// What reflection noted about the speaker (generation only), fenced.
-    pub speaker_tags: Vec<String>,
-    pub speaker_summary: String,
+    /// Who kuuki answers (generation only, with `USER_PROFILE_ENABLED`).
+    pub speaker: Option<SpeakerContext>,
     pub now: String,
     /// The channel's top level, when the target is in a thread.
     pub top_level: Vec<PromptMessage>,
@@ -133,8 +132,7 @@ pub async fn build<'a>(
         persona: &deps.persona,
         channel_memory: fenced_memory(channel_memory),
         facts: Vec::new(),
-        speaker_tags: Vec::new(),
-        speaker_summary: String::new(),
+        speaker: None,
         workspace_memory: WorkspaceMemory {
             history: fence_safe(&workspace_memory.history),
             recent_events: fence_safe(&workspace_memory.recent_events),
@@ -157,6 +155,35 @@ pub async fn build<'a>(
         interventions_last_30_min: state.interventions_within(now, Duration::from_secs(30 * 60)),
         last_intervention_excerpt: last.map(|i| fence_safe(&i.excerpt)).unwrap_or_default(),
     })
+}
+
+/// The person a reply is for: how well kuuki knows them (the tone), and what it noted
+/// about them in this channel only (fenced).
+#[derive(Debug, Clone, Serialize)]
+pub struct SpeakerContext {
+    /// `stranger`, `acquaintance`, `regular` or `close`.
+    pub familiarity: &'static str,
+    pub interactions: u64,
+    pub tags: Vec<String>,
+    pub summary: String,
+    pub last_topics: Vec<String>,
+}
+
+impl SpeakerContext {
+    pub fn new(
+        familiarity: crate::domain::Familiarity,
+        interactions: u64,
+        note: Option<&crate::domain::UserNote>,
+    ) -> Self {
+        let fenced = |items: &[String]| items.iter().map(|t| fence_safe(t)).collect();
+        SpeakerContext {
+            familiarity: familiarity.as_str(),
+            interactions,
+            tags: note.map(|n| fenced(&n.tags)).unwrap_or_default(),
+            summary: note.map(|n| fence_safe(&n.summary)).unwrap_or_default(),
+            last_topics: note.map(|n| fenced(&n.last_topics)).unwrap_or_default(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]

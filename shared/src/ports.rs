@@ -11,7 +11,7 @@ use thiserror::Error;
 
 use crate::domain::{
     ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, Job, JudgmentNote, Message, ThreadKey, Timestamp, Ts,
-    UserId, UserNote, WorkspaceMemory,
+    UserId, UserNote, UserProfile, WorkspaceMemory,
 };
 
 /// A backend failed. `Backend` may pass (queues redeliver the job); `Rejected` will
@@ -63,6 +63,9 @@ pub trait MessageStore: Send + Sync {
     async fn messages_after(&self, channel: &ChannelId, after: Option<&Ts>, limit: usize) -> PortResult<Vec<Message>>;
     /// The newest message anywhere in the channel (any conversation) older than `before`.
     async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Message>>;
+    /// Removes every stored message `user` wrote in `channel` (a forget request);
+    /// returns how many there were. Safe to repeat.
+    async fn delete_messages_by(&self, channel: &ChannelId, user: &UserId) -> PortResult<usize>;
 }
 
 /// What kuuki did in each channel lately: cooldown, engagement, intervention history.
@@ -159,8 +162,23 @@ pub trait FactStore: Send + Sync {
     async fn delete_fact(&self, channel: &ChannelId, id: &str) -> PortResult<()>;
     /// Every channel that has facts (for the daily clean-up).
     async fn fact_channels(&self) -> PortResult<Vec<ChannelId>>;
-    async fn user_note(&self, user: &str) -> PortResult<Option<UserNote>>;
+    /// What kuuki noted about `user` in `channel` (notes never cross channels).
+    async fn user_note(&self, channel: &ChannelId, user: &UserId) -> PortResult<Option<UserNote>>;
+    /// Stores a note, replacing the one for the same channel and person.
     async fn put_user_note(&self, note: &UserNote) -> PortResult<()>;
+    async fn delete_user_note(&self, channel: &ChannelId, user: &UserId) -> PortResult<()>;
+    /// Someone's counters across the workspace.
+    async fn profile(&self, user: &UserId) -> PortResult<Option<UserProfile>>;
+    /// Counts a message `user` wrote in `channel` at `at` (and whether it called kuuki)
+    /// with blind increments: nothing is read. Count each stored message once.
+    async fn count_message(
+        &self,
+        user: &UserId,
+        channel: &ChannelId,
+        at: Timestamp,
+        called_bot: bool,
+    ) -> PortResult<()>;
+    async fn delete_profile(&self, user: &UserId) -> PortResult<()>;
 }
 
 /// Whether a summary marked due at `marked` blocks a new mark for `due` at `now`: it

@@ -111,6 +111,18 @@ pub async fn message_store(store: &dyn MessageStore) {
     assert_eq!(store.get_message(&ch, &m2.ts).await.unwrap(), None);
     assert_eq!(texts(store.recent_in_thread(&thread, at(0), 10).await.unwrap()), ["reply 2"]);
     assert_eq!(prev(&m3.ts).await.as_deref(), Some("one"), "a deleted message is not previous");
+
+    // A forget request: one person's messages go, everyone else's stay.
+    let mut bobs = message(&ch.0, 50, None, "bob's");
+    bobs.user = UserId("U2".into());
+    store.put_message(&bobs).await.unwrap();
+    assert_eq!(store.delete_messages_by(&ch, &UserId("U1".into())).await.unwrap(), 3, "one, two and reply 2");
+    assert_eq!(store.delete_messages_by(&ch, &UserId("U1".into())).await.unwrap(), 0, "safe to repeat");
+    assert_eq!(texts(store.messages_after(&ch, None, 10).await.unwrap()), ["bob's"]);
+    assert_eq!(
+        store.get_message(&ChannelId("contract-other".into()), &other.ts).await.unwrap().unwrap().text,
+        "other channel"
+    );
 }
 
 /// Claims: one holder at a time, expiry, completion, release.
@@ -178,6 +190,7 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
         thread: ThreadKey::top_level(ch.clone()),
         response_type: ResponseType::ShortAck,
         excerpt: format!("at {secs}"),
+        facts: vec![crate::domain::FactUse { id: "f1".into(), content: "fact".into(), score: 0.25 }],
     };
     store.record_intervention(&ch, intervention(100)).await.unwrap();
     store.record_intervention(&ch, intervention(50)).await.unwrap();
@@ -238,6 +251,7 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
         active_users: vec!["alice".into()],
         updated_at: Some(at(1000)),
         watermark: Some(Ts::from_timestamp(at(999))),
+        generation: 2,
         private: false,
     };
     store.defer_summary(&ch, at(1500)).await.unwrap();
@@ -297,6 +311,7 @@ pub async fn facts(store: &dyn FactStore) {
         created_at: at(0),
         confirmed_at: at(0),
         strength: 1,
+        source_messages: vec![Ts::from_timestamp(at(0))],
     };
     store.put_fact(&fact("f1", "alice deploys on Fridays")).await.unwrap();
     store.put_fact(&fact("f2", "lunch is curry")).await.unwrap();
@@ -315,15 +330,42 @@ pub async fn facts(store: &dyn FactStore) {
     store.delete_fact(&ch, "f2").await.unwrap();
     store.delete_fact(&ch, "f2").await.unwrap();
     assert_eq!(store.facts(&ch).await.unwrap().len(), 1);
-    assert_eq!(store.user_note("contract-user").await.unwrap(), None);
+
+    // Notes about a person are kept per channel.
+    let user = UserId("contract-user".into());
+    let elsewhere = ChannelId("contract-elsewhere".into());
+    assert_eq!(store.user_note(&ch, &user).await.unwrap(), None);
     let note = UserNote {
-        user: "contract-user".into(),
+        channel: ch.clone(),
+        user: user.clone(),
         tags: vec!["Rust".into()],
         summary: "deploys".into(),
+        last_topics: vec!["deploy".into()],
         updated_at: Some(at(5)),
     };
     store.put_user_note(&note).await.unwrap();
-    assert_eq!(store.user_note("contract-user").await.unwrap(), Some(note));
+    assert_eq!(store.user_note(&ch, &user).await.unwrap(), Some(note.clone()));
+    assert_eq!(store.user_note(&elsewhere, &user).await.unwrap(), None, "notes stay in their channel");
+    assert!(!store.fact_channels().await.unwrap().iter().any(|c| c.0.starts_with('#')), "notes are not a channel");
+    store.delete_user_note(&ch, &user).await.unwrap();
+    store.delete_user_note(&ch, &user).await.unwrap();
+    assert_eq!(store.user_note(&ch, &user).await.unwrap(), None);
+
+    // Counters: blind increments, channels as a set, first and last interaction.
+    assert_eq!(store.profile(&user).await.unwrap(), None);
+    store.count_message(&user, &ch, at(10), false).await.unwrap();
+    store.count_message(&user, &elsewhere, at(20), true).await.unwrap();
+    store.count_message(&user, &ch, at(30), false).await.unwrap();
+    let profile = store.profile(&user).await.unwrap().expect("counted");
+    assert_eq!((profile.interactions, profile.bot_mentions), (3, 1));
+    let mut channels = profile.channels.clone();
+    channels.sort();
+    assert_eq!(channels, vec![elsewhere.clone(), ch.clone()]);
+    assert_eq!((profile.first_interaction, profile.last_interaction), (Some(at(10)), Some(at(30))));
+    assert!(!store.fact_channels().await.unwrap().iter().any(|c| c.0.starts_with('#')), "profiles are not a channel");
+    store.delete_profile(&user).await.unwrap();
+    store.delete_profile(&user).await.unwrap();
+    assert_eq!(store.profile(&user).await.unwrap(), None);
 }
 
 #[cfg(test)]

@@ -80,6 +80,8 @@ pub enum EventKind {
         emoji: Option<String>,
         /// The channel is in shadow mode: decided and logged, not posted.
         shadow: bool,
+        /// The facts the answer was given.
+        facts: Vec<super::FactUse>,
     },
     /// A quiet stretch of a channel was reflected on.
     Reflect {
@@ -97,6 +99,16 @@ pub enum EventKind {
         active_users: Vec<String>,
         /// The workspace memory was updated too.
         workspace: bool,
+    },
+    /// Something was forgotten: a person on request (`user`), or the facts learned
+    /// from a deleted message (`user` is `None`).
+    Forget {
+        user: Option<UserId>,
+        messages: usize,
+        facts_removed: usize,
+        facts_edited: usize,
+        notes: usize,
+        summaries: usize,
     },
     /// A `/kuuki` command someone ran in the channel, and kuuki's answer to them.
     Command {
@@ -142,6 +154,7 @@ impl EventKind {
             EventKind::Summary { .. } => "summary",
             EventKind::Reflect { .. } => "reflect",
             EventKind::Command { .. } => "command",
+            EventKind::Forget { .. } => "forget",
         }
     }
 }

@@ -13,12 +13,12 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 /// A channel on one platform (a Slack channel id, a Discord channel id, a replay name).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct ChannelId(pub String);
 
 /// A user on one platform.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct UserId(pub String);
 
@@ -371,6 +371,10 @@ pub struct ChannelMemory {
     pub updated_at: Option<Timestamp>,
     /// The newest message already summarized.
     pub watermark: Option<Ts>,
+    /// Bumped each time the memory is wiped to be made anew (a forget request), so the
+    /// summary made anew is not taken for one done before.
+    #[serde(default)]
+    pub generation: u32,
     /// Some summarized message was written privately (see `Message::private_channel`).
     /// Once private, always: a message that came without the platform's privacy
     /// (a Slack app_mention carries no channel_type) cannot make the channel public.
@@ -420,15 +424,93 @@ pub struct Fact {
     pub confirmed_at: Timestamp,
     /// How often it was learned: restating strengthens instead of duplicating.
     pub strength: u32,
+    /// The messages it was learned from: deleting the last of them forgets it (facts
+    /// stored before this was kept have none and stay until they fade).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source_messages: Vec<Ts>,
 }
 
-/// What reflection noted about a person (the LLM part of a profile).
+impl Fact {
+    /// Whether `user` (by id, or by the name reflection may have used) is a source.
+    pub fn is_from(&self, user: &UserId, name: &str) -> bool {
+        self.source_users.iter().any(|u| u == &user.0 || (!name.is_empty() && u == name))
+    }
+}
+
+/// What kuuki noted about a person in one channel: reflection's tags and summary, and
+/// the topics they spoke of last. Kept per channel, so what someone said in one
+/// channel (a private one, a DM) never shapes a reply in another.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct UserNote {
-    pub user: String,
+    pub channel: ChannelId,
+    pub user: UserId,
     pub tags: Vec<String>,
+    /// The last conversation with them, as reflection summed it up.
     pub summary: String,
+    /// Keywords of what they said last here (spec 001's `last_topic`).
+    #[serde(default)]
+    pub last_topics: Vec<String>,
     pub updated_at: Option<Timestamp>,
+}
+
+/// Who someone is to kuuki across the workspace: counters only, no content (notes are
+/// per channel, [`UserNote`]). One item per person; the counters grow by blind
+/// increments, so counting a message reads nothing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UserProfile {
+    pub user: UserId,
+    /// Messages they wrote where kuuki reads along (spec 001's interaction count).
+    pub interactions: u64,
+    /// Messages of theirs that called kuuki directly (mention, DM, reply).
+    pub bot_mentions: u64,
+    /// Channels they wrote in: where a forget request has to look.
+    pub channels: Vec<ChannelId>,
+    pub first_interaction: Option<Timestamp>,
+    pub last_interaction: Option<Timestamp>,
+}
+
+/// How well kuuki knows someone, from their interaction count and
+/// `FAMILIARITY_THRESHOLDS` (spec 001: stranger 0-5, acquaintance 6-30, regular 31-100,
+/// close 101 and more). It sets the tone of a reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Familiarity {
+    Stranger,
+    Acquaintance,
+    Regular,
+    Close,
+}
+
+impl Familiarity {
+    pub const ALL: [Familiarity; 4] =
+        [Familiarity::Stranger, Familiarity::Acquaintance, Familiarity::Regular, Familiarity::Close];
+
+    /// The level for `interactions`: each threshold is the last count of the level below.
+    pub fn of(interactions: u64, thresholds: [u32; 3]) -> Self {
+        match thresholds.iter().filter(|t| interactions > u64::from(**t)).count() {
+            0 => Familiarity::Stranger,
+            1 => Familiarity::Acquaintance,
+            2 => Familiarity::Regular,
+            _ => Familiarity::Close,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Familiarity::Stranger => "stranger",
+            Familiarity::Acquaintance => "acquaintance",
+            Familiarity::Regular => "regular",
+            Familiarity::Close => "close",
+        }
+    }
+}
+
+/// A fact a reply was given, and how well it matched (the decision log, `/kuuki why`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FactUse {
+    pub id: String,
+    pub content: String,
+    pub score: f64,
 }
 
 /// The last judgment in a channel, for `/kuuki why`.
@@ -455,6 +537,9 @@ pub struct Intervention {
     pub response_type: ResponseType,
     /// The conversation as it was when kuuki stepped in (at most 200 chars).
     pub excerpt: String,
+    /// The facts the answer was given (`/kuuki why`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub facts: Vec<FactUse>,
 }
 
 mod event;

@@ -1,5 +1,5 @@
-//! The `/kuuki` slash command: `status`, `why`, `mute [minutes]`, `unmute`,
-//! `shadow on|off`. Answers are ephemeral (only the caller sees them).
+//! The `/kuuki` slash command: `status`, `why`, `memory`, `forget-me`, `mute [minutes]`,
+//! `unmute`, `shadow on|off`. Answers are ephemeral (only the caller sees them).
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -8,7 +8,7 @@ use serde::Deserialize;
 use thiserror::Error;
 
 use crate::deps::Deps;
-use crate::domain::{ChannelId, Decision, Timestamp};
+use crate::domain::{ChannelId, Decision, Familiarity, Timestamp, UserId};
 use crate::ports::PortResult;
 
 /// The form fields of a slash command request that kuuki reads.
@@ -33,7 +33,7 @@ pub fn parse_command(body: &[u8]) -> Result<SlashCommand, CommandError> {
 const DEFAULT_MUTE_MINUTES: u64 = 60;
 const MAX_MUTE_MINUTES: u64 = 7 * 24 * 60;
 
-const USAGE: &str = "Usage: /kuuki status | why | mute [minutes] | unmute | shadow on|off";
+const USAGE: &str = "Usage: /kuuki status | why | memory | forget-me | mute [minutes] | unmute | shadow on|off";
 
 /// Runs the command, records it and its answer in the decision log, and returns the
 /// ephemeral text to show.
@@ -64,6 +64,11 @@ async fn answer_command(deps: &Deps, command: &SlashCommand) -> PortResult<Strin
     Ok(match (verb.as_str(), arg) {
         ("status", _) => status(deps, &channel, now).await?,
         ("why", _) => why(deps, &channel).await?,
+        ("memory", _) => memory(deps, &channel, &UserId(command.user_id.clone()), now).await?,
+        ("forget-me", _) => {
+            let user = UserId(command.user_id.clone());
+            crate::memory::forget::forget_user(deps, &user, &channel).await?.describe("you")
+        }
         ("mute", minutes) => {
             let minutes = match minutes.map(str::parse::<u64>) {
                 None => DEFAULT_MUTE_MINUTES,
@@ -188,13 +193,83 @@ async fn why(deps: &Deps, channel: &ChannelId) -> PortResult<String> {
     } else {
         j.breakdown.iter().map(|(rule, p)| format!("{rule} {p:+}")).collect::<Vec<_>>().join(", ")
     };
-    Ok(format!(
+    let mut out = format!(
         "Last judgment here ({}) on <@{}>'s message \"{quoted}\": score {} ({decision}) -> {outcome}.\nRules: {breakdown}\nReason: {}",
         j.at.to_utc_string(),
         j.user,
         j.score,
         j.reason
-    ))
+    );
+    if let Some(last) = state.interventions.last() {
+        let _ = write!(out, "\nLast answer here ({}, {}): ", last.at.to_utc_string(), last.response_type.as_str());
+        if last.facts.is_empty() {
+            out.push_str("no remembered facts were used.");
+        } else {
+            out.push_str("given these facts:");
+            for f in &last.facts {
+                let _ = write!(out, "\n- {} (score {:.3}, fact {})", f.content, f.score, f.id);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Facts `/kuuki memory` lists, the strongest first.
+const MEMORY_FACTS: usize = 10;
+
+/// What kuuki remembers in this channel: the summary, the facts, and what it knows
+/// about the caller (here only, and the counters).
+async fn memory(deps: &Deps, channel: &ChannelId, caller: &UserId, now: Timestamp) -> PortResult<String> {
+    let state = deps.channels.channel_state(channel).await?;
+    let mut out = String::new();
+    let m = &state.memory;
+    if m.updated_at.is_some() {
+        let _ =
+            writeln!(out, "Summary: {}\nHistory: {}\nTopics: {}", m.summary, m.history, m.topic_keywords.join(", "));
+    } else {
+        let _ = writeln!(out, "No summary of this channel yet.");
+    }
+    let mut facts = deps.facts.facts(channel).await?;
+    let half_life = deps.settings.fact_decay_half_life_days;
+    let weight = |f: &crate::domain::Fact| f.confidence * crate::memory::reflect::decay(f, now, half_life);
+    facts.sort_by(|a, b| weight(b).total_cmp(&weight(a)));
+    if facts.is_empty() {
+        let _ = writeln!(out, "No facts remembered here.");
+    } else {
+        let _ = writeln!(out, "Facts remembered here ({}):", facts.len());
+        for f in facts.iter().take(MEMORY_FACTS) {
+            let _ = writeln!(out, "- {} (weight {:.2}, from {})", f.content, weight(f), f.source_users.join(", "));
+        }
+    }
+    if !deps.settings.user_profile_enabled {
+        let _ = writeln!(out, "kuuki keeps no profiles (USER_PROFILE_ENABLED is off).");
+        return Ok(out.trim_end().to_owned());
+    }
+    let profile = deps.facts.profile(caller).await?;
+    let interactions = profile.as_ref().map_or(0, |p| p.interactions);
+    let familiarity = Familiarity::of(interactions, deps.settings.familiarity_thresholds);
+    let _ = writeln!(
+        out,
+        "About you: {interactions} message(s) seen, {} calling kuuki, familiarity {}.",
+        profile.as_ref().map_or(0, |p| p.bot_mentions),
+        familiarity.as_str()
+    );
+    match deps.facts.user_note(channel, caller).await? {
+        Some(note) => {
+            let _ = writeln!(
+                out,
+                "Noted about you here: tags {}; last time: {}; topics: {}",
+                if note.tags.is_empty() { "(none)".to_owned() } else { note.tags.join(", ") },
+                if note.summary.is_empty() { "(nothing)" } else { &note.summary },
+                note.last_topics.join(", ")
+            );
+        }
+        None => {
+            let _ = writeln!(out, "Nothing noted about you in this channel.");
+        }
+    }
+    let _ = writeln!(out, "/kuuki forget-me removes all of it.");
+    Ok(out.trim_end().to_owned())
 }
 
 fn human_duration(seconds: f64) -> String {

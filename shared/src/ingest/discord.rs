@@ -235,7 +235,9 @@ pub fn command_definitions() -> Value {
             ]},
             {"type": SUB_COMMAND, "name": "ask", "description": "Ask kuuki something; it answers in this channel", "options": [
                 {"type": STRING, "name": "question", "description": "Your question", "required": true}
-            ]}
+            ]},
+            {"type": SUB_COMMAND, "name": "memory", "description": "What kuuki remembers here, and about you"},
+            {"type": SUB_COMMAND, "name": "forget-me", "description": "Make kuuki forget everything about you"}
         ]
     }])
 }

@@ -1,12 +1,13 @@
 //! What happens when a platform delivers a message (DESIGN §3, ingress): store it once,
 //! then queue an answer for a direct trigger or a delayed judgment (or, where kuuki
 //! does not take part unasked, a delayed REMEMBER) for the rest.
-//! At most two backend calls for a new message: the conditional put and the enqueue.
+//! At most three backend calls for a new message: the conditional put, then the enqueue
+//! and the person's counters (`USER_PROFILE_ENABLED`) at once.
 
 use std::time::Duration;
 
 use crate::deps::Deps;
-use crate::domain::{ChannelId, DirectTrigger, EventKind, Job, Message, RespondMode, ResponseType, Ts};
+use crate::domain::{Author, ChannelId, DirectTrigger, EventKind, Job, Message, RespondMode, ResponseType, Ts};
 use crate::judge::rules::{direct_trigger, is_thanks};
 use crate::ports::{PortResult, PutOutcome};
 use crate::record::record;
@@ -84,8 +85,11 @@ pub async fn ingest(deps: &Deps, incoming: Incoming) -> PortResult<IngestOutcome
             let found = deps.messages.delete_message(&channel, &ts).await?;
             if found {
                 let thread_root = stored.and_then(|m| m.thread_root);
-                record(deps, &channel, thread_root, ts, EventKind::Deleted);
+                record(deps, &channel, thread_root, ts.clone(), EventKind::Deleted);
             }
+            // Even when the message was gone already: a delivery that deleted it may
+            // have died before this.
+            crate::memory::forget::forget_message(deps, &channel, &ts).await?;
             Ok(IngestOutcome::Deleted(found))
         }
     }
@@ -110,13 +114,28 @@ async fn ingest_message(deps: &Deps, message: Message) -> PortResult<IngestOutco
             trigger,
         },
     );
-    match plan(deps, &message) {
-        Some((job, delay)) => {
-            deps.enqueue_after(job.clone(), delay).await?;
-            Ok(IngestOutcome::Stored { trigger, queued: Some(job) })
+    let planned = plan(deps, &message);
+    let enqueue = async {
+        match &planned {
+            Some((job, delay)) => deps.enqueue_after(job.clone(), *delay).await,
+            None => Ok(()),
         }
-        None => Ok(IngestOutcome::Stored { trigger, queued: None }),
-    }
+    };
+    // Counted here, once: only the delivery that stored the message gets this far.
+    let count = async {
+        if participant && message.author == Author::Human && deps.settings.user_profile_enabled {
+            let counted =
+                deps.facts.count_message(&message.user, &message.channel, message.at, trigger.is_some()).await;
+            // A lost count is a rounding error in a familiarity level, not worth a
+            // redelivery (which would find the message stored and count nothing).
+            if let Err(error) = counted {
+                tracing::warn!(%error, user = %message.user, "the message was not counted in the person's profile");
+            }
+        }
+    };
+    let (queued, ()) = tokio::join!(enqueue, count);
+    queued?;
+    Ok(IngestOutcome::Stored { trigger, queued: planned.map(|(job, _)| job) })
 }
 
 /// The work a stored message calls for: an answer now for a direct trigger, a

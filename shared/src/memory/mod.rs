@@ -6,6 +6,7 @@
 //! direct answer, or a REMEMBER job when there is nothing else to do) runs the
 //! triggers that queue a summary or a reflection when one is due.
 
+pub mod forget;
 pub mod keywords;
 pub mod reflect;
 pub mod summarize;

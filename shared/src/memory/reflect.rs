@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use super::keywords::{jaccard, keywords};
 use crate::deps::Deps;
-use crate::domain::{Author, ChannelId, EventKind, Fact, Job, Message, Stage, Timestamp, Ts, UserNote};
+use crate::domain::{Author, ChannelId, EventKind, Fact, Job, Message, Stage, Timestamp, Ts, UserId, UserNote};
 use crate::ports::{ChannelState, LlmRequest, LlmRole, PortResult};
 use crate::prompts::fence::fence_safe;
 use crate::record::record;
@@ -139,13 +139,21 @@ async fn reflect_claimed(deps: &Deps, channel: &ChannelId, ts: &Ts, new: &[Messa
         }
     };
     let now = deps.clock.now();
-    let (added, strengthened) = merge_facts(deps, channel, known, facts, now).await?;
-    for note in &notes {
-        let mut merged = deps
-            .facts
-            .user_note(&note.user)
-            .await?
-            .unwrap_or_else(|| UserNote { user: note.user.clone(), ..UserNote::default() });
+    let speakers = Speakers(new);
+    let (added, strengthened) = merge_facts(deps, channel, known, facts, &speakers, now).await?;
+    // Notes only about people who spoke here, kept in this channel under their id.
+    let mut noted = 0;
+    for note in notes.iter().filter(|_| deps.settings.user_profile_enabled) {
+        let Some(user) = speakers.id_of(&note.user) else {
+            tracing::info!(name = %note.user, "a note about someone who did not speak here is not kept");
+            continue;
+        };
+        noted += 1;
+        let mut merged = deps.facts.user_note(channel, user).await?.unwrap_or_else(|| UserNote {
+            channel: channel.clone(),
+            user: user.clone(),
+            ..UserNote::default()
+        });
         for tag in &note.tags {
             if !merged.tags.contains(tag) {
                 merged.tags.push(tag.clone());
@@ -165,12 +173,7 @@ async fn reflect_claimed(deps: &Deps, channel: &ChannelId, ts: &Ts, new: &[Messa
         channel,
         None,
         ts.clone(),
-        EventKind::Reflect {
-            messages: new.len(),
-            facts_new: added,
-            facts_strengthened: strengthened,
-            profiles: notes.len(),
-        },
+        EventKind::Reflect { messages: new.len(), facts_new: added, facts_strengthened: strengthened, profiles: noted },
     );
     Ok(())
 }
@@ -180,9 +183,55 @@ async fn reflect_claimed(deps: &Deps, channel: &ChannelId, ts: &Ts, new: &[Messa
 pub struct NewFact {
     pub content: String,
     pub keywords: Vec<String>,
+    /// Names (or ids) as the model wrote them.
     pub source_users: Vec<String>,
+    /// The 1-based numbers of the messages it came from, as the prompt numbered them.
+    pub messages: Vec<usize>,
     pub confidence: f64,
     pub shareable: bool,
+}
+
+/// A note about a person as the LLM gives it: `user` is a name (or an id).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewNote {
+    pub user: String,
+    pub tags: Vec<String>,
+    pub summary: String,
+}
+
+/// Who wrote the messages reflected on, so the names a model writes become ids: notes
+/// and sources are kept by id (a forget request finds them; names change).
+struct Speakers<'a>(&'a [Message]);
+
+impl Speakers<'_> {
+    fn id_of(&self, name_or_id: &str) -> Option<&UserId> {
+        let m = self.0.iter().filter(|m| m.author != Author::OwnBot);
+        m.clone()
+            .find(|m| m.user.0 == name_or_id)
+            .or_else(|| m.clone().find(|m| m.user_name == name_or_id))
+            .map(|m| &m.user)
+    }
+
+    /// The messages a fact came from: the numbers the model gave when they are valid,
+    /// else its sources' messages that share a keyword with it, else all of theirs.
+    fn sources(&self, fact: &NewFact, sources: &[UserId], keywords: &[String]) -> Vec<Ts> {
+        let numbered: Vec<Ts> = fact
+            .messages
+            .iter()
+            .filter_map(|n| n.checked_sub(1).and_then(|i| self.0.get(i)))
+            .map(|m| m.ts.clone())
+            .collect();
+        if !numbered.is_empty() {
+            return numbered;
+        }
+        let theirs: Vec<&Message> = self.0.iter().filter(|m| sources.contains(&m.user)).collect();
+        let sharing: Vec<Ts> = theirs
+            .iter()
+            .filter(|m| super::keywords::keywords(&m.text).iter().any(|k| keywords.contains(k)))
+            .map(|m| m.ts.clone())
+            .collect();
+        if sharing.is_empty() { theirs.iter().map(|m| m.ts.clone()).collect() } else { sharing }
+    }
 }
 
 /// Stores new facts: one restating a known fact strengthens it; then the channel keeps
@@ -192,16 +241,21 @@ async fn merge_facts(
     channel: &ChannelId,
     mut known: Vec<Fact>,
     new: Vec<NewFact>,
+    speakers: &Speakers<'_>,
     now: Timestamp,
 ) -> PortResult<(usize, usize)> {
     let (mut added, mut strengthened) = (0, 0);
     for fact in new {
+        let source_users: Vec<String> =
+            fact.source_users.iter().map(|u| speakers.id_of(u).map_or_else(|| u.clone(), |id| id.0.clone())).collect();
+        let source_ids: Vec<UserId> = source_users.iter().map(|u| UserId(u.clone())).collect();
         let mut kws: Vec<String> = fact.keywords.iter().map(|k| k.to_lowercase()).collect();
         for k in keywords(&fact.content) {
             if !kws.contains(&k) {
                 kws.push(k);
             }
         }
+        let source_messages = speakers.sources(&fact, &source_ids, &kws);
         let id = fact_id(channel, &fact.content);
         match known.iter_mut().find(|f| f.id == id || jaccard(&f.keywords, &kws) >= SAME_FACT) {
             Some(same) => {
@@ -209,9 +263,14 @@ async fn merge_facts(
                 same.confidence = same.confidence.max(fact.confidence);
                 same.confirmed_at = now;
                 same.shareable |= fact.shareable;
-                for u in fact.source_users {
+                for u in source_users {
                     if !same.source_users.contains(&u) {
                         same.source_users.push(u);
+                    }
+                }
+                for ts in source_messages {
+                    if !same.source_messages.contains(&ts) {
+                        same.source_messages.push(ts);
                     }
                 }
                 deps.facts.put_fact(same).await?;
@@ -223,12 +282,13 @@ async fn merge_facts(
                     channel: channel.clone(),
                     content: fact.content,
                     keywords: kws,
-                    source_users: fact.source_users,
+                    source_users,
                     confidence: fact.confidence,
                     shareable: fact.shareable,
                     created_at: now,
                     confirmed_at: now,
                     strength: 1,
+                    source_messages,
                 };
                 deps.facts.put_fact(&f).await?;
                 known.push(f);
@@ -268,9 +328,16 @@ pub fn decay(fact: &Fact, now: Timestamp, half_life_days: f64) -> f64 {
     0.5_f64.powf(age_days / half_life_days)
 }
 
+/// A fact found for a reply, with its score (logged, shown by `/kuuki why`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FactMatch {
+    pub fact: Fact,
+    pub score: f64,
+}
+
 /// The facts a reply to `text` by `speaker` may draw on, best first: keyword overlap,
 /// faded by age, facts about the speaker first among equals.
-pub fn search(facts: &[Fact], text: &str, speaker: &str, now: Timestamp, half_life_days: f64) -> Vec<Fact> {
+pub fn search(facts: &[Fact], text: &str, speaker: &str, now: Timestamp, half_life_days: f64) -> Vec<FactMatch> {
     let query = keywords(text);
     let mut scored: Vec<(f64, &Fact)> = facts
         .iter()
@@ -281,7 +348,7 @@ pub fn search(facts: &[Fact], text: &str, speaker: &str, now: Timestamp, half_li
         .filter(|(score, _)| *score > 0.0)
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-    scored.into_iter().take(FACTS_PER_REPLY).map(|(_, f)| f.clone()).collect()
+    scored.into_iter().take(FACTS_PER_REPLY).map(|(score, f)| FactMatch { fact: f.clone(), score }).collect()
 }
 
 fn fact_id(channel: &ChannelId, content: &str) -> String {
@@ -310,7 +377,7 @@ fn strings(v: Option<&Value>, what: &str) -> Result<Vec<String>, String> {
 
 /// `{"facts": [{"content", "keywords", "source_users", "confidence", "shareable"}],
 /// "profiles": [{"user", "tags", "summary"}]}`; anything else is an error.
-pub fn parse_reflection(raw: &str) -> Result<(Vec<NewFact>, Vec<UserNote>), String> {
+pub fn parse_reflection(raw: &str) -> Result<(Vec<NewFact>, Vec<NewNote>), String> {
     let body = raw.trim();
     let body = body.strip_prefix("```json").or_else(|| body.strip_prefix("```")).unwrap_or(body);
     let body = body.strip_suffix("```").unwrap_or(body).trim();
@@ -327,6 +394,14 @@ pub fn parse_reflection(raw: &str) -> Result<(Vec<NewFact>, Vec<UserNote>), Stri
             content: content.trim().to_owned(),
             keywords: strings(f.get("keywords"), "keywords")?,
             source_users: strings(f.get("source_users"), "source_users")?,
+            messages: match f.get("messages") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(numbers)) => numbers
+                    .iter()
+                    .map(|n| n.as_u64().map(|n| n as usize).ok_or("messages must hold message numbers"))
+                    .collect::<Result<_, _>>()?,
+                Some(_) => return Err("messages must be a list".into()),
+            },
             confidence,
             shareable: f.get("shareable").and_then(Value::as_bool).unwrap_or(false),
         });
@@ -334,11 +409,10 @@ pub fn parse_reflection(raw: &str) -> Result<(Vec<NewFact>, Vec<UserNote>), Stri
     let mut notes = Vec::new();
     for p in object.get("profiles").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default() {
         let user = p["user"].as_str().filter(|u| !u.is_empty()).ok_or("a profile needs a user")?;
-        notes.push(UserNote {
+        notes.push(NewNote {
             user: user.to_owned(),
             tags: strings(p.get("tags"), "tags")?,
             summary: p.get("summary").and_then(Value::as_str).unwrap_or_default().to_owned(),
-            updated_at: None,
         });
     }
     Ok((facts, notes))
@@ -362,6 +436,7 @@ mod tests {
             created_at: at,
             confirmed_at: at,
             strength: 1,
+            source_messages: Vec::new(),
         }
     }
 
@@ -374,7 +449,8 @@ mod tests {
             fact("lunch is curry", &["カレー"], &["bob"], 1.0),
         ];
         let found = search(&facts, "今日のデプロイは金曜？", "alice", now, 30.0);
-        let contents: Vec<&str> = found.iter().map(|f| f.content.as_str()).collect();
+        let contents: Vec<&str> = found.iter().map(|f| f.fact.content.as_str()).collect();
+        assert!(found[0].score > found[1].score, "{found:?}");
         assert_eq!(contents, vec!["alice deploys on Fridays", "old deploy story"], "no overlap, not found");
         assert!((decay(&facts[1], now, 30.0) - 0.25).abs() < 1e-9, "two half-lives");
     }

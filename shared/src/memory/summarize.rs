@@ -101,7 +101,11 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
         return deps.channels.clear_summary_marks(channel).await;
     };
     let watermark = memory.watermark.as_ref().map_or("-", Ts::as_str);
-    let key = format!("summarize:{channel}:{watermark}");
+    // A memory wiped to be made anew (a forget request) starts from no watermark again.
+    let key = match memory.generation {
+        0 => format!("summarize:{channel}:{watermark}"),
+        generation => format!("summarize:{channel}:{generation}:{watermark}"),
+    };
     match deps.ledger.claim(&key, deps.clock.now(), deps.budget.claim_lease()).await? {
         // Another delivery holds it and will do the work (or its lease runs out and
         // the next message queues it again).
@@ -163,6 +167,7 @@ async fn summarize_claimed(
     updated.updated_at = Some(now);
     updated.watermark = Some(newest);
     updated.private = memory.private || new.iter().any(|m| m.private_channel);
+    updated.generation = memory.generation;
     deps.channels.set_channel_memory(channel, updated.clone()).await?;
     deps.ledger.complete(key, now, CLAIM_KEEP).await?;
     // The other channels' judges read this line; a private channel's is removed. A
@@ -294,6 +299,7 @@ pub fn parse_summary(raw: &str) -> Result<ChannelMemory, String> {
         active_users: list(&o, "active_users")?,
         updated_at: None,
         watermark: None,
+        generation: 0,
         private: false,
     })
 }

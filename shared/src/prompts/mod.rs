@@ -179,6 +179,7 @@ mod tests {
                     thread: ThreadKey::thread(ChannelId("dev".into()), Ts::from_timestamp(at(120))),
                     response_type: ResponseType::FullResponse,
                     excerpt: "dave: お昼どうする？".into(),
+                    facts: Vec::new(),
                 },
             )
             .await
@@ -194,6 +195,7 @@ mod tests {
                     active_users: vec!["alice".into(), "bob".into()],
                     updated_at: Some(at(100)),
                     watermark: Some(Ts::from_timestamp(at(90))),
+                    generation: 0,
                     private: false,
                 },
             )
@@ -401,6 +403,7 @@ mod tests {
                 created_at: at(0),
                 confirmed_at: at(0),
                 strength: 1,
+                source_messages: Vec::new(),
             })
             .await
             .unwrap();
@@ -422,6 +425,44 @@ mod tests {
             insta::assert_snapshot!(format!("summarize_{language}"), summarize);
             insta::assert_snapshot!(format!("workspace_{language}"), workspace);
             insta::assert_snapshot!(format!("reflect_{language}"), reflect);
+        }
+    }
+
+    /// The tone follows familiarity: one snapshot per level, with what kuuki noted
+    /// about the person in this channel.
+    #[tokio::test]
+    async fn generation_prompts_per_familiarity() {
+        use crate::domain::{Familiarity, UserNote};
+        let note = UserNote {
+            channel: ChannelId("dev".into()),
+            user: UserId("bob".into()),
+            tags: vec!["Rust".into()],
+            summary: "マイグレーションを調べていた".into(),
+            last_topics: vec!["マイグレーション".into(), "ロック".into()],
+            updated_at: Some(at(10)),
+        };
+        for language in ["ja", "en"] {
+            let f = fixture(language).await;
+            let target = f
+                .deps
+                .messages
+                .get_message(&ChannelId("dev".into()), &Ts::from_timestamp(at(660)))
+                .await
+                .unwrap()
+                .unwrap();
+            let conversation = context::load_conversation(&f.deps, &target).await.unwrap();
+            let state = f.deps.channels.channel_state(&target.channel).await.unwrap();
+            for (level, interactions) in Familiarity::ALL.into_iter().zip([2, 12, 60, 400]) {
+                assert_eq!(Familiarity::of(interactions, [5, 30, 100]), level);
+                let mut ctx =
+                    context::build(&f.deps, &target, &conversation, &state, ResponseType::FullResponse).await.unwrap();
+                let noted = (level != Familiarity::Stranger).then_some(&note);
+                ctx.speaker = Some(context::SpeakerContext::new(level, interactions, noted));
+                insta::assert_snapshot!(
+                    format!("generate_{language}_{}", level.as_str()),
+                    f.deps.prompts.generate(&ctx)
+                );
+            }
         }
     }
 

@@ -231,8 +231,11 @@ fn body(event: &Event) -> Value {
         }
         EventKind::Superseded { stage, by } => json!({"stage": stage, "by_t": ts_seconds(by)}),
         EventKind::Dropped { stage, reason } => json!({"stage": stage, "reason": reason}),
-        EventKind::Respond { mode, response_type, text, emoji, shadow, .. } => {
+        EventKind::Respond { mode, response_type, text, emoji, shadow, facts, .. } => {
             let mut v = json!({"type": response_type, "mode": mode});
+            if !facts.is_empty() {
+                v["facts"] = json!(facts);
+            }
             if *shadow {
                 v["shadow"] = json!(true);
             }
@@ -254,6 +257,10 @@ fn body(event: &Event) -> Value {
         EventKind::Reflect { messages, facts_new, facts_strengthened, profiles } => {
             json!({"messages": messages, "facts_new": facts_new, "facts_strengthened": facts_strengthened, "profiles": profiles})
         }
+        EventKind::Forget { user, messages, facts_removed, facts_edited, notes, summaries } => json!({
+            "user": user, "messages": messages, "facts_removed": facts_removed, "facts_edited": facts_edited,
+            "notes": notes, "summaries": summaries,
+        }),
         EventKind::Command { user, command, answer } => json!({"user": user, "command": command, "answer": answer}),
         EventKind::Summary { messages, summary, mood, topic_keywords, active_users, workspace } => json!({
             "messages": messages, "summary": summary, "mood": mood,

@@ -10,8 +10,8 @@ use crate::context;
 use crate::conversation::newer_message;
 use crate::deps::Deps;
 use crate::domain::{
-    Author, EventKind, Intervention, Message, RespondMode, ResponseType, Stage, ThreadKey, Ts,
-    deferred_interaction_key, is_discord_id,
+    Author, EventKind, FactUse, Familiarity, Intervention, Message, RespondMode, ResponseType, Stage, ThreadKey, Ts,
+    UserNote, deferred_interaction_key, is_discord_id,
 };
 use crate::judge::rules;
 use crate::ports::{ClaimOutcome, LlmRequest, LlmRole, PortError, PortResult, Post};
@@ -133,6 +133,7 @@ async fn answer(
     } else {
         context::load_recent(deps, target, context::EXCERPT_MESSAGES).await?
     };
+    let mut facts = Vec::new();
     let (posted_ts, text, emoji) = match (response_type, found) {
         (_, Some(found)) => {
             tracing::info!(key, ts = %found.ts, "an earlier attempt's post was found; not posting again");
@@ -150,7 +151,9 @@ async fn answer(
             (None, None, Some(emoji.to_owned()))
         }
         (ResponseType::ShortAck | ResponseType::FullResponse, None) => {
-            let text = match generate(deps, target, &conversation, &state, response_type).await? {
+            let generated = generate(deps, target, &conversation, &state, response_type).await?;
+            facts = generated.facts;
+            let text = match generated.text {
                 Ok(text) => text,
                 Err(reason) => {
                     fail_generation(deps, answering, &state, reason).await?;
@@ -176,6 +179,7 @@ async fn answer(
                     thread: target.thread_key(),
                     response_type,
                     excerpt: context::excerpt(&conversation),
+                    facts: facts.clone(),
                 },
             )
             .await?;
@@ -193,6 +197,7 @@ async fn answer(
             text,
             emoji,
             shadow: state.shadow,
+            facts,
         },
     );
     Ok(state)
@@ -327,31 +332,38 @@ pub fn split_message(text: &str, limit: usize) -> Vec<String> {
     parts
 }
 
-/// The text to post. The outer error is a backend failure; the inner one a failed
-/// generation (nothing is posted).
+/// A generated answer and the facts it was given.
+struct Generated {
+    /// The text to post, or why there is none (nothing is posted).
+    text: Result<String, String>,
+    facts: Vec<FactUse>,
+}
+
+/// The text to post. The error is a backend failure.
 async fn generate(
     deps: &Deps,
     target: &Message,
     conversation: &[Message],
     state: &crate::ports::ChannelState,
     response_type: ResponseType,
-) -> PortResult<Result<String, String>> {
+) -> PortResult<Generated> {
     let Some(llm) = &deps.llm else {
-        return Ok(Ok(placeholder(deps, target, response_type)));
+        return Ok(Generated { text: Ok(placeholder(deps, target, response_type)), facts: Vec::new() });
     };
     let mut ctx = context::build(deps, target, conversation, state, response_type).await?;
+    let mut facts = Vec::new();
     // Facts are looked up only now that kuuki answers (spec 001), in this channel only.
     if deps.settings.memory_enabled {
-        let facts = deps.facts.facts(&target.channel).await?;
+        let stored = deps.facts.facts(&target.channel).await?;
         let now = deps.clock.now();
         let half_life = deps.settings.fact_decay_half_life_days;
-        ctx.facts = crate::memory::reflect::search(&facts, &target.text, &target.user.0, now, half_life)
-            .iter()
-            .map(|f| crate::prompts::fence::fence_safe(&f.content))
+        facts = crate::memory::reflect::search(&stored, &target.text, &target.user.0, now, half_life)
+            .into_iter()
+            .map(|m| FactUse { id: m.fact.id, content: m.fact.content, score: (m.score * 1000.0).round() / 1000.0 })
             .collect();
-        if let Some(note) = deps.facts.user_note(&target.user.0).await? {
-            ctx.speaker_tags = note.tags.iter().map(|t| crate::prompts::fence::fence_safe(t)).collect();
-            ctx.speaker_summary = crate::prompts::fence::fence_safe(&note.summary);
+        ctx.facts = facts.iter().map(|f| crate::prompts::fence::fence_safe(&f.content)).collect();
+        if deps.settings.user_profile_enabled {
+            ctx.speaker = Some(speaker(deps, target, conversation).await?);
         }
     }
     let prompt = deps.prompts.generate(&ctx);
@@ -365,11 +377,45 @@ async fn generate(
         },
         subject: target.text.clone(),
     };
-    Ok(match llm.complete(request).await {
+    let text = match llm.complete(request).await {
         Ok(response) => output::fit_to_post(&response)
             .and_then(|()| guard::check_reply(&response.text, &prompt, &deps.persona.name)),
         Err(e) => Err(e.to_string()),
-    })
+    };
+    Ok(Generated { text, facts })
+}
+
+/// Topics kept per person and channel (spec 001's `last_topic`).
+const LAST_TOPICS: usize = 8;
+
+/// Who kuuki answers: their familiarity from the workspace counters, what it noted
+/// about them in this channel. Notes the topics they speak of now for next time (this
+/// channel's note only: what someone says in one channel stays there).
+async fn speaker(deps: &Deps, target: &Message, conversation: &[Message]) -> PortResult<context::SpeakerContext> {
+    let interactions = deps.facts.profile(&target.user).await?.map_or(0, |p| p.interactions);
+    let familiarity = Familiarity::of(interactions, deps.settings.familiarity_thresholds);
+    let note = deps.facts.user_note(&target.channel, &target.user).await?;
+    let speaker = context::SpeakerContext::new(familiarity, interactions, note.as_ref());
+    let mut topics: Vec<String> = Vec::new();
+    let theirs = conversation.iter().chain(std::iter::once(target)).filter(|m| m.user == target.user);
+    for m in theirs.collect::<Vec<_>>().into_iter().rev() {
+        for k in crate::memory::keywords::keywords(&m.text) {
+            if topics.len() < LAST_TOPICS && !topics.contains(&k) {
+                topics.push(k);
+            }
+        }
+    }
+    if !topics.is_empty() && note.as_ref().is_none_or(|n| n.last_topics != topics) {
+        let mut updated = note.unwrap_or_else(|| UserNote {
+            channel: target.channel.clone(),
+            user: target.user.clone(),
+            ..UserNote::default()
+        });
+        updated.last_topics = topics;
+        updated.updated_at = Some(deps.clock.now());
+        deps.facts.put_user_note(&updated).await?;
+    }
+    Ok(speaker)
 }
 
 /// With `--llm none`: a visible stand-in that says what kuuki would have said.

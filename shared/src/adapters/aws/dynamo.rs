@@ -5,7 +5,7 @@
 //! | messages | `channel` (S), `sk` (S: the ts, zero-padded so text order is ts order) | every message; GSI `by_conversation` on `conv` (`channel#root`, `-` for the top level) and `sk`; TTL `expires_at` |
 //! | channels | `channel` (S) | the channel's state as JSON (`state`) with an optimistic `version` |
 //! | ledger | `key` (S) | claims (`status`, `until`) and cache entries (`value`, `until`); TTL `expires_at` |
-//! | facts | `scope` (S: the channel, or `#notes`), `id` (S) | facts as JSON (`fact`) per channel; people's notes (`note`) |
+//! | facts | `scope` (S: the channel, `#notes#<channel>` or `#profiles`), `id` (S: the fact's id, or the person's) | facts as JSON (`fact`) per channel; people's notes per channel (`note`); people's counters (`interactions`, `bot_mentions`, `channels` SS, `first_at`, `last_at`) |
 //!
 //! Access patterns: a message by (channel, ts) with a conditional put that dedups
 //! deliveries; a conversation's newest N (GSI, newest first, limit N); a channel's
@@ -27,7 +27,7 @@ use aws_sdk_dynamodb::types::{
 
 use crate::domain::{
     Author, ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts,
-    UserId, UserNote, WorkspaceMemory,
+    UserId, UserNote, UserProfile, WorkspaceMemory,
 };
 use crate::ports::{
     ChannelState, ChannelStateStore, ClaimOutcome, Clock, FactStore, Ledger, MessageStore, PortError, PortResult,
@@ -349,6 +349,46 @@ impl MessageStore for DynamoStore {
         let items = self.newest(None, ("channel", &channel.0), Some(before.sort_key()), 5).await?;
         Ok(items.iter().find_map(|i| self.message_from(i)))
     }
+
+    async fn delete_messages_by(&self, channel: &ChannelId, user: &UserId) -> PortResult<usize> {
+        // No index by person: a rare request reads the channel's keys (bounded by the
+        // retention) and deletes theirs; a repeat after a crash finds what is left.
+        let mut keys = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.tables.messages)
+                .key_condition_expression("#p = :p")
+                .filter_expression("#u = :u")
+                .projection_expression("#p, #sk")
+                .expression_attribute_names("#p", "channel")
+                .expression_attribute_names("#sk", "sk")
+                .expression_attribute_names("#u", "user")
+                .expression_attribute_values(":p", s(&channel.0))
+                .expression_attribute_values(":u", s(&user.0))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(backend("query messages by user"))?;
+            keys.extend(out.items.unwrap_or_default());
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+        for key in &keys {
+            self.client
+                .delete_item()
+                .table_name(&self.tables.messages)
+                .set_key(Some(key.clone()))
+                .send()
+                .await
+                .map_err(backend("delete message by user"))?;
+        }
+        Ok(keys.len())
+    }
 }
 
 /// Newest-first messages cut at `since`, returned oldest first.
@@ -516,8 +556,12 @@ impl ChannelStateStore for DynamoStore {
     }
 }
 
-/// The facts table holds people's notes under this scope (no channel id starts with '#').
-const NOTES_SCOPE: &str = "#notes";
+/// The facts table holds people's notes under `#notes#<channel>` and their counters
+/// under `#profiles` (no channel id starts with '#').
+fn notes_scope(channel: &ChannelId) -> String {
+    format!("#notes#{}", channel.0)
+}
+const PROFILES_SCOPE: &str = "#profiles";
 
 #[async_trait]
 impl FactStore for DynamoStore {
@@ -589,7 +633,7 @@ impl FactStore for DynamoStore {
                 .await
                 .map_err(backend("scan fact channels"))?;
             for item in out.items.unwrap_or_default() {
-                if let Some(scope) = get_s(&item, "scope").filter(|s| *s != NOTES_SCOPE) {
+                if let Some(scope) = get_s(&item, "scope").filter(|s| !s.starts_with('#')) {
                     let channel = ChannelId(scope.to_owned());
                     if !channels.contains(&channel) {
                         channels.push(channel);
@@ -603,13 +647,13 @@ impl FactStore for DynamoStore {
         }
     }
 
-    async fn user_note(&self, user: &str) -> PortResult<Option<UserNote>> {
+    async fn user_note(&self, channel: &ChannelId, user: &UserId) -> PortResult<Option<UserNote>> {
         let out = self
             .client
             .get_item()
             .table_name(&self.tables.facts)
-            .key("scope", s(NOTES_SCOPE))
-            .key("id", s(user))
+            .key("scope", s(notes_scope(channel)))
+            .key("id", s(&user.0))
             .send()
             .await
             .map_err(backend("get user note"))?;
@@ -626,12 +670,90 @@ impl FactStore for DynamoStore {
         self.client
             .put_item()
             .table_name(&self.tables.facts)
-            .item("scope", s(NOTES_SCOPE))
-            .item("id", s(&note.user))
+            .item("scope", s(notes_scope(&note.channel)))
+            .item("id", s(&note.user.0))
             .item("note", s(json))
             .send()
             .await
             .map_err(backend("put user note"))?;
+        Ok(())
+    }
+
+    async fn delete_user_note(&self, channel: &ChannelId, user: &UserId) -> PortResult<()> {
+        self.client
+            .delete_item()
+            .table_name(&self.tables.facts)
+            .key("scope", s(notes_scope(channel)))
+            .key("id", s(&user.0))
+            .send()
+            .await
+            .map_err(backend("delete user note"))?;
+        Ok(())
+    }
+
+    async fn profile(&self, user: &UserId) -> PortResult<Option<UserProfile>> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.tables.facts)
+            .key("scope", s(PROFILES_SCOPE))
+            .key("id", s(&user.0))
+            .send()
+            .await
+            .map_err(backend("get profile"))?;
+        let Some(item) = out.item else { return Ok(None) };
+        let number = |name: &str| item.get(name).and_then(|v| v.as_n().ok()).and_then(|n| n.parse::<i64>().ok());
+        let mut channels: Vec<ChannelId> = item
+            .get("channels")
+            .and_then(|v| v.as_ss().ok())
+            .map(|ss| ss.iter().map(|c| ChannelId(c.clone())).collect())
+            .unwrap_or_default();
+        channels.sort();
+        Ok(Some(UserProfile {
+            user: user.clone(),
+            interactions: number("interactions").unwrap_or(0).max(0) as u64,
+            bot_mentions: number("bot_mentions").unwrap_or(0).max(0) as u64,
+            channels,
+            first_interaction: number("first_at").map(Timestamp),
+            last_interaction: number("last_at").map(Timestamp),
+        }))
+    }
+
+    async fn count_message(
+        &self,
+        user: &UserId,
+        channel: &ChannelId,
+        at: Timestamp,
+        called_bot: bool,
+    ) -> PortResult<()> {
+        self.client
+            .update_item()
+            .table_name(&self.tables.facts)
+            .key("scope", s(PROFILES_SCOPE))
+            .key("id", s(&user.0))
+            .update_expression(
+                "ADD interactions :one, bot_mentions :called, channels :channel \
+                 SET first_at = if_not_exists(first_at, :at), last_at = :at",
+            )
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":called", n(u8::from(called_bot)))
+            .expression_attribute_values(":channel", AttributeValue::Ss(vec![channel.0.clone()]))
+            .expression_attribute_values(":at", n(at.as_micros()))
+            .send()
+            .await
+            .map_err(backend("count message"))?;
+        Ok(())
+    }
+
+    async fn delete_profile(&self, user: &UserId) -> PortResult<()> {
+        self.client
+            .delete_item()
+            .table_name(&self.tables.facts)
+            .key("scope", s(PROFILES_SCOPE))
+            .key("id", s(&user.0))
+            .send()
+            .await
+            .map_err(backend("delete profile"))?;
         Ok(())
     }
 }

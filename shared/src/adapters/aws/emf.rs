@@ -129,6 +129,9 @@ pub fn metrics_of(event: &Event) -> Vec<(&'static str, f64, &'static str)> {
         ],
         EventKind::Message { .. } => vec![("Messages", 1.0, "Count")],
         EventKind::Command { .. } => vec![("Commands", 1.0, "Count")],
+        EventKind::Forget { facts_removed, .. } => {
+            vec![("Forgets", 1.0, "Count"), ("FactsForgotten", *facts_removed as f64, "Count")]
+        }
         EventKind::Edited { .. } | EventKind::Deleted => vec![],
     }
 }

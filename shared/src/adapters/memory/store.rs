@@ -6,8 +6,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::domain::{
-    ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts,
-    UserNote, WorkspaceMemory,
+    ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts, UserId,
+    UserNote, UserProfile, WorkspaceMemory,
 };
 use crate::ports::{
     ChannelState, ChannelStateStore, ClaimOutcome, FactStore, Ledger, MessageStore, PortResult, PutOutcome,
@@ -72,7 +72,8 @@ struct Inner {
     workspace: WorkspaceMemory,
     channel_lines: HashMap<ChannelId, ChannelLine>,
     facts: HashMap<ChannelId, BTreeMap<String, Fact>>,
-    notes: HashMap<String, UserNote>,
+    notes: HashMap<(ChannelId, UserId), UserNote>,
+    profiles: HashMap<UserId, UserProfile>,
 }
 
 /// Every memory tier in maps behind one lock: the embedded store of replay and serve.
@@ -250,6 +251,18 @@ impl MessageStore for MemoryStore {
             .and_then(|c| c.by_ts.range(..before.clone()).next_back())
             .map(|(_, m)| Message::clone(m)))
     }
+
+    async fn delete_messages_by(&self, channel: &ChannelId, user: &UserId) -> PortResult<usize> {
+        let mut inner = self.lock();
+        let Some(messages) = inner.channels.get_mut(channel) else {
+            return Ok(0);
+        };
+        let theirs: Vec<Ts> = messages.by_ts.values().filter(|m| &m.user == user).map(|m| m.ts.clone()).collect();
+        for ts in &theirs {
+            messages.remove(ts);
+        }
+        Ok(theirs.len())
+    }
 }
 
 #[async_trait]
@@ -400,12 +413,48 @@ impl FactStore for MemoryStore {
         Ok(self.lock().facts.iter().filter(|(_, f)| !f.is_empty()).map(|(c, _)| c.clone()).collect())
     }
 
-    async fn user_note(&self, user: &str) -> PortResult<Option<UserNote>> {
-        Ok(self.lock().notes.get(user).cloned())
+    async fn user_note(&self, channel: &ChannelId, user: &UserId) -> PortResult<Option<UserNote>> {
+        Ok(self.lock().notes.get(&(channel.clone(), user.clone())).cloned())
     }
 
     async fn put_user_note(&self, note: &UserNote) -> PortResult<()> {
-        self.lock().notes.insert(note.user.clone(), note.clone());
+        self.lock().notes.insert((note.channel.clone(), note.user.clone()), note.clone());
+        Ok(())
+    }
+
+    async fn delete_user_note(&self, channel: &ChannelId, user: &UserId) -> PortResult<()> {
+        self.lock().notes.remove(&(channel.clone(), user.clone()));
+        Ok(())
+    }
+
+    async fn profile(&self, user: &UserId) -> PortResult<Option<UserProfile>> {
+        Ok(self.lock().profiles.get(user).cloned())
+    }
+
+    async fn count_message(
+        &self,
+        user: &UserId,
+        channel: &ChannelId,
+        at: Timestamp,
+        called_bot: bool,
+    ) -> PortResult<()> {
+        let mut inner = self.lock();
+        let profile = inner
+            .profiles
+            .entry(user.clone())
+            .or_insert_with(|| UserProfile { user: user.clone(), ..Default::default() });
+        profile.interactions += 1;
+        profile.bot_mentions += u64::from(called_bot);
+        if !profile.channels.contains(channel) {
+            profile.channels.push(channel.clone());
+        }
+        profile.first_interaction.get_or_insert(at);
+        profile.last_interaction = Some(profile.last_interaction.map_or(at, |t| t.max(at)));
+        Ok(())
+    }
+
+    async fn delete_profile(&self, user: &UserId) -> PortResult<()> {
+        self.lock().profiles.remove(user);
         Ok(())
     }
 }

@@ -90,8 +90,21 @@ pub(super) enum Body {
     Summary(SummaryLine),
     Reflect(ReflectLine),
     Command(CommandLine),
+    Forget(ForgetLine),
     /// A kind the report does not know (kept as the kind's name).
     Other(String),
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(super) struct ForgetLine {
+    /// `None` for a deleted message's facts.
+    pub user: Lenient<String>,
+    pub messages: Lenient<u64>,
+    pub facts_removed: Lenient<u64>,
+    pub facts_edited: Lenient<u64>,
+    pub notes: Lenient<u64>,
+    pub summaries: Lenient<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -237,6 +250,7 @@ pub(super) fn read(raw: &Value) -> Read<'_> {
         "summary" => Body::Summary(body(raw)),
         "reflect" => Body::Reflect(body(raw)),
         "command" => Body::Command(body(raw)),
+        "forget" => Body::Forget(body(raw)),
         _ => Body::Other(kind),
     };
     let channel = match head.channel {
@@ -269,6 +283,7 @@ impl Body {
             Body::Summary(_) => "summary",
             Body::Reflect(_) => "reflect",
             Body::Command(_) => "command",
+            Body::Forget(_) => "forget",
             Body::Other(kind) => kind,
         }
     }

@@ -626,7 +626,7 @@ fn mark(e: &Ev, x: f64, ctx: &Ctx) -> Option<(Vec<Shape>, String)> {
                 d.reason.as_deref().unwrap_or("?")
             ),
         ),
-        Body::Summary(_) | Body::Reflect(_) | Body::Command(_) | Body::Other(_) => return None,
+        Body::Summary(_) | Body::Reflect(_) | Body::Command(_) | Body::Forget(_) | Body::Other(_) => return None,
     })
 }
 
@@ -864,6 +864,18 @@ fn row(ci: usize, i: usize, e: &Ev, ctx: &Ctx) -> Row {
                 facts_new: *r.facts_new,
                 facts_strengthened: *r.facts_strengthened,
                 profiles: *r.profiles,
+            },
+        ),
+        Body::Forget(f) => (
+            sys("memory"),
+            None,
+            What::Forget {
+                user: f.user.as_deref().map(|u| clip(u, NAME_CHARS)),
+                messages: *f.messages,
+                facts_removed: *f.facts_removed,
+                facts_edited: *f.facts_edited,
+                notes: *f.notes,
+                summaries: *f.summaries,
             },
         ),
         Body::Command(c) => (

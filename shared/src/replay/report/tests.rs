@@ -519,6 +519,7 @@ fn one_of_every_kind() -> Vec<crate::domain::Event> {
             text: None,
             emoji: Some("tada".into()),
             shadow: true,
+            facts: Vec::new(),
         },
         EventKind::Reflect { messages: 9, facts_new: 4, facts_strengthened: 2, profiles: 1 },
         EventKind::Summary {
@@ -540,8 +541,16 @@ fn one_of_every_kind() -> Vec<crate::domain::Event> {
             command: "/kuuki forget-me".into(),
             answer: "command answer".into(),
         },
+        EventKind::Forget {
+            user: Some(UserId("alice".into())),
+            messages: 7,
+            facts_removed: 2,
+            facts_edited: 1,
+            notes: 1,
+            summaries: 1,
+        },
     ];
-    let mut seen = [false; 11];
+    let mut seen = [false; 12];
     for k in &kinds {
         let i = match k {
             EventKind::Message { .. } => 0,
@@ -555,6 +564,7 @@ fn one_of_every_kind() -> Vec<crate::domain::Event> {
             EventKind::Summary { .. } => 8,
             EventKind::RespondFailed { .. } => 9,
             EventKind::Command { .. } => 10,
+            EventKind::Forget { .. } => 11,
         };
         seen[i] = true;
     }
@@ -579,7 +589,7 @@ fn every_event_kind_reads_back_typed() {
     let mut writer = crate::replay::LogWriter::new(&mut sink, true);
     writer.write_events(one_of_every_kind());
     let lines = writer.kept().to_vec();
-    assert_eq!(lines.len(), 11);
+    assert_eq!(lines.len(), 12);
     for raw in &lines {
         let Read::Line(line) = line::read(raw) else { panic!("not a line: {raw}") };
         assert!(!matches!(line.body, Body::Other(_)), "{raw} is read as an unknown kind");
@@ -609,6 +619,7 @@ fn every_event_kind_reads_back_typed() {
         "mood: calm · topics: deploy",
         "<span class=\"err\">failed</span> <span class=\"badge\">full_response</span><span class=\"badge\">direct</span> failure reason",
         "posted instead: notice text",
+        "forgot alice: 7 messages, 2 facts removed, 1 fact kept without them, 1 note, 1 summary made anew",
         // minijinja escapes "/" too.
         "<span class=\"badge\">command</span> alice ran <span class=\"cmd\">&#x2f;kuuki forget-me</span> <span class=\"reason\">· answered: command answer</span>",
     ] {

@@ -254,6 +254,15 @@ pub(super) enum What {
         facts_strengthened: Option<u64>,
         profiles: Option<u64>,
     },
+    Forget {
+        /// `None`: a deleted message's facts.
+        user: Option<String>,
+        messages: Option<u64>,
+        facts_removed: Option<u64>,
+        facts_edited: Option<u64>,
+        notes: Option<u64>,
+        summaries: Option<u64>,
+    },
     Command {
         user: String,
         command: String,

@@ -1,0 +1,171 @@
+//! Forgetting (DESIGN §6): a person who asks (`/kuuki forget-me`, or a manager's
+//! `/kuuki forget @user`) is removed from every memory tier, and a deleted message is
+//! removed from the facts it was the only source of.
+//!
+//! Every step deletes or rewrites what is still there, so a request that dies halfway
+//! is finished by running it again; the person's profile goes last because it lists
+//! the channels to look in.
+
+use crate::deps::Deps;
+use crate::domain::{ChannelId, ChannelMemory, EventKind, Job, Ts, UserId, WorkspaceMemory};
+use crate::ports::PortResult;
+use crate::record::record;
+
+/// What a forget request removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Forgotten {
+    pub messages: usize,
+    /// Facts they were the only source of (or that name them).
+    pub facts_removed: usize,
+    /// Facts that had other sources too: kept, without them.
+    pub facts_edited: usize,
+    pub notes: usize,
+    /// Channels whose memory is being made anew without them.
+    pub summaries: usize,
+    pub profile: bool,
+}
+
+impl Forgotten {
+    /// The answer the person (or the manager) sees.
+    pub fn describe(&self, whom: &str) -> String {
+        if *self == Forgotten::default() {
+            return format!("kuuki had nothing stored about {whom}.");
+        }
+        format!(
+            "Forgotten {whom}: {} stored message(s), {} fact(s) removed, {} fact(s) kept without {whom}, {} note(s), \
+             the profile{}; {} channel summar{} being made anew without {whom}.",
+            self.messages,
+            self.facts_removed,
+            self.facts_edited,
+            self.notes,
+            if self.profile { "" } else { " (there was none)" },
+            self.summaries,
+            if self.summaries == 1 { "y is" } else { "ies are" },
+        )
+    }
+}
+
+/// Removes everything stored about `user`: their messages, notes and profile, the facts
+/// only they were the source of (or that name them), their name from the facts of
+/// several sources, and the channel summaries they appear in, which are made anew from
+/// the messages left. `requested_in` is searched even when no profile lists it.
+pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId) -> PortResult<Forgotten> {
+    let mut done = Forgotten::default();
+    let profile = deps.facts.profile(user).await?;
+    // Older facts name people as the model wrote them: by display name.
+    let name = match deps.chat.user_name(user).await {
+        Ok(name) if name != user.0 => name,
+        _ => String::new(),
+    };
+    let mut channels: Vec<ChannelId> = profile.as_ref().map(|p| p.channels.clone()).unwrap_or_default();
+    for channel in deps.facts.fact_channels().await?.into_iter().chain(std::iter::once(requested_in.clone())) {
+        if !channels.contains(&channel) {
+            channels.push(channel);
+        }
+    }
+    let mentions = |text: &str| text.contains(&user.0) || (!name.is_empty() && text.contains(&name));
+    for channel in &channels {
+        let messages = deps.messages.delete_messages_by(channel, user).await?;
+        done.messages += messages;
+        for mut fact in deps.facts.facts(channel).await? {
+            if !fact.is_from(user, &name) && !mentions(&fact.content) {
+                continue;
+            }
+            fact.source_users.retain(|u| u != &user.0 && u != &name);
+            // A fact that names them cannot be edited safely; it goes with them.
+            if fact.source_users.is_empty() || mentions(&fact.content) {
+                deps.facts.delete_fact(channel, &fact.id).await?;
+                done.facts_removed += 1;
+            } else {
+                deps.facts.put_fact(&fact).await?;
+                done.facts_edited += 1;
+            }
+        }
+        if deps.facts.user_note(channel, user).await?.is_some() {
+            deps.facts.delete_user_note(channel, user).await?;
+            done.notes += 1;
+        }
+        let state = deps.channels.channel_state(channel).await?;
+        let memory = &state.memory;
+        let in_memory =
+            memory.active_users.iter().any(|u| mentions(u)) || mentions(&memory.summary) || mentions(&memory.history);
+        if memory.updated_at.is_some() && (messages > 0 || in_memory) {
+            remake_memory(deps, channel, memory).await?;
+            done.summaries += 1;
+        }
+    }
+    let workspace = deps.channels.workspace_memory().await?;
+    if mentions(&workspace.history) || mentions(&workspace.recent_events) {
+        // Made anew from the channel memories at the next summary.
+        deps.channels.set_workspace_memory(WorkspaceMemory::default()).await?;
+    }
+    if profile.is_some() {
+        deps.facts.delete_profile(user).await?;
+        done.profile = true;
+    }
+    record(
+        deps,
+        requested_in,
+        None,
+        Ts::from_timestamp(deps.clock.now()),
+        EventKind::Forget {
+            user: Some(user.clone()),
+            messages: done.messages,
+            facts_removed: done.facts_removed,
+            facts_edited: done.facts_edited,
+            notes: done.notes,
+            summaries: done.summaries,
+        },
+    );
+    Ok(done)
+}
+
+/// Wipes a channel's memory and queues a summary that makes it anew from the messages
+/// still stored (the next generation, so it is not taken for a summary done before).
+async fn remake_memory(deps: &Deps, channel: &ChannelId, memory: &ChannelMemory) -> PortResult<()> {
+    let wiped =
+        ChannelMemory { generation: memory.generation + 1, private: memory.private, ..ChannelMemory::default() };
+    deps.channels.set_channel_memory(channel, wiped).await?;
+    deps.channels.set_channel_line(channel, None).await?;
+    if crate::memory::enabled(deps) {
+        let job = Job::Summarize { channel: channel.clone(), ts: Ts::from_timestamp(deps.clock.now()) };
+        deps.enqueue_after(job, std::time::Duration::ZERO).await?;
+    }
+    Ok(())
+}
+
+/// A deleted message leaves the facts learned from it: those it was the only source
+/// of are removed, the others forget it as a source. Safe to repeat.
+pub async fn forget_message(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()> {
+    let (mut removed, mut edited) = (0, 0);
+    for mut fact in deps.facts.facts(channel).await? {
+        if !fact.source_messages.contains(ts) {
+            continue;
+        }
+        fact.source_messages.retain(|t| t != ts);
+        if fact.source_messages.is_empty() {
+            deps.facts.delete_fact(channel, &fact.id).await?;
+            removed += 1;
+        } else {
+            deps.facts.put_fact(&fact).await?;
+            edited += 1;
+        }
+    }
+    if removed + edited > 0 {
+        record(
+            deps,
+            channel,
+            None,
+            ts.clone(),
+            EventKind::Forget {
+                user: None,
+                messages: 1,
+                facts_removed: removed,
+                facts_edited: edited,
+                notes: 0,
+                summaries: 0,
+            },
+        );
+    }
+    Ok(())
+}
