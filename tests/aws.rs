@@ -387,8 +387,8 @@ mod end_to_end {
         assert_eq!(w.deliver(mention, true).await, 200);
         assert_eq!(
             first_delivery.values().sum::<u64>(),
-            2,
-            "one conditional put and one SQS send per new message: {first_delivery:?}"
+            3,
+            "one conditional put, one SQS send and one counter update per new message: {first_delivery:?}"
         );
 
         // The respond queue holds the job (twice: the retry re-queued it).
@@ -423,6 +423,67 @@ mod end_to_end {
             w.slack_calls("reactions.add").await,
             vec![json!({"channel": "C0AMB", "timestamp": ts, "name": "tada"})]
         );
+    }
+
+    /// `/kuuki forget-me` on DynamoDB: the person's messages, profile, notes and the
+    /// facts only they taught are gone from the tables; a shared fact stays without them.
+    #[tokio::test]
+    async fn forget_me_empties_the_tables_of_a_person() {
+        use kuuki::domain::{ChannelId, Fact, Timestamp, Ts, UserNote};
+        use kuuki::ingest::command::{SlashCommand, run_command};
+        let Some((dynamo, moto)) = emulators("forget_me_empties_the_tables_of_a_person") else { return };
+        let w = world(&dynamo, &moto, &[]).await;
+        let channel = ChannelId("C0FGT".into());
+        let (alice, bob) = (UserId("UALICE".into()), UserId("UBOB".into()));
+        for (n, (user, text)) in
+            [("UALICE", "my cat is Miso"), ("UBOB", "deploys on Monday"), ("UALICE", "curry!")].into_iter().enumerate()
+        {
+            assert_eq!(w.deliver(message("C0FGT", user, text, &now_ts(n as u32 + 20)), false).await, 200);
+        }
+        let now = Timestamp::from_secs_f64(1.0e9);
+        let fact = |id: &str, content: &str, sources: &[&str]| Fact {
+            id: id.into(),
+            channel: channel.clone(),
+            content: content.into(),
+            keywords: vec!["k".into()],
+            source_users: sources.iter().map(|s| s.to_string()).collect(),
+            confidence: 0.9,
+            shareable: false,
+            created_at: now,
+            confirmed_at: now,
+            strength: 1,
+            source_messages: vec![Ts::new("1.000001")],
+        };
+        w.deps.facts.put_fact(&fact("f1", "her cat is Miso", &["UALICE"])).await.unwrap();
+        w.deps.facts.put_fact(&fact("f2", "the team deploys on Mondays", &["UALICE", "UBOB"])).await.unwrap();
+        let note =
+            UserNote { channel: channel.clone(), user: alice.clone(), tags: vec!["cats".into()], ..Default::default() };
+        w.deps.facts.put_user_note(&note).await.unwrap();
+        assert_eq!(w.deps.facts.profile(&alice).await.unwrap().map(|p| p.interactions), Some(2));
+
+        let command = SlashCommand {
+            command: "/kuuki".into(),
+            text: "forget-me".into(),
+            channel_id: channel.0.clone(),
+            user_id: alice.0.clone(),
+        };
+        let answer = run_command(&w.deps, &command).await.unwrap();
+        assert!(
+            answer.starts_with("Forgotten you: 2 stored message(s), 1 fact(s) removed, 1 fact(s) kept"),
+            "{answer}"
+        );
+        let left = w.deps.messages.messages_after(&channel, None, 10).await.unwrap();
+        assert_eq!(left.iter().map(|m| m.user.0.as_str()).collect::<Vec<_>>(), ["UBOB"]);
+        let facts = w.deps.facts.facts(&channel).await.unwrap();
+        assert_eq!(facts.len(), 1);
+        assert_eq!(facts[0].source_users, vec!["UBOB"]);
+        assert_eq!(w.deps.facts.user_note(&channel, &alice).await.unwrap(), None);
+        assert_eq!(w.deps.facts.profile(&alice).await.unwrap(), None);
+        assert!(w.deps.facts.profile(&bob).await.unwrap().is_some(), "bob is still known");
+        // Again: nothing left to forget, nothing else changes.
+        let again = run_command(&w.deps, &command).await.unwrap();
+        assert_eq!(again, "kuuki had nothing stored about you.");
+        assert_eq!(w.deps.facts.facts(&channel).await.unwrap().len(), 1);
     }
 
     #[tokio::test]
@@ -501,8 +562,8 @@ async fn aws_calls_per_message_through_the_whole_pipeline() {
     let ingress = w.counter.calls();
     assert_eq!(
         ingress.values().sum::<u64>(),
-        2 * texts.len() as u64,
-        "one conditional put and one SQS send per message at ingress: {ingress:?}"
+        3 * texts.len() as u64,
+        "one conditional put, one SQS send and one blind counter update per message at ingress: {ingress:?}"
     );
     w.counter.reset();
     assert_eq!(w.drain(5).await, 0, "every delivery succeeded");

@@ -385,6 +385,22 @@ async fn generate(
     Ok(Generated { text, facts })
 }
 
+/// `text` without the platform's markup (`<@U123>` mentions, `<https://…|links>`),
+/// which would read as topics.
+fn without_markup(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut depth = 0;
+    for c in text.chars() {
+        match c {
+            '<' => depth += 1,
+            '>' if depth > 0 => depth -= 1,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Topics kept per person and channel (spec 001's `last_topic`).
 const LAST_TOPICS: usize = 8;
 
@@ -399,7 +415,7 @@ async fn speaker(deps: &Deps, target: &Message, conversation: &[Message]) -> Por
     let mut topics: Vec<String> = Vec::new();
     let theirs = conversation.iter().chain(std::iter::once(target)).filter(|m| m.user == target.user);
     for m in theirs.collect::<Vec<_>>().into_iter().rev() {
-        for k in crate::memory::keywords::keywords(&m.text) {
+        for k in crate::memory::keywords::keywords(&without_markup(&m.text)) {
             if topics.len() < LAST_TOPICS && !topics.contains(&k) {
                 topics.push(k);
             }
