@@ -42,8 +42,8 @@ settings_doc! {
     "SUMMARIZE_EVERY_N_MESSAGES", "20", "Summarize a channel after this many new messages.";
     "SUMMARIZE_EVERY_N_MINUTES", "15", "Summarize a channel with new messages after this many minutes, whichever comes first.";
     "SUMMARIZE_MODEL", "LLM_MODEL", "Model for summaries.";
-    "USER_PROFILE_ENABLED", "true", "Not yet: parsed but unused. Will keep user profiles (counters, familiarity, topics).";
-    "FAMILIARITY_THRESHOLDS", "5,30,100", "Not yet: parsed but unused. Interaction counts at which stranger will become acquaintance, regular and close.";
+    "USER_PROFILE_ENABLED", "true", "Keep a profile of each person (messages seen, calls to kuuki, channels, first and last time: blind counters at ingress) and per-channel notes (topics, reflection's tags and summary); familiarity sets the tone of replies.";
+    "FAMILIARITY_THRESHOLDS", "5,30,100", "The last message counts of stranger, acquaintance and regular: above the last, close.";
     "REFLECTION_ENABLED", "true", "Extract facts and profile notes from quiet periods.";
     "REFLECTION_LULL_MINUTES", "10", "Quiet minutes after which a channel is reflected on.";
     "REFLECTION_MIN_MESSAGES", "10", "Fewest new messages worth a reflection.";
