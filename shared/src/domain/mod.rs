@@ -420,6 +420,10 @@ pub struct Fact {
     pub confirmed_at: Timestamp,
     /// How often it was learned: restating strengthens instead of duplicating.
     pub strength: u32,
+    /// The content's embedding (`VECTOR_SEARCH_ENABLED`), for search by meaning; `None`
+    /// with vector search off or when the embedding call failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<Vec<f32>>,
 }
 
 /// What reflection noted about a person (the LLM part of a profile).

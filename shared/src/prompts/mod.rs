@@ -401,6 +401,7 @@ mod tests {
                 created_at: at(0),
                 confirmed_at: at(0),
                 strength: 1,
+                embedding: None,
             })
             .await
             .unwrap();

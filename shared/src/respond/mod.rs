@@ -345,10 +345,10 @@ async fn generate(
         let facts = deps.facts.facts(&target.channel).await?;
         let now = deps.clock.now();
         let half_life = deps.settings.fact_decay_half_life_days;
-        ctx.facts = crate::memory::reflect::search(&facts, &target.text, &target.user.0, now, half_life)
-            .iter()
-            .map(|f| crate::prompts::fence::fence_safe(&f.content))
-            .collect();
+        let embedding = message_embedding(deps, &facts, target).await;
+        let found =
+            crate::memory::reflect::search(&facts, &target.text, embedding.as_deref(), &target.user.0, now, half_life);
+        ctx.facts = found.iter().map(|m| crate::prompts::fence::fence_safe(&m.fact.content)).collect();
         if let Some(note) = deps.facts.user_note(&target.user.0).await? {
             ctx.speaker_tags = note.tags.iter().map(|t| crate::prompts::fence::fence_safe(t)).collect();
             ctx.speaker_summary = crate::prompts::fence::fence_safe(&note.summary);
@@ -370,6 +370,27 @@ async fn generate(
             .and_then(|()| guard::check_reply(&response.text, &prompt, &deps.persona.name)),
         Err(e) => Err(e.to_string()),
     })
+}
+
+/// The embedding of the message answered, for vector fact search: one call, made only
+/// when the channel has facts with embeddings to compare. A failed call leaves the
+/// search to keywords; the reply is made all the same.
+async fn message_embedding(deps: &Deps, facts: &[crate::domain::Fact], target: &Message) -> Option<Vec<f32>> {
+    let embedder = deps.embedder.as_ref()?;
+    if !facts.iter().any(|f| f.embedding.is_some()) {
+        return None;
+    }
+    match embedder.embed(std::slice::from_ref(&target.text)).await {
+        Ok(mut vectors) if vectors.len() == 1 => vectors.pop(),
+        Ok(vectors) => {
+            tracing::warn!(got = vectors.len(), "asked for one embedding; facts are searched by keywords");
+            None
+        }
+        Err(error) => {
+            tracing::warn!(%error, "could not embed the message; facts are searched by keywords");
+            None
+        }
+    }
 }
 
 /// With `--llm none`: a visible stand-in that says what kuuki would have said.
