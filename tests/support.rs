@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use kuuki::adapters::llm::ScriptedLlm;
 use kuuki::config::Settings;
-use kuuki::ports::{Embedder, Llm};
+use kuuki::ports::Llm;
 use kuuki::replay::{self, LogWriter, ReplayOptions};
 use serde_json::Value;
 
@@ -20,19 +20,11 @@ pub struct Run<'a> {
     pub persona: Option<&'a str>,
     /// Any LLM (an HTTP provider against a fake server); wins over `script`.
     pub llm: Option<Arc<dyn Llm>>,
-    /// An embedder (an HTTP one against a fake server); else the settings' own
-    /// (`VECTOR_SEARCH_ENABLED` without a provider: the local hashing embedder).
-    pub embedder: Option<Arc<dyn Embedder>>,
 }
 
 impl<'a> Run<'a> {
     pub fn new(transcript: &'a str) -> Self {
-        Run { transcript, settings: &[], script: None, seed: 1, persona: None, llm: None, embedder: None }
-    }
-
-    pub fn embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
-        self.embedder = Some(embedder);
-        self
+        Run { transcript, settings: &[], script: None, seed: 1, persona: None, llm: None }
     }
 
     pub fn llm(mut self, llm: Arc<dyn Llm>) -> Self {
@@ -70,10 +62,9 @@ impl<'a> Run<'a> {
             (None, None) => None,
         };
         let settings = Settings::from_vars(&vars).expect("valid settings");
-        let embedder = match &self.embedder {
-            Some(embedder) => Some(embedder.clone()),
-            None => kuuki::adapters::llm::embedder_from_settings(&settings).expect("a valid embedder setting"),
-        };
+        // As `kuuki replay` does: with VECTOR_SEARCH_ENABLED and no provider, the local
+        // hashing embedder.
+        let embedder = kuuki::adapters::llm::embedder_from_settings(&settings).expect("a valid embedder setting");
         let transcript = replay::parse_transcript(self.transcript).expect("a valid transcript");
         let persona_file = self.persona.map(|t| kuuki::config::PersonaFile::parse(t).expect("a valid persona"));
         let persona = settings.persona(persona_file.as_ref());
