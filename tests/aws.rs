@@ -453,6 +453,7 @@ mod end_to_end {
             confirmed_at: now,
             strength: 1,
             source_messages: vec![Ts::new("1.000001")],
+            embedding: None,
         };
         w.deps.facts.put_fact(&fact("f1", "her cat is Miso", &["UALICE"])).await.unwrap();
         w.deps.facts.put_fact(&fact("f2", "the team deploys on Mondays", &["UALICE", "UBOB"])).await.unwrap();

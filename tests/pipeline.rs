@@ -314,6 +314,7 @@ async fn the_daily_sweep_forgets_faded_facts_only() {
         confirmed_at: h.at(0.0) - Duration::from_secs(days_old * 86_400),
         strength: 1,
         source_messages: Vec::new(),
+        embedding: None,
     };
     h.store.put_fact(&fact("fresh", 1)).await.unwrap();
     // 0.9 × 0.5^(150/30) ≈ 0.028: under the floor.

@@ -62,6 +62,9 @@ impl<'a> Run<'a> {
             (None, None) => None,
         };
         let settings = Settings::from_vars(&vars).expect("valid settings");
+        // As `kuuki replay` does: with VECTOR_SEARCH_ENABLED and no provider, the local
+        // hashing embedder.
+        let embedder = kuuki::adapters::llm::embedder_from_settings(&settings).expect("a valid embedder setting");
         let transcript = replay::parse_transcript(self.transcript).expect("a valid transcript");
         let persona_file = self.persona.map(|t| kuuki::config::PersonaFile::parse(t).expect("a valid persona"));
         let persona = settings.persona(persona_file.as_ref());
@@ -71,7 +74,7 @@ impl<'a> Run<'a> {
         let stats = runtime
             .block_on(replay::replay(
                 &transcript,
-                ReplayOptions { settings, persona, llm, seed: self.seed },
+                ReplayOptions { settings, persona, llm, embedder, seed: self.seed },
                 &mut writer,
             ))
             .expect("the replay runs");

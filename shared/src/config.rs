@@ -53,8 +53,8 @@ settings_doc! {
     "FACT_DECAY_HALF_LIFE_DAYS", "30", "A fact's search score halves every this many days.";
     "PROACTIVE_CONVERSATION_ENABLED", "false", "Not yet: parsed but unused. Will open a conversation with a fresh shareable fact when a channel comes back after a silence.";
     "PROACTIVE_SILENCE_MINUTES", "60", "Not yet: parsed but unused. Silence after which a channel will count as coming back (proactive conversation).";
-    "VECTOR_SEARCH_ENABLED", "false", "Not yet: parsed but unused. Will also rank facts by embedding similarity.";
-    "EMBEDDING_MODEL", "text-embedding-3-small", "Not yet: parsed but unused. Model for fact embeddings.";
+    "VECTOR_SEARCH_ENABLED", "false", "Also rank facts by meaning: reflection stores an embedding with each new fact and a reply embeds its message once, scoring facts by cosine similarity blended with keyword overlap. Costs one embedding call per reflection and per reply in a channel with embedded facts (OPENAI_BASE_URL; with LLM_PROVIDER=none a local hashing embedder that knows spelling, not meaning).";
+    "EMBEDDING_MODEL", "text-embedding-3-small", "Model for fact embeddings, asked at OPENAI_BASE_URL/embeddings when VECTOR_SEARCH_ENABLED. A fact whose embedding has another size (an earlier model's) ranks by keywords alone.";
     "BOT_NAME", "kuuki", "The bot's name; calling it is a direct trigger (80).";
     "BOT_ALIASES", "くうき", "Comma-separated other names that are a direct trigger too.";
     "BOT_TOPICS", "", "Comma-separated topics the bot knows about; a message about one gets +15.";

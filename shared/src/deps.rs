@@ -7,8 +7,8 @@ use crate::config::Settings;
 use crate::domain::Job;
 use crate::domain::{BotIdentity, Persona, UserId};
 use crate::ports::{
-    ChannelStateStore, Chat, Clock, DecisionLog, FactStore, Ledger, Llm, MAX_QUEUE_DELAY, MessageStore, PortResult,
-    Queue, Scheduler,
+    ChannelStateStore, Chat, Clock, DecisionLog, Embedder, FactStore, Ledger, Llm, MAX_QUEUE_DELAY, MessageStore,
+    PortResult, Queue, Scheduler,
 };
 use crate::prompts::Prompts;
 
@@ -27,6 +27,8 @@ pub struct Deps {
     pub scheduler: Arc<dyn Scheduler>,
     /// `None` runs on rules only (`--llm none`).
     pub llm: Option<Arc<dyn Llm>>,
+    /// Vector fact search: `Some` only with `VECTOR_SEARCH_ENABLED`.
+    pub embedder: Option<Arc<dyn Embedder>>,
     pub chat: Arc<dyn Chat>,
     pub clock: Arc<dyn Clock>,
     pub log: Arc<dyn DecisionLog>,
@@ -42,6 +44,8 @@ pub struct Adapters {
     pub queue: Arc<dyn Queue>,
     pub scheduler: Arc<dyn Scheduler>,
     pub llm: Option<Arc<dyn Llm>>,
+    /// `None` (vector search off) unless [`Adapters::with_embedder`] gives one.
+    pub embedder: Option<Arc<dyn Embedder>>,
     pub chat: Arc<dyn Chat>,
     pub clock: Arc<dyn Clock>,
     pub log: Arc<dyn DecisionLog>,
@@ -75,10 +79,17 @@ impl Adapters {
             queue,
             scheduler,
             llm: around.llm,
+            embedder: None,
             chat: around.chat,
             clock: around.clock,
             log: around.log,
         }
+    }
+
+    /// With vector fact search through `embedder` (`adapters::llm::embedder_from_settings`).
+    pub fn with_embedder(mut self, embedder: Option<Arc<dyn Embedder>>) -> Self {
+        self.embedder = embedder;
+        self
     }
 }
 
@@ -110,6 +121,7 @@ impl Deps {
             queue: adapters.queue,
             scheduler: adapters.scheduler,
             llm: adapters.llm,
+            embedder: adapters.embedder,
             chat: adapters.chat,
             clock: adapters.clock,
             log: adapters.log,

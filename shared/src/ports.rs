@@ -337,6 +337,14 @@ pub trait Llm: Send + Sync {
     async fn complete(&self, request: LlmRequest) -> Result<LlmResponse, LlmError>;
 }
 
+/// Text embeddings for fact search (`VECTOR_SEARCH_ENABLED`, `EMBEDDING_MODEL`).
+#[async_trait]
+pub trait Embedder: Send + Sync {
+    /// One vector per text, in the order given, from one call (a reflection's new facts
+    /// are embedded together).
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, LlmError>;
+}
+
 /// A message kuuki posts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Post {

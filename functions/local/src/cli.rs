@@ -125,6 +125,7 @@ pub fn setup(common: &CommonArgs) -> anyhow::Result<Setup> {
         Some(script) => Some(script),
         None => kuuki::adapters::llm::from_settings(&settings)?,
     };
+    let embedder = kuuki::adapters::llm::embedder_from_settings(&settings)?;
     let settings = settings.for_llm(llm.is_some());
 
     let persona_path = common.persona.clone().or_else(|| settings.persona_file.clone().map(PathBuf::from));
@@ -134,7 +135,7 @@ pub fn setup(common: &CommonArgs) -> anyhow::Result<Setup> {
     };
     let persona = settings.persona(persona_file.as_ref());
     let seed = common.seed.unwrap_or_else(|| fastrand::u64(..));
-    Ok(Setup { options: ReplayOptions { settings, persona, llm, seed } })
+    Ok(Setup { options: ReplayOptions { settings, persona, llm, embedder, seed } })
 }
 
 fn read_persona(path: &Path) -> anyhow::Result<PersonaFile> {

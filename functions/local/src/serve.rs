@@ -76,7 +76,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             );
         }
         let aws = AwsAdapters::build(&settings, clock).await;
-        let deps = Deps::new(settings, options.persona, user, aws.adapters(chat, llm, log), options.seed);
+        let adapters = aws.adapters(chat, llm, log).with_embedder(options.embedder);
+        let deps = Deps::new(settings, options.persona, user, adapters, options.seed);
         let deps = Arc::new(also.into_iter().fold(deps, Deps::also_known_as));
         let (client, urls) = (aws.queue.client().clone(), aws.queue.urls().clone());
         let pollers = JobKind::ALL
@@ -88,7 +89,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         let retention = std::time::Duration::from_secs(u64::from(settings.message_retention_days) * 86_400);
         let parts = InProcess::with_retention(clock, retention);
         let queue = parts.queue.clone();
-        let deps = Deps::new(settings, options.persona, user, parts.adapters(chat, llm, log), options.seed);
+        let adapters = parts.adapters(chat, llm, log).with_embedder(options.embedder);
+        let deps = Deps::new(settings, options.persona, user, adapters, options.seed);
         let deps = Arc::new(also.into_iter().fold(deps, Deps::also_known_as));
         (deps.clone(), vec![tokio::spawn(kuuki::worker::run_forever(deps, queue))])
     };

@@ -312,6 +312,7 @@ pub async fn facts(store: &dyn FactStore) {
         confirmed_at: at(0),
         strength: 1,
         source_messages: vec![Ts::from_timestamp(at(0))],
+        embedding: None,
     };
     store.put_fact(&fact("f1", "alice deploys on Fridays")).await.unwrap();
     store.put_fact(&fact("f2", "lunch is curry")).await.unwrap();
@@ -327,6 +328,17 @@ pub async fn facts(store: &dyn FactStore) {
         "facts stay in their channel"
     );
     assert!(store.fact_channels().await.unwrap().contains(&ch));
+    // An embedding round-trips exactly (f32s, not rounded through text), and is gone
+    // when the fact is stored again without one.
+    let mut embedded = fact("f3", "deploys wait for Friday");
+    embedded.embedding = Some(vec![0.25, -1.5, 1e-7, f32::MAX, 0.1]);
+    store.put_fact(&embedded).await.unwrap();
+    let read = store.facts(&ch).await.unwrap().into_iter().find(|f| f.id == "f3").expect("stored");
+    assert_eq!(read, embedded);
+    store.put_fact(&fact("f3", "deploys wait for Friday")).await.unwrap();
+    let read = store.facts(&ch).await.unwrap().into_iter().find(|f| f.id == "f3").expect("stored");
+    assert_eq!(read.embedding, None);
+    store.delete_fact(&ch, "f3").await.unwrap();
     store.delete_fact(&ch, "f2").await.unwrap();
     store.delete_fact(&ch, "f2").await.unwrap();
     assert_eq!(store.facts(&ch).await.unwrap().len(), 1);

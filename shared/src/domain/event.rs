@@ -89,6 +89,10 @@ pub enum EventKind {
         facts_new: usize,
         facts_strengthened: usize,
         profiles: usize,
+        /// Vector search is on and the facts could not be embedded: they were stored
+        /// without, and rank by keywords alone.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        embedding_error: Option<String>,
     },
     /// A channel's memory was brought up to date.
     Summary {

@@ -428,6 +428,10 @@ pub struct Fact {
     /// stored before this was kept have none and stay until they fade).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub source_messages: Vec<Ts>,
+    /// The content's embedding (`VECTOR_SEARCH_ENABLED`), for search by meaning; `None`
+    /// with vector search off or when the embedding call failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<Vec<f32>>,
 }
 
 impl Fact {

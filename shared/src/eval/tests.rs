@@ -173,7 +173,7 @@ async fn a_case_replays_through_the_pipeline() {
     .unwrap();
     let settings = Settings::from_vars(&HashMap::new()).unwrap().for_llm(true);
     let persona = settings.persona(None);
-    let options = ReplayOptions { settings, persona, llm: Some(Arc::new(llm)), seed: 1 };
+    let options = ReplayOptions { settings, persona, llm: Some(Arc::new(llm)), embedder: None, seed: 1 };
     let r = run_case(c, options).await.unwrap();
     assert_eq!((r.stats.failed_deliveries, r.stats.dropped), (0, 0), "{:#?}", r.log);
     let s = Summary::of([&r], Prices { input: 1.0, output: 1.0 });

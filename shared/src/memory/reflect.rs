@@ -140,7 +140,7 @@ async fn reflect_claimed(deps: &Deps, channel: &ChannelId, ts: &Ts, new: &[Messa
     };
     let now = deps.clock.now();
     let speakers = Speakers(new);
-    let (added, strengthened) = merge_facts(deps, channel, known, facts, &speakers, now).await?;
+    let facts_merged = merge_facts(deps, channel, known, facts, &speakers, now).await?;
     // Notes only about people who spoke here, kept in this channel under their id.
     let mut noted = 0;
     for note in notes.iter().filter(|_| deps.settings.user_profile_enabled) {
@@ -173,7 +173,13 @@ async fn reflect_claimed(deps: &Deps, channel: &ChannelId, ts: &Ts, new: &[Messa
         channel,
         None,
         ts.clone(),
-        EventKind::Reflect { messages: new.len(), facts_new: added, facts_strengthened: strengthened, profiles: noted },
+        EventKind::Reflect {
+            messages: new.len(),
+            facts_new: facts_merged.added,
+            facts_strengthened: facts_merged.strengthened,
+            profiles: noted,
+            embedding_error: facts_merged.embedding_error,
+        },
     );
     Ok(())
 }
@@ -234,8 +240,17 @@ impl Speakers<'_> {
     }
 }
 
+/// What one reflection did to the channel's facts.
+struct Merged {
+    added: usize,
+    strengthened: usize,
+    /// Why the facts to embed were stored without an embedding.
+    embedding_error: Option<String>,
+}
+
 /// Stores new facts: one restating a known fact strengthens it; then the channel keeps
 /// at most `FACT_STORE_MAX_FACTS_PER_CHANNEL`, and forgets those too faded to matter.
+/// With vector search on, the facts that have no embedding yet get one, all in one call.
 async fn merge_facts(
     deps: &Deps,
     channel: &ChannelId,
@@ -243,8 +258,10 @@ async fn merge_facts(
     new: Vec<NewFact>,
     speakers: &Speakers<'_>,
     now: Timestamp,
-) -> PortResult<(usize, usize)> {
+) -> PortResult<Merged> {
     let (mut added, mut strengthened) = (0, 0);
+    // Indices into `known` of the facts to store: those added or strengthened.
+    let mut changed: Vec<usize> = Vec::new();
     for fact in new {
         let source_users: Vec<String> =
             fact.source_users.iter().map(|u| speakers.id_of(u).map_or_else(|| u.clone(), |id| id.0.clone())).collect();
@@ -257,8 +274,9 @@ async fn merge_facts(
         }
         let source_messages = speakers.sources(&fact, &source_ids, &kws);
         let id = fact_id(channel, &fact.content);
-        match known.iter_mut().find(|f| f.id == id || jaccard(&f.keywords, &kws) >= SAME_FACT) {
-            Some(same) => {
+        match known.iter().position(|f| f.id == id || jaccard(&f.keywords, &kws) >= SAME_FACT) {
+            Some(index) => {
+                let same = &mut known[index];
                 same.strength += 1;
                 same.confidence = same.confidence.max(fact.confidence);
                 same.confirmed_at = now;
@@ -273,7 +291,9 @@ async fn merge_facts(
                         same.source_messages.push(ts);
                     }
                 }
-                deps.facts.put_fact(same).await?;
+                if !changed.contains(&index) {
+                    changed.push(index);
+                }
                 strengthened += 1;
             }
             None => {
@@ -289,12 +309,17 @@ async fn merge_facts(
                     confirmed_at: now,
                     strength: 1,
                     source_messages,
+                    embedding: None,
                 };
-                deps.facts.put_fact(&f).await?;
+                changed.push(known.len());
                 known.push(f);
                 added += 1;
             }
         }
+    }
+    let embedding_error = embed_facts(deps, channel, &mut known, &changed).await;
+    for &index in &changed {
+        deps.facts.put_fact(&known[index]).await?;
     }
     let half_life = deps.settings.fact_decay_half_life_days;
     let weight = |f: &Fact| f.confidence * decay(f, now, half_life) * f64::from(f.strength);
@@ -305,7 +330,33 @@ async fn merge_facts(
             deps.facts.delete_fact(channel, &f.id).await?;
         }
     }
-    Ok((added, strengthened))
+    Ok(Merged { added, strengthened, embedding_error })
+}
+
+/// Embeds the facts at `indices` that have no embedding (new ones, and restated ones
+/// learned while vector search was off or its call failed) in one call. A failed call
+/// loses nothing: the facts are stored without and rank by keywords; the error is
+/// returned for the decision log.
+async fn embed_facts(deps: &Deps, channel: &ChannelId, facts: &mut [Fact], indices: &[usize]) -> Option<String> {
+    let embedder = deps.embedder.as_ref()?;
+    let missing: Vec<usize> = indices.iter().copied().filter(|&i| facts[i].embedding.is_none()).collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let texts: Vec<String> = missing.iter().map(|&i| facts[i].content.clone()).collect();
+    match embedder.embed(&texts).await {
+        Ok(vectors) if vectors.len() == texts.len() => {
+            for (i, vector) in missing.into_iter().zip(vectors) {
+                facts[i].embedding = Some(vector);
+            }
+            None
+        }
+        Ok(vectors) => Some(format!("asked for {} embeddings, got {}", texts.len(), vectors.len())),
+        Err(error) => {
+            tracing::warn!(%channel, %error, facts = texts.len(), "facts stored without embeddings");
+            Some(error.to_string())
+        }
+    }
 }
 
 /// The daily clean-up: every channel forgets the facts that faded under the floor.
@@ -328,27 +379,73 @@ pub fn decay(fact: &Fact, now: Timestamp, half_life_days: f64) -> f64 {
     0.5_f64.powf(age_days / half_life_days)
 }
 
-/// A fact found for a reply, with its score (logged, shown by `/kuuki why`).
+/// How much meaning counts against keywords in the hybrid score (α): as much. Keywords
+/// are exact where embeddings blur (names, jargon, ticket numbers); embeddings find a
+/// fact said in other words or another language, where keywords see nothing. Equal
+/// weights rank a fact that matches both ways above one that matches either way.
+pub const VECTOR_WEIGHT: f64 = 0.5;
+/// Cosine similarity at or under this says nothing: embedding models put unrelated texts
+/// well above zero (OpenAI's text-embedding-3 around 0.1 to 0.2), so only what is above
+/// it counts, rescaled to 0..1; otherwise every fact would match every message a little.
+pub const MIN_SIMILARITY: f64 = 0.3;
+
+/// A fact found for a reply and how well it matched.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FactMatch {
     pub fact: Fact,
+    /// Relevance × decay × speaker boost, above 0. Relevance is the keyword overlap
+    /// (Jaccard, 0..1); with vector search, for a fact with an embedding, it is
+    /// `VECTOR_WEIGHT` × similarity + (1 − `VECTOR_WEIGHT`) × overlap, also 0..1.
     pub score: f64,
 }
 
-/// The facts a reply to `text` by `speaker` may draw on, best first: keyword overlap,
-/// faded by age, facts about the speaker first among equals.
-pub fn search(facts: &[Fact], text: &str, speaker: &str, now: Timestamp, half_life_days: f64) -> Vec<FactMatch> {
+/// The facts a reply to `text` by `speaker` may draw on, best first: relevance (keyword
+/// overlap, blended with similarity to `text_embedding` when there is one), faded by
+/// age, facts about the speaker first among equals.
+pub fn search(
+    facts: &[Fact],
+    text: &str,
+    text_embedding: Option<&[f32]>,
+    speaker: &str,
+    now: Timestamp,
+    half_life_days: f64,
+) -> Vec<FactMatch> {
     let query = keywords(text);
     let mut scored: Vec<(f64, &Fact)> = facts
         .iter()
         .map(|f| {
             let boost = if f.source_users.iter().any(|u| u == speaker) { SPEAKER_BOOST } else { 1.0 };
-            (jaccard(&query, &f.keywords) * decay(f, now, half_life_days) * boost, f)
+            (relevance(f, &query, text_embedding) * decay(f, now, half_life_days) * boost, f)
         })
         .filter(|(score, _)| *score > 0.0)
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
     scored.into_iter().take(FACTS_PER_REPLY).map(|(score, f)| FactMatch { fact: f.clone(), score }).collect()
+}
+
+/// How well `fact` matches a message, 0..1. A fact without a comparable embedding (none,
+/// or another model's size) ranks by its keywords alone, as with vector search off.
+fn relevance(fact: &Fact, query: &[String], query_embedding: Option<&[f32]>) -> f64 {
+    let overlap = jaccard(query, &fact.keywords);
+    match (query_embedding, fact.embedding.as_deref()) {
+        (Some(q), Some(f)) if q.len() == f.len() => {
+            let similarity = ((cosine(q, f) - MIN_SIMILARITY) / (1.0 - MIN_SIMILARITY)).max(0.0);
+            VECTOR_WEIGHT * similarity + (1.0 - VECTOR_WEIGHT) * overlap
+        }
+        _ => overlap,
+    }
+}
+
+/// The cosine of the angle between two vectors, -1..1; 0 when either is all zeros.
+pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let (mut dot, mut aa, mut bb) = (0.0_f64, 0.0_f64, 0.0_f64);
+    for (x, y) in a.iter().zip(b) {
+        let (x, y) = (f64::from(*x), f64::from(*y));
+        dot += x * y;
+        aa += x * x;
+        bb += y * y;
+    }
+    if aa == 0.0 || bb == 0.0 { 0.0 } else { dot / (aa.sqrt() * bb.sqrt()) }
 }
 
 fn fact_id(channel: &ChannelId, content: &str) -> String {
@@ -437,7 +534,17 @@ mod tests {
             confirmed_at: at,
             strength: 1,
             source_messages: Vec::new(),
+            embedding: None,
         }
+    }
+
+    fn embedded(mut fact: Fact, embedding: &[f32]) -> Fact {
+        fact.embedding = Some(embedding.to_vec());
+        fact
+    }
+
+    fn contents(found: &[FactMatch]) -> Vec<&str> {
+        found.iter().map(|m| m.fact.content.as_str()).collect()
     }
 
     #[test]
@@ -448,11 +555,72 @@ mod tests {
             fact("old deploy story", &["デプロイ", "金曜"], &["bob"], 60.0),
             fact("lunch is curry", &["カレー"], &["bob"], 1.0),
         ];
-        let found = search(&facts, "今日のデプロイは金曜？", "alice", now, 30.0);
-        let contents: Vec<&str> = found.iter().map(|f| f.fact.content.as_str()).collect();
+        let found = search(&facts, "今日のデプロイは金曜？", None, "alice", now, 30.0);
         assert!(found[0].score > found[1].score, "{found:?}");
-        assert_eq!(contents, vec!["alice deploys on Fridays", "old deploy story"], "no overlap, not found");
+        assert_eq!(contents(&found), vec!["alice deploys on Fridays", "old deploy story"], "no overlap, not found");
         assert!((decay(&facts[1], now, 30.0) - 0.25).abs() < 1e-9, "two half-lives");
+        // Full overlap ({デプロイ, 金曜} of {今日, デプロイ, 金曜}) = 2/3, × boost, × decay.
+        let expected = 2.0 / 3.0 * SPEAKER_BOOST * decay(&facts[0], now, 30.0);
+        assert!((found[0].score - expected).abs() < 1e-9, "{} != {expected}", found[0].score);
+        assert!((found[1].score - 2.0 / 3.0 * 0.25).abs() < 1e-9, "{}", found[1].score);
+    }
+
+    #[test]
+    fn cosine_of_vectors() {
+        assert!((cosine(&[1.0, 0.0], &[1.0, 0.0]) - 1.0).abs() < 1e-9);
+        assert!(cosine(&[1.0, 0.0], &[0.0, 2.0]).abs() < 1e-9);
+        assert!((cosine(&[1.0, 1.0], &[-2.0, -2.0]) + 1.0).abs() < 1e-9);
+        assert!((cosine(&[3.0, 4.0], &[4.0, 3.0]) - 0.96).abs() < 1e-6, "length does not matter");
+        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), 0.0, "no direction, no similarity");
+    }
+
+    #[test]
+    fn a_fact_close_in_meaning_ranks_without_sharing_a_keyword() {
+        let now = Timestamp(100 * 86_400 * 1_000_000);
+        // The message asks about the release; the facts say "deploy" and "lunch".
+        let query_vector = [1.0, 0.0, 0.0];
+        let facts = vec![
+            embedded(fact("lunch is curry", &["カレー"], &["bob"], 1.0), &[0.0, 0.0, 1.0]),
+            embedded(fact("deploys happen on Fridays", &["deploys", "fridays"], &["bob"], 1.0), &[0.9, 0.1, 0.0]),
+            fact("the release train leaves at noon", &["release", "train"], &["bob"], 1.0),
+        ];
+        let text = "when is the next release";
+        let keyword_only = search(&facts, text, None, "alice", now, 30.0);
+        assert_eq!(contents(&keyword_only), vec!["the release train leaves at noon"], "keywords see no deploy");
+        let hybrid = search(&facts, text, Some(&query_vector), "alice", now, 30.0);
+        assert_eq!(
+            contents(&hybrid),
+            vec!["deploys happen on Fridays", "the release train leaves at noon"],
+            "the vector finds the deploy fact; the fact without an embedding still ranks by keywords; \
+             curry is orthogonal"
+        );
+        let similarity = (cosine(&query_vector, &[0.9, 0.1, 0.0]) - MIN_SIMILARITY) / (1.0 - MIN_SIMILARITY);
+        let expected = VECTOR_WEIGHT * similarity * decay(&facts[1], now, 30.0);
+        assert!((hybrid[0].score - expected).abs() < 1e-9, "{} != {expected}", hybrid[0].score);
+        // Without an embedding the score is the keyword score, vector or not.
+        assert!((hybrid[1].score - keyword_only[0].score).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_hybrid_ranks_a_match_both_ways_first_and_ignores_faint_similarity() {
+        let now = Timestamp(100 * 86_400 * 1_000_000);
+        let query_vector = [1.0, 0.0];
+        let facts = vec![
+            // Shares the keyword, but its vector points elsewhere.
+            embedded(fact("deploy freeze story", &["deploy"], &["bob"], 1.0), &[0.0, 1.0]),
+            // Shares the keyword and the meaning.
+            embedded(fact("deploy on Fridays", &["deploy"], &["bob"], 1.0), &[1.0, 0.1]),
+            // A faint similarity (cosine 0.2, under the floor) and no keyword: not a match.
+            embedded(fact("lunch is curry", &["カレー"], &["bob"], 1.0), &[0.2, 0.98]),
+            // Another model's size: compared by keywords alone.
+            embedded(fact("deploy checklist", &["deploy", "checklist", "ops"], &["bob"], 1.0), &[1.0, 0.0, 0.0]),
+        ];
+        let found = search(&facts, "deploy", Some(&query_vector), "alice", now, 30.0);
+        assert_eq!(contents(&found), vec!["deploy on Fridays", "deploy freeze story", "deploy checklist"]);
+        let relevance_of = |i: usize| relevance(&facts[i], &keywords("deploy"), Some(&query_vector));
+        assert!((relevance_of(0) - (1.0 - VECTOR_WEIGHT)).abs() < 1e-9, "overlap only: {}", relevance_of(0));
+        assert!((relevance_of(3) - 1.0 / 3.0).abs() < 1e-9, "jaccard alone: {}", relevance_of(3));
+        assert_eq!(relevance_of(2), 0.0);
     }
 
     #[test]

@@ -404,6 +404,7 @@ mod tests {
                 confirmed_at: at(0),
                 strength: 1,
                 source_messages: Vec::new(),
+                embedding: None,
             })
             .await
             .unwrap();

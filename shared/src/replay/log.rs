@@ -254,8 +254,12 @@ fn body(event: &Event) -> Value {
             }
             v
         }
-        EventKind::Reflect { messages, facts_new, facts_strengthened, profiles } => {
-            json!({"messages": messages, "facts_new": facts_new, "facts_strengthened": facts_strengthened, "profiles": profiles})
+        EventKind::Reflect { messages, facts_new, facts_strengthened, profiles, embedding_error } => {
+            let mut v = json!({"messages": messages, "facts_new": facts_new, "facts_strengthened": facts_strengthened, "profiles": profiles});
+            if let Some(error) = embedding_error {
+                v["embedding_error"] = json!(error);
+            }
+            v
         }
         EventKind::Forget { user, messages, facts_removed, facts_edited, notes, summaries } => json!({
             "user": user, "messages": messages, "facts_removed": facts_removed, "facts_edited": facts_edited,

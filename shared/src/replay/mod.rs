@@ -19,7 +19,7 @@ use crate::deps::Deps;
 use crate::domain::{Author, ChannelId, Message, Persona, Timestamp, Ts, UserId};
 use crate::ingest::command::{SlashCommand, run_command};
 use crate::ingest::{Incoming, ingest};
-use crate::ports::{Clock, Llm, PortError};
+use crate::ports::{Clock, Embedder, Llm, PortError};
 use crate::worker::run_due;
 
 /// Where the virtual clock starts: Monday 2026-01-05 09:00 UTC, a working morning.
@@ -32,6 +32,8 @@ pub struct ReplayOptions {
     pub persona: Persona,
     /// `None` runs on rules only.
     pub llm: Option<Arc<dyn Llm>>,
+    /// Vector fact search (`adapters::llm::embedder_from_settings`); `None` is off.
+    pub embedder: Option<Arc<dyn Embedder>>,
     pub seed: u64,
 }
 
@@ -83,7 +85,9 @@ impl Replay {
             options.settings,
             options.persona,
             UserId(REPLAY_BOT_USER.into()),
-            parts.adapters(chat, counting.clone().map(|c| c as Arc<dyn Llm>), log.clone()),
+            parts
+                .adapters(chat, counting.clone().map(|c| c as Arc<dyn Llm>), log.clone())
+                .with_embedder(options.embedder),
             options.seed,
         );
         Replay { deps, clock, mint, queue, log, counting, roots: HashMap::new() }

@@ -357,10 +357,12 @@ async fn generate(
         let stored = deps.facts.facts(&target.channel).await?;
         let now = deps.clock.now();
         let half_life = deps.settings.fact_decay_half_life_days;
-        facts = crate::memory::reflect::search(&stored, &target.text, &target.user.0, now, half_life)
-            .into_iter()
-            .map(|m| FactUse { id: m.fact.id, content: m.fact.content, score: (m.score * 1000.0).round() / 1000.0 })
-            .collect();
+        let embedding = message_embedding(deps, &stored, target).await;
+        facts =
+            crate::memory::reflect::search(&stored, &target.text, embedding.as_deref(), &target.user.0, now, half_life)
+                .into_iter()
+                .map(|m| FactUse { id: m.fact.id, content: m.fact.content, score: (m.score * 1000.0).round() / 1000.0 })
+                .collect();
         ctx.facts = facts.iter().map(|f| crate::prompts::fence::fence_safe(&f.content)).collect();
         if deps.settings.user_profile_enabled {
             ctx.speaker = Some(speaker(deps, target, conversation).await?);
@@ -432,6 +434,27 @@ async fn speaker(deps: &Deps, target: &Message, conversation: &[Message]) -> Por
         deps.facts.put_user_note(&updated).await?;
     }
     Ok(speaker)
+}
+
+/// The embedding of the message answered, for vector fact search: one call, made only
+/// when the channel has facts with embeddings to compare. A failed call leaves the
+/// search to keywords; the reply is made all the same.
+async fn message_embedding(deps: &Deps, facts: &[crate::domain::Fact], target: &Message) -> Option<Vec<f32>> {
+    let embedder = deps.embedder.as_ref()?;
+    if !facts.iter().any(|f| f.embedding.is_some()) {
+        return None;
+    }
+    match embedder.embed(std::slice::from_ref(&target.text)).await {
+        Ok(mut vectors) if vectors.len() == 1 => vectors.pop(),
+        Ok(vectors) => {
+            tracing::warn!(got = vectors.len(), "asked for one embedding; facts are searched by keywords");
+            None
+        }
+        Err(error) => {
+            tracing::warn!(%error, "could not embed the message; facts are searched by keywords");
+            None
+        }
+    }
 }
 
 /// With `--llm none`: a visible stand-in that says what kuuki would have said.

@@ -122,10 +122,11 @@ pub fn metrics_of(event: &Event) -> Vec<(&'static str, f64, &'static str)> {
         ],
         EventKind::RespondFailed { .. } => vec![("ResponsesFailed", 1.0, "Count")],
         EventKind::Summary { .. } => vec![("Summaries", 1.0, "Count")],
-        EventKind::Reflect { facts_new, facts_strengthened, .. } => vec![
+        EventKind::Reflect { facts_new, facts_strengthened, embedding_error, .. } => vec![
             ("Reflections", 1.0, "Count"),
             ("FactsLearned", *facts_new as f64, "Count"),
             ("FactsStrengthened", *facts_strengthened as f64, "Count"),
+            ("FactEmbeddingFailures", f64::from(u8::from(embedding_error.is_some())), "Count"),
         ],
         EventKind::Message { .. } => vec![("Messages", 1.0, "Count")],
         EventKind::Command { .. } => vec![("Commands", 1.0, "Count")],

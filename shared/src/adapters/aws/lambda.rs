@@ -98,12 +98,14 @@ pub async fn cold_start(vars: &HashMap<String, String>, role: Role) -> Result<(A
     let llm = crate::adapters::llm::from_settings(&settings)
         .map_err(|e| e.to_string())?
         .map(|llm| Arc::new(crate::adapters::llm::CountingLlm::new(llm).with_metrics(&function)) as Arc<dyn Llm>);
+    let embedder = crate::adapters::llm::embedder_from_settings(&settings).map_err(|e| e.to_string())?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let aws = AwsAdapters::build(&settings, clock).await;
     let connected = crate::adapters::platforms::connect(&settings, role).await?;
     let persona = settings.persona(persona_file.as_ref());
-    let adapters =
-        aws.adapters(connected.chat.clone(), llm, Arc::new(super::emf::EmfLog::new(std::io::stdout(), &function)));
+    let adapters = aws
+        .adapters(connected.chat.clone(), llm, Arc::new(super::emf::EmfLog::new(std::io::stdout(), &function)))
+        .with_embedder(embedder);
     let mut ids = connected.bot_ids().into_iter();
     let first = ids.next().expect("connect serves at least one platform");
     let deps = ids.fold(Deps::new(settings, persona, first, adapters, fastrand::u64(..)), Deps::also_known_as);

@@ -1,12 +1,15 @@
 //! LLM adapters: OpenAI-compatible chat completions and Anthropic Messages over HTTP,
-//! scripted answers for replay and tests, and a wrapper that counts every call by role.
+//! scripted answers for replay and tests, and a wrapper that counts every call by role;
+//! embedders for vector fact search.
 
 mod anthropic;
+mod embeddings;
 mod http;
 mod openai;
 mod script;
 
 pub use anthropic::Anthropic;
+pub use embeddings::{KEYWORD_HASH_DIMENSIONS, KeywordHashEmbedder, OpenAiEmbeddings};
 pub use http::HttpPolicy;
 pub use openai::OpenAiCompatible;
 pub use script::{ScriptError, ScriptedLlm};
@@ -21,19 +24,24 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use secrecy::ExposeSecret;
 
-use crate::ports::{Llm, LlmError, LlmRequest, LlmResponse, LlmRole, Usage};
+use crate::config::{ConfigError, LlmProvider, Settings};
+use crate::ports::{Embedder, Llm, LlmError, LlmRequest, LlmResponse, LlmRole, Usage};
 
-/// The HTTP provider `settings` name (`LLM_PROVIDER` openai or anthropic), or `None`
-/// for the others. A provider that cannot work as configured is an error naming the
-/// setting.
-pub fn from_settings(settings: &crate::config::Settings) -> Result<Option<Arc<dyn Llm>>, crate::config::ConfigError> {
-    use crate::config::{ConfigError, LlmProvider};
-    let policy = HttpPolicy {
+/// `LLM_TIMEOUT_SECONDS` and `LLM_MAX_RETRIES` for every call to a model.
+fn http_policy(settings: &Settings) -> HttpPolicy {
+    HttpPolicy {
         timeout: settings.llm_timeout,
         max_retries: settings.llm_max_retries,
         backoff: std::time::Duration::from_millis(500),
         max_retry_wait: crate::budget::llm_retry_wait_cap(settings.llm_timeout),
-    };
+    }
+}
+
+/// The HTTP provider `settings` name (`LLM_PROVIDER` openai or anthropic), or `None`
+/// for the others. A provider that cannot work as configured is an error naming the
+/// setting.
+pub fn from_settings(settings: &Settings) -> Result<Option<Arc<dyn Llm>>, ConfigError> {
+    let policy = http_policy(settings);
     Ok(match settings.llm_provider {
         LlmProvider::OpenAi => Some(Arc::new(OpenAiCompatible::new(
             &settings.openai_base_url,
@@ -56,6 +64,35 @@ pub fn from_settings(settings: &crate::config::Settings) -> Result<Option<Arc<dy
         }
         LlmProvider::None => None,
     })
+}
+
+/// OpenAI's own endpoint, which needs a key (a local server may not).
+const OPENAI_API: &str = "https://api.openai.com/v1";
+
+/// The embedder for vector fact search: `None` unless `VECTOR_SEARCH_ENABLED`. With
+/// `LLM_PROVIDER=openai` it calls the same endpoint as the chat model; Anthropic has no
+/// embeddings, so with `anthropic` it calls `OPENAI_BASE_URL` too, which must then have
+/// a key or point at a server of its own. With `none` (rules only, or an LLM script in
+/// replay and tests) it is the local [`KeywordHashEmbedder`], which calls nothing.
+pub fn embedder_from_settings(settings: &Settings) -> Result<Option<Arc<dyn Embedder>>, ConfigError> {
+    if !settings.vector_search_enabled {
+        return Ok(None);
+    }
+    if settings.llm_provider == LlmProvider::None {
+        return Ok(Some(Arc::new(KeywordHashEmbedder)));
+    }
+    let key = settings.openai_api_key.expose_secret();
+    let base_url = settings.openai_base_url.trim_end_matches('/');
+    if settings.llm_provider == LlmProvider::Anthropic && key.is_empty() && base_url == OPENAI_API {
+        return Err(ConfigError::Invalid {
+            name: "OPENAI_API_KEY",
+            value: String::new(),
+            reason: "VECTOR_SEARCH_ENABLED with LLM_PROVIDER=anthropic embeds through OPENAI_BASE_URL (Anthropic \
+                     has no embeddings): set OPENAI_API_KEY, or OPENAI_BASE_URL to a server that needs none"
+                .into(),
+        });
+    }
+    Ok(Some(Arc::new(OpenAiEmbeddings::new(base_url, key, &settings.embedding_model, http_policy(settings)))))
 }
 
 /// Calls, tokens and time of one role.
@@ -139,5 +176,34 @@ impl Llm for CountingLlm {
             Err(_) => entry.failures += 1,
         }
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(pairs: &[(&str, &str)]) -> Settings {
+        Settings::from_vars(&pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn vector_search_is_off_by_default_and_its_embedder_follows_the_provider() {
+        assert!(embedder_from_settings(&settings(&[("LLM_PROVIDER", "openai")])).unwrap().is_none(), "off");
+        let local = embedder_from_settings(&settings(&[("VECTOR_SEARCH_ENABLED", "true")])).unwrap().unwrap();
+        let vectors = local.embed(&["deploy on Friday".to_string()]).await.unwrap();
+        assert_eq!(vectors, vec![KeywordHashEmbedder::vector("deploy on Friday")], "no provider: the local one");
+        let openai = [("VECTOR_SEARCH_ENABLED", "true"), ("LLM_PROVIDER", "openai")];
+        assert!(embedder_from_settings(&settings(&openai)).unwrap().is_some());
+        let keyless_anthropic =
+            [("VECTOR_SEARCH_ENABLED", "true"), ("LLM_PROVIDER", "anthropic"), ("ANTHROPIC_API_KEY", "a")];
+        let error = embedder_from_settings(&settings(&keyless_anthropic)).err().expect("OpenAI's API needs a key");
+        assert!(error.to_string().contains("OPENAI_API_KEY"), "{error}");
+        let local_server = [
+            ("VECTOR_SEARCH_ENABLED", "true"),
+            ("LLM_PROVIDER", "anthropic"),
+            ("OPENAI_BASE_URL", "http://localhost:11434/v1"),
+        ];
+        assert!(embedder_from_settings(&settings(&local_server)).unwrap().is_some());
     }
 }

@@ -521,7 +521,7 @@ fn one_of_every_kind() -> Vec<crate::domain::Event> {
             shadow: true,
             facts: Vec::new(),
         },
-        EventKind::Reflect { messages: 9, facts_new: 4, facts_strengthened: 2, profiles: 1 },
+        EventKind::Reflect { messages: 9, facts_new: 4, facts_strengthened: 2, profiles: 1, embedding_error: None },
         EventKind::Summary {
             messages: 8,
             summary: "summary text".into(),
