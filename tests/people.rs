@@ -10,6 +10,7 @@ fn a_transcript_command_runs_as_its_user_and_its_answer_is_logged() {
 {"t": 60, "user": "bob", "command": "/kuuki mute 30", "channel": "random"}
 {"t": 120, "user": "alice", "command": "/kuuki status", "channel": "random"}"#,
     )
+    .settings(&[("COMMAND_MANAGERS", "bob")])
     .log();
     let commands = log.kind("command");
     assert_eq!(commands.len(), 2, "{commands:?}");

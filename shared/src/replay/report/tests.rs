@@ -539,6 +539,7 @@ fn one_of_every_kind() -> Vec<crate::domain::Event> {
             user: UserId("alice".into()),
             command: "/kuuki forget-me".into(),
             answer: "command answer".into(),
+            announced: Some("announcement text".into()),
         },
     ];
     let mut seen = [false; 11];
@@ -610,7 +611,7 @@ fn every_event_kind_reads_back_typed() {
         "<span class=\"err\">failed</span> <span class=\"badge\">full_response</span><span class=\"badge\">direct</span> failure reason",
         "posted instead: notice text",
         // minijinja escapes "/" too.
-        "<span class=\"badge\">command</span> alice ran <span class=\"cmd\">&#x2f;kuuki forget-me</span> <span class=\"reason\">· answered: command answer</span>",
+        "<span class=\"badge\">command</span> alice ran <span class=\"cmd\">&#x2f;kuuki forget-me</span> <span class=\"reason\">· answered: command answer</span> <span class=\"reason\">· announced in the channel: announcement text</span>",
     ] {
         assert!(html.contains(shown), "{shown:?} is not on the page");
     }
