@@ -77,7 +77,7 @@ pub async fn run_command(deps: &Deps, command: &SlashCommand) -> PortResult<Stri
 /// Channels or Administrator, or their own DM; Slack: a workspace admin or owner). An
 /// error when the platform cannot say: callers refuse then, never grant.
 pub async fn caller_may_manage(deps: &Deps, command: &SlashCommand) -> PortResult<bool> {
-    if deps.settings.command_managers.iter().any(|manager| *manager == command.user_id) {
+    if deps.settings.command_managers.contains(&command.user_id) {
         return Ok(true);
     }
     match command.may_manage_channel {
