@@ -467,6 +467,7 @@ mod end_to_end {
             text: "forget-me".into(),
             channel_id: channel.0.clone(),
             user_id: alice.0.clone(),
+            may_manage_channel: None,
         };
         let answer = run_command(&w.deps, &command).await.unwrap();
         assert!(

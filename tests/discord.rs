@@ -220,10 +220,18 @@ fn message(id: &str, author: &str, content: &str) -> Value {
 }
 
 fn command(sub: &str, options: Value) -> Value {
+    command_with_permissions(sub, options, "0")
+}
+
+/// Discord's MANAGE_CHANNELS permission bit, as the member's permissions carry it.
+const MANAGE_CHANNELS: &str = "16";
+
+/// The command from a member whose channel permissions are `permissions` (a decimal bit set).
+fn command_with_permissions(sub: &str, options: Value, permissions: &str) -> Value {
     json!({
         "type": 2, "id": "1323456789012345678", "application_id": "1", "token": "interaction-token", "version": 1,
         "channel_id": CHANNEL, "guild_id": GUILD,
-        "member": {"user": {"id": ALICE, "username": "alice", "global_name": "Alice"}, "nick": null, "permissions": "0"},
+        "member": {"user": {"id": ALICE, "username": "alice", "global_name": "Alice"}, "nick": null, "permissions": permissions},
         "data": {"id": "2", "name": "kuuki", "type": 1, "options": [{"name": sub, "type": 1, "options": options}]},
     })
 }
@@ -277,8 +285,10 @@ async fn each_kuuki_subcommand_answers_the_caller_within_the_request() {
     let why = content(w.interaction(&command("why", json!([]))).await.json().await.unwrap());
     assert!(!why.is_empty());
 
+    // `minutes` as registered before durations took units, from a channel manager.
+    let manager = |sub: &str, options: Value| command_with_permissions(sub, options, MANAGE_CHANNELS);
     let mute = content(
-        w.interaction(&command("mute", json!([{"name": "minutes", "type": 4, "value": 30}])))
+        w.interaction(&manager("mute", json!([{"name": "minutes", "type": 4, "value": 30}])))
             .await
             .json()
             .await
@@ -287,20 +297,23 @@ async fn each_kuuki_subcommand_answers_the_caller_within_the_request() {
     assert!(mute.starts_with("Muted here until"), "{mute}");
     let until = w.deps.channels.channel_state(&channel).await.unwrap().muted_until.unwrap();
     assert_eq!(until.seconds_since(w.clock.now()), 1800.0);
-    let unmute = content(w.interaction(&command("unmute", json!([]))).await.json().await.unwrap());
+    let unmute = content(w.interaction(&manager("unmute", json!([]))).await.json().await.unwrap());
     assert!(unmute.starts_with("Unmuted"), "{unmute}");
     assert_eq!(w.deps.channels.channel_state(&channel).await.unwrap().muted_until, None);
 
     let shadow = content(
-        w.interaction(&command("shadow", json!([{"name": "state", "type": 3, "value": "on"}])))
+        w.interaction(&manager("shadow", json!([{"name": "state", "type": 3, "value": "on"}])))
             .await
             .json()
             .await
             .unwrap(),
     );
     assert!(shadow.starts_with("Shadow mode on"), "{shadow}");
-    assert!(w.deps.channels.channel_state(&channel).await.unwrap().shadow);
-    w.interaction(&command("shadow", json!([{"name": "state", "type": 3, "value": "off"}]))).await;
+    assert!(w.deps.channels.channel_state(&channel).await.unwrap().shadow.is_some());
+    w.interaction(&manager("shadow", json!([{"name": "state", "type": 3, "value": "off"}]))).await;
+    assert_eq!(w.deps.channels.channel_state(&channel).await.unwrap().shadow, None);
+    let announced = w.posts().await.len();
+    assert_eq!(announced, 4, "each change announced in the channel: {:?}", w.posts().await);
 
     // ask: deferred ("thinking…"), the question goes to kuuki as the caller's message,
     // and the answer completes the interaction instead of a new channel message.
@@ -308,7 +321,7 @@ async fn each_kuuki_subcommand_answers_the_caller_within_the_request() {
     let deferred: Value = w.interaction(&command("ask", question.clone())).await.json().await.unwrap();
     assert_eq!(deferred, json!({"type": 5}));
     w.run_for(5.0).await;
-    assert!(w.posts().await.is_empty(), "no new channel message: {:?}", w.posts().await);
+    assert_eq!(w.posts().await.len(), announced, "no new channel message: {:?}", w.posts().await);
     let completed = w.requests("PATCH", "/webhooks/1/interaction-token/messages/@original").await;
     assert_eq!(completed.len(), 1);
     let body: Value = serde_json::from_slice(&completed[0].body).unwrap();
@@ -325,6 +338,68 @@ async fn each_kuuki_subcommand_answers_the_caller_within_the_request() {
     let other = json!({"type": 2, "id": "5", "channel_id": CHANNEL, "member": {"user": {"id": ALICE}}, "data": {"name": "weather"}});
     let unknown = content(w.interaction(&other).await.json().await.unwrap());
     assert!(unknown.contains("/weather"), "{unknown}");
+}
+
+#[tokio::test]
+async fn only_members_who_manage_the_channel_may_mute_or_shadow_kuuki() {
+    let w = World::start(ANSWER).await;
+    let channel = ChannelId(CHANNEL.into());
+    let content = |v: Value| v["data"]["content"].as_str().unwrap().to_owned();
+    let two_hours = json!([{"name": "duration", "type": 3, "value": "2h"}]);
+
+    // Send Messages and the like, but not Manage Channels: a polite no, and nothing changes.
+    for (sub, options) in
+        [("mute", two_hours.clone()), ("shadow", json!([{"name": "state", "type": 3, "value": "all"}]))]
+    {
+        let refused =
+            content(w.interaction(&command_with_permissions(sub, options, "3072")).await.json().await.unwrap());
+        assert!(refused.starts_with("Sorry, only members with the Manage Channels permission"), "{refused}");
+        assert!(refused.contains("nothing changed"), "{refused}");
+    }
+    let state = w.deps.channels.channel_state(&channel).await.unwrap();
+    assert_eq!((state.muted_until, state.shadow), (None, None), "refused, so unchanged");
+    assert!(w.posts().await.is_empty(), "nothing announced");
+
+    // Manage Channels: applied for the duration given, and announced once.
+    let muted = content(
+        w.interaction(&command_with_permissions("mute", two_hours.clone(), MANAGE_CHANNELS))
+            .await
+            .json()
+            .await
+            .unwrap(),
+    );
+    assert!(muted.starts_with("Muted here until 2026-01-05 11:00 UTC"), "{muted}");
+    let until = w.deps.channels.channel_state(&channel).await.unwrap().muted_until.unwrap();
+    assert_eq!(until.seconds_since(w.clock.now()), 7200.0);
+    let posts = w.posts().await;
+    assert_eq!(posts.len(), 1, "{posts:?}");
+    assert_eq!(
+        posts[0]["content"],
+        format!(
+            "kuuki is muted here until 2026-01-05 11:00 UTC (set by <@{ALICE}>): it will not join in unasked, and still answers mentions."
+        )
+    );
+    // Administrator implies it; the same change again is not announced again.
+    let admin = command_with_permissions("mute", two_hours, &(1u64 << 3 | 1 << 11).to_string());
+    let again = content(w.interaction(&admin).await.json().await.unwrap());
+    assert!(again.starts_with("Muted here until"), "{again}");
+    assert_eq!(w.posts().await.len(), 1, "announced once");
+
+    // In a DM with kuuki (no member) its one person manages it.
+    let mut in_dm = command("shadow", json!([{"name": "duration", "type": 3, "value": "30m"}]));
+    let dm_user = in_dm["member"]["user"].take();
+    in_dm.as_object_mut().unwrap().remove("member");
+    in_dm.as_object_mut().unwrap().remove("guild_id");
+    in_dm["user"] = dm_user;
+    in_dm["context"] = json!(1);
+    let shadowed = content(w.interaction(&in_dm).await.json().await.unwrap());
+    assert!(shadowed.starts_with("Shadow mode on until 2026-01-05 09:30 UTC"), "{shadowed}");
+    // In a group DM nobody does (but COMMAND_MANAGERS).
+    in_dm["context"] = json!(2);
+    in_dm["data"]["options"][0]["options"] = json!([{"name": "state", "type": 3, "value": "off"}]);
+    let refused = content(w.interaction(&in_dm).await.json().await.unwrap());
+    assert!(refused.starts_with("Sorry, only"), "{refused}");
+    assert!(w.deps.channels.channel_state(&channel).await.unwrap().shadow.is_some(), "still in shadow mode");
 }
 
 #[tokio::test]
@@ -535,4 +610,35 @@ async fn a_signed_interaction_kuuki_cannot_read_is_a_400_that_stores_nothing() {
     w.run_for(5.0).await;
     assert!(w.store.messages_after(&ChannelId(CHANNEL.into()), None, 10).await.unwrap().is_empty());
     assert!(w.posts().await.is_empty());
+}
+
+#[tokio::test]
+async fn forget_someone_is_for_members_who_manage_the_channel_and_forget_me_for_everyone() {
+    let w = World::start(ANSWER).await;
+    let content = |v: Value| v["data"]["content"].as_str().unwrap().to_owned();
+    let someone = "1111111111111111111";
+    assert_eq!(
+        w.relay("MESSAGE_CREATE", message(&w.id_now(), someone, "my cat is called Miso"), &[]).await.status(),
+        200
+    );
+    assert_eq!(w.deps.facts.profile(&UserId(someone.into())).await.unwrap().map(|p| p.interactions), Some(1));
+    let whom = json!([{"name": "user", "type": 6, "value": someone}]);
+
+    let refused =
+        content(w.interaction(&command_with_permissions("forget", whom.clone(), "3072")).await.json().await.unwrap());
+    assert!(refused.starts_with("Sorry, only members with the Manage Channels permission"), "{refused}");
+    assert!(w.deps.facts.profile(&UserId(someone.into())).await.unwrap().is_some(), "refused, so nothing forgotten");
+
+    let forgotten =
+        content(w.interaction(&command_with_permissions("forget", whom, MANAGE_CHANNELS)).await.json().await.unwrap());
+    assert!(forgotten.starts_with(&format!("Forgotten <@{someone}>: 1 stored message(s)")), "{forgotten}");
+    assert_eq!(w.deps.facts.profile(&UserId(someone.into())).await.unwrap(), None);
+    let left = w.deps.messages.messages_after(&ChannelId(CHANNEL.into()), None, 10).await.unwrap();
+    assert!(left.iter().all(|m| m.user.0 != someone), "{left:?}");
+
+    // Anyone may have kuuki forget them, and see what it remembers.
+    let memory = content(w.interaction(&command("memory", json!([]))).await.json().await.unwrap());
+    assert!(memory.contains("About you: 0 message(s) seen"), "{memory}");
+    let me = content(w.interaction(&command("forget-me", json!([]))).await.json().await.unwrap());
+    assert_eq!(me, "kuuki had nothing stored about you.");
 }

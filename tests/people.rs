@@ -10,6 +10,7 @@ fn a_transcript_command_runs_as_its_user_and_its_answer_is_logged() {
 {"t": 60, "user": "bob", "command": "/kuuki mute 30", "channel": "random"}
 {"t": 120, "user": "alice", "command": "/kuuki status", "channel": "random"}"#,
     )
+    .settings(&[("COMMAND_MANAGERS", "bob")])
     .log();
     let commands = log.kind("command");
     assert_eq!(commands.len(), 2, "{commands:?}");
@@ -228,4 +229,27 @@ async fn a_deleted_message_takes_the_facts_it_alone_taught_with_it() {
     assert_eq!(h.store.facts(&general).await.unwrap().len(), 1);
     h.ingest(Incoming::Deleted { channel: general.clone(), ts: sent[2].clone() }).await;
     assert!(h.store.facts(&general).await.unwrap().is_empty());
+}
+
+#[test]
+fn forgetting_someone_else_is_for_managers_and_everyone_is_told_what_was_removed() {
+    let transcript = [
+        line(0.0, "alice", "my cat Miso likes boxes", "general"),
+        line(10.0, "alice", "and tuna", "general"),
+        serde_json::json!({"t": 60.0, "user": "bob", "command": "/kuuki forget <@alice>"}).to_string(),
+        serde_json::json!({"t": 70.0, "user": "carol", "command": "/kuuki forget"}).to_string(),
+        serde_json::json!({"t": 80.0, "user": "carol", "command": "/kuuki forget <@alice>"}).to_string(),
+        serde_json::json!({"t": 90.0, "user": "carol", "command": "/kuuki forget <@alice>"}).to_string(),
+    ]
+    .join("\n");
+    let log = Run::new(&transcript).settings(&[("COMMAND_MANAGERS", "carol")]).log();
+    let answers: Vec<&str> = log.kind("command").iter().map(|c| c["answer"].as_str().unwrap()).collect();
+    assert!(answers[0].starts_with("Sorry, only workspace admins and owners, and <@carol>"), "{}", answers[0]);
+    assert!(answers[1].starts_with("Whom should kuuki forget?"), "{}", answers[1]);
+    assert!(answers[2].starts_with("Forgotten <@alice>: 2 stored message(s)"), "{}", answers[2]);
+    assert_eq!(answers[3], "kuuki had nothing stored about <@alice>.", "the second time finds nothing");
+    let forgets = log.kind("forget");
+    assert_eq!(forgets.len(), 2, "bob's refused request forgot nothing: {forgets:?}");
+    assert_eq!(forgets[0]["user"], "alice");
+    assert_eq!(forgets[0]["messages"], 2);
 }

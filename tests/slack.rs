@@ -5,7 +5,7 @@ use kuuki::domain::{Author, ChannelId, EventKind, Ts};
 use kuuki::ports::{Clock, MessageStore};
 use kuuki_e2e::slack_world::{BOT_ID, BOT_USER, SlackWorld, envelope, message};
 use serde_json::{Value, json};
-use wiremock::matchers::{method, path};
+use wiremock::matchers::{body_string_contains, method, path};
 use wiremock::{Mock, ResponseTemplate};
 
 const CH: &str = "C0GENERAL";
@@ -357,7 +357,12 @@ fn command_body(text: &str) -> String {
 }
 
 async fn command(w: &SlackWorld, text: &str) -> String {
-    let response = w.post_signed("/slack/commands", &command_body(text), &[]).await;
+    command_as(w, "UALICE", text).await
+}
+
+async fn command_as(w: &SlackWorld, user: &str, text: &str) -> String {
+    let body = command_body(text).replace("user_id=UALICE", &format!("user_id={user}"));
+    let response = w.post_signed("/slack/commands", &body, &[]).await;
     assert_eq!(response.status(), 200);
     let answer: Value = response.json().await.unwrap();
     assert_eq!(answer["response_type"], "ephemeral");
@@ -375,9 +380,107 @@ async fn why_names_the_rule_that_left_a_question_to_the_person_it_mentions() {
     assert!(why.contains("the question is for UCAROL"), "{why}");
 }
 
+/// The fake `users.info` describes `user` as a workspace admin (before the default
+/// answer, which is nobody's admin).
+async fn make_admin(w: &SlackWorld, user: &str) {
+    Mock::given(method("POST"))
+        .and(path("/users.info"))
+        .and(body_string_contains(format!("user={user}")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!({"ok": true, "user": {"id": user, "name": "admin", "is_admin": true, "profile": {"display_name": "Admin"}}}),
+        ))
+        .with_priority(1)
+        .mount(&w.slack_api)
+        .await;
+}
+
+/// kuuki's answers in the channel, without its announcements of changes.
+async fn answers(w: &SlackWorld) -> Vec<Value> {
+    let posts = w.calls("chat.postMessage").await;
+    posts.into_iter().filter(|p| !is_announcement(p)).collect()
+}
+
+fn is_announcement(post: &Value) -> bool {
+    post["metadata"]["event_payload"]["tag"].as_str().is_some_and(|tag| tag.starts_with("announce:"))
+}
+
+#[tokio::test]
+async fn only_workspace_admins_may_mute_kuuki_and_each_change_is_announced_once() {
+    let w = SlackWorld::start(&[], true).await;
+    make_admin(&w, "UADMIN").await;
+    Mock::given(method("POST"))
+        .and(path("/users.info"))
+        .and(body_string_contains("user=UBOB"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!({"ok": true, "user": {"id": "UBOB", "name": "bob", "is_admin": false, "is_owner": false}}),
+        ))
+        .with_priority(1)
+        .mount(&w.slack_api)
+        .await;
+    let channel = ChannelId(CH.into());
+
+    for text in ["mute 30m", "shadow all 2h", "unmute"] {
+        let refused = command_as(&w, "UBOB", text).await;
+        assert!(refused.starts_with("Sorry, only workspace admins and owners can change"), "{refused}");
+        assert!(refused.contains("nothing changed"), "{refused}");
+    }
+    let state = w.deps.channels.channel_state(&channel).await.unwrap();
+    assert_eq!((state.muted_until, state.shadow), (None, None), "refused, so unchanged");
+    assert!(w.calls("chat.postMessage").await.is_empty(), "nothing announced");
+    // Status is for everyone.
+    assert!(command_as(&w, "UBOB", "status").await.starts_with("kuuki here"));
+
+    let muted = command_as(&w, "UADMIN", "mute 90").await;
+    assert!(muted.starts_with("Muted here until 2026-01-05 10:30 UTC"), "{muted}");
+    assert_eq!(
+        w.deps.channels.channel_state(&channel).await.unwrap().muted_until.map(|u| u.seconds_since(w.deps.clock.now())),
+        Some(5400.0)
+    );
+    let posts = w.calls("chat.postMessage").await;
+    assert_eq!(posts.len(), 1, "{posts:?}");
+    assert_eq!(posts[0]["channel"], CH);
+    assert!(posts[0].get("thread_ts").is_none(), "a top-level post everyone sees");
+    assert_eq!(
+        posts[0]["text"],
+        "kuuki is muted here until 2026-01-05 10:30 UTC (set by <@UADMIN>): it will not join in unasked, and still answers mentions."
+    );
+    // The same change asked again is not announced again; users.info was asked once per person.
+    assert!(command_as(&w, "UADMIN", "mute 90m").await.contains("Announced in the channel already"));
+    assert_eq!(w.calls("chat.postMessage").await.len(), 1);
+    let asked = w.slack_api.received_requests().await.unwrap().iter().filter(|r| r.url.path() == "/users.info").count();
+    assert_eq!(asked, 2, "UBOB once, UADMIN once");
+
+    // An owner may too; ending the mute is announced.
+    assert!(command_as(&w, "UADMIN", "unmute").await.starts_with("Unmuted"));
+    let posts = w.calls("chat.postMessage").await;
+    assert_eq!(posts.len(), 2);
+    assert_eq!(posts[1]["text"], "kuuki may join in here again (unmuted by <@UADMIN>).");
+}
+
+#[tokio::test]
+async fn when_slack_cannot_say_who_is_an_admin_nobody_is() {
+    let w = SlackWorld::start(&[("COMMAND_MANAGERS", "UCAROL")], false).await;
+    Mock::given(method("POST"))
+        .and(path("/users.info"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"ok": false, "error": "missing_scope"})))
+        .mount(&w.slack_api)
+        .await;
+    SlackWorld::mount_default_api(&w.slack_api).await;
+    let refused = command_as(&w, "UBOB", "shadow").await;
+    assert!(refused.starts_with("Sorry, kuuki could not check whether you may change this"), "{refused}");
+    assert_eq!(w.deps.channels.channel_state(&ChannelId(CH.into())).await.unwrap().shadow, None);
+    // The allow-list needs no answer from Slack.
+    let shadowed = command_as(&w, "UCAROL", "shadow").await;
+    assert!(shadowed.starts_with("Shadow mode on until 2026-01-06 09:00 UTC"), "{shadowed}");
+    let bob_refused = command_as(&w, "UBOB", "shadow off").await;
+    assert!(bob_refused.starts_with("Sorry, kuuki could not check"), "{bob_refused}");
+    assert!(w.deps.channels.channel_state(&ChannelId(CH.into())).await.unwrap().shadow.is_some());
+}
+
 #[tokio::test]
 async fn the_slash_command_reports_explains_mutes_and_shadows() {
     let w = SlackWorld::start(&[("JUDGE_JITTER_RATIO", "0")], true).await;
+    make_admin(&w, "UALICE").await;
     let status = command(&w, "status").await;
     assert!(status.contains("rules only, responds at a score of 60"), "{status}");
     assert!(status.contains("No response here yet"), "{status}");
@@ -406,16 +509,16 @@ async fn the_slash_command_reports_explains_mutes_and_shadows() {
     assert!(command(&w, "why").await.contains("muted"), "the judgment says it was muted");
     w.send_event(message(CH, "UBOB", "<@UKUUKI> are you muted?", &w.ts(90, 1)), &[]).await;
     w.run_for(1.0).await;
-    assert_eq!(w.calls("chat.postMessage").await.len(), 2, "mentions are answered while muted");
+    assert_eq!(answers(&w).await.len(), 2, "mentions are answered while muted");
     assert!(command(&w, "unmute").await.contains("Unmuted"));
-    assert!(command(&w, "mute forever").await.starts_with("mute takes minutes"));
+    assert!(command(&w, "mute forever").await.starts_with("Usage: /kuuki"));
 
-    // Shadow mode: decided and logged, never posted.
-    assert!(command(&w, "shadow on").await.contains("posts nothing"));
+    // Shadow mode for everything: decided and logged, never posted.
+    assert!(command(&w, "shadow all").await.contains("posts nothing"));
     w.events();
     w.send_event(message(CH, "UBOB", "<@UKUUKI> shadow test", &w.ts(200, 1)), &[]).await;
     w.run_for(1.0).await;
-    assert_eq!(w.calls("chat.postMessage").await.len(), 2, "nothing posted in shadow mode");
+    assert_eq!(answers(&w).await.len(), 2, "nothing posted in shadow mode");
     let shadowed = w.events().into_iter().any(|e| matches!(e.kind, EventKind::Respond { shadow: true, .. }));
     assert!(shadowed, "the answer is logged as shadowed");
     assert!(command(&w, "shadow off").await.contains("posts here again"));

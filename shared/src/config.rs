@@ -73,6 +73,7 @@ settings_doc! {
     "JUDGE_CHANNEL_LIST_TOKENS", "300", "Budget (about 4 bytes a token) for the LLM judge's list of the workspace's other channels, each with a one-line memory (seed 004). Private channels and DMs are never listed; 0 leaves the list out. Needs MEMORY_ENABLED.";
     "ADDRESSED_TO_OTHER_WAIT_MINUTES", "60", "After this long without an answer from anyone, a question meant for someone else is open to kuuki again (`addressed_to_other` stops applying).";
     "IGNORE_OTHER_BOTS", "true", "Other bots' messages are stored but never judged (loop prevention).";
+    "COMMAND_MANAGERS", "", "Comma-separated user ids (Slack `U…`, Discord snowflakes; in replay, transcript names) who may run `/kuuki mute`, `unmute` and `shadow` anywhere, besides Slack workspace admins and owners and Discord members with Manage Channels.";
     "MESSAGE_RETENTION_DAYS", "30", "Stored messages expire after this many days.";
     "LLM_PROVIDER", "none", "none, openai or anthropic (replay and serve also take --llm).";
     "LLM_MODEL", "gpt-4o-mini", "Model for generation, and for every role without its own model.";
@@ -186,6 +187,8 @@ pub struct Settings {
     pub judge_min_conversation_messages: usize,
     pub judge_channel_list_tokens: usize,
     pub ignore_other_bots: bool,
+    /// `COMMAND_MANAGERS`: who may change how kuuki takes part, wherever they are.
+    pub command_managers: Vec<String>,
     pub message_retention_days: u32,
     pub llm_provider: LlmProvider,
     pub llm_model: String,
@@ -411,6 +414,7 @@ impl Settings {
             judge_min_conversation_messages: r.int("JUDGE_MIN_CONVERSATION_MESSAGES", 3, 1, 100)? as usize,
             judge_channel_list_tokens: r.int("JUDGE_CHANNEL_LIST_TOKENS", 300, 0, 10_000)? as usize,
             ignore_other_bots: r.bool("IGNORE_OTHER_BOTS", true)?,
+            command_managers: r.list("COMMAND_MANAGERS", ""),
             message_retention_days: r.int("MESSAGE_RETENTION_DAYS", 30, 1, 3650)? as u32,
             llm_provider,
             llm_model,

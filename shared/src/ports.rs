@@ -77,8 +77,10 @@ pub struct ChannelState {
     /// Ambient participation is off until then (`/kuuki mute`); direct triggers are
     /// still answered.
     pub muted_until: Option<Timestamp>,
-    /// Judge and log but never post (`/kuuki shadow on`).
-    pub shadow: bool,
+    /// Judge and log instead of posting, until it ends (`/kuuki shadow`). Reads the
+    /// `shadow: true|false` stored before shadow mode expired, too.
+    #[serde(default, deserialize_with = "shadow_or_legacy_flag")]
+    pub shadow: Option<Shadow>,
     pub last_judgment: Option<JudgmentNote>,
     /// The channel's memory (summary, history, mood, topics, people).
     #[serde(default)]
@@ -107,11 +109,49 @@ impl ChannelState {
         self.muted_until.is_some_and(|until| until > now)
     }
 
+    /// The shadow mode in force at `now`, if any.
+    pub fn shadow_at(&self, now: Timestamp) -> Option<Shadow> {
+        self.shadow.filter(|shadow| shadow.until.is_none_or(|until| until > now))
+    }
+
+    /// Whether an answer in `mode` is judged and logged but not posted at `now`: any
+    /// answer in `shadow all`, only ambient ones in plain shadow mode.
+    pub fn silenced_at(&self, now: Timestamp, mode: crate::domain::RespondMode) -> bool {
+        self.shadow_at(now).is_some_and(|shadow| shadow.all || mode != crate::domain::RespondMode::Direct)
+    }
+
     /// Interventions in the `window` before `now`.
     pub fn interventions_within(&self, now: Timestamp, window: Duration) -> usize {
         let since = now - window;
         self.interventions.iter().filter(|i| i.at >= since && i.at <= now).count()
     }
+}
+
+/// Shadow mode (`/kuuki shadow [all] [duration]`): kuuki judges and logs, and posts
+/// only answers to direct mentions and DMs, or nothing at all with `all`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shadow {
+    /// It ends by itself then. `None` only for a shadow mode stored before shadow mode
+    /// expired: it lasts until someone turns it off, as it did then.
+    pub until: Option<Timestamp>,
+    /// Direct mentions are not answered either.
+    pub all: bool,
+}
+
+/// Reads `shadow` as stored now (`null` or a [`Shadow`]) or as stored before it
+/// expired (`true`: posted nothing, mentions included, until turned off).
+fn shadow_or_legacy_flag<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Shadow>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Stored {
+        Legacy(bool),
+        Current(Option<Shadow>),
+    }
+    Ok(match Stored::deserialize(deserializer)? {
+        Stored::Legacy(true) => Some(Shadow { until: None, all: true }),
+        Stored::Legacy(false) => None,
+        Stored::Current(shadow) => shadow,
+    })
 }
 
 #[async_trait]
@@ -124,7 +164,8 @@ pub trait ChannelStateStore: Send + Sync {
     async fn record_judgment(&self, channel: &ChannelId, note: JudgmentNote) -> PortResult<()>;
     /// Mutes ambient participation until `until`; `None` unmutes.
     async fn set_muted(&self, channel: &ChannelId, until: Option<Timestamp>) -> PortResult<()>;
-    async fn set_shadow(&self, channel: &ChannelId, on: bool) -> PortResult<()>;
+    /// Starts or replaces shadow mode; `None` ends it.
+    async fn set_shadow(&self, channel: &ChannelId, shadow: Option<Shadow>) -> PortResult<()>;
     /// Stores a new channel memory and clears the pending summary.
     async fn set_channel_memory(&self, channel: &ChannelId, memory: ChannelMemory) -> PortResult<()>;
     /// After a failed summary: none is queued before `until`.
@@ -388,6 +429,13 @@ pub trait Chat: Send + Sync {
     ) -> PortResult<Option<FoundPost>>;
     /// A display name for prompts; the id itself when the platform has none.
     async fn user_name(&self, user: &UserId) -> PortResult<String>;
+    /// Whether the platform says `user` administers the workspace (Slack: admin or
+    /// owner), which lets them change how kuuki takes part. An error when it cannot
+    /// tell (never a guess). Platforms whose requests carry the caller's permissions
+    /// (Discord interactions) and the replay say no: there, only `COMMAND_MANAGERS`.
+    async fn is_workspace_admin(&self, _user: &UserId) -> PortResult<bool> {
+        Ok(false)
+    }
     /// The longest message the platform takes in `channel`; longer replies are split.
     fn max_message_chars(&self, _channel: &ChannelId) -> Option<usize> {
         None
@@ -397,4 +445,41 @@ pub trait Chat: Send + Sync {
 /// Where decision records go: stdout in replay, structured logs in Lambda.
 pub trait DecisionLog: Send + Sync {
     fn record(&self, event: crate::domain::Event);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::RespondMode;
+
+    fn state_from(shadow: &str) -> ChannelState {
+        let json = format!(
+            r#"{{"last_response_at": null, "interventions": [], "muted_until": null, "shadow": {shadow}, "last_judgment": null}}"#
+        );
+        serde_json::from_str(&json).unwrap()
+    }
+
+    #[test]
+    fn a_shadow_stored_before_it_expired_still_silences_everything() {
+        let now = Timestamp(1_000);
+        let legacy = state_from("true");
+        assert_eq!(legacy.shadow, Some(Shadow { until: None, all: true }));
+        assert!(legacy.silenced_at(now, RespondMode::Direct), "as before: mentions too");
+        assert_eq!(state_from("false").shadow, None);
+        assert_eq!(state_from("null").shadow, None);
+        let without: ChannelState = serde_json::from_str(r#"{"interventions": []}"#).unwrap();
+        assert_eq!(without.shadow, None);
+    }
+
+    #[test]
+    fn plain_shadow_lets_direct_answers_through_until_it_ends() {
+        let state = state_from(r#"{"until": 2000, "all": false}"#);
+        assert!(state.silenced_at(Timestamp(1_999), RespondMode::Ambient));
+        assert!(!state.silenced_at(Timestamp(1_999), RespondMode::Direct));
+        assert!(!state.silenced_at(Timestamp(2_000), RespondMode::Ambient), "over by itself");
+        let all = state_from(r#"{"until": 2000, "all": true}"#);
+        assert!(all.silenced_at(Timestamp(1_999), RespondMode::Direct));
+        let round_trip: ChannelState = serde_json::from_str(&serde_json::to_string(&all).unwrap()).unwrap();
+        assert_eq!(round_trip, all);
+    }
 }

@@ -10,7 +10,9 @@ use crate::domain::{
     Author, ChannelId, ChannelLine, ChannelMemory, Decision, Fact, Intervention, JudgmentNote, Message, ResponseType,
     ThreadKey, Timestamp, Ts, UserId, UserNote, WorkspaceMemory,
 };
-use crate::ports::{ChannelState, ChannelStateStore, ClaimOutcome, FactStore, Ledger, MessageStore, PutOutcome};
+use crate::ports::{
+    ChannelState, ChannelStateStore, ClaimOutcome, FactStore, Ledger, MessageStore, PutOutcome, Shadow,
+};
 
 const T0: i64 = 1_767_603_600 * 1_000_000;
 
@@ -210,7 +212,8 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
 
     // Mute, shadow and the last judgment live beside the history without disturbing it.
     store.set_muted(&ch, Some(at(1000))).await.unwrap();
-    store.set_shadow(&ch, true).await.unwrap();
+    let shadow = Shadow { until: Some(at(2000)), all: false };
+    store.set_shadow(&ch, Some(shadow)).await.unwrap();
     let note = JudgmentNote {
         at: at(500),
         ts: Ts::from_timestamp(at(470)),
@@ -226,13 +229,19 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     store.record_judgment(&ch, note.clone()).await.unwrap();
     let state = store.channel_state(&ch).await.unwrap();
     assert!(state.muted_at(at(999)) && !state.muted_at(at(1000)));
-    assert!(state.shadow);
+    assert_eq!(state.shadow, Some(shadow));
+    assert_eq!(state.shadow_at(at(1999)), Some(shadow), "in force until it ends");
+    assert_eq!(state.shadow_at(at(2000)), None, "and over by itself then");
     assert_eq!(state.last_judgment, Some(note));
+    // `shadow all` replaces it, and its `all` survives the round trip.
+    let everything = Shadow { until: Some(at(3000)), all: true };
+    store.set_shadow(&ch, Some(everything)).await.unwrap();
+    assert_eq!(store.channel_state(&ch).await.unwrap().shadow, Some(everything));
     assert_eq!(state.interventions.len(), ChannelState::KEPT_INTERVENTIONS);
     store.set_muted(&ch, None).await.unwrap();
-    store.set_shadow(&ch, false).await.unwrap();
+    store.set_shadow(&ch, None).await.unwrap();
     let state = store.channel_state(&ch).await.unwrap();
-    assert_eq!((state.muted_until, state.shadow), (None, false));
+    assert_eq!((state.muted_until, state.shadow), (None, None));
     assert!(state.last_judgment.is_some());
 
     // Memories: a summary due blocks another until its time; a new memory clears it.

@@ -48,6 +48,10 @@ impl Chat for PlatformChat {
         self.for_id(&user.0)?.user_name(user).await
     }
 
+    async fn is_workspace_admin(&self, user: &UserId) -> PortResult<bool> {
+        self.for_id(&user.0)?.is_workspace_admin(user).await
+    }
+
     fn max_message_chars(&self, channel: &ChannelId) -> Option<usize> {
         self.for_id(&channel.0).ok()?.max_message_chars(channel)
     }

@@ -119,6 +119,8 @@ pub enum EventKind {
         user: UserId,
         command: String,
         answer: String,
+        /// What kuuki posted in the channel about a change the command made.
+        announced: Option<String>,
     },
     RespondFailed {
         mode: RespondMode,

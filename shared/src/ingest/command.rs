@@ -1,5 +1,8 @@
-//! The `/kuuki` slash command: `status`, `why`, `memory`, `forget-me`, `mute [minutes]`,
-//! `unmute`, `shadow on|off`. Answers are ephemeral (only the caller sees them).
+//! The `/kuuki` slash command. Everyone may ask `status`, `why` and `memory`, and have
+//! kuuki forget them (`forget-me`); changing how kuuki takes part (`mute [duration]`,
+//! `unmute`, `shadow [all] [duration]`, `shadow off`) and forgetting someone else
+//! (`forget @user`) is for channel managers ([`caller_may_manage`]), and each change is
+//! announced in the channel once. Answers are ephemeral (only the caller sees them).
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -8,8 +11,8 @@ use serde::Deserialize;
 use thiserror::Error;
 
 use crate::deps::Deps;
-use crate::domain::{ChannelId, Decision, Familiarity, Timestamp, UserId};
-use crate::ports::PortResult;
+use crate::domain::{ChannelId, Decision, Familiarity, Timestamp, UserId, is_discord_id};
+use crate::ports::{ClaimOutcome, PortResult, Post, Shadow};
 
 /// The form fields of a slash command request that kuuki reads.
 #[derive(Debug, Clone, Deserialize)]
@@ -19,6 +22,12 @@ pub struct SlashCommand {
     pub text: String,
     pub channel_id: String,
     pub user_id: String,
+    /// What the request itself says about the caller's right to manage the channel
+    /// (a Discord interaction's member permissions, or a DM, which its one person may
+    /// manage); `None` asks the platform (Slack's `users.info`). Never read from a
+    /// request's form: a caller cannot vouch for themselves.
+    #[serde(skip)]
+    pub may_manage_channel: Option<bool>,
 }
 
 #[derive(Debug, Error, PartialEq)]
@@ -29,16 +38,24 @@ pub fn parse_command(body: &[u8]) -> Result<SlashCommand, CommandError> {
     serde_urlencoded::from_bytes(body).map_err(|e| CommandError(e.to_string()))
 }
 
-/// Mute lasts this long when no minutes are given.
-const DEFAULT_MUTE_MINUTES: u64 = 60;
-const MAX_MUTE_MINUTES: u64 = 7 * 24 * 60;
+/// Mute lasts this long when no duration is given.
+const DEFAULT_MUTE: Duration = Duration::from_secs(60 * 60);
+/// Shadow mode is for trying kuuki out quietly: a day unless told.
+const DEFAULT_SHADOW: Duration = Duration::from_secs(24 * 60 * 60);
+/// Neither is meant to be forgotten about: a week at most, then ask again.
+const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 60 * 60);
+/// An announcement is claimed for this long while it is posted.
+const ANNOUNCE_LEASE: Duration = Duration::from_secs(60);
+/// Announced changes are remembered past the longest change, so none is announced twice.
+const ANNOUNCED_KEEP: Duration = Duration::from_secs(8 * 24 * 60 * 60);
 
-const USAGE: &str = "Usage: /kuuki status | why | memory | forget-me | mute [minutes] | unmute | shadow on|off";
+const USAGE: &str = "Usage: /kuuki status | why | memory | forget-me | forget @user | mute [duration] | unmute | \
+     shadow [all] [duration] | shadow off (a duration is like 30m, 2h or 1d; a bare number is minutes)";
 
-/// Runs the command, records it and its answer in the decision log, and returns the
-/// ephemeral text to show.
+/// Runs the command, records it and its answer (and announcement) in the decision log,
+/// and returns the ephemeral text to show.
 pub async fn run_command(deps: &Deps, command: &SlashCommand) -> PortResult<String> {
-    let answer = answer_command(deps, command).await?;
+    let Answer { text: answer, announced } = answer_command(deps, command).await?;
     let channel = ChannelId(command.channel_id.clone());
     let text = command.text.trim();
     crate::record::record(
@@ -50,53 +67,271 @@ pub async fn run_command(deps: &Deps, command: &SlashCommand) -> PortResult<Stri
             user: crate::domain::UserId(command.user_id.clone()),
             command: if text.is_empty() { command.command.clone() } else { format!("{} {text}", command.command) },
             answer: answer.clone(),
+            announced,
         },
     );
     Ok(answer)
 }
 
-async fn answer_command(deps: &Deps, command: &SlashCommand) -> PortResult<String> {
+/// Whether the caller may change how kuuki takes part in the command's channel: they
+/// are in `COMMAND_MANAGERS`, or the platform says they manage it (Discord: Manage
+/// Channels or Administrator, or their own DM; Slack: a workspace admin or owner). An
+/// error when the platform cannot say: callers refuse then, never grant.
+pub async fn caller_may_manage(deps: &Deps, command: &SlashCommand) -> PortResult<bool> {
+    if deps.settings.command_managers.contains(&command.user_id) {
+        return Ok(true);
+    }
+    match command.may_manage_channel {
+        Some(answer) => Ok(answer),
+        None => deps.chat.is_workspace_admin(&UserId(command.user_id.clone())).await,
+    }
+}
+
+/// The polite no for someone who may not change this, naming who can.
+pub fn refusal(deps: &Deps, command: &SlashCommand) -> String {
+    let platform_managers = if is_discord_id(&command.channel_id) {
+        "members with the Manage Channels permission"
+    } else {
+        "workspace admins and owners"
+    };
+    let listed: Vec<String> = deps.settings.command_managers.iter().map(|user| format!("<@{user}>")).collect();
+    let who = match listed.as_slice() {
+        [] => platform_managers.to_owned(),
+        listed => format!("{platform_managers}, and {}", listed.join(", ")),
+    };
+    format!(
+        "Sorry, only {who} can change how kuuki takes part here, so nothing changed. `/kuuki status` shows how it is now."
+    )
+}
+
+/// The ephemeral answer, and what was announced in the channel.
+struct Answer {
+    text: String,
+    announced: Option<String>,
+}
+
+impl From<String> for Answer {
+    fn from(text: String) -> Self {
+        Answer { text, announced: None }
+    }
+}
+
+impl From<&str> for Answer {
+    fn from(text: &str) -> Self {
+        Answer { text: text.to_owned(), announced: None }
+    }
+}
+
+async fn answer_command(deps: &Deps, command: &SlashCommand) -> PortResult<Answer> {
     let channel = ChannelId(command.channel_id.clone());
     let mut words = command.text.split_whitespace();
     let verb = words.next().unwrap_or("status").to_ascii_lowercase();
-    let arg = words.next();
+    // Lowercased for these verbs only: a user id in a later argument keeps its case.
+    let args: Vec<String> = words.map(str::to_ascii_lowercase).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let verb = verb.as_str();
     let now = deps.clock.now();
-    Ok(match (verb.as_str(), arg) {
-        ("status", _) => status(deps, &channel, now).await?,
-        ("why", _) => why(deps, &channel).await?,
-        ("memory", _) => memory(deps, &channel, &UserId(command.user_id.clone()), now).await?,
-        ("forget-me", _) => {
+    match verb {
+        "status" => return Ok(status(deps, &channel, now).await?.into()),
+        "why" => return Ok(why(deps, &channel).await?.into()),
+        "memory" => return Ok(memory(deps, &channel, &UserId(command.user_id.clone()), now).await?.into()),
+        "forget-me" => {
             let user = UserId(command.user_id.clone());
-            crate::memory::forget::forget_user(deps, &user, &channel).await?.describe("you")
+            return Ok(crate::memory::forget::forget_user(deps, &user, &channel).await?.describe("you").into());
         }
-        ("mute", minutes) => {
-            let minutes = match minutes.map(str::parse::<u64>) {
-                None => DEFAULT_MUTE_MINUTES,
-                Some(Ok(m)) if (1..=MAX_MUTE_MINUTES).contains(&m) => m,
-                Some(_) => return Ok(format!("mute takes minutes from 1 to {MAX_MUTE_MINUTES}. {USAGE}")),
-            };
-            let until = now + Duration::from_secs(minutes * 60);
+        "mute" | "unmute" | "shadow" | "forget" => {}
+        _ => return Ok(USAGE.into()),
+    }
+    match caller_may_manage(deps, command).await {
+        Ok(true) => {}
+        Ok(false) => return Ok(refusal(deps, command).into()),
+        Err(error) => {
+            tracing::warn!(%error, user = %command.user_id, "could not tell whether the caller manages the channel");
+            return Ok("Sorry, kuuki could not check whether you may change this just now, so nothing changed. \
+                 Please try again in a moment."
+                .into());
+        }
+    }
+    if verb == "forget" {
+        // The id keeps its case (the arguments above are lowercased).
+        let Some(user) = command.text.split_whitespace().nth(1).and_then(mentioned_user) else {
+            return Ok(format!("Whom should kuuki forget? {USAGE}").into());
+        };
+        let whom = format!("<@{}>", user.0);
+        return Ok(crate::memory::forget::forget_user(deps, &user, &channel).await?.describe(&whom).into());
+    }
+    let Some(change) = parse_change(verb, &args) else { return Ok(USAGE.into()) };
+    let state = deps.channels.channel_state(&channel).await?;
+    let by = format!("<@{}>", command.user_id);
+    let (key, answer, announcement) = match change {
+        Change::Mute(duration) => {
+            let until = minute_after(now + duration);
             deps.channels.set_muted(&channel, Some(until)).await?;
-            format!(
-                "Muted here until {}: kuuki will not join in unasked, and still answers mentions.",
-                until.to_utc_string()
+            let until = until_text(until);
+            (
+                format!("mute:{until}"),
+                format!("Muted here until {until}: kuuki will not join in unasked, and still answers mentions."),
+                format!(
+                    "kuuki is muted here until {until} (set by {by}): it will not join in unasked, and still answers mentions."
+                ),
             )
         }
-        ("unmute", _) => {
+        Change::Unmute => {
+            let Some(until) = state.muted_until.filter(|until| *until > now) else {
+                return Ok("kuuki is not muted here.".into());
+            };
             deps.channels.set_muted(&channel, None).await?;
-            "Unmuted: kuuki may join in here again.".into()
+            (
+                format!("unmute:{}", until_text(until)),
+                "Unmuted: kuuki may join in here again.".to_owned(),
+                format!("kuuki may join in here again (unmuted by {by})."),
+            )
         }
-        ("shadow", Some(on @ ("on" | "off"))) => {
-            let on = on == "on";
-            deps.channels.set_shadow(&channel, on).await?;
-            if on {
-                "Shadow mode on: kuuki judges and logs here but posts nothing.".into()
+        Change::Shadow { all, duration } => {
+            let until = minute_after(now + duration);
+            deps.channels.set_shadow(&channel, Some(Shadow { until: Some(until), all })).await?;
+            let until = until_text(until);
+            let what = if all {
+                "it posts nothing at all, mentions included"
             } else {
-                "Shadow mode off: kuuki posts here again.".into()
-            }
+                "it still answers mentions and DMs, and only judges the rest without posting"
+            };
+            (
+                format!("shadow{}:{until}", if all { "-all" } else { "" }),
+                format!("Shadow mode on until {until}: {what}."),
+                format!("kuuki is in shadow mode here until {until} (set by {by}): {what}."),
+            )
         }
-        _ => USAGE.into(),
+        Change::ShadowOff => {
+            let Some(shadow) = state.shadow_at(now) else {
+                return Ok("kuuki is not in shadow mode here.".into());
+            };
+            deps.channels.set_shadow(&channel, None).await?;
+            (
+                format!("shadow-off:{}", shadow.until.map_or_else(|| "unset".to_owned(), until_text)),
+                "Shadow mode off: kuuki posts here again.".to_owned(),
+                format!("kuuki posts here again (shadow mode ended by {by})."),
+            )
+        }
+    };
+    // Shadow mode's own announcement goes out too: it is not one of kuuki's answers.
+    let key = format!("announce:{channel}:{key}");
+    Ok(match announce(deps, &channel, &key, &announcement).await {
+        Ok(Announced::Now) => {
+            Answer { text: format!("{answer} Announced in the channel."), announced: Some(announcement) }
+        }
+        Ok(Announced::Before) => {
+            Answer { text: format!("{answer} (Announced in the channel already.)"), announced: None }
+        }
+        Ok(Announced::Unknown) => {
+            Answer { text: format!("{answer} (It may have been announced in the channel already.)"), announced: None }
+        }
+        Err(error) => {
+            tracing::warn!(%error, %key, "could not announce a change in the channel");
+            Answer { text: format!("{answer} (kuuki could not announce it in the channel: {error}.)"), announced: None }
+        }
     })
+}
+
+/// A change to how kuuki takes part, as asked.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Change {
+    Mute(Duration),
+    Unmute,
+    Shadow { all: bool, duration: Duration },
+    ShadowOff,
+}
+
+/// `mute [duration]`, `unmute`, `shadow [on|all] [duration]`, `shadow off`; `None` for
+/// anything else.
+fn parse_change(verb: &str, args: &[&str]) -> Option<Change> {
+    match (verb, args) {
+        ("mute", []) => Some(Change::Mute(DEFAULT_MUTE)),
+        ("mute", [duration]) => parse_duration(duration).map(Change::Mute),
+        ("unmute", []) => Some(Change::Unmute),
+        ("shadow", ["off"]) => Some(Change::ShadowOff),
+        ("shadow", args) => {
+            let (all, rest) = match args {
+                ["all", rest @ ..] => (true, rest),
+                ["on", rest @ ..] => (false, rest),
+                rest => (false, rest),
+            };
+            let duration = match rest {
+                [] => DEFAULT_SHADOW,
+                [duration] => parse_duration(duration)?,
+                _ => return None,
+            };
+            Some(Change::Shadow { all, duration })
+        }
+        _ => None,
+    }
+}
+
+/// `30m`, `90min`, `2h`, `1d`, or a bare number of minutes; from a minute to
+/// [`MAX_DURATION`].
+pub fn parse_duration(word: &str) -> Option<Duration> {
+    let word = word.trim().to_ascii_lowercase();
+    let digits = word.find(|c: char| !c.is_ascii_digit()).unwrap_or(word.len());
+    let (number, unit) = word.split_at(digits);
+    let number: u64 = number.parse().ok()?;
+    let minutes_per = match unit {
+        "" | "m" | "min" | "mins" | "minute" | "minutes" => 1,
+        "h" | "hr" | "hrs" | "hour" | "hours" => 60,
+        "d" | "day" | "days" => 24 * 60,
+        _ => return None,
+    };
+    let duration = Duration::from_secs(number.checked_mul(minutes_per)?.checked_mul(60)?);
+    (Duration::from_secs(60)..=MAX_DURATION).contains(&duration).then_some(duration)
+}
+
+/// The next whole minute at or after `at`: a change lasts at least as long as asked,
+/// and reads (and is announced) as the minute it ends.
+fn minute_after(at: Timestamp) -> Timestamp {
+    let minute = 60 * Timestamp::MICROS_PER_SECOND;
+    Timestamp((at.as_micros() + minute - 1).div_euclid(minute) * minute)
+}
+
+/// `2026-01-05 10:30 UTC`.
+fn until_text(at: Timestamp) -> String {
+    let full = at.to_utc_string();
+    match full.strip_suffix(":00 UTC") {
+        Some(minutes) => format!("{minutes} UTC"),
+        None => full,
+    }
+}
+
+enum Announced {
+    Now,
+    /// This change was announced already, or is being announced by another request.
+    Before,
+    /// An earlier attempt began to post and its outcome is unknown: not posted again
+    /// (never twice, even at the cost of once).
+    Unknown,
+}
+
+/// Posts `text` in the channel, once per `key` however often the change is asked for
+/// or the request is retried: claimed in the ledger, marked as posting before the post.
+async fn announce(deps: &Deps, channel: &ChannelId, key: &str, text: &str) -> PortResult<Announced> {
+    match deps.ledger.claim(key, deps.clock.now(), ANNOUNCE_LEASE).await? {
+        ClaimOutcome::Claimed => {}
+        ClaimOutcome::Resumed => return Ok(Announced::Unknown),
+        ClaimOutcome::InProgress { .. } | ClaimOutcome::Completed => return Ok(Announced::Before),
+    }
+    deps.ledger.mark_posting(key).await?;
+    let post = Post {
+        channel: channel.clone(),
+        thread_root: None,
+        text: text.to_owned(),
+        tag: Some(key.to_owned()),
+        reply_to: None,
+        completes: None,
+    };
+    if let Err(error) = deps.chat.post_message(&post).await {
+        deps.ledger.release(key).await?;
+        return Err(error);
+    }
+    deps.ledger.complete(key, deps.clock.now(), ANNOUNCED_KEEP).await?;
+    Ok(Announced::Now)
 }
 
 async fn status(deps: &Deps, channel: &ChannelId, now: Timestamp) -> PortResult<String> {
@@ -106,15 +341,19 @@ async fn status(deps: &Deps, channel: &ChannelId, now: Timestamp) -> PortResult<
     let participation = if !s.ambient_enabled() {
         "answers mentions only (AUTONOMOUS_RESPONSE_ENABLED or MEMORY_ENABLED is off)".to_owned()
     } else if let Some(until) = state.muted_until.filter(|u| *u > now) {
-        format!("muted until {} (mentions still answered)", until.to_utc_string())
+        format!("muted until {} (mentions still answered)", until_text(until))
     } else {
         "joins in when the room calls for it".to_owned()
     };
-    let _ = writeln!(
-        out,
-        "kuuki here: {participation}{}",
-        if state.shadow { ", in shadow mode (posts nothing)" } else { "" }
-    );
+    let shadow = match state.shadow_at(now) {
+        None => String::new(),
+        Some(Shadow { until, all }) => format!(
+            "; in shadow mode {} ({})",
+            until.map_or_else(|| "until turned off".to_owned(), |until| format!("until {}", until_text(until))),
+            if all { "posts nothing" } else { "answers mentions and DMs, posts nothing else" }
+        ),
+    };
+    let _ = writeln!(out, "kuuki here: {participation}{shadow}");
     if s.llm_judge_enabled && deps.llm.is_some() {
         let _ = writeln!(
             out,
@@ -280,5 +519,76 @@ fn human_duration(seconds: f64) -> String {
         format!("{} min", s / 60)
     } else {
         format!("{} h {} min", s / 3600, s % 3600 / 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINUTE: Duration = Duration::from_secs(60);
+
+    #[test]
+    fn durations_take_units_and_a_bare_number_is_minutes() {
+        assert_eq!(parse_duration("30"), Some(30 * MINUTE));
+        assert_eq!(parse_duration("30m"), Some(30 * MINUTE));
+        assert_eq!(parse_duration("90min"), Some(90 * MINUTE));
+        assert_eq!(parse_duration("2h"), Some(120 * MINUTE));
+        assert_eq!(parse_duration("1D"), Some(24 * 60 * MINUTE));
+        assert_eq!(parse_duration("7d"), Some(MAX_DURATION));
+        for bad in ["0", "0m", "8d", "10081", "h", "2x", "-5", "1.5h", "", "99999999999999999999d"] {
+            assert_eq!(parse_duration(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn changes_parse_with_their_defaults() {
+        assert_eq!(parse_change("mute", &[]), Some(Change::Mute(DEFAULT_MUTE)));
+        assert_eq!(parse_change("mute", &["45"]), Some(Change::Mute(45 * MINUTE)));
+        assert_eq!(parse_change("mute", &["soon"]), None);
+        assert_eq!(parse_change("unmute", &[]), Some(Change::Unmute));
+        assert_eq!(parse_change("shadow", &[]), Some(Change::Shadow { all: false, duration: DEFAULT_SHADOW }));
+        assert_eq!(parse_change("shadow", &["on"]), Some(Change::Shadow { all: false, duration: DEFAULT_SHADOW }));
+        assert_eq!(parse_change("shadow", &["2h"]), Some(Change::Shadow { all: false, duration: 120 * MINUTE }));
+        assert_eq!(parse_change("shadow", &["all"]), Some(Change::Shadow { all: true, duration: DEFAULT_SHADOW }));
+        assert_eq!(parse_change("shadow", &["all", "3h"]), Some(Change::Shadow { all: true, duration: 180 * MINUTE }));
+        assert_eq!(parse_change("shadow", &["off"]), Some(Change::ShadowOff));
+        assert_eq!(parse_change("shadow", &["off", "2h"]), None);
+        assert_eq!(parse_change("shadow", &["all", "2h", "more"]), None);
+    }
+
+    #[test]
+    fn a_change_ends_on_the_next_whole_minute() {
+        let minute = 60 * Timestamp::MICROS_PER_SECOND;
+        assert_eq!(minute_after(Timestamp(10 * minute)), Timestamp(10 * minute), "already whole");
+        assert_eq!(minute_after(Timestamp(10 * minute + 1)), Timestamp(11 * minute));
+        assert_eq!(until_text(Timestamp(1_767_603_600 * Timestamp::MICROS_PER_SECOND)), "2026-01-05 09:00 UTC");
+    }
+}
+
+/// The person a `forget` argument names: a mention (`<@U123>`, `<@U123|name>`,
+/// Discord's `<@!123>`) or a bare id.
+fn mentioned_user(arg: &str) -> Option<UserId> {
+    let id = match arg.strip_prefix("<@").and_then(|rest| rest.strip_suffix('>')) {
+        Some(inner) => inner.trim_start_matches('!').split('|').next().unwrap_or_default(),
+        None => arg,
+    };
+    let valid = !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    valid.then(|| UserId(id.to_owned()))
+}
+
+#[cfg(test)]
+mod forget_argument_tests {
+    use super::mentioned_user;
+    use crate::domain::UserId;
+
+    #[test]
+    fn reads_mentions_and_ids() {
+        for (arg, id) in [("<@U123ABC>", "U123ABC"), ("<@U1|alice>", "U1"), ("<@!8123>", "8123"), ("alice", "alice")] {
+            assert_eq!(mentioned_user(arg), Some(UserId(id.into())), "{arg}");
+        }
+        for bad in ["<@>", "<@U1 x>", "@", "<#C1>"] {
+            assert_eq!(mentioned_user(bad), None, "{bad}");
+        }
     }
 }

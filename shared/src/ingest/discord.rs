@@ -71,6 +71,10 @@ struct Interaction {
     user: Option<InteractionUser>,
     #[serde(default)]
     data: Option<CommandData>,
+    /// Where the command was run: 0 a server, 1 the bot's DM, 2 a group DM or another
+    /// private channel (absent from older payloads).
+    #[serde(default)]
+    context: Option<u8>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -78,6 +82,29 @@ struct MemberUser {
     user: InteractionUser,
     #[serde(default)]
     nick: Option<String>,
+    /// The member's permissions in the channel, a bit set as a decimal string.
+    #[serde(default)]
+    permissions: Option<String>,
+}
+
+/// Discord's permission bits that make someone a manager of a channel.
+const ADMINISTRATOR: u64 = 1 << 3;
+const MANAGE_CHANNELS: u64 = 1 << 4;
+/// The interaction context of a group DM or another private channel.
+const PRIVATE_CHANNEL_CONTEXT: u8 = 2;
+
+/// Whether the caller manages the channel: in a server, Manage Channels or
+/// Administrator there (unreadable permissions grant nothing); in their DM with kuuki
+/// (no member), the one person in it; in a group DM, nobody (but `COMMAND_MANAGERS`).
+fn may_manage_channel(member: Option<&MemberUser>, context: Option<u8>) -> bool {
+    match member {
+        Some(member) => member
+            .permissions
+            .as_deref()
+            .and_then(|bits| bits.parse::<u64>().ok())
+            .is_some_and(|bits| bits & (MANAGE_CHANNELS | ADMINISTRATOR) != 0),
+        None => context != Some(PRIVATE_CHANNEL_CONTEXT),
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -122,13 +149,14 @@ pub async fn handle_interaction(deps: &Deps, body: &[u8]) -> Result<Value, Disco
         return Ok(reply(&format!("kuuki does not know the command /{}.", data.name)));
     }
     let channel_id = interaction.channel_id.ok_or_else(|| bad("an application command without a channel".into()))?;
+    let may_manage = may_manage_channel(interaction.member.as_ref(), interaction.context);
     let (user, nick) = match (interaction.member, interaction.user) {
         (Some(member), _) => (member.user, member.nick),
         (None, Some(user)) => (user, None),
         (None, None) => return Err(bad("an application command without a user".into())),
     };
     let Some(sub) = data.options.into_iter().next() else {
-        return Ok(reply(&run(deps, &channel_id, &user.id, "status").await?));
+        return Ok(reply(&run(deps, &channel_id, &user.id, may_manage, "status").await?));
     };
     let text = match sub.name.as_str() {
         "ask" => {
@@ -149,19 +177,31 @@ pub async fn handle_interaction(deps: &Deps, body: &[u8]) -> Result<Value, Disco
             ask(deps, ts, channel, interaction.guild_id.is_none(), &user.id, &name, &question).await?;
             return Ok(json!({ "type": DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE }));
         }
-        "mute" => format!("mute {}", option_text(&sub.options, "minutes").unwrap_or_default()),
-        "shadow" => format!("shadow {}", option_text(&sub.options, "state").unwrap_or_default()),
+        // `minutes` is the option as registered before durations took units.
+        "mute" => format!("mute {}", duration_option(&sub.options).unwrap_or_default()),
+        "shadow" => format!(
+            "shadow {} {}",
+            option_text(&sub.options, "state").unwrap_or_default(),
+            duration_option(&sub.options).unwrap_or_default()
+        ),
+        // A USER option's value is the person's snowflake.
+        "forget" => format!("forget {}", option_text(&sub.options, "user").unwrap_or_default()),
         other => other.to_owned(),
     };
-    Ok(reply(&run(deps, &channel_id, &user.id, &text).await?))
+    Ok(reply(&run(deps, &channel_id, &user.id, may_manage, &text).await?))
 }
 
-async fn run(deps: &Deps, channel: &str, user: &str, text: &str) -> Result<String, PortError> {
+fn duration_option(options: &[CommandOption]) -> Option<String> {
+    option_text(options, "duration").or_else(|| option_text(options, "minutes"))
+}
+
+async fn run(deps: &Deps, channel: &str, user: &str, may_manage: bool, text: &str) -> Result<String, PortError> {
     let command = SlashCommand {
         command: "/kuuki".into(),
-        text: text.trim().to_owned(),
+        text: text.split_whitespace().collect::<Vec<_>>().join(" "),
         channel_id: channel.to_owned(),
         user_id: user.to_owned(),
+        may_manage_channel: Some(may_manage),
     };
     run_command(deps, &command).await
 }
@@ -217,7 +257,7 @@ fn reply(content: &str) -> Value {
 pub fn command_definitions() -> Value {
     const SUB_COMMAND: u8 = 1;
     const STRING: u8 = 3;
-    const INTEGER: u8 = 4;
+    const USER: u8 = 6;
     json!([{
         "name": "kuuki",
         "description": "kuuki, the colleague who reads the room",
@@ -225,19 +265,23 @@ pub fn command_definitions() -> Value {
         "options": [
             {"type": SUB_COMMAND, "name": "status", "description": "How kuuki takes part in this channel"},
             {"type": SUB_COMMAND, "name": "why", "description": "Why kuuki last spoke or stayed quiet here"},
-            {"type": SUB_COMMAND, "name": "mute", "description": "Stop joining in unasked here for a while", "options": [
-                {"type": INTEGER, "name": "minutes", "description": "How long (default 60)", "required": false, "min_value": 1, "max_value": 10080}
+            {"type": SUB_COMMAND, "name": "mute", "description": "Stop joining in unasked here for a while (channel managers)", "options": [
+                {"type": STRING, "name": "duration", "description": "How long: 30m, 2h, 1d, or minutes (default 1h, at most 7d)", "required": false, "max_length": 12}
             ]},
-            {"type": SUB_COMMAND, "name": "unmute", "description": "Join in here again"},
-            {"type": SUB_COMMAND, "name": "shadow", "description": "Judge and log here, but post nothing", "options": [
-                {"type": STRING, "name": "state", "description": "on or off", "required": true,
-                 "choices": [{"name": "on", "value": "on"}, {"name": "off", "value": "off"}]}
+            {"type": SUB_COMMAND, "name": "unmute", "description": "Join in here again (channel managers)"},
+            {"type": SUB_COMMAND, "name": "shadow", "description": "Judge and log here without posting, for a while (channel managers)", "options": [
+                {"type": STRING, "name": "state", "description": "on: still answer mentions; all: post nothing; off: end it (default on)", "required": false,
+                 "choices": [{"name": "on", "value": "on"}, {"name": "all", "value": "all"}, {"name": "off", "value": "off"}]},
+                {"type": STRING, "name": "duration", "description": "How long: 30m, 2h, 1d, or minutes (default 1d, at most 7d)", "required": false, "max_length": 12}
             ]},
             {"type": SUB_COMMAND, "name": "ask", "description": "Ask kuuki something; it answers in this channel", "options": [
                 {"type": STRING, "name": "question", "description": "Your question", "required": true}
             ]},
             {"type": SUB_COMMAND, "name": "memory", "description": "What kuuki remembers here, and about you"},
-            {"type": SUB_COMMAND, "name": "forget-me", "description": "Make kuuki forget everything about you"}
+            {"type": SUB_COMMAND, "name": "forget-me", "description": "Make kuuki forget everything about you"},
+            {"type": SUB_COMMAND, "name": "forget", "description": "Make kuuki forget everything about someone (channel managers)", "options": [
+                {"type": USER, "name": "user", "description": "Whom to forget", "required": true}
+            ]}
         ]
     }])
 }

@@ -265,7 +265,13 @@ fn body(event: &Event) -> Value {
             "user": user, "messages": messages, "facts_removed": facts_removed, "facts_edited": facts_edited,
             "notes": notes, "summaries": summaries,
         }),
-        EventKind::Command { user, command, answer } => json!({"user": user, "command": command, "answer": answer}),
+        EventKind::Command { user, command, answer, announced } => {
+            let mut v = json!({"user": user, "command": command, "answer": answer});
+            if let Some(announced) = announced {
+                v["announced"] = json!(announced);
+            }
+            v
+        }
         EventKind::Summary { messages, summary, mood, topic_keywords, active_users, workspace } => json!({
             "messages": messages, "summary": summary, "mood": mood,
             "topic_keywords": topic_keywords, "active_users": active_users, "workspace": workspace,

@@ -153,6 +153,8 @@ impl Replay {
                     text: text.trim().to_owned(),
                     channel_id: line.channel.clone(),
                     user_id: line.user.clone(),
+                    // A transcript's managers are the ones `COMMAND_MANAGERS` names.
+                    may_manage_channel: None,
                 };
                 run_command(&self.deps, &command).await?;
                 writer.write_events(self.log.take());

@@ -120,6 +120,9 @@ async fn answer(
     let Answering { target, key, mode, response_type } = *answering;
     let channel = &target.channel;
     let state = deps.channels.channel_state(channel).await?;
+    // Shadow mode: decided and logged, not posted (in plain shadow mode, direct answers
+    // are still posted).
+    let silenced = state.silenced_at(deps.clock.now(), mode);
     // An earlier attempt began to post and its outcome is unknown (it crashed, timed
     // out, or never heard back): if its post is there, the answer is done.
     let found = if resumed && response_type != ResponseType::ReactOnly {
@@ -143,7 +146,7 @@ async fn answer(
         }
         (ResponseType::ReactOnly, None) => {
             let emoji = chosen_emoji.unwrap_or_else(|| rules::pick_emoji(&target.text));
-            if !state.shadow {
+            if !silenced {
                 // Reactions repeat harmlessly (`already_reacted`).
                 deps.chat.add_reaction(channel, &target.ts, emoji).await?;
             }
@@ -156,11 +159,11 @@ async fn answer(
             let text = match generated.text {
                 Ok(text) => text,
                 Err(reason) => {
-                    fail_generation(deps, answering, &state, reason).await?;
+                    fail_generation(deps, answering, silenced, reason).await?;
                     return Ok(state);
                 }
             };
-            if state.shadow {
+            if silenced {
                 deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?;
                 (None, Some(text), None)
             } else {
@@ -170,7 +173,7 @@ async fn answer(
         }
     };
     // In shadow mode kuuki did not speak: no cooldown, no engagement, no history.
-    if !state.shadow {
+    if !silenced {
         deps.channels
             .record_intervention(
                 channel,
@@ -196,7 +199,7 @@ async fn answer(
             posted_ts,
             text,
             emoji,
-            shadow: state.shadow,
+            shadow: silenced,
             facts,
         },
     );
@@ -207,14 +210,9 @@ async fn answer(
 /// for a direct mention one short, honest line (`DIRECT_FAILURE_NOTICE`), so the person
 /// who asked is not left waiting. Either way the answer is complete: a model that
 /// failed once is not asked again by a redelivery.
-async fn fail_generation(
-    deps: &Deps,
-    answering: &Answering<'_>,
-    state: &crate::ports::ChannelState,
-    reason: String,
-) -> PortResult<()> {
+async fn fail_generation(deps: &Deps, answering: &Answering<'_>, silenced: bool, reason: String) -> PortResult<()> {
     let target = answering.target;
-    let notice = (answering.mode == RespondMode::Direct && deps.settings.direct_failure_notice && !state.shadow)
+    let notice = (answering.mode == RespondMode::Direct && deps.settings.direct_failure_notice && !silenced)
         .then(|| failure_notice(deps.settings.prompt_language).to_owned());
     match &notice {
         Some(text) => {

@@ -32,7 +32,7 @@ use crate::domain::{
 };
 use crate::ports::{
     ChannelState, ChannelStateStore, ClaimOutcome, Clock, FactStore, Ledger, MessageStore, PortError, PortResult,
-    PutOutcome, summary_pending,
+    PutOutcome, Shadow, summary_pending,
 };
 
 /// The table names (settings `MESSAGES_TABLE`, `CHANNELS_TABLE`, `LEDGER_TABLE`).
@@ -423,8 +423,8 @@ impl ChannelStateStore for DynamoStore {
         self.update_state(channel, |state| state.muted_until = until).await
     }
 
-    async fn set_shadow(&self, channel: &ChannelId, on: bool) -> PortResult<()> {
-        self.update_state(channel, |state| state.shadow = on).await
+    async fn set_shadow(&self, channel: &ChannelId, shadow: Option<Shadow>) -> PortResult<()> {
+        self.update_state(channel, |state| state.shadow = shadow).await
     }
 
     async fn set_channel_memory(&self, channel: &ChannelId, memory: ChannelMemory) -> PortResult<()> {

@@ -10,7 +10,7 @@ use crate::domain::{
     UserNote, UserProfile, WorkspaceMemory,
 };
 use crate::ports::{
-    ChannelState, ChannelStateStore, ClaimOutcome, FactStore, Ledger, MessageStore, PortResult, PutOutcome,
+    ChannelState, ChannelStateStore, ClaimOutcome, FactStore, Ledger, MessageStore, PortResult, PutOutcome, Shadow,
     summary_pending,
 };
 
@@ -293,8 +293,8 @@ impl ChannelStateStore for MemoryStore {
         Ok(())
     }
 
-    async fn set_shadow(&self, channel: &ChannelId, on: bool) -> PortResult<()> {
-        Arc::make_mut(self.lock().states.entry(channel.clone()).or_default()).shadow = on;
+    async fn set_shadow(&self, channel: &ChannelId, shadow: Option<Shadow>) -> PortResult<()> {
+        Arc::make_mut(self.lock().states.entry(channel.clone()).or_default()).shadow = shadow;
         Ok(())
     }
 

@@ -71,7 +71,16 @@ pub struct SlackClient {
     base_url: String,
     token: String,
     timeout: Duration,
-    names: Mutex<HashMap<String, String>>,
+    /// `users.info` answers: one call per user for the life of the client.
+    users: Mutex<HashMap<String, KnownUser>>,
+}
+
+/// What kuuki keeps of a `users.info` answer.
+#[derive(Debug, Clone)]
+struct KnownUser {
+    name: String,
+    /// Admin or owner of the workspace; `None` when Slack refused to say.
+    admin: Option<bool>,
 }
 
 impl SlackClient {
@@ -82,7 +91,7 @@ impl SlackClient {
             base_url: base_url.trim_end_matches('/').to_owned(),
             token: token.to_owned(),
             timeout: DEFAULT_TIMEOUT,
-            names: Mutex::new(HashMap::new()),
+            users: Mutex::new(HashMap::new()),
         }
     }
 
@@ -102,6 +111,36 @@ impl SlackClient {
             message: "no user_id in the answer".into(),
         })?;
         Ok(SlackIdentity { user_id, bot_id: answer.bot_id })
+    }
+
+    /// The user's name and role, from the cache or one `users.info` call. Bots (B…)
+    /// are not users; a refusal is remembered too, so a missing user or scope costs
+    /// one call, not one per prompt (the role stays unknown: no one is granted on it).
+    async fn user_info(&self, user: &UserId) -> PortResult<KnownUser> {
+        if let Some(known) = self.users.lock().expect("users lock").get(&user.0) {
+            return Ok(known.clone());
+        }
+        let known = if user.0.starts_with('B') {
+            KnownUser { name: user.0.clone(), admin: Some(false) }
+        } else {
+            match self.call_form::<answers::UserInfo>("users.info", &[("user", user.0.as_str())]).await {
+                Ok(answer) => {
+                    let u = answer.user.unwrap_or_default();
+                    let admin = u.is_admin || u.is_owner || u.is_primary_owner;
+                    let profile = u.profile.unwrap_or_default();
+                    let name = [profile.display_name, profile.real_name, u.real_name, u.name]
+                        .into_iter()
+                        .flatten()
+                        .find(|s| !s.trim().is_empty())
+                        .unwrap_or_else(|| user.0.clone());
+                    KnownUser { name, admin: Some(admin) }
+                }
+                Err(e) if !e.is_transient() => KnownUser { name: user.0.clone(), admin: None },
+                Err(e) => return Err(e.into()),
+            }
+        };
+        self.users.lock().expect("users lock").insert(user.0.clone(), known.clone());
+        Ok(known)
     }
 
     async fn call<T: DeserializeOwned>(&self, method: &'static str, body: &Value) -> Result<T, SlackApiError> {
@@ -222,30 +261,15 @@ impl Chat for SlackClient {
     }
 
     async fn user_name(&self, user: &UserId) -> PortResult<String> {
-        if let Some(name) = self.names.lock().expect("names lock").get(&user.0) {
-            return Ok(name.clone());
-        }
-        // Bots (B…) are not users; a refusal is remembered too, so a missing user or
-        // scope costs one call, not one per prompt.
-        let name = if user.0.starts_with('B') {
-            user.0.clone()
-        } else {
-            match self.call_form::<answers::UserInfo>("users.info", &[("user", user.0.as_str())]).await {
-                Ok(answer) => {
-                    let u = answer.user.unwrap_or_default();
-                    let profile = u.profile.unwrap_or_default();
-                    [profile.display_name, profile.real_name, u.real_name, u.name]
-                        .into_iter()
-                        .flatten()
-                        .find(|s| !s.trim().is_empty())
-                        .unwrap_or_else(|| user.0.clone())
-                }
-                Err(e) if !e.is_transient() => user.0.clone(),
-                Err(e) => return Err(e.into()),
-            }
-        };
-        self.names.lock().expect("names lock").insert(user.0.clone(), name.clone());
-        Ok(name)
+        Ok(self.user_info(user).await?.name)
+    }
+
+    /// `users.info`'s `is_admin`, `is_owner` or `is_primary_owner`.
+    async fn is_workspace_admin(&self, user: &UserId) -> PortResult<bool> {
+        self.user_info(user).await?.admin.ok_or_else(|| PortError::Rejected {
+            backend: "slack",
+            message: format!("users.info refused to describe {user}, so whether they are an admin is unknown"),
+        })
     }
 }
 
@@ -309,6 +333,9 @@ mod answers {
     pub(super) struct User {
         pub name: Option<String>,
         pub real_name: Option<String>,
+        pub is_admin: bool,
+        pub is_owner: bool,
+        pub is_primary_owner: bool,
         pub profile: Option<Profile>,
     }
 

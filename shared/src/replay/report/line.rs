@@ -113,6 +113,7 @@ pub(super) struct CommandLine {
     pub user: Lenient<String>,
     pub command: Lenient<String>,
     pub answer: Lenient<String>,
+    pub announced: Lenient<String>,
 }
 
 #[derive(Deserialize, Default)]

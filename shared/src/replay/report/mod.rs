@@ -885,6 +885,7 @@ fn row(ci: usize, i: usize, e: &Ev, ctx: &Ctx) -> Row {
                 user: clip(c.user.as_deref().unwrap_or("?"), NAME_CHARS),
                 command: clip(c.command.as_deref().unwrap_or("?"), CELL_CHARS),
                 answer: clip(c.answer.as_deref().unwrap_or("?"), CELL_CHARS),
+                announced: c.announced.as_deref().map(|a| clip(a, CELL_CHARS)),
             },
         ),
         // Unknown kinds, and judgments without a score, as they were logged.

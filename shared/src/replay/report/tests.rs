@@ -540,6 +540,7 @@ fn one_of_every_kind() -> Vec<crate::domain::Event> {
             user: UserId("alice".into()),
             command: "/kuuki forget-me".into(),
             answer: "command answer".into(),
+            announced: Some("announcement text".into()),
         },
         EventKind::Forget {
             user: Some(UserId("alice".into())),
@@ -621,7 +622,7 @@ fn every_event_kind_reads_back_typed() {
         "posted instead: notice text",
         "forgot alice: 7 messages, 2 facts removed, 1 fact kept without them, 1 note, 1 summary made anew",
         // minijinja escapes "/" too.
-        "<span class=\"badge\">command</span> alice ran <span class=\"cmd\">&#x2f;kuuki forget-me</span> <span class=\"reason\">· answered: command answer</span>",
+        "<span class=\"badge\">command</span> alice ran <span class=\"cmd\">&#x2f;kuuki forget-me</span> <span class=\"reason\">· answered: command answer</span> <span class=\"reason\">· announced in the channel: announcement text</span>",
     ] {
         assert!(html.contains(shown), "{shown:?} is not on the page");
     }

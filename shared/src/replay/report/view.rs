@@ -267,6 +267,7 @@ pub(super) enum What {
         user: String,
         command: String,
         answer: String,
+        announced: Option<String>,
     },
     /// Unknown kinds, and judgments without a score, as they were logged.
     Raw {
