@@ -128,7 +128,8 @@ impl JobKind {
     pub fn of(job: &Job) -> Self {
         match job {
             Job::Judge { .. } => JobKind::Judge,
-            Job::Respond { .. } => JobKind::Respond,
+            // An opener posts: the respond worker's work.
+            Job::Respond { .. } | Job::Open { .. } => JobKind::Respond,
             // Runs on the summarize worker; it asks no model itself.
             Job::Summarize { .. } | Job::Remember { .. } => JobKind::Summarize,
             Job::Reflect { .. } | Job::SweepFacts => JobKind::Reflect,

@@ -51,8 +51,10 @@ settings_doc! {
     "REFLECTION_MODEL", "LLM_MODEL", "Model for reflection.";
     "FACT_STORE_MAX_FACTS_PER_CHANNEL", "200", "Most facts kept per channel; the weakest go first.";
     "FACT_DECAY_HALF_LIFE_DAYS", "30", "A fact's search score halves every this many days.";
-    "PROACTIVE_CONVERSATION_ENABLED", "false", "Not yet: parsed but unused. Will open a conversation with a fresh shareable fact when a channel comes back after a silence.";
-    "PROACTIVE_SILENCE_MINUTES", "60", "Not yet: parsed but unused. Silence after which a channel will count as coming back (proactive conversation).";
+    "PROACTIVE_CONVERSATION_ENABLED", "false", "Open with a fresh shareable fact when a channel comes back after a silence (at most one a day per channel, in working hours, backing off when nobody answers).";
+    "PROACTIVE_SILENCE_MINUTES", "60", "Silence after which a channel's next message counts as coming back (proactive conversation).";
+    "PROACTIVE_TIMEZONE", "Asia/Tokyo", "The channels' time zone (IANA name) for proactive openers' working hours.";
+    "PROACTIVE_WORKING_HOURS", "9-18", "Local hours (start-end, Monday to Friday) in which kuuki may open a conversation.";
     "VECTOR_SEARCH_ENABLED", "false", "Also rank facts by meaning: reflection stores an embedding with each new fact and a reply embeds its message once, scoring facts by cosine similarity blended with keyword overlap. Costs one embedding call per reflection and per reply in a channel with embedded facts (OPENAI_BASE_URL; with LLM_PROVIDER=none a local hashing embedder that knows spelling, not meaning).";
     "EMBEDDING_MODEL", "text-embedding-3-small", "Model for fact embeddings, asked at OPENAI_BASE_URL/embeddings when VECTOR_SEARCH_ENABLED. A fact whose embedding has another size (an earlier model's) ranks by keywords alone.";
     "BOT_NAME", "kuuki", "The bot's name; calling it is a direct trigger (80).";
@@ -168,6 +170,9 @@ pub struct Settings {
     pub fact_decay_half_life_days: f64,
     pub proactive_conversation_enabled: bool,
     pub proactive_silence_minutes: u32,
+    pub proactive_timezone: jiff::tz::TimeZone,
+    /// Local start and end hour (end excluded) of working hours, Monday to Friday.
+    pub proactive_working_hours: (u8, u8),
     pub vector_search_enabled: bool,
     pub embedding_model: String,
     pub bot_name: String,
@@ -393,6 +398,22 @@ impl Settings {
             fact_decay_half_life_days: r.float("FACT_DECAY_HALF_LIFE_DAYS", 30.0, 0.01, 36_500.0)?,
             proactive_conversation_enabled: r.bool("PROACTIVE_CONVERSATION_ENABLED", false)?,
             proactive_silence_minutes: r.int("PROACTIVE_SILENCE_MINUTES", 60, 1, 7 * 24 * 60)? as u32,
+            proactive_timezone: {
+                let name = r.string("PROACTIVE_TIMEZONE", "Asia/Tokyo");
+                jiff::tz::TimeZone::get(&name).map_err(|_| {
+                    Reader::invalid("PROACTIVE_TIMEZONE", &name, "expected an IANA time zone like Asia/Tokyo")
+                })?
+            },
+            proactive_working_hours: {
+                let raw = r.string("PROACTIVE_WORKING_HOURS", "9-18");
+                parse_hours(&raw).ok_or_else(|| {
+                    Reader::invalid(
+                        "PROACTIVE_WORKING_HOURS",
+                        &raw,
+                        "expected start-end hours from 0 to 24, start before end",
+                    )
+                })?
+            },
             vector_search_enabled: r.bool("VECTOR_SEARCH_ENABLED", false)?,
             embedding_model: r.string("EMBEDDING_MODEL", "text-embedding-3-small"),
             bot_aliases: r.list("BOT_ALIASES", "くうき"),
@@ -480,6 +501,13 @@ impl Settings {
 /// Checks that `name` is a setting, for `--set NAME=VALUE`.
 pub fn check_known(name: &str) -> Result<(), ConfigError> {
     if SETTINGS.iter().any(|s| s.name == name) { Ok(()) } else { Err(ConfigError::Unknown(name.to_owned())) }
+}
+
+/// `9-18`: from 9:00 up to 18:00 local time.
+fn parse_hours(raw: &str) -> Option<(u8, u8)> {
+    let (start, end) = raw.split_once('-')?;
+    let (start, end): (u8, u8) = (start.trim().parse().ok()?, end.trim().parse().ok()?);
+    (start < end && end <= 24).then_some((start, end))
 }
 
 fn parse_familiarity(raw: &str) -> Option<[u32; 3]> {
@@ -595,6 +623,10 @@ mod tests {
             ("MEMORY_ENABLED", "maybe"),
             ("FAMILIARITY_THRESHOLDS", "30,5,100"),
             ("FAMILIARITY_THRESHOLDS", "5,30"),
+            ("PROACTIVE_TIMEZONE", "Mars/Olympus"),
+            ("PROACTIVE_WORKING_HOURS", "18-9"),
+            ("PROACTIVE_WORKING_HOURS", "9-25"),
+            ("PROACTIVE_WORKING_HOURS", "nine"),
             ("PROMPT_LANGUAGE", "fr"),
             ("LLM_PROVIDER", "gemini"),
             ("JUDGE_LLM_THRESHOLD_LOW", "90"),

@@ -100,6 +100,29 @@ pub struct ChannelState {
     /// The last reflection failed: none is queued before then.
     #[serde(default)]
     pub reflection_retry_after: Option<Timestamp>,
+    /// Proactive openers here: when the last was, how long until the next may come.
+    #[serde(default)]
+    pub opener: OpenerState,
+}
+
+/// What kuuki keeps about its proactive openers in a channel.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpenerState {
+    pub last_at: Option<Timestamp>,
+    /// The last opener's post, until how people took it is known (then `None`).
+    pub pending: Option<Ts>,
+    /// Days the next opener waits after the last one: 1, doubled for each opener
+    /// nobody answered (at most [`OpenerState::MAX_WAIT_DAYS`]). 0 reads as 1.
+    pub wait_days: u32,
+    /// Someone answered an opener with a clear no: no more openers here.
+    pub stopped: bool,
+    /// Facts already shared (never opened with twice), newest last, bounded.
+    pub shared_facts: Vec<String>,
+}
+
+impl OpenerState {
+    pub const MAX_WAIT_DAYS: u32 = 32;
+    pub const KEPT_SHARED_FACTS: usize = 50;
 }
 
 impl ChannelState {
@@ -164,6 +187,8 @@ pub trait ChannelStateStore: Send + Sync {
     async fn record_judgment(&self, channel: &ChannelId, note: JudgmentNote) -> PortResult<()>;
     /// Mutes ambient participation until `until`; `None` unmutes.
     async fn set_muted(&self, channel: &ChannelId, until: Option<Timestamp>) -> PortResult<()>;
+    /// Stores what kuuki keeps about its openers in the channel.
+    async fn set_opener(&self, channel: &ChannelId, opener: OpenerState) -> PortResult<()>;
     /// Starts or replaces shadow mode; `None` ends it.
     async fn set_shadow(&self, channel: &ChannelId, shadow: Option<Shadow>) -> PortResult<()>;
     /// Stores a new channel memory and clears the pending summary.

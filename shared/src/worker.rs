@@ -32,6 +32,7 @@ pub async fn run_job(deps: &Deps, job: &Job) -> PortResult<()> {
         Job::Reflect { channel, ts } => crate::memory::reflect::handle(deps, channel, ts).await,
         Job::SweepFacts => crate::memory::reflect::sweep(deps).await,
         Job::Remember { thread, ts } => crate::memory::remember(deps, thread, ts).await,
+        Job::Open { thread, ts } => respond::opener::handle(deps, thread, ts).await,
     }
 }
 
@@ -55,7 +56,7 @@ impl Pool {
     pub fn of(job: &Job) -> Self {
         match job {
             Job::Respond { mode: RespondMode::Direct, .. } => Pool::RespondDirect,
-            Job::Respond { .. } => Pool::RespondAmbient,
+            Job::Respond { .. } | Job::Open { .. } => Pool::RespondAmbient,
             Job::Judge { .. } => Pool::Judge,
             Job::Summarize { .. } | Job::Reflect { .. } | Job::SweepFacts | Job::Remember { .. } => Pool::Memory,
         }

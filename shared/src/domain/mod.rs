@@ -251,6 +251,8 @@ pub enum ConversationState {
 pub enum RespondMode {
     Direct,
     Ambient,
+    /// kuuki opens a conversation itself (a proactive opener).
+    Opener,
 }
 
 /// Work queued for a worker. Carries the `ts` of the message it was made for so a
@@ -293,6 +295,12 @@ pub enum Job {
         thread: ThreadKey,
         ts: Ts,
     },
+    /// A channel came back after a silence with the message `ts`: kuuki may open with a
+    /// fresh shareable fact that matches it (`PROACTIVE_CONVERSATION_ENABLED`).
+    Open {
+        thread: ThreadKey,
+        ts: Ts,
+    },
 }
 
 /// A job as it travels through a queue: versioned JSON.
@@ -317,7 +325,10 @@ impl Job {
         static ALL: std::sync::LazyLock<ChannelId> = std::sync::LazyLock::new(|| ChannelId("*".into()));
         match self {
             Job::SweepFacts => &ALL,
-            Job::Judge { thread, .. } | Job::Respond { thread, .. } | Job::Remember { thread, .. } => &thread.channel,
+            Job::Judge { thread, .. }
+            | Job::Respond { thread, .. }
+            | Job::Remember { thread, .. }
+            | Job::Open { thread, .. } => &thread.channel,
             Job::Summarize { channel, .. } | Job::Reflect { channel, .. } => channel,
         }
     }
@@ -325,7 +336,10 @@ impl Job {
     /// The conversation the job is about; a summary is about the channel's top level.
     pub fn thread(&self) -> ThreadKey {
         match self {
-            Job::Judge { thread, .. } | Job::Respond { thread, .. } | Job::Remember { thread, .. } => thread.clone(),
+            Job::Judge { thread, .. }
+            | Job::Respond { thread, .. }
+            | Job::Remember { thread, .. }
+            | Job::Open { thread, .. } => thread.clone(),
             Job::Summarize { channel, .. } | Job::Reflect { channel, .. } => ThreadKey::top_level(channel.clone()),
             Job::SweepFacts => ThreadKey::top_level(self.channel().clone()),
         }
@@ -339,7 +353,8 @@ impl Job {
             | Job::Respond { ts, .. }
             | Job::Summarize { ts, .. }
             | Job::Reflect { ts, .. }
-            | Job::Remember { ts, .. } => ts,
+            | Job::Remember { ts, .. }
+            | Job::Open { ts, .. } => ts,
         }
     }
 
@@ -354,6 +369,7 @@ impl Job {
             Job::Reflect { .. } => "reflect",
             Job::Remember { .. } => "remember",
             Job::SweepFacts => "sweep_facts",
+            Job::Open { .. } => "open",
         };
         format!("{kind}:{}:{root}:{}", thread.channel, self.ts())
     }

@@ -110,6 +110,7 @@ async fn judge_claimed(
     let upto = &conversation[..conversation.partition_point(|m| m.ts <= target.ts)];
     let turn_start = rules::turn(upto).first().map_or(&target.ts, |m| &m.ts);
     let previous = deps.messages.previous_in_channel(channel, turn_start).await?;
+    let previous_at = previous.as_ref().map(|m| m.at);
     let input = rules::RuleInput {
         message: &target,
         conversation: upto,
@@ -184,6 +185,8 @@ async fn judge_claimed(
             }
         }
     }
+    // Whether openers were stopped here; the state itself is let go before recording.
+    let opener_state = state.opener.clone();
     drop(state);
     let respond = judgment.respond;
     let (response_type, delay) = (judgment.response_type, judgment.delay_seconds);
@@ -193,6 +196,8 @@ async fn judge_claimed(
         let job =
             Job::Respond { thread: thread.clone(), ts: ts.clone(), mode: RespondMode::Ambient, response_type, emoji };
         deps.enqueue_after(job, Duration::from_secs(delay.into())).await?;
+    } else {
+        crate::memory::proactive::maybe_queue(deps, &target, previous_at, &opener_state).await?;
     }
     Ok(Judged::Decided)
 }

@@ -8,6 +8,7 @@
 
 pub mod forget;
 pub mod keywords;
+pub mod proactive;
 pub mod reflect;
 pub mod summarize;
 

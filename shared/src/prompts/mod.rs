@@ -21,6 +21,8 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("workspace.en", include_str!("workspace.en.md.j2")),
     ("reflect.ja", include_str!("reflect.ja.md.j2")),
     ("reflect.en", include_str!("reflect.en.md.j2")),
+    ("opener.ja", include_str!("opener.ja.md.j2")),
+    ("opener.en", include_str!("opener.en.md.j2")),
 ];
 
 /// Message data in a prompt is fenced in `<conversation-XXXXXX>` … `</conversation-XXXXXX>`
@@ -96,6 +98,10 @@ impl Prompts {
 
     pub fn reflect(&self, context: impl Serialize) -> String {
         self.render("reflect", context)
+    }
+
+    pub fn opener(&self, context: impl Serialize) -> String {
+        self.render("opener", context)
     }
 }
 

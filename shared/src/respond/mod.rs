@@ -2,6 +2,7 @@
 //! record it so cooldown, engagement and the intervention history see it.
 
 pub mod guard;
+pub mod opener;
 pub mod output;
 
 use std::time::Duration;
@@ -40,7 +41,7 @@ pub async fn handle(
         return Ok(());
     };
     let newer = match mode {
-        RespondMode::Ambient => newer_message(deps, &target, |m| deps.is_participant(m)).await?,
+        RespondMode::Ambient | RespondMode::Opener => newer_message(deps, &target, |m| deps.is_participant(m)).await?,
         // Direct triggers that arrive together are answered once, by the newest.
         RespondMode::Direct => {
             newer_message(deps, &target, |m| deps.is_participant(m) && rules::direct_trigger(m, &deps.bot).is_some())
@@ -245,7 +246,7 @@ pub fn failure_notice(language: crate::config::PromptLanguage) -> &'static str {
 /// this post before posting) and completed after the first part (a redelivery must
 /// never post again: a lost tail is better than a repeated head); each part is stored
 /// as kuuki's own message. Returns the first part's ts.
-async fn post(deps: &Deps, target: &Message, key: &str, mode: RespondMode, text: &str) -> PortResult<Ts> {
+pub(crate) async fn post(deps: &Deps, target: &Message, key: &str, mode: RespondMode, text: &str) -> PortResult<Ts> {
     let parts = match deps.chat.max_message_chars(&target.channel) {
         Some(limit) => split_message(text, limit),
         None => vec![text.to_owned()],

@@ -31,8 +31,8 @@ use crate::domain::{
     UserId, UserNote, UserProfile, WorkspaceMemory,
 };
 use crate::ports::{
-    ChannelState, ChannelStateStore, ClaimOutcome, Clock, FactStore, Ledger, MessageStore, PortError, PortResult,
-    PutOutcome, Shadow, summary_pending,
+    ChannelState, ChannelStateStore, ClaimOutcome, Clock, FactStore, Ledger, MessageStore, OpenerState, PortError,
+    PortResult, PutOutcome, Shadow, summary_pending,
 };
 
 /// The table names (settings `MESSAGES_TABLE`, `CHANNELS_TABLE`, `LEDGER_TABLE`).
@@ -421,6 +421,10 @@ impl ChannelStateStore for DynamoStore {
 
     async fn set_muted(&self, channel: &ChannelId, until: Option<Timestamp>) -> PortResult<()> {
         self.update_state(channel, |state| state.muted_until = until).await
+    }
+
+    async fn set_opener(&self, channel: &ChannelId, opener: OpenerState) -> PortResult<()> {
+        self.update_state(channel, |state| state.opener = opener.clone()).await
     }
 
     async fn set_shadow(&self, channel: &ChannelId, shadow: Option<Shadow>) -> PortResult<()> {

@@ -10,8 +10,8 @@ use crate::domain::{
     UserNote, UserProfile, WorkspaceMemory,
 };
 use crate::ports::{
-    ChannelState, ChannelStateStore, ClaimOutcome, FactStore, Ledger, MessageStore, PortResult, PutOutcome, Shadow,
-    summary_pending,
+    ChannelState, ChannelStateStore, ClaimOutcome, FactStore, Ledger, MessageStore, OpenerState, PortResult,
+    PutOutcome, Shadow, summary_pending,
 };
 
 /// One channel's messages, each stored once and indexed three ways, so every read is
@@ -290,6 +290,12 @@ impl ChannelStateStore for MemoryStore {
 
     async fn set_muted(&self, channel: &ChannelId, until: Option<Timestamp>) -> PortResult<()> {
         Arc::make_mut(self.lock().states.entry(channel.clone()).or_default()).muted_until = until;
+        Ok(())
+    }
+
+    async fn set_opener(&self, channel: &ChannelId, opener: OpenerState) -> PortResult<()> {
+        self.check_write()?;
+        Arc::make_mut(self.lock().states.entry(channel.clone()).or_default()).opener = opener;
         Ok(())
     }
 
