@@ -96,6 +96,12 @@ fn what_is_learned_in_a_private_channel_never_reaches_a_public_reply() {
     // After the lull the private channel is reflected on; then alice asks in both places.
     lines.push(line(3600.0, "alice", "<@bot> what do you know about the phoenix project?", "general"));
     lines.push(line(3700.0, "alice", "<@bot> what do you know about the phoenix project?", "dm-alice"));
+    // Why kuuki answered as it did: the facts it was given, where it was given any.
+    for channel in ["dm-alice", "general"] {
+        lines.push(
+            serde_json::json!({"t": 3800.0, "user": "alice", "command": "/kuuki why", "channel": channel}).to_string(),
+        );
+    }
     let transcript = lines.join("\n");
     let llm = RecordingLlm::new(&format!("{PRIVATE_SCRIPT}{MEMORY_SCRIPT}"));
     let log = Run::new(&transcript).settings(&[("PROMPT_LANGUAGE", "en")]).llm(llm.clone()).log();
@@ -112,6 +118,14 @@ fn what_is_learned_in_a_private_channel_never_reaches_a_public_reply() {
     assert_eq!(responds[0]["channel"], "general");
     assert!(responds[0].get("facts").is_none(), "no facts given in #general: {}", responds[0]);
     assert_eq!(responds[1]["facts"][0]["content"], "alice's secret project is Phoenix", "{}", responds[1]);
+    let whys: Vec<&str> = log.kind("command").iter().map(|c| c["answer"].as_str().unwrap()).collect();
+    assert!(
+        whys[0].contains("given these facts:\n- alice's secret project is Phoenix (score "),
+        "/kuuki why in the DM: {}",
+        whys[0]
+    );
+    assert!(whys[1].contains("no remembered facts were used."), "/kuuki why in #general: {}", whys[1]);
+    assert!(!whys[1].contains("Phoenix"), "{}", whys[1]);
     // The workspace memory and the other channels never hear of it either.
     let elsewhere: Vec<_> = llm.requests().into_iter().filter(|r| !r.subject.contains("dm-alice")).collect();
     assert!(elsewhere.iter().any(|r| r.subject == "summary of general"), "general was summarized");

@@ -409,11 +409,29 @@ async fn status(deps: &Deps, channel: &ChannelId, now: Timestamp) -> PortResult<
     Ok(out.trim_end().to_owned())
 }
 
+/// The last judgment here and the facts the last answer was given (a direct answer
+/// has no judgment, and still its facts).
 async fn why(deps: &Deps, channel: &ChannelId) -> PortResult<String> {
     let state = deps.channels.channel_state(channel).await?;
-    let Some(j) = &state.last_judgment else {
-        return Ok("No judgment in this channel yet.".into());
+    let mut out = match &state.last_judgment {
+        Some(j) => judgment_text(j),
+        None => "No judgment in this channel yet.".to_owned(),
     };
+    if let Some(last) = state.interventions.last() {
+        let _ = write!(out, "\nLast answer here ({}, {}): ", last.at.to_utc_string(), last.response_type.as_str());
+        if last.facts.is_empty() {
+            out.push_str("no remembered facts were used.");
+        } else {
+            out.push_str("given these facts:");
+            for f in &last.facts {
+                let _ = write!(out, "\n- {} (score {:.3}, fact {})", f.content, f.score, f.id);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn judgment_text(j: &crate::domain::JudgmentNote) -> String {
     let quoted: String = j.text.chars().take(80).collect();
     let decision = match j.decision {
         Decision::Respond => "at or above the threshold",
@@ -432,25 +450,13 @@ async fn why(deps: &Deps, channel: &ChannelId) -> PortResult<String> {
     } else {
         j.breakdown.iter().map(|(rule, p)| format!("{rule} {p:+}")).collect::<Vec<_>>().join(", ")
     };
-    let mut out = format!(
+    format!(
         "Last judgment here ({}) on <@{}>'s message \"{quoted}\": score {} ({decision}) -> {outcome}.\nRules: {breakdown}\nReason: {}",
         j.at.to_utc_string(),
         j.user,
         j.score,
         j.reason
-    );
-    if let Some(last) = state.interventions.last() {
-        let _ = write!(out, "\nLast answer here ({}, {}): ", last.at.to_utc_string(), last.response_type.as_str());
-        if last.facts.is_empty() {
-            out.push_str("no remembered facts were used.");
-        } else {
-            out.push_str("given these facts:");
-            for f in &last.facts {
-                let _ = write!(out, "\n- {} (score {:.3}, fact {})", f.content, f.score, f.id);
-            }
-        }
-    }
-    Ok(out)
+    )
 }
 
 /// Facts `/kuuki memory` lists, the strongest first.
