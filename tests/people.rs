@@ -267,3 +267,24 @@ fn forgetting_someone_else_is_for_managers_and_everyone_is_told_what_was_removed
     assert_eq!(forgets[0]["user"], "alice");
     assert_eq!(forgets[0]["messages"], 2);
 }
+
+#[test]
+fn notes_about_a_person_stay_in_the_public_channel_they_were_learned_in() {
+    let script = r#"{"role": "reflect", "match": "dev", "reply": {"facts": [], "profiles": [{"user": "alice", "tags": ["rust-expert"], "summary": "debugging the borrow checker"}]}}
+"#;
+    let mut lines = Vec::new();
+    for i in 0..12 {
+        lines.push(line(f64::from(i) * 30.0, "alice", &format!("lifetimes again, attempt {i}"), "dev"));
+    }
+    lines.push(line(3600.0, "alice", "<@bot> any tips?", "random"));
+    lines.push(line(3700.0, "alice", "<@bot> any tips?", "dev"));
+    let llm = RecordingLlm::new(&format!("{script}{MEMORY_SCRIPT}"));
+    let log = Run::new(&lines.join("\n")).settings(&[("PROMPT_LANGUAGE", "en")]).llm(llm.clone()).log();
+    assert_eq!(log.kind("reflect")[0]["profiles"], 1, "{:?}", log.kind("reflect"));
+    let generated = prompts(&llm, LlmRole::Generate);
+    assert_eq!(generated.len(), 2);
+    assert!(!generated[0].contains("rust-expert"), "#dev's note reached #random:\n{}", generated[0]);
+    assert!(!generated[0].contains("borrow checker"), "{}", generated[0]);
+    assert!(generated[1].contains("Traits: rust-expert"), "{}", generated[1]);
+    assert!(generated[1].contains("Last time: debugging the borrow checker"), "{}", generated[1]);
+}
