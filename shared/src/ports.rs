@@ -128,6 +128,48 @@ impl OpenerState {
 impl ChannelState {
     pub const KEPT_INTERVENTIONS: usize = 20;
 
+    /// When `task` is queued for, and when it may be queued again after a failure.
+    fn marks(&mut self, task: MemoryTask) -> (&mut Option<Timestamp>, &mut Option<Timestamp>) {
+        match task {
+            MemoryTask::Summary => (&mut self.summary_due, &mut self.summary_retry_after),
+            MemoryTask::Reflection => (&mut self.reflection_due, &mut self.reflection_retry_after),
+        }
+    }
+
+    /// `task` failed lately: nothing is queued before this.
+    pub fn retry_after(&self, task: MemoryTask) -> Option<Timestamp> {
+        match task {
+            MemoryTask::Summary => self.summary_retry_after,
+            MemoryTask::Reflection => self.reflection_retry_after,
+        }
+    }
+
+    /// The one marking rule for both tasks: mark `task` as queued for `due` unless a
+    /// mark is still ahead of `now` and comes no later than `due` (an earlier time
+    /// takes a later mark's place: the N-messages summary overtakes the N-minutes
+    /// one). A full-buffer reflection always marks `now` + the same moment, so a mark
+    /// still ahead always comes no later and blocks it. Returns whether it marked.
+    pub fn mark_due(&mut self, task: MemoryTask, due: Timestamp, now: Timestamp) -> bool {
+        let (marked, _) = self.marks(task);
+        if marked.is_some_and(|m| m > now && m <= due) {
+            return false;
+        }
+        *marked = Some(due);
+        true
+    }
+
+    pub fn defer(&mut self, task: MemoryTask, until: Timestamp) {
+        let (marked, retry_after) = self.marks(task);
+        *marked = None;
+        *retry_after = Some(until);
+    }
+
+    pub fn clear_marks(&mut self, task: MemoryTask) {
+        let (marked, retry_after) = self.marks(task);
+        *marked = None;
+        *retry_after = None;
+    }
+
     pub fn muted_at(&self, now: Timestamp) -> bool {
         self.muted_until.is_some_and(|until| until > now)
     }
@@ -193,21 +235,17 @@ pub trait ChannelStateStore: Send + Sync {
     async fn set_shadow(&self, channel: &ChannelId, shadow: Option<Shadow>) -> PortResult<()>;
     /// Stores a new channel memory and clears the pending summary.
     async fn set_channel_memory(&self, channel: &ChannelId, memory: ChannelMemory) -> PortResult<()>;
-    /// After a failed summary: none is queued before `until`.
-    async fn defer_summary(&self, channel: &ChannelId, until: Timestamp) -> PortResult<()>;
     /// The newest message reflected on: the same messages never yield facts twice.
     /// Clears the reflection's marks.
     async fn set_reflection_watermark(&self, channel: &ChannelId, ts: Ts) -> PortResult<()>;
-    /// Marks an immediate reflection as queued until `due` unless one is marked still;
-    /// returns whether this call marked it.
-    async fn mark_reflection_due(&self, channel: &ChannelId, due: Timestamp, now: Timestamp) -> PortResult<bool>;
-    /// After a failed reflection: none is queued before `until`.
-    async fn defer_reflection(&self, channel: &ChannelId, until: Timestamp) -> PortResult<()>;
-    /// Marks a summary as queued for `due`, unless one is queued already for a time
-    /// still ahead of `now` and no later than `due`; returns whether this call marked it.
-    async fn mark_summary_due(&self, channel: &ChannelId, due: Timestamp, now: Timestamp) -> PortResult<bool>;
-    /// Forgets a queued or deferred summary, leaving the memory as it is.
-    async fn clear_summary_marks(&self, channel: &ChannelId) -> PortResult<()>;
+    /// Marks `task` as queued for `due` by [`ChannelState::mark_due`]'s one rule;
+    /// returns whether this call marked it (and so should queue the job).
+    async fn mark_due(&self, channel: &ChannelId, task: MemoryTask, due: Timestamp, now: Timestamp)
+    -> PortResult<bool>;
+    /// After a failed `task`: none is queued before `until`.
+    async fn defer(&self, channel: &ChannelId, task: MemoryTask, until: Timestamp) -> PortResult<()>;
+    /// Forgets a queued or deferred `task`, leaving the memory as it is.
+    async fn clear_marks(&self, channel: &ChannelId, task: MemoryTask) -> PortResult<()>;
     /// The workspace memory with every channel's one-line memory (most recently updated
     /// first): one read.
     async fn workspace_memory(&self) -> PortResult<WorkspaceMemory>;
@@ -247,10 +285,11 @@ pub trait FactStore: Send + Sync {
     async fn delete_profile(&self, user: &UserId) -> PortResult<()>;
 }
 
-/// Whether a summary marked due at `marked` blocks a new mark for `due` at `now`: it
-/// is still ahead and comes no later.
-pub fn summary_pending(marked: Option<Timestamp>, due: Timestamp, now: Timestamp) -> bool {
-    marked.is_some_and(|m| m > now && m <= due)
+/// Memory work a channel queues for itself, one at a time, through marks in its state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryTask {
+    Summary,
+    Reflection,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use crate::domain::{
     ThreadKey, Timestamp, Ts, UserId, UserNote, WorkspaceMemory,
 };
 use crate::ports::{
-    ChannelState, ChannelStateStore, ClaimOutcome, FactStore, Ledger, MessageStore, PutOutcome, Shadow,
+    ChannelState, ChannelStateStore, ClaimOutcome, FactStore, Ledger, MemoryTask, MessageStore, PutOutcome, Shadow,
 };
 
 const T0: i64 = 1_767_603_600 * 1_000_000;
@@ -245,13 +245,13 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     assert!(state.last_judgment.is_some());
 
     // Memories: a summary due blocks another until its time; a new memory clears it.
-    assert!(store.mark_summary_due(&ch, at(900), at(0)).await.unwrap());
-    assert!(!store.mark_summary_due(&ch, at(950), at(10)).await.unwrap(), "one is pending");
-    assert!(store.mark_summary_due(&ch, at(60), at(10)).await.unwrap(), "an earlier one takes its place");
-    assert!(!store.mark_summary_due(&ch, at(70), at(11)).await.unwrap(), "then that one is pending");
-    assert!(store.mark_summary_due(&ch, at(2000), at(901)).await.unwrap(), "the pending one is past");
-    store.clear_summary_marks(&ch).await.unwrap();
-    assert!(store.mark_summary_due(&ch, at(2100), at(902)).await.unwrap(), "cleared");
+    assert!(store.mark_due(&ch, MemoryTask::Summary, at(900), at(0)).await.unwrap());
+    assert!(!store.mark_due(&ch, MemoryTask::Summary, at(950), at(10)).await.unwrap(), "one is pending");
+    assert!(store.mark_due(&ch, MemoryTask::Summary, at(60), at(10)).await.unwrap(), "an earlier one takes its place");
+    assert!(!store.mark_due(&ch, MemoryTask::Summary, at(70), at(11)).await.unwrap(), "then that one is pending");
+    assert!(store.mark_due(&ch, MemoryTask::Summary, at(2000), at(901)).await.unwrap(), "the pending one is past");
+    store.clear_marks(&ch, MemoryTask::Summary).await.unwrap();
+    assert!(store.mark_due(&ch, MemoryTask::Summary, at(2100), at(902)).await.unwrap(), "cleared");
     let memory = ChannelMemory {
         summary: "deploys".into(),
         history: "h".into(),
@@ -263,7 +263,7 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
         generation: 2,
         private: false,
     };
-    store.defer_summary(&ch, at(1500)).await.unwrap();
+    store.defer(&ch, MemoryTask::Summary, at(1500)).await.unwrap();
     let state = store.channel_state(&ch).await.unwrap();
     assert_eq!((state.summary_due, state.summary_retry_after), (None, Some(at(1500))));
     store.set_channel_memory(&ch, memory.clone()).await.unwrap();
@@ -272,9 +272,14 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     assert_eq!((state.summary_due, state.summary_retry_after), (None, None));
     assert_eq!(state.interventions.len(), ChannelState::KEPT_INTERVENTIONS, "the rest of the state stays");
     // Reflection marks work like the summary's and the watermark clears them.
-    assert!(store.mark_reflection_due(&ch, at(60), at(0)).await.unwrap());
-    assert!(!store.mark_reflection_due(&ch, at(70), at(10)).await.unwrap());
-    store.defer_reflection(&ch, at(700)).await.unwrap();
+    assert!(store.mark_due(&ch, MemoryTask::Reflection, at(60), at(0)).await.unwrap());
+    assert!(!store.mark_due(&ch, MemoryTask::Reflection, at(70), at(10)).await.unwrap(), "one is marked still");
+    assert!(
+        store.mark_due(&ch, MemoryTask::Summary, at(3000), at(20)).await.unwrap(),
+        "each task has its own marks: a reflection's does not block a summary"
+    );
+    assert!(!store.mark_due(&ch, MemoryTask::Reflection, at(80), at(20)).await.unwrap(), "nor the other way");
+    store.defer(&ch, MemoryTask::Reflection, at(700)).await.unwrap();
     let state = store.channel_state(&ch).await.unwrap();
     assert_eq!((state.reflection_due, state.reflection_retry_after), (None, Some(at(700))));
     store.set_reflection_watermark(&ch, Ts::from_timestamp(at(600))).await.unwrap();

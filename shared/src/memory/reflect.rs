@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use super::keywords::{jaccard, keywords};
 use crate::deps::Deps;
 use crate::domain::{Author, ChannelId, EventKind, Fact, Job, Message, Stage, Timestamp, Ts, UserId, UserNote};
-use crate::ports::{ChannelState, LlmRequest, LlmRole, PortResult};
+use crate::ports::{ChannelState, LlmRequest, LlmRole, MemoryTask, PortResult};
 use crate::prompts::fence::fence_safe;
 use crate::record::record;
 
@@ -37,7 +37,7 @@ pub async fn maybe_queue(deps: &Deps, channel: &ChannelId, newest: &Message, sta
     if deps.llm.is_none()
         || !s.reflection_enabled
         || !s.memory_enabled
-        || state.reflection_retry_after.is_some_and(|t| t > now)
+        || state.retry_after(MemoryTask::Reflection).is_some_and(|t| t > now)
     {
         return Ok(());
     }
@@ -49,7 +49,7 @@ pub async fn maybe_queue(deps: &Deps, channel: &ChannelId, newest: &Message, sta
     let job = Job::Reflect { channel: channel.clone(), ts: newest.ts.clone() };
     if new.len() >= max {
         // Marked for a moment, so the messages handled around it do not queue it again.
-        if deps.channels.mark_reflection_due(channel, now + IMMEDIATE_MARK, now).await? {
+        if deps.channels.mark_due(channel, MemoryTask::Reflection, now + IMMEDIATE_MARK, now).await? {
             deps.enqueue_after(job, Duration::ZERO).await?;
         }
         return Ok(());
@@ -75,7 +75,7 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
     }
     let s = &deps.settings;
     let state = deps.channels.channel_state(channel).await?;
-    if state.reflection_retry_after.is_some_and(|t| t > deps.clock.now()) {
+    if state.retry_after(MemoryTask::Reflection).is_some_and(|t| t > deps.clock.now()) {
         return Ok(());
     }
     let new = deps.messages.messages_after(channel, state.reflection_watermark.as_ref(), MAX_MESSAGES).await?;
@@ -127,7 +127,7 @@ async fn reflect_claimed(deps: &Deps, channel: &ChannelId, ts: &Ts, new: &[Messa
             // asked again at every message.
             deps.ledger.release(key).await?;
             let wait = Duration::from_secs(u64::from(deps.settings.reflection_lull_minutes) * 60);
-            deps.channels.defer_reflection(channel, deps.clock.now() + wait).await?;
+            deps.channels.defer(channel, MemoryTask::Reflection, deps.clock.now() + wait).await?;
             record(
                 deps,
                 channel,

@@ -12,7 +12,7 @@ use crate::deps::Deps;
 use crate::domain::{
     Author, ChannelId, ChannelLine, ChannelMemory, EventKind, Job, Message, Stage, Ts, WorkspaceMemory,
 };
-use crate::ports::{ChannelState, LlmRequest, LlmRole, PortResult};
+use crate::ports::{ChannelState, LlmRequest, LlmRole, MemoryTask, PortResult};
 use crate::prompts::fence::fence_safe;
 use crate::record::record;
 
@@ -30,7 +30,10 @@ const CLAIM_KEEP: Duration = Duration::from_secs(24 * 3600);
 /// already.
 pub async fn maybe_queue(deps: &Deps, channel: &ChannelId, newest: &Message, state: &ChannelState) -> PortResult<()> {
     let now = deps.clock.now();
-    if deps.llm.is_none() || !deps.settings.memory_enabled || state.summary_retry_after.is_some_and(|t| t > now) {
+    if deps.llm.is_none()
+        || !deps.settings.memory_enabled
+        || state.retry_after(MemoryTask::Summary).is_some_and(|t| t > now)
+    {
         return Ok(());
     }
     let every = deps.settings.summarize_every_n_messages as usize;
@@ -46,7 +49,7 @@ pub async fn maybe_queue(deps: &Deps, channel: &ChannelId, newest: &Message, sta
     } else {
         Duration::from_secs(u64::from(deps.settings.summarize_every_n_minutes) * 60)
     };
-    if deps.channels.mark_summary_due(channel, now + wait, now).await? {
+    if deps.channels.mark_due(channel, MemoryTask::Summary, now + wait, now).await? {
         let delay = if new.len() >= every { Duration::ZERO } else { wait };
         deps.enqueue_after(job, delay).await?;
     }
@@ -84,7 +87,7 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
         return Ok(());
     }
     let state = deps.channels.channel_state(channel).await?;
-    if state.summary_retry_after.is_some_and(|t| t > deps.clock.now()) {
+    if state.retry_after(MemoryTask::Summary).is_some_and(|t| t > deps.clock.now()) {
         // Queued before the last failure; the next trigger after the wait tries again.
         return Ok(());
     }
@@ -98,7 +101,7 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
     let Some(newest) = new.last().map(|m| m.ts.clone()).filter(|_| due) else {
         // Nothing new, or summarized lately by the other trigger: clear the mark so the
         // next message sets a new one (the memory itself is left alone).
-        return deps.channels.clear_summary_marks(channel).await;
+        return deps.channels.clear_marks(channel, MemoryTask::Summary).await;
     };
     let watermark = memory.watermark.as_ref().map_or("-", Ts::as_str);
     // A memory wiped to be made anew (a forget request) starts from no watermark again.
@@ -152,7 +155,7 @@ async fn summarize_claimed(
             // is not asked again at every message.
             deps.ledger.release(key).await?;
             let period = Duration::from_secs(u64::from(deps.settings.summarize_every_n_minutes) * 60);
-            deps.channels.defer_summary(channel, deps.clock.now() + period).await?;
+            deps.channels.defer(channel, MemoryTask::Summary, deps.clock.now() + period).await?;
             record(
                 deps,
                 channel,

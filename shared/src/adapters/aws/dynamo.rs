@@ -31,8 +31,8 @@ use crate::domain::{
     UserId, UserNote, UserProfile, WorkspaceMemory,
 };
 use crate::ports::{
-    ChannelState, ChannelStateStore, ClaimOutcome, Clock, FactStore, Ledger, MessageStore, OpenerState, PortError,
-    PortResult, PutOutcome, Shadow, summary_pending,
+    ChannelState, ChannelStateStore, ClaimOutcome, Clock, FactStore, Ledger, MemoryTask, MessageStore, OpenerState,
+    PortError, PortResult, PutOutcome, Shadow,
 };
 
 /// The table names (settings `MESSAGES_TABLE`, `CHANNELS_TABLE`, `LEDGER_TABLE`).
@@ -434,16 +434,7 @@ impl ChannelStateStore for DynamoStore {
     async fn set_channel_memory(&self, channel: &ChannelId, memory: ChannelMemory) -> PortResult<()> {
         self.update_state(channel, |state| {
             state.memory = memory.clone();
-            state.summary_due = None;
-            state.summary_retry_after = None;
-        })
-        .await
-    }
-
-    async fn clear_summary_marks(&self, channel: &ChannelId) -> PortResult<()> {
-        self.update_state(channel, |state| {
-            state.summary_due = None;
-            state.summary_retry_after = None;
+            state.clear_marks(MemoryTask::Summary);
         })
         .await
     }
@@ -451,52 +442,33 @@ impl ChannelStateStore for DynamoStore {
     async fn set_reflection_watermark(&self, channel: &ChannelId, ts: Ts) -> PortResult<()> {
         self.update_state(channel, |state| {
             state.reflection_watermark = Some(ts.clone());
-            state.reflection_due = None;
-            state.reflection_retry_after = None;
+            state.clear_marks(MemoryTask::Reflection);
         })
         .await
     }
 
-    async fn mark_reflection_due(&self, channel: &ChannelId, due: Timestamp, now: Timestamp) -> PortResult<bool> {
+    async fn mark_due(
+        &self,
+        channel: &ChannelId,
+        task: MemoryTask,
+        due: Timestamp,
+        now: Timestamp,
+    ) -> PortResult<bool> {
+        // The closure may run again on a version conflict: the last run's answer counts.
         let marked = std::sync::atomic::AtomicBool::new(false);
         self.update_state(channel, |state| {
-            let free = state.reflection_due.is_none_or(|d| d <= now);
-            if free {
-                state.reflection_due = Some(due);
-            }
-            marked.store(free, std::sync::atomic::Ordering::SeqCst);
+            marked.store(state.mark_due(task, due, now), std::sync::atomic::Ordering::SeqCst);
         })
         .await?;
         Ok(marked.load(std::sync::atomic::Ordering::SeqCst))
     }
 
-    async fn defer_reflection(&self, channel: &ChannelId, until: Timestamp) -> PortResult<()> {
-        self.update_state(channel, |state| {
-            state.reflection_due = None;
-            state.reflection_retry_after = Some(until);
-        })
-        .await
+    async fn defer(&self, channel: &ChannelId, task: MemoryTask, until: Timestamp) -> PortResult<()> {
+        self.update_state(channel, |state| state.defer(task, until)).await
     }
 
-    async fn defer_summary(&self, channel: &ChannelId, until: Timestamp) -> PortResult<()> {
-        self.update_state(channel, |state| {
-            state.summary_due = None;
-            state.summary_retry_after = Some(until);
-        })
-        .await
-    }
-
-    async fn mark_summary_due(&self, channel: &ChannelId, due: Timestamp, now: Timestamp) -> PortResult<bool> {
-        let marked = std::sync::atomic::AtomicBool::new(false);
-        self.update_state(channel, |state| {
-            let free = !summary_pending(state.summary_due, due, now);
-            if free {
-                state.summary_due = Some(due);
-            }
-            marked.store(free, std::sync::atomic::Ordering::SeqCst);
-        })
-        .await?;
-        Ok(marked.load(std::sync::atomic::Ordering::SeqCst))
+    async fn clear_marks(&self, channel: &ChannelId, task: MemoryTask) -> PortResult<()> {
+        self.update_state(channel, |state| state.clear_marks(task)).await
     }
 
     async fn workspace_memory(&self) -> PortResult<WorkspaceMemory> {

@@ -10,8 +10,8 @@ use crate::domain::{
     UserNote, UserProfile, WorkspaceMemory,
 };
 use crate::ports::{
-    ChannelState, ChannelStateStore, ClaimOutcome, FactStore, Ledger, MessageStore, OpenerState, PortResult,
-    PutOutcome, Shadow, summary_pending,
+    ChannelState, ChannelStateStore, ClaimOutcome, FactStore, Ledger, MemoryTask, MessageStore, OpenerState,
+    PortResult, PutOutcome, Shadow,
 };
 
 /// One channel's messages, each stored once and indexed three ways, so every read is
@@ -94,6 +94,11 @@ const PRUNE_EVERY: u64 = 1024;
 impl MemoryStore {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Changes a channel's state in place (a copy only while a reader still holds it).
+    fn update<T>(&self, channel: &ChannelId, change: impl FnOnce(&mut ChannelState) -> T) -> T {
+        change(Arc::make_mut(self.lock().states.entry(channel.clone()).or_default()))
     }
 
     /// A store that forgets messages older than `retention` (`MESSAGE_RETENTION_DAYS`).
@@ -306,65 +311,39 @@ impl ChannelStateStore for MemoryStore {
 
     async fn set_channel_memory(&self, channel: &ChannelId, memory: ChannelMemory) -> PortResult<()> {
         self.check_write()?;
-        let mut inner = self.lock();
-        let state = Arc::make_mut(inner.states.entry(channel.clone()).or_default());
-        state.memory = memory;
-        state.summary_due = None;
-        state.summary_retry_after = None;
-        Ok(())
-    }
-
-    async fn clear_summary_marks(&self, channel: &ChannelId) -> PortResult<()> {
-        let mut inner = self.lock();
-        let state = Arc::make_mut(inner.states.entry(channel.clone()).or_default());
-        state.summary_due = None;
-        state.summary_retry_after = None;
+        self.update(channel, |state| {
+            state.memory = memory;
+            state.clear_marks(MemoryTask::Summary);
+        });
         Ok(())
     }
 
     async fn set_reflection_watermark(&self, channel: &ChannelId, ts: Ts) -> PortResult<()> {
-        let mut inner = self.lock();
-        let state = Arc::make_mut(inner.states.entry(channel.clone()).or_default());
-        state.reflection_watermark = Some(ts);
-        state.reflection_due = None;
-        state.reflection_retry_after = None;
+        self.update(channel, |state| {
+            state.reflection_watermark = Some(ts);
+            state.clear_marks(MemoryTask::Reflection);
+        });
         Ok(())
     }
 
-    async fn mark_reflection_due(&self, channel: &ChannelId, due: Timestamp, now: Timestamp) -> PortResult<bool> {
-        let mut inner = self.lock();
-        let state = Arc::make_mut(inner.states.entry(channel.clone()).or_default());
-        if state.reflection_due.is_some_and(|d| d > now) {
-            return Ok(false);
-        }
-        state.reflection_due = Some(due);
-        Ok(true)
+    async fn mark_due(
+        &self,
+        channel: &ChannelId,
+        task: MemoryTask,
+        due: Timestamp,
+        now: Timestamp,
+    ) -> PortResult<bool> {
+        Ok(self.update(channel, |state| state.mark_due(task, due, now)))
     }
 
-    async fn defer_reflection(&self, channel: &ChannelId, until: Timestamp) -> PortResult<()> {
-        let mut inner = self.lock();
-        let state = Arc::make_mut(inner.states.entry(channel.clone()).or_default());
-        state.reflection_due = None;
-        state.reflection_retry_after = Some(until);
+    async fn defer(&self, channel: &ChannelId, task: MemoryTask, until: Timestamp) -> PortResult<()> {
+        self.update(channel, |state| state.defer(task, until));
         Ok(())
     }
 
-    async fn defer_summary(&self, channel: &ChannelId, until: Timestamp) -> PortResult<()> {
-        let mut inner = self.lock();
-        let state = Arc::make_mut(inner.states.entry(channel.clone()).or_default());
-        state.summary_due = None;
-        state.summary_retry_after = Some(until);
+    async fn clear_marks(&self, channel: &ChannelId, task: MemoryTask) -> PortResult<()> {
+        self.update(channel, |state| state.clear_marks(task));
         Ok(())
-    }
-
-    async fn mark_summary_due(&self, channel: &ChannelId, due: Timestamp, now: Timestamp) -> PortResult<bool> {
-        let mut inner = self.lock();
-        let state = Arc::make_mut(inner.states.entry(channel.clone()).or_default());
-        if summary_pending(state.summary_due, due, now) {
-            return Ok(false);
-        }
-        state.summary_due = Some(due);
-        Ok(true)
     }
 
     async fn workspace_memory(&self) -> PortResult<WorkspaceMemory> {
