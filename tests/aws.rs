@@ -194,9 +194,9 @@ mod end_to_end {
     use std::sync::Arc;
 
     use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+    use kuuki::adapters::aws::AwsAdapters;
     use kuuki::adapters::aws::calls::CallCounter;
     use kuuki::adapters::aws::dynamo::{TableNames, create_tables};
-    use kuuki::adapters::aws::lambda::{AwsAdapters, handle_sqs_event};
     use kuuki::adapters::memory::MemoryLog;
     use kuuki::adapters::slack::{SigningSecret, SlackClient, SlackIdentity};
     use kuuki::adapters::system::SystemClock;
@@ -205,6 +205,7 @@ mod end_to_end {
     use kuuki::deps::Deps;
     use kuuki::domain::UserId;
     use kuuki_e2e::slack_world::{BOT_USER, SlackWorld, envelope, message};
+    use kuuki_lambda::handle_sqs_event;
     use serde_json::json;
 
     use super::{emulators, queue_urls, sdk, unique};

@@ -185,7 +185,7 @@ impl World {
     async fn run_for(&self, secs: f64) {
         let until = self.clock.now() + Duration::from_secs_f64(secs);
         let clock = self.clock.clone();
-        let failed = run_due(&self.deps, &self.queue, until, move |t| clock.advance_to(t)).await;
+        let failed = run_due(&self.deps, &*self.queue, until, move |t| clock.advance_to(t)).await;
         self.clock.advance_to(until);
         assert_eq!(failed, 0, "failed deliveries; the log: {:?}", self.log.take());
     }

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use kuuki::adapters::llm::{HttpPolicy, OpenAiCompatible};
 use kuuki::config::PromptLanguage;
 use kuuki::domain::{Event, EventKind, Job, Message, RespondMode, ResponseType, ThreadKey, Timestamp, Ts};
-use kuuki::ports::{ClaimOutcome, Clock, Ledger, Llm, MessageStore, PortError, PortResult, PutOutcome};
+use kuuki::ports::{ClaimOutcome, Clock, InProcessQueue, Ledger, Llm, MessageStore, PortError, PortResult, PutOutcome};
 use kuuki::replay::REPLAY_EPOCH;
 use kuuki_e2e::slack_world::{BOT_ID, BOT_USER, SlackWorld, message};
 use serde_json::{Value, json};
@@ -295,7 +295,7 @@ async fn worker_killed_mid_generation() -> Observed {
     world.mention(0).await;
 
     let scheduled = world.w.queue.pop_due(world.w.clock.now()).expect("the answer is queued");
-    let delivery = kuuki::worker::deliver(&world.w.deps, &world.w.queue, scheduled);
+    let delivery = kuuki::worker::deliver(&world.w.deps, &*world.w.queue, scheduled);
     tokio::select! {
         _ = delivery => panic!("the first delivery cannot finish: its model never answers"),
         _ = async { while requests(&llm).await == 0 { tokio::time::sleep(Duration::from_millis(20)).await } } => {}
@@ -332,8 +332,8 @@ async fn two_deliveries_at_once() -> Observed {
     let (first, second) = (world.w.queue.pop_due(now).unwrap(), world.w.queue.pop_due(now).unwrap());
     assert_eq!(first.job, second.job, "the same answer, twice");
     let (a, b) = tokio::join!(
-        kuuki::worker::deliver(&world.w.deps, &world.w.queue, first),
-        kuuki::worker::deliver(&world.w.deps, &world.w.queue, second)
+        kuuki::worker::deliver(&world.w.deps, &*world.w.queue, first),
+        kuuki::worker::deliver(&world.w.deps, &*world.w.queue, second)
     );
     assert!(a ^ b, "one delivery answers, the other finds the claim held and fails for a retry");
     assert_eq!(world.slack.texts(), [ANSWER]);

@@ -6,7 +6,7 @@ use std::time::Duration;
 use kuuki::adapters::memory::ChatCall;
 use kuuki::domain::{Author, EventKind, Job, RespondMode, ResponseType, Stage};
 use kuuki::ingest::{Incoming, IngestOutcome};
-use kuuki::ports::{MessageStore, Queue};
+use kuuki::ports::{InProcessQueue, MessageStore, Queue};
 use kuuki::worker::{MAX_DELIVERIES, run_job};
 use kuuki_e2e::harness::Harness;
 

@@ -215,7 +215,7 @@ pub mod harness {
         /// (for tests about retries and dead letters).
         pub async fn run_until_expecting(&self, secs: f64, failures: u32) {
             let clock = self.clock.clone();
-            let failed = run_due(&self.deps, &self.queue, self.at(secs), move |t| clock.advance_to(t)).await;
+            let failed = run_due(&self.deps, &*self.queue, self.at(secs), move |t| clock.advance_to(t)).await;
             self.clock.advance_to(self.at(secs));
             super::expect_failed_deliveries(failed, failures, &format!("up to {secs} s"), || self.log.take());
         }
@@ -424,7 +424,7 @@ pub mod slack_world {
         pub async fn run_for_counting(&self, secs: f64) -> u32 {
             let until = self.clock.now() + Duration::from_secs_f64(secs);
             let clock = self.clock.clone();
-            let failures = run_due(&self.deps, &self.queue, until, move |t| clock.advance_to(t)).await;
+            let failures = run_due(&self.deps, &*self.queue, until, move |t| clock.advance_to(t)).await;
             self.clock.advance_to(until);
             failures
         }

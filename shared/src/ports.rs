@@ -358,6 +358,36 @@ pub trait Scheduler: Send + Sync {
     async fn schedule_once(&self, job: Job, at: Timestamp) -> PortResult<()>;
 }
 
+/// One delivery of a queued job to an in-process worker.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    pub job: Job,
+    /// Deliveries of this job before this one.
+    pub deliveries: u32,
+    /// Which queue message this is, for the queue that handed it out.
+    pub receipt: u64,
+}
+
+/// A queue whose deliveries are taken and settled in this process (replay, `kuuki
+/// serve`, tests): the worker takes each job as it comes due and acknowledges it or
+/// puts it back, which SQS and Lambda do between them in AWS. Like SQS, a delivered job
+/// stays in the queue, invisible for the visibility timeout, until it is settled.
+#[async_trait]
+pub trait InProcessQueue: Send + Sync {
+    /// How long a delivered job stays invisible before it comes back unless settled.
+    fn set_visibility_timeout(&self, timeout: Duration);
+    /// When the earliest job is due.
+    fn next_due(&self) -> Option<Timestamp>;
+    /// Delivers the earliest job due at or before `now`.
+    fn pop_due(&self, now: Timestamp) -> Option<Delivery>;
+    /// The delivery is done: the job leaves the queue.
+    fn ack(&self, delivery: &Delivery);
+    /// Puts a job back `after` a failed delivery, like a message becoming visible again.
+    fn redeliver(&self, delivery: Delivery, after: Duration);
+    /// Completes when a job was added since the last call (or is added now).
+    async fn arrived(&self);
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LlmRole {

@@ -7,12 +7,10 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
-use crate::adapters::memory::MemoryQueue;
-use crate::adapters::memory::queue::Scheduled;
 use crate::budget::JobKind;
 use crate::deps::Deps;
 use crate::domain::{EventKind, Job, RespondMode, Timestamp};
-use crate::ports::{PortError, PortResult};
+use crate::ports::{Delivery, InProcessQueue, PortError, PortResult};
 use crate::record::record;
 use crate::{judge, respond};
 
@@ -77,19 +75,19 @@ impl Pool {
 /// in-process stand-in for SQS pollers and Lambda (`kuuki serve`). Each pool runs its
 /// own jobs at once up to its slots; a job that runs past `WORKER_TIMEOUT_SECONDS` is
 /// stopped as Lambda would stop it, and comes back after the visibility timeout.
-pub async fn run_forever(deps: Arc<Deps>, queue: Arc<MemoryQueue>) {
+pub async fn run_forever(deps: Arc<Deps>, queue: Arc<dyn InProcessQueue>) {
     queue.set_visibility_timeout(deps.budget.visibility_timeout());
     let pools: HashMap<Pool, Arc<Semaphore>> =
         Pool::ALL.into_iter().map(|pool| (pool, Arc::new(Semaphore::new(pool.slots())))).collect();
     loop {
-        while let Some(scheduled) = queue.pop_due(deps.clock.now()) {
-            let slots = pools[&Pool::of(&scheduled.job)].clone();
+        while let Some(delivery) = queue.pop_due(deps.clock.now()) {
+            let slots = pools[&Pool::of(&delivery.job)].clone();
             let (deps, queue) = (deps.clone(), queue.clone());
             tokio::spawn(async move {
                 let _slot = slots.acquire_owned().await.expect("the semaphore is never closed");
                 let timeout = deps.settings.worker_timeout;
-                let job = scheduled.job.clone();
-                if tokio::time::timeout(timeout, deliver(&deps, &queue, scheduled)).await.is_err() {
+                let job = delivery.job.clone();
+                if tokio::time::timeout(timeout, deliver(&deps, &*queue, delivery)).await.is_err() {
                     tracing::error!(?job, ?timeout, "job stopped at the worker timeout; it will be delivered again");
                 }
             });
@@ -107,12 +105,12 @@ pub async fn run_forever(deps: Arc<Deps>, queue: Arc<MemoryQueue>) {
 
 /// Runs every job due at or before `until`, oldest first, moving the clock to each
 /// job's time with `advance`. Returns how many deliveries failed.
-pub async fn run_due(deps: &Deps, queue: &MemoryQueue, until: Timestamp, advance: impl Fn(Timestamp)) -> u32 {
+pub async fn run_due(deps: &Deps, queue: &dyn InProcessQueue, until: Timestamp, advance: impl Fn(Timestamp)) -> u32 {
     let mut failures = 0;
     while let Some(due) = queue.next_due().filter(|due| *due <= until) {
         advance(due);
-        let Some(scheduled) = queue.pop_due(due) else { break };
-        if !deliver(deps, queue, scheduled).await {
+        let Some(delivery) = queue.pop_due(due) else { break };
+        if !deliver(deps, queue, delivery).await {
             failures += 1;
         }
     }
@@ -122,30 +120,30 @@ pub async fn run_due(deps: &Deps, queue: &MemoryQueue, until: Timestamp, advance
 /// One delivery: a failed job comes back after [`REDELIVERY_DELAY`] (or, when another
 /// delivery holds its claim, once that claim has run out), until [`MAX_DELIVERIES`]
 /// send it to the dead letters. Returns whether it succeeded.
-pub async fn deliver(deps: &Deps, queue: &MemoryQueue, scheduled: Scheduled) -> bool {
-    if scheduled.deliveries >= MAX_DELIVERIES {
+pub async fn deliver(deps: &Deps, queue: &dyn InProcessQueue, delivery: Delivery) -> bool {
+    if delivery.deliveries >= MAX_DELIVERIES {
         // Delivered that often without an answer (its workers died): dead letters.
-        dead_letter(deps, &scheduled.job, "its workers stopped before finishing");
-        queue.ack(&scheduled);
+        dead_letter(deps, &delivery.job, "its workers stopped before finishing");
+        queue.ack(&delivery);
         return false;
     }
-    let error = match run_job(deps, &scheduled.job).await {
+    let error = match run_job(deps, &delivery.job).await {
         Ok(()) => {
-            queue.ack(&scheduled);
+            queue.ack(&delivery);
             return true;
         }
         Err(error) => error,
     };
-    tracing::warn!(%error, job = ?scheduled.job, "job failed; it will be delivered again");
-    if scheduled.deliveries + 1 >= MAX_DELIVERIES {
-        dead_letter(deps, &scheduled.job, &error.to_string());
-        queue.ack(&scheduled);
+    tracing::warn!(%error, job = ?delivery.job, "job failed; it will be delivered again");
+    if delivery.deliveries + 1 >= MAX_DELIVERIES {
+        dead_letter(deps, &delivery.job, &error.to_string());
+        queue.ack(&delivery);
     } else {
         let after = match &error {
             PortError::Busy { retry_after, .. } => *retry_after,
             _ => REDELIVERY_DELAY,
         };
-        queue.redeliver(scheduled, after);
+        queue.redeliver(delivery, after);
     }
     false
 }

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use kuuki::adapters::aws::lambda::cold_start;
 use kuuki::adapters::platforms::Role;
 use kuuki_ingress::{Ingress, app};
+use kuuki_lambda::cold_start;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {

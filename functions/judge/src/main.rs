@@ -2,7 +2,7 @@
 //! clients, the Slack identity and the LLM are built once per cold start.
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), lambda_runtime::Error> {
+async fn main() -> Result<(), kuuki_lambda::Error> {
     tracing_subscriber::fmt().json().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).init();
-    kuuki::adapters::aws::lambda::run_sqs_worker(kuuki::budget::JobKind::Judge).await
+    kuuki_lambda::run_sqs_worker(kuuki::budget::JobKind::Judge).await
 }

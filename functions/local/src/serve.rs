@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use kuuki::adapters::aws::lambda::AwsAdapters;
+use kuuki::adapters::aws::AwsAdapters;
 use kuuki::adapters::aws::sqs::poll_forever;
 use kuuki::adapters::llm::CountingLlm;
 use kuuki::adapters::memory::InProcess;

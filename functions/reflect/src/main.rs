@@ -2,7 +2,7 @@
 //! filled) and the daily fact clean-up a schedule sends, with partial batch failures.
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), lambda_runtime::Error> {
+async fn main() -> Result<(), kuuki_lambda::Error> {
     tracing_subscriber::fmt().json().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).init();
-    kuuki::adapters::aws::lambda::run_sqs_worker(kuuki::budget::JobKind::Reflect).await
+    kuuki_lambda::run_sqs_worker(kuuki::budget::JobKind::Reflect).await
 }

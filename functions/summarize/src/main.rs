@@ -3,7 +3,7 @@
 //! partial batch failures.
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), lambda_runtime::Error> {
+async fn main() -> Result<(), kuuki_lambda::Error> {
     tracing_subscriber::fmt().json().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).init();
-    kuuki::adapters::aws::lambda::run_sqs_worker(kuuki::budget::JobKind::Summarize).await
+    kuuki_lambda::run_sqs_worker(kuuki::budget::JobKind::Summarize).await
 }

@@ -19,7 +19,7 @@ use crate::deps::Deps;
 use crate::domain::{Author, ChannelId, Message, Persona, Timestamp, Ts, UserId};
 use crate::ingest::command::{SlashCommand, run_command};
 use crate::ingest::{Incoming, ingest};
-use crate::ports::{Clock, Embedder, Llm, PortError};
+use crate::ports::{Clock, Embedder, InProcessQueue, Llm, PortError};
 use crate::worker::run_due;
 
 /// Where the virtual clock starts: Monday 2026-01-05 09:00 UTC, a working morning.
@@ -141,7 +141,7 @@ impl Replay {
         let advance = |at: Timestamp| clock.advance_to(at);
         for line in transcript {
             let at = REPLAY_EPOCH + Duration::from_secs_f64(line.t);
-            let failed = run_due(&self.deps, &self.queue, at, advance).await;
+            let failed = run_due(&self.deps, &*self.queue, at, advance).await;
             writer.count_failed_deliveries(failed);
             writer.write_events(self.log.take());
             clock.advance_to(at);
@@ -165,7 +165,7 @@ impl Replay {
             writer.count_message();
             writer.write_events(self.log.take());
         }
-        let failed = run_due(&self.deps, &self.queue, Timestamp(i64::MAX), advance).await;
+        let failed = run_due(&self.deps, &*self.queue, Timestamp(i64::MAX), advance).await;
         writer.count_failed_deliveries(failed);
         writer.write_events(self.log.take());
         let usage = self.counting.as_ref().map(|c| c.usage()).unwrap_or_default();

@@ -1,12 +1,88 @@
 //! The AWS adapters: DynamoDB for every store port, SQS for the queue, EventBridge
 //! Scheduler for delays beyond SQS's 900 s. Clients share one rustls-on-ring HTTP
-//! client and are built once per cold start.
+//! client and are built once per cold start ([`AwsAdapters`]); the Lambda cold start
+//! and event handling live in the `kuuki-lambda` crate (`functions/lambda-common`), so
+//! this library does not pull in the Lambda runtime.
 
 pub mod calls;
 pub mod config;
 pub mod dynamo;
 pub mod emf;
-pub mod lambda;
 pub mod scheduler;
 pub mod secrets;
 pub mod sqs;
+
+use std::sync::Arc;
+
+use self::calls::CallCounter;
+use self::dynamo::{DynamoStore, TableNames};
+use self::scheduler::{EventBridgeScheduler, ScheduleTargets};
+use self::sqs::{QueueUrls, SqsQueue};
+use crate::config::Settings;
+use crate::deps::{Adapters, Surroundings};
+use crate::ports::{Chat, Clock, DecisionLog, Llm};
+
+/// The AWS adapters, built once.
+pub struct AwsAdapters {
+    pub store: Arc<DynamoStore>,
+    pub queue: Arc<SqsQueue>,
+    pub scheduler: Arc<EventBridgeScheduler>,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl AwsAdapters {
+    /// Clients from the standard AWS environment; `clock` is the system clock in Lambda.
+    pub async fn build(settings: &Settings, clock: Arc<dyn Clock>) -> Self {
+        Self::build_counted(settings, clock, None).await
+    }
+
+    /// Like [`AwsAdapters::build`], counting every call with `counter`.
+    pub async fn build_counted(settings: &Settings, clock: Arc<dyn Clock>, counter: Option<&CallCounter>) -> Self {
+        let config = config::load().await;
+        let mut dynamo = aws_sdk_dynamodb::config::Builder::from(&config);
+        let mut sqs = aws_sdk_sqs::config::Builder::from(&config);
+        let mut scheduler = aws_sdk_scheduler::config::Builder::from(&config);
+        if let Some(counter) = counter {
+            dynamo = dynamo.interceptor(counter.for_service("dynamodb"));
+            sqs = sqs.interceptor(counter.for_service("sqs"));
+            scheduler = scheduler.interceptor(counter.for_service("scheduler"));
+        }
+        let store = DynamoStore::new(
+            aws_sdk_dynamodb::Client::from_conf(dynamo.build()),
+            TableNames {
+                messages: settings.messages_table.clone(),
+                channels: settings.channels_table.clone(),
+                ledger: settings.ledger_table.clone(),
+                facts: settings.facts_table.clone(),
+            },
+            clock.clone(),
+            std::time::Duration::from_secs(u64::from(settings.message_retention_days) * 86_400),
+        );
+        let queue = SqsQueue::new(
+            aws_sdk_sqs::Client::from_conf(sqs.build()),
+            QueueUrls {
+                judge: settings.judge_queue_url.clone(),
+                respond: settings.respond_queue_url.clone(),
+                summarize: settings.summarize_queue_url.clone(),
+                reflect: settings.reflect_queue_url.clone(),
+            },
+        );
+        let scheduler = EventBridgeScheduler::new(
+            aws_sdk_scheduler::Client::from_conf(scheduler.build()),
+            ScheduleTargets {
+                group: settings.schedule_group.clone(),
+                role_arn: settings.scheduler_role_arn.clone(),
+                judge_queue_arn: settings.judge_queue_arn.clone(),
+                respond_queue_arn: settings.respond_queue_arn.clone(),
+                summarize_queue_arn: settings.summarize_queue_arn.clone(),
+                reflect_queue_arn: settings.reflect_queue_arn.clone(),
+            },
+        );
+        AwsAdapters { store: Arc::new(store), queue: Arc::new(queue), scheduler: Arc::new(scheduler), clock }
+    }
+
+    pub fn adapters(&self, chat: Arc<dyn Chat>, llm: Option<Arc<dyn Llm>>, log: Arc<dyn DecisionLog>) -> Adapters {
+        let around = Surroundings { chat, llm, clock: self.clock.clone(), log };
+        Adapters::from_store(self.store.clone(), self.queue.clone(), self.scheduler.clone(), around)
+    }
+}

@@ -192,12 +192,12 @@ pub fn encode_job(job: &Job) -> String {
     serde_json::to_string(&JobEnvelope::new(job.clone())).expect("jobs serialize")
 }
 
-/// A queue message body back to a job; a body of another version or shape is an error.
 /// A received message as the worker takes it: its id and its decoded job.
 pub fn queue_message(id: String, body: &str) -> crate::worker::QueueMessage {
     crate::worker::QueueMessage { id, job: decode_job(body) }
 }
 
+/// A queue message body back to a job; a body of another version or shape is an error.
 pub fn decode_job(body: &str) -> Result<Job, String> {
     let envelope: JobEnvelope = serde_json::from_str(body).map_err(|e| format!("not a kuuki job: {e}"))?;
     if envelope.v != JobEnvelope::VERSION {

@@ -6,16 +6,16 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::domain::{Job, Timestamp};
-use crate::ports::{Clock, PortResult, Queue, Scheduler};
+use crate::ports::{Clock, Delivery, InProcessQueue, PortResult, Queue, Scheduler};
 
 /// A job waiting for its time, with how often it was delivered before.
 #[derive(Debug, Clone)]
-pub struct Scheduled {
-    pub due: Timestamp,
+struct Scheduled {
+    due: Timestamp,
     /// Names the queue message: a delivery's invisible copy carries the same one.
     seq: u64,
-    pub job: Job,
-    pub deliveries: u32,
+    job: Job,
+    deliveries: u32,
 }
 
 impl PartialEq for Scheduled {
@@ -83,12 +83,6 @@ impl MemoryQueue {
         }
     }
 
-    /// How long a delivered job stays invisible before it comes back unless
-    /// acknowledged (the time budget's visibility timeout).
-    pub fn set_visibility_timeout(&self, timeout: Duration) {
-        *self.visibility_timeout.lock().expect("queue lock") = timeout;
-    }
-
     fn push(&self, job: Job, due: Timestamp, deliveries: u32) {
         let mut inner = self.inner.lock().expect("queue lock");
         inner.next_seq += 1;
@@ -96,44 +90,6 @@ impl MemoryQueue {
         inner.heap.push(Scheduled { due, seq, job, deliveries });
         drop(inner);
         self.arrived.notify_one();
-    }
-
-    /// Completes when a job was added since the last call (or is added now).
-    pub async fn arrived(&self) {
-        self.arrived.notified().await;
-    }
-
-    /// When the earliest job is due.
-    pub fn next_due(&self) -> Option<Timestamp> {
-        let mut inner = self.inner.lock().expect("queue lock");
-        inner.settle_top();
-        inner.heap.peek().map(|s| s.due)
-    }
-
-    /// Delivers the earliest job due at or before `now`; it stays in the queue,
-    /// invisible, until [`MemoryQueue::ack`] or [`MemoryQueue::redeliver`].
-    pub fn pop_due(&self, now: Timestamp) -> Option<Scheduled> {
-        let visibility = *self.visibility_timeout.lock().expect("queue lock");
-        let mut inner = self.inner.lock().expect("queue lock");
-        inner.settle_top();
-        if inner.heap.peek().is_none_or(|s| s.due > now) {
-            return None;
-        }
-        let delivered = inner.heap.pop()?;
-        inner.heap.push(Scheduled { due: now + visibility, deliveries: delivered.deliveries + 1, ..delivered.clone() });
-        Some(delivered)
-    }
-
-    /// The delivery is done: the job leaves the queue.
-    pub fn ack(&self, scheduled: &Scheduled) {
-        self.inner.lock().expect("queue lock").acked.insert(scheduled.seq);
-    }
-
-    /// Puts a job back after a failed delivery, like a message becoming visible again.
-    pub fn redeliver(&self, scheduled: Scheduled, after: Duration) {
-        self.ack(&scheduled);
-        let due = self.clock.now() + after;
-        self.push(scheduled.job, due, scheduled.deliveries + 1);
     }
 
     /// Jobs waiting or in delivery.
@@ -149,6 +105,47 @@ impl MemoryQueue {
     /// How many jobs came through the scheduler port.
     pub fn scheduled_once(&self) -> u64 {
         self.scheduled_once.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+#[async_trait]
+impl InProcessQueue for MemoryQueue {
+    /// The time budget's visibility timeout.
+    fn set_visibility_timeout(&self, timeout: Duration) {
+        *self.visibility_timeout.lock().expect("queue lock") = timeout;
+    }
+
+    fn next_due(&self) -> Option<Timestamp> {
+        let mut inner = self.inner.lock().expect("queue lock");
+        inner.settle_top();
+        inner.heap.peek().map(|s| s.due)
+    }
+
+    /// The job stays in the queue, invisible, until acknowledged or put back.
+    fn pop_due(&self, now: Timestamp) -> Option<Delivery> {
+        let visibility = *self.visibility_timeout.lock().expect("queue lock");
+        let mut inner = self.inner.lock().expect("queue lock");
+        inner.settle_top();
+        if inner.heap.peek().is_none_or(|s| s.due > now) {
+            return None;
+        }
+        let delivered = inner.heap.pop()?;
+        inner.heap.push(Scheduled { due: now + visibility, deliveries: delivered.deliveries + 1, ..delivered.clone() });
+        Some(Delivery { job: delivered.job, deliveries: delivered.deliveries, receipt: delivered.seq })
+    }
+
+    fn ack(&self, delivery: &Delivery) {
+        self.inner.lock().expect("queue lock").acked.insert(delivery.receipt);
+    }
+
+    fn redeliver(&self, delivery: Delivery, after: Duration) {
+        self.ack(&delivery);
+        let due = self.clock.now() + after;
+        self.push(delivery.job, due, delivery.deliveries + 1);
+    }
+
+    async fn arrived(&self) {
+        self.arrived.notified().await;
     }
 }
 
