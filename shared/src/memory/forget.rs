@@ -6,6 +6,7 @@
 //! is finished by running it again; the person's profile goes last because it lists
 //! the channels to look in.
 
+use super::keywords::contains_phrase;
 use crate::deps::Deps;
 use crate::domain::{ChannelId, ChannelMemory, EventKind, Job, Ts, UserId, WorkspaceMemory};
 use crate::ports::PortResult;
@@ -63,7 +64,8 @@ pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId) -
             channels.push(channel);
         }
     }
-    let mentions = |text: &str| text.contains(&user.0) || (!name.is_empty() && text.contains(&name));
+    // Whole words: a name inside another word ("Sam" in "Samsung") is not them.
+    let mentions = |text: &str| contains_phrase(text, &user.0) || contains_phrase(text, &name);
     for channel in &channels {
         let messages = deps.messages.delete_messages_by(channel, user).await?;
         done.messages += messages;

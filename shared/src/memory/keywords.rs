@@ -70,9 +70,32 @@ pub fn jaccard(a: &[String], b: &[String]) -> f64 {
     if union == 0 { 0.0 } else { common as f64 / union as f64 }
 }
 
+/// Whether `phrase` occurs in `text` as whole words ("stop", not "stopped"; "Sam", not
+/// "Samsung"); Japanese has no spaces, so a phrase in it counts anywhere.
+pub fn contains_phrase(text: &str, phrase: &str) -> bool {
+    if phrase.is_empty() {
+        return false;
+    }
+    if !phrase.is_ascii() {
+        return text.contains(phrase);
+    }
+    let is_word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    text.match_indices(phrase)
+        .any(|(i, _)| !is_word(text[..i].chars().next_back()) && !is_word(text[i + phrase.len()..].chars().next()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn phrases_match_whole_words() {
+        assert!(contains_phrase("ask sam about it", "sam"));
+        assert!(contains_phrase("Sam's notes", "Sam"));
+        assert!(!contains_phrase("the samsung phone", "sam"));
+        assert!(!contains_phrase("anything", ""));
+        assert!(contains_phrase("田中さんの猫", "田中"));
+    }
 
     #[test]
     fn japanese_without_spaces_yields_its_content_words() {

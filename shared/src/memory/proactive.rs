@@ -96,18 +96,7 @@ pub async fn settle(deps: &Deps, channel: &ChannelId, state: &ChannelState, now:
 
 fn says_no_thanks(text: &str) -> bool {
     let lower = text.to_lowercase();
-    NO_THANKS.iter().any(|no| contains_phrase(&lower, no))
-}
-
-/// Whether `phrase` occurs in `text` as whole words ("stop", not "stopped"); Japanese
-/// has no spaces, so a phrase in it counts anywhere.
-fn contains_phrase(text: &str, phrase: &str) -> bool {
-    if !phrase.is_ascii() {
-        return text.contains(phrase);
-    }
-    let is_word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
-    text.match_indices(phrase)
-        .any(|(i, _)| !is_word(text[..i].chars().next_back()) && !is_word(text[i + phrase.len()..].chars().next()))
+    NO_THANKS.iter().any(|no| super::keywords::contains_phrase(&lower, no))
 }
 
 /// Why no opener goes out now, or the fact to open with.
