@@ -47,7 +47,10 @@ fn fastrand_suffix() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 % 1_000_000_007
 }
 
-async fn dynamo_store(endpoint: &str, clock: Arc<VirtualClock>) -> DynamoStore {
+/// A store on fresh tables. DynamoDB Local deletes expired items by the machine's
+/// clock, so messages written at a fixed past date must be given a `retention` that
+/// reaches past today, or they vanish while a test reads them.
+async fn dynamo_store(endpoint: &str, clock: Arc<VirtualClock>, retention: Duration) -> DynamoStore {
     let client = aws_sdk_dynamodb::Client::new(&sdk(endpoint).await);
     let tables = TableNames {
         messages: unique("messages"),
@@ -57,14 +60,15 @@ async fn dynamo_store(endpoint: &str, clock: Arc<VirtualClock>) -> DynamoStore {
     };
     create_tables(&client, &tables).await.expect("tables are created");
     create_tables(&client, &tables).await.expect("creating again is a no-op");
-    DynamoStore::new(client, tables, clock, Duration::from_secs(30 * 86_400))
+    DynamoStore::new(client, tables, clock, retention)
 }
 
 #[tokio::test]
 async fn the_dynamodb_store_keeps_the_port_contract() {
     let Some((dynamo, _)) = emulators("the_dynamodb_store_keeps_the_port_contract") else { return };
     let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
-    let store = dynamo_store(&dynamo, clock).await;
+    // The contract writes at 2026-01-05 and later: ten years keeps them until it is done.
+    let store = dynamo_store(&dynamo, clock, Duration::from_secs(3650 * 86_400)).await;
     contract::message_store(&store).await;
     contract::ledger(&store).await;
     contract::channel_states(&store).await;
@@ -74,12 +78,15 @@ async fn the_dynamodb_store_keeps_the_port_contract() {
 #[tokio::test]
 async fn expired_messages_are_not_read_though_ttl_deletes_late() {
     let Some((dynamo, _)) = emulators("expired_messages_are_not_read_though_ttl_deletes_late") else { return };
-    let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
-    let store = dynamo_store(&dynamo, clock.clone()).await;
+    // Written now, so the emulator's own TTL deleter (real clock) leaves it for 30 days;
+    // the store's clock then moves past the retention.
+    let written = kuuki::ports::Clock::now(&kuuki::adapters::system::SystemClock);
+    let clock = Arc::new(VirtualClock::new(written));
+    let store = dynamo_store(&dynamo, clock.clone(), Duration::from_secs(30 * 86_400)).await;
     let channel = ChannelId("ttl".into());
     let message = kuuki::domain::Message {
         channel: channel.clone(),
-        ts: Ts::from_timestamp(REPLAY_EPOCH),
+        ts: Ts::from_timestamp(written),
         thread_root: None,
         user: kuuki::domain::UserId("U1".into()),
         user_name: "alice".into(),
@@ -88,12 +95,12 @@ async fn expired_messages_are_not_read_though_ttl_deletes_late() {
         replies_to_bot: false,
         in_dm: false,
         private_channel: false,
-        at: REPLAY_EPOCH,
+        at: written,
     };
     use kuuki::ports::MessageStore;
     store.put_message(&message).await.unwrap();
     assert!(store.get_message(&channel, &message.ts).await.unwrap().is_some());
-    clock.advance_to(REPLAY_EPOCH + Duration::from_secs(31 * 86_400));
+    clock.advance_to(written + Duration::from_secs(31 * 86_400));
     assert!(store.get_message(&channel, &message.ts).await.unwrap().is_none(), "past MESSAGE_RETENTION_DAYS");
     let thread = ThreadKey::top_level(channel.clone());
     assert!(store.recent_in_thread(&thread, Timestamp(0), 10).await.unwrap().is_empty());
