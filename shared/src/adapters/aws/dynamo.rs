@@ -20,11 +20,13 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
     ProjectionType, ReturnValue, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TimeToLiveSpecification,
 };
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use crate::domain::{
     Author, ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts,
@@ -80,8 +82,178 @@ fn get_s<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
     item.get(name).and_then(|v| v.as_s().ok()).map(String::as_str)
 }
 
-fn get_n(item: &Item, name: &str) -> Option<i64> {
-    item.get(name).and_then(|v| v.as_n().ok()).and_then(|v| v.parse().ok())
+/// A struct to its item through serde_dynamo: `String` is S, integers and
+/// `Timestamp` N, `bool` BOOL; `None`s are left out (never NULL).
+fn to_item<T: Serialize>(value: &T) -> PortResult<Item> {
+    serde_dynamo::to_item(value).map_err(backend("encode item"))
+}
+
+fn from_item<T: DeserializeOwned>(item: Item) -> PortResult<T> {
+    serde_dynamo::from_item(item).map_err(backend("decode item"))
+}
+
+/// A value kept as a JSON string (S) inside its item: a channel's state, a fact, a note.
+mod json {
+    use serde::de::{DeserializeOwned, Error as _};
+    use serde::ser::Error as _;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<T: Serialize, S: Serializer>(value: &T, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&serde_json::to_string(value).map_err(S::Error::custom)?)
+    }
+
+    pub fn deserialize<'de, T: DeserializeOwned, D: Deserializer<'de>>(deserializer: D) -> Result<T, D::Error> {
+        serde_json::from_str(&String::deserialize(deserializer)?).map_err(D::Error::custom)
+    }
+}
+
+/// An embedding as a Binary (B) attribute, through [`embedding_to_bytes`].
+mod embedding {
+    use serde::{Deserializer, Serializer, de};
+
+    pub fn serialize<S: Serializer>(value: &Option<Vec<f32>>, serializer: S) -> Result<S::Ok, S::Error> {
+        // `skip_serializing_if` leaves `None` out before this runs.
+        serializer.serialize_bytes(&super::embedding_to_bytes(value.as_deref().unwrap_or_default()))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Vec<f32>>, D::Error> {
+        struct Bytes;
+        impl de::Visitor<'_> for Bytes {
+            type Value = Vec<f32>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("little-endian f32 bytes")
+            }
+            fn visit_bytes<E: de::Error>(self, bytes: &[u8]) -> Result<Vec<f32>, E> {
+                super::embedding_from_bytes(bytes).map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_bytes(Bytes).map(Some)
+    }
+}
+
+/// The messages table's item. `sk` (the zero-padded ts) and `conv` are the table's and
+/// the index's sort and partition keys; `expires_at` is the TTL (seconds).
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+struct MessageItem {
+    channel: String,
+    sk: String,
+    ts: String,
+    conv: String,
+    user: String,
+    #[serde(default)]
+    user_name: String,
+    #[serde(default)]
+    text: String,
+    author: Author,
+    #[serde(default)]
+    replies_to_bot: bool,
+    #[serde(default)]
+    in_dm: bool,
+    #[serde(default)]
+    private_channel: bool,
+    at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    thread_root: Option<String>,
+}
+
+impl MessageItem {
+    fn new(m: &Message, expires_at: i64) -> Self {
+        MessageItem {
+            channel: m.channel.0.clone(),
+            sk: m.ts.sort_key(),
+            ts: m.ts.as_str().to_owned(),
+            conv: conversation(&m.channel, m.thread_root.as_ref()),
+            user: m.user.0.clone(),
+            user_name: m.user_name.clone(),
+            text: m.text.clone(),
+            author: m.author,
+            replies_to_bot: m.replies_to_bot,
+            in_dm: m.in_dm,
+            private_channel: m.private_channel,
+            at: m.at,
+            expires_at: Some(expires_at),
+            thread_root: m.thread_root.as_ref().map(|r| r.as_str().to_owned()),
+        }
+    }
+
+    fn into_message(self) -> Message {
+        Message {
+            channel: ChannelId(self.channel),
+            ts: Ts::new(&self.ts),
+            thread_root: self.thread_root.as_deref().map(Ts::new),
+            user: UserId(self.user),
+            user_name: self.user_name,
+            text: self.text,
+            author: self.author,
+            replies_to_bot: self.replies_to_bot,
+            in_dm: self.in_dm,
+            private_channel: self.private_channel,
+            at: self.at,
+        }
+    }
+}
+
+/// The channels table's item for a channel: its state as JSON, with the optimistic
+/// `version` (both absent reads as a fresh state at version 0).
+#[derive(Serialize, Deserialize)]
+struct ChannelItem {
+    channel: String,
+    #[serde(default, with = "json")]
+    state: ChannelState,
+    #[serde(default)]
+    version: i64,
+}
+
+/// The facts table's item for a fact: the fact as JSON without its embedding, which
+/// goes apart as bytes (4 a dimension where JSON takes about 12).
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+struct FactItem {
+    scope: String,
+    id: String,
+    #[serde(with = "json")]
+    fact: Fact,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "embedding")]
+    embedding: Option<Vec<f32>>,
+}
+
+/// The facts table's item for a person's note in a channel (scope `#notes#<channel>`).
+#[derive(Serialize, Deserialize)]
+struct NoteItem {
+    scope: String,
+    id: String,
+    #[serde(with = "json")]
+    note: UserNote,
+}
+
+/// The facts table's item for a person's counters (scope `#profiles`). Read only: the
+/// counters are written by one `UpdateItem` with ADD.
+#[derive(Deserialize)]
+struct ProfileItem {
+    #[serde(default)]
+    interactions: i64,
+    #[serde(default)]
+    bot_mentions: i64,
+    /// A string set (SS).
+    #[serde(default)]
+    channels: Vec<String>,
+    first_at: Option<Timestamp>,
+    last_at: Option<Timestamp>,
+}
+
+/// The ledger table's item: a claim or a cache entry. `posting` is set by an update
+/// only; `expires_at` is the TTL (seconds).
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+struct LedgerItem {
+    key: String,
+    status: String,
+    until: Timestamp,
+    expires_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    value: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    posting: Option<bool>,
 }
 
 fn conversation(channel: &ChannelId, root: Option<&Ts>) -> String {
@@ -99,50 +271,19 @@ impl DynamoStore {
         self.clock.now().as_micros() / Timestamp::MICROS_PER_SECOND
     }
 
-    fn message_item(&self, m: &Message) -> Item {
+    fn message_item(&self, m: &Message) -> PortResult<Item> {
         let expires = m.at.as_micros() / Timestamp::MICROS_PER_SECOND + self.retention.as_secs() as i64;
-        let mut item: Item = [
-            ("channel", s(&m.channel.0)),
-            ("sk", s(m.ts.sort_key())),
-            ("ts", s(m.ts.as_str())),
-            ("conv", s(conversation(&m.channel, m.thread_root.as_ref()))),
-            ("user", s(&m.user.0)),
-            ("user_name", s(&m.user_name)),
-            ("text", s(&m.text)),
-            ("author", s(author_name(m.author))),
-            ("replies_to_bot", AttributeValue::Bool(m.replies_to_bot)),
-            ("in_dm", AttributeValue::Bool(m.in_dm)),
-            ("private_channel", AttributeValue::Bool(m.private_channel)),
-            ("at", n(m.at.as_micros())),
-            ("expires_at", n(expires)),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect();
-        if let Some(root) = &m.thread_root {
-            item.insert("thread_root".into(), s(root.as_str()));
-        }
-        item
+        to_item(&MessageItem::new(m, expires))
     }
 
-    /// A stored item back to a message; `None` when it has expired (TTL is late).
-    fn message_from(&self, item: &Item) -> Option<Message> {
-        if get_n(item, "expires_at").is_some_and(|e| e <= self.now_secs()) {
+    /// A stored item back to a message; `None` when it has expired (TTL is late) or
+    /// does not decode.
+    fn message_from(&self, item: Item) -> Option<Message> {
+        let item: MessageItem = serde_dynamo::from_item(item).ok()?;
+        if item.expires_at.is_some_and(|e| e <= self.now_secs()) {
             return None;
         }
-        Some(Message {
-            channel: ChannelId(get_s(item, "channel")?.to_owned()),
-            ts: Ts::new(get_s(item, "ts")?),
-            thread_root: get_s(item, "thread_root").map(Ts::new),
-            user: UserId(get_s(item, "user")?.to_owned()),
-            user_name: get_s(item, "user_name").unwrap_or_default().to_owned(),
-            text: get_s(item, "text").unwrap_or_default().to_owned(),
-            author: author_from(get_s(item, "author")?)?,
-            replies_to_bot: item.get("replies_to_bot").and_then(|v| v.as_bool().ok()).copied().unwrap_or(false),
-            in_dm: item.get("in_dm").and_then(|v| v.as_bool().ok()).copied().unwrap_or(false),
-            private_channel: item.get("private_channel").and_then(|v| v.as_bool().ok()).copied().unwrap_or(false),
-            at: Timestamp(get_n(item, "at")?),
-        })
+        Some(item.into_message())
     }
 
     fn message_key(channel: &ChannelId, ts: &Ts) -> Item {
@@ -191,12 +332,8 @@ impl DynamoStore {
         let Some(item) = out.item else {
             return Ok((ChannelState::default(), 0));
         };
-        let state = get_s(&item, "state")
-            .map(serde_json::from_str::<ChannelState>)
-            .transpose()
-            .map_err(backend("decode channel state"))?
-            .unwrap_or_default();
-        Ok((state, get_n(&item, "version").unwrap_or(0)))
+        let item: ChannelItem = from_item(item)?;
+        Ok((item.state, item.version))
     }
 
     /// Read, change, write only if nobody wrote in between; again on a conflict.
@@ -204,14 +341,8 @@ impl DynamoStore {
         for _ in 0..VERSION_RETRIES {
             let (mut state, version) = self.read_state(channel).await?;
             change(&mut state);
-            let json = serde_json::to_string(&state).map_err(backend("encode channel state"))?;
-            let mut put = self
-                .client
-                .put_item()
-                .table_name(&self.tables.channels)
-                .item("channel", s(&channel.0))
-                .item("state", s(json))
-                .item("version", n(version + 1));
+            let item = ChannelItem { channel: channel.0.clone(), state, version: version + 1 };
+            let mut put = self.client.put_item().table_name(&self.tables.channels).set_item(Some(to_item(&item)?));
             put = if version == 0 {
                 put.condition_expression("attribute_not_exists(#v)")
             } else {
@@ -230,23 +361,6 @@ impl DynamoStore {
     }
 }
 
-fn author_name(author: Author) -> &'static str {
-    match author {
-        Author::Human => "human",
-        Author::OwnBot => "own_bot",
-        Author::OtherBot => "other_bot",
-    }
-}
-
-fn author_from(name: &str) -> Option<Author> {
-    match name {
-        "human" => Some(Author::Human),
-        "own_bot" => Some(Author::OwnBot),
-        "other_bot" => Some(Author::OtherBot),
-        _ => None,
-    }
-}
-
 #[async_trait]
 impl MessageStore for DynamoStore {
     async fn put_message(&self, message: &Message) -> PortResult<PutOutcome> {
@@ -254,7 +368,7 @@ impl MessageStore for DynamoStore {
             .client
             .put_item()
             .table_name(&self.tables.messages)
-            .set_item(Some(self.message_item(message)))
+            .set_item(Some(self.message_item(message)?))
             .condition_expression("attribute_not_exists(#sk)")
             .expression_attribute_names("#sk", "sk")
             .send()
@@ -278,7 +392,7 @@ impl MessageStore for DynamoStore {
             .send()
             .await
             .map_err(backend("get message"))?;
-        Ok(out.item.as_ref().and_then(|i| self.message_from(i)))
+        Ok(out.item.and_then(|i| self.message_from(i)))
     }
 
     async fn update_text(&self, channel: &ChannelId, ts: &Ts, text: &str) -> PortResult<bool> {
@@ -317,12 +431,12 @@ impl MessageStore for DynamoStore {
     async fn recent_in_thread(&self, thread: &ThreadKey, since: Timestamp, limit: usize) -> PortResult<Vec<Message>> {
         let conv = conversation(&thread.channel, thread.root.as_ref());
         let items = self.newest(Some(CONVERSATION_INDEX), ("conv", &conv), None, limit).await?;
-        Ok(newest_since(items.iter().filter_map(|i| self.message_from(i)), since))
+        Ok(newest_since(items.into_iter().filter_map(|i| self.message_from(i)), since))
     }
 
     async fn recent_in_channel(&self, channel: &ChannelId, since: Timestamp, limit: usize) -> PortResult<Vec<Message>> {
         let items = self.newest(None, ("channel", &channel.0), None, limit).await?;
-        Ok(newest_since(items.iter().filter_map(|i| self.message_from(i)), since))
+        Ok(newest_since(items.into_iter().filter_map(|i| self.message_from(i)), since))
     }
 
     async fn messages_after(&self, channel: &ChannelId, after: Option<&Ts>, limit: usize) -> PortResult<Vec<Message>> {
@@ -342,13 +456,13 @@ impl MessageStore for DynamoStore {
             None => query.key_condition_expression("#p = :p"),
         };
         let out = query.send().await.map_err(backend("query messages after"))?;
-        Ok(out.items.unwrap_or_default().iter().filter_map(|i| self.message_from(i)).collect())
+        Ok(out.items.unwrap_or_default().into_iter().filter_map(|i| self.message_from(i)).collect())
     }
 
     async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Message>> {
         // A few at once: expired items that TTL has not removed yet are skipped.
         let items = self.newest(None, ("channel", &channel.0), Some(before.sort_key()), 5).await?;
-        Ok(items.iter().find_map(|i| self.message_from(i)))
+        Ok(items.into_iter().find_map(|i| self.message_from(i)))
     }
 
     async fn delete_messages_by(&self, channel: &ChannelId, user: &UserId) -> PortResult<usize> {
@@ -571,14 +685,11 @@ impl FactStore for DynamoStore {
                 .await
                 .map_err(backend("query facts"))?;
             for item in out.items.unwrap_or_default() {
-                if let Some(json) = get_s(&item, "fact") {
-                    let mut fact = serde_json::from_str::<Fact>(json).map_err(backend("decode fact"))?;
-                    if let Some(AttributeValue::B(bytes)) = item.get("embedding") {
-                        fact.embedding =
-                            Some(embedding_from_bytes(bytes.as_ref()).map_err(backend("decode embedding"))?);
-                    }
-                    facts.push(fact);
+                let FactItem { mut fact, embedding, .. } = from_item(item)?;
+                if embedding.is_some() {
+                    fact.embedding = embedding;
                 }
+                facts.push(fact);
             }
             start = out.last_evaluated_key;
             if start.is_none() {
@@ -588,20 +699,19 @@ impl FactStore for DynamoStore {
     }
 
     async fn put_fact(&self, fact: &Fact) -> PortResult<()> {
-        // The embedding goes apart, as bytes: 4 a dimension where JSON takes about 12.
-        let (embedding, text) = (fact.embedding.as_deref(), Fact { embedding: None, ..fact.clone() });
-        let json = serde_json::to_string(&text).map_err(backend("encode fact"))?;
-        let mut put = self
-            .client
+        let item = FactItem {
+            scope: fact.channel.0.clone(),
+            id: fact.id.clone(),
+            fact: Fact { embedding: None, ..fact.clone() },
+            embedding: fact.embedding.clone(),
+        };
+        self.client
             .put_item()
             .table_name(&self.tables.facts)
-            .item("scope", s(&fact.channel.0))
-            .item("id", s(&fact.id))
-            .item("fact", s(json));
-        if let Some(embedding) = embedding {
-            put = put.item("embedding", AttributeValue::B(Blob::new(embedding_to_bytes(embedding))));
-        }
-        put.send().await.map_err(backend("put fact"))?;
+            .set_item(Some(to_item(&item)?))
+            .send()
+            .await
+            .map_err(backend("put fact"))?;
         Ok(())
     }
 
@@ -656,22 +766,15 @@ impl FactStore for DynamoStore {
             .send()
             .await
             .map_err(backend("get user note"))?;
-        out.item
-            .as_ref()
-            .and_then(|item| get_s(item, "note"))
-            .map(serde_json::from_str::<UserNote>)
-            .transpose()
-            .map_err(backend("decode user note"))
+        Ok(out.item.map(from_item::<NoteItem>).transpose()?.map(|item| item.note))
     }
 
     async fn put_user_note(&self, note: &UserNote) -> PortResult<()> {
-        let json = serde_json::to_string(note).map_err(backend("encode user note"))?;
+        let item = NoteItem { scope: notes_scope(&note.channel), id: note.user.0.clone(), note: note.clone() };
         self.client
             .put_item()
             .table_name(&self.tables.facts)
-            .item("scope", s(notes_scope(&note.channel)))
-            .item("id", s(&note.user.0))
-            .item("note", s(json))
+            .set_item(Some(to_item(&item)?))
             .send()
             .await
             .map_err(backend("put user note"))?;
@@ -701,20 +804,16 @@ impl FactStore for DynamoStore {
             .await
             .map_err(backend("get profile"))?;
         let Some(item) = out.item else { return Ok(None) };
-        let number = |name: &str| item.get(name).and_then(|v| v.as_n().ok()).and_then(|n| n.parse::<i64>().ok());
-        let mut channels: Vec<ChannelId> = item
-            .get("channels")
-            .and_then(|v| v.as_ss().ok())
-            .map(|ss| ss.iter().map(|c| ChannelId(c.clone())).collect())
-            .unwrap_or_default();
+        let item: ProfileItem = from_item(item)?;
+        let mut channels: Vec<ChannelId> = item.channels.into_iter().map(ChannelId).collect();
         channels.sort();
         Ok(Some(UserProfile {
             user: user.clone(),
-            interactions: number("interactions").unwrap_or(0).max(0) as u64,
-            bot_mentions: number("bot_mentions").unwrap_or(0).max(0) as u64,
+            interactions: item.interactions.max(0) as u64,
+            bot_mentions: item.bot_mentions.max(0) as u64,
             channels,
-            first_interaction: number("first_at").map(Timestamp),
-            last_interaction: number("last_at").map(Timestamp),
+            first_interaction: item.first_at,
+            last_interaction: item.last_at,
         }))
     }
 
@@ -765,18 +864,21 @@ const LEDGER_GRACE_SECONDS: i64 = 86_400;
 
 impl DynamoStore {
     async fn put_ledger(&self, key: &str, status: &str, until: Timestamp, value: Option<&str>) -> PortResult<()> {
-        let mut put = self
-            .client
+        let item = LedgerItem {
+            key: key.to_owned(),
+            status: status.to_owned(),
+            until,
+            expires_at: until.as_micros() / Timestamp::MICROS_PER_SECOND + LEDGER_GRACE_SECONDS,
+            value: value.map(str::to_owned),
+            posting: None,
+        };
+        self.client
             .put_item()
             .table_name(&self.tables.ledger)
-            .item("key", s(key))
-            .item("status", s(status))
-            .item("until", n(until.as_micros()))
-            .item("expires_at", n(until.as_micros() / Timestamp::MICROS_PER_SECOND + LEDGER_GRACE_SECONDS));
-        if let Some(value) = value {
-            put = put.item("value", s(value));
-        }
-        put.send().await.map_err(backend("put ledger item"))?;
+            .set_item(Some(to_item(&item)?))
+            .send()
+            .await
+            .map_err(backend("put ledger item"))?;
         Ok(())
     }
 }
@@ -821,22 +923,23 @@ impl Ledger for DynamoStore {
             Err(e) => return Err(backend("claim")(e)),
         };
         let old = match old {
-            Some(item) => item,
-            None => self
-                .client
-                .get_item()
-                .table_name(&self.tables.ledger)
-                .key("key", s(key))
-                .consistent_read(true)
-                .send()
-                .await
-                .map_err(backend("read claim"))?
-                .item
-                .unwrap_or_default(),
+            Some(item) => Some(item),
+            None => {
+                self.client
+                    .get_item()
+                    .table_name(&self.tables.ledger)
+                    .key("key", s(key))
+                    .consistent_read(true)
+                    .send()
+                    .await
+                    .map_err(backend("read claim"))?
+                    .item
+            }
         };
-        Ok(match get_s(&old, "status") {
-            Some(COMPLETED) => ClaimOutcome::Completed,
-            _ => ClaimOutcome::InProgress { until: get_n(&old, "until").map_or(now + lease, Timestamp) },
+        Ok(match old.filter(|item| !item.is_empty()).map(from_item::<LedgerItem>).transpose()? {
+            Some(old) if old.status == COMPLETED => ClaimOutcome::Completed,
+            Some(old) => ClaimOutcome::InProgress { until: old.until },
+            None => ClaimOutcome::InProgress { until: now + lease },
         })
     }
 
@@ -896,11 +999,9 @@ impl Ledger for DynamoStore {
             .send()
             .await
             .map_err(backend("get cache entry"))?;
-        Ok(out
-            .item
-            .filter(|item| get_s(item, "status") == Some(CACHED))
-            .filter(|item| get_n(item, "until").is_some_and(|until| until > now.as_micros()))
-            .and_then(|item| get_s(&item, "value").map(str::to_owned)))
+        let Some(item) = out.item else { return Ok(None) };
+        let item: LedgerItem = from_item(item)?;
+        Ok(item.value.filter(|_| item.status == CACHED && item.until > now))
     }
 
     async fn cache_put(&self, key: &str, value: &str, until: Timestamp) -> PortResult<()> {
@@ -996,5 +1097,169 @@ mod tests {
         assert_eq!(embedding_from_bytes(&bytes).unwrap(), embedding);
         assert!(embedding_from_bytes(&bytes[..5]).is_err());
         assert_eq!(embedding_from_bytes(&[]).unwrap(), Vec::<f32>::new());
+    }
+
+    // The layouts below are the ones the hand-built items had: existing items must read.
+
+    fn item(attributes: &[(&str, AttributeValue)]) -> Item {
+        attributes.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+    }
+
+    fn message(thread_root: Option<&str>) -> Message {
+        Message {
+            channel: ChannelId("C1".into()),
+            ts: Ts::new("1712345678.000100"),
+            thread_root: thread_root.map(Ts::new),
+            user: UserId("U1".into()),
+            user_name: "ana".into(),
+            text: "hi".into(),
+            author: Author::OtherBot,
+            replies_to_bot: true,
+            in_dm: false,
+            private_channel: true,
+            at: Timestamp(1_712_345_678_000_100),
+        }
+    }
+
+    #[test]
+    fn message_items_keep_their_layout() {
+        let m = message(Some("1712345600.000001"));
+        let expected = item(&[
+            ("channel", s("C1")),
+            ("sk", s("00000000001712345678.000100000")),
+            ("ts", s("1712345678.000100")),
+            ("conv", s("C1#1712345600.000001")),
+            ("thread_root", s("1712345600.000001")),
+            ("user", s("U1")),
+            ("user_name", s("ana")),
+            ("text", s("hi")),
+            ("author", s("other_bot")),
+            ("replies_to_bot", AttributeValue::Bool(true)),
+            ("in_dm", AttributeValue::Bool(false)),
+            ("private_channel", AttributeValue::Bool(true)),
+            ("at", n(1_712_345_678_000_100_i64)),
+            ("expires_at", n(99)),
+        ]);
+        assert_eq!(to_item(&MessageItem::new(&m, 99)).unwrap(), expected);
+        assert_eq!(from_item::<MessageItem>(expected).unwrap().into_message(), m);
+        for (author, name) in [(Author::Human, "human"), (Author::OwnBot, "own_bot"), (Author::OtherBot, "other_bot")] {
+            let written = to_item(&MessageItem::new(&Message { author, ..m.clone() }, 99)).unwrap();
+            assert_eq!(written.get("author"), Some(&s(name)));
+        }
+
+        let top = message(None);
+        let written = to_item(&MessageItem::new(&top, 99)).unwrap();
+        assert_eq!(written.get("conv"), Some(&s("C1#-")));
+        assert!(!written.contains_key("thread_root"), "no NULL attribute for a top-level message");
+        // The optional attributes may be absent.
+        let mut sparse = written;
+        for name in ["user_name", "text", "replies_to_bot", "in_dm", "private_channel", "expires_at"] {
+            sparse.remove(name);
+        }
+        let read = from_item::<MessageItem>(sparse).unwrap();
+        assert_eq!(read.expires_at, None);
+        let read = read.into_message();
+        assert_eq!((read.text.as_str(), read.replies_to_bot, read.private_channel), ("", false, false));
+    }
+
+    #[test]
+    fn channel_items_keep_their_layout() {
+        let state = ChannelState { muted_until: Some(Timestamp(5)), ..ChannelState::default() };
+        let json = serde_json::to_string(&state).unwrap();
+        let written = to_item(&ChannelItem { channel: "C1".into(), state: state.clone(), version: 3 }).unwrap();
+        assert_eq!(written, item(&[("channel", s("C1")), ("state", s(&json)), ("version", n(3))]));
+        let read: ChannelItem = from_item(written).unwrap();
+        assert_eq!((read.state, read.version), (state, 3));
+        let bare: ChannelItem = from_item(item(&[("channel", s("C1"))])).unwrap();
+        assert_eq!((bare.state, bare.version), (ChannelState::default(), 0));
+    }
+
+    #[test]
+    fn fact_items_keep_the_embedding_apart_as_bytes() {
+        let fact = Fact {
+            id: "f1".into(),
+            channel: ChannelId("C1".into()),
+            content: "likes tea".into(),
+            keywords: vec!["tea".into()],
+            source_users: vec!["U1".into()],
+            confidence: 0.8,
+            shareable: false,
+            created_at: Timestamp(1),
+            confirmed_at: Timestamp(2),
+            strength: 1,
+            source_messages: vec![],
+            embedding: None,
+        };
+        let json = serde_json::to_string(&fact).unwrap();
+        let with =
+            FactItem { scope: "C1".into(), id: "f1".into(), fact: fact.clone(), embedding: Some(vec![1.0, -0.5]) };
+        let expected = item(&[
+            ("scope", s("C1")),
+            ("id", s("f1")),
+            ("fact", s(&json)),
+            ("embedding", AttributeValue::B(embedding_to_bytes(&[1.0, -0.5]).into())),
+        ]);
+        assert_eq!(to_item(&with).unwrap(), expected);
+        assert_eq!(from_item::<FactItem>(expected).unwrap(), with);
+
+        let without = FactItem { embedding: None, ..with };
+        let written = to_item(&without).unwrap();
+        assert!(!written.contains_key("embedding"));
+        assert_eq!(from_item::<FactItem>(written).unwrap(), without);
+    }
+
+    #[test]
+    fn note_and_profile_items_keep_their_layout() {
+        let note = UserNote { channel: ChannelId("C1".into()), user: UserId("U1".into()), ..UserNote::default() };
+        let json = serde_json::to_string(&note).unwrap();
+        let written = to_item(&NoteItem { scope: "#notes#C1".into(), id: "U1".into(), note: note.clone() }).unwrap();
+        assert_eq!(written, item(&[("scope", s("#notes#C1")), ("id", s("U1")), ("note", s(&json))]));
+        assert_eq!(from_item::<NoteItem>(written).unwrap().note, note);
+
+        // As the counting update (ADD, SET) leaves it.
+        let profile: ProfileItem = from_item(item(&[
+            ("scope", s(PROFILES_SCOPE)),
+            ("id", s("U1")),
+            ("interactions", n(3)),
+            ("bot_mentions", n(0)),
+            ("channels", AttributeValue::Ss(vec!["C2".into(), "C1".into()])),
+            ("first_at", n(10)),
+            ("last_at", n(20)),
+        ]))
+        .unwrap();
+        assert_eq!((profile.interactions, profile.bot_mentions), (3, 0));
+        assert_eq!(profile.channels, ["C2", "C1"]);
+        assert_eq!((profile.first_at, profile.last_at), (Some(Timestamp(10)), Some(Timestamp(20))));
+    }
+
+    #[test]
+    fn ledger_items_keep_their_layout() {
+        let entry = LedgerItem {
+            key: "k".into(),
+            status: CACHED.into(),
+            until: Timestamp(7_000_000),
+            expires_at: 7 + LEDGER_GRACE_SECONDS,
+            value: Some("v".into()),
+            posting: None,
+        };
+        let expected = item(&[
+            ("key", s("k")),
+            ("status", s(CACHED)),
+            ("until", n(7_000_000)),
+            ("expires_at", n(7 + LEDGER_GRACE_SECONDS)),
+            ("value", s("v")),
+        ]);
+        assert_eq!(to_item(&entry).unwrap(), expected);
+        assert_eq!(from_item::<LedgerItem>(expected).unwrap(), entry);
+        // A claim as the claim and posting updates leave it.
+        let claim: LedgerItem = from_item(item(&[
+            ("key", s("k")),
+            ("status", s(IN_PROGRESS)),
+            ("until", n(0)),
+            ("expires_at", n(1)),
+            ("posting", AttributeValue::Bool(true)),
+        ]))
+        .unwrap();
+        assert_eq!((claim.posting, claim.value), (Some(true), None));
     }
 }
