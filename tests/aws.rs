@@ -217,7 +217,7 @@ mod end_to_end {
 
     use super::{emulators, queue_urls, sdk, unique};
 
-    pub(super) struct World {
+    pub(crate) struct World {
         pub(super) deps: Arc<Deps>,
         sqs: aws_sdk_sqs::Client,
         pub(super) urls: kuuki::adapters::aws::sqs::QueueUrls,
@@ -231,7 +231,25 @@ mod end_to_end {
         world(dynamo, moto, &[("JUDGE_MIN_WAIT_SECONDS", "0")]).await
     }
 
+    /// The cost world with a model (a script: the judge declines, answers are canned),
+    /// so the LLM judge and the memory triggers run as they do in production.
+    pub(super) async fn world_for_costs_with_llm(dynamo: &str, moto: &str) -> World {
+        let script = r#"{"role": "judge", "reply": {"should_respond": false, "reason": "no need", "confidence": 0.7, "conversation_state": "active"}, "repeat": true}
+{"role": "generate", "reply": "手順は wiki にあります。", "repeat": true}"#;
+        let llm: Arc<dyn kuuki::ports::Llm> = Arc::new(kuuki::adapters::llm::ScriptedLlm::parse(script).unwrap());
+        world_with(dynamo, moto, &[("JUDGE_MIN_WAIT_SECONDS", "0")], Some(llm)).await
+    }
+
     async fn world(dynamo: &str, moto: &str, settings: &[(&str, &str)]) -> World {
+        world_with(dynamo, moto, settings, None).await
+    }
+
+    async fn world_with(
+        dynamo: &str,
+        moto: &str,
+        settings: &[(&str, &str)],
+        llm: Option<Arc<dyn kuuki::ports::Llm>>,
+    ) -> World {
         let tables = TableNames {
             messages: unique("messages"),
             channels: unique("channels"),
@@ -254,14 +272,14 @@ mod end_to_end {
             vars.insert(k.into(), v.clone());
         }
         vars.insert("SLACK_SIGNING_SECRET".into(), "e2e-secret".into());
-        let settings = Settings::from_vars(&vars).unwrap();
+        let settings = Settings::from_vars(&vars).unwrap().for_llm(llm.is_some());
         let counter = CallCounter::default();
         let aws = AwsAdapters::build_counted(&settings, Arc::new(SystemClock), Some(&counter)).await;
         let slack_api = wiremock::MockServer::start().await;
         SlackWorld::mount_default_api(&slack_api).await;
         let chat = Arc::new(SlackClient::new(&slack_api.uri(), "xoxb-e2e"));
         let persona = settings.persona(None);
-        let adapters = aws.adapters(chat, None, Arc::new(MemoryLog::default()));
+        let adapters = aws.adapters(chat, llm, Arc::new(MemoryLog::default()));
         let deps = Arc::new(Deps::new(settings, persona, UserId(BOT_USER.into()), adapters, 3));
         let ingress = Arc::new(kuuki_ingress::Ingress {
             deps: deps.clone(),
@@ -553,6 +571,32 @@ const WORKER_CALLS_PER_MESSAGE: &[(&str, f64)] =
 async fn aws_calls_per_message_through_the_whole_pipeline() {
     let Some((dynamo, moto)) = emulators("aws_calls_per_message_through_the_whole_pipeline") else { return };
     let w = end_to_end::world_for_costs(&dynamo, &moto).await;
+    assert_calls_within(&w, "rules only", WORKER_CALLS_PER_MESSAGE).await;
+}
+
+/// With a model the LLM judge runs, and each judgment also checks whether a summary or
+/// a reflection is due (two more queries today: the next step is counters instead).
+const WORKER_CALLS_PER_MESSAGE_WITH_LLM: &[(&str, f64)] = &[
+    ("dynamodb.GetItem", 2.5),
+    ("dynamodb.PutItem", 1.0),
+    ("dynamodb.Query", 3.5),
+    ("dynamodb.UpdateItem", 0.5),
+    // The memory triggers queue a summary and a reflection for later.
+    ("sqs.SendMessage", 0.5),
+];
+
+/// The same conversation with a model configured (its answers scripted): the figure the
+/// README's cost table gives for a bot with an LLM.
+#[tokio::test]
+async fn aws_calls_per_message_with_an_llm() {
+    let Some((dynamo, moto)) = emulators("aws_calls_per_message_with_an_llm") else { return };
+    let w = end_to_end::world_for_costs_with_llm(&dynamo, &moto).await;
+    assert_calls_within(&w, "with an LLM", WORKER_CALLS_PER_MESSAGE_WITH_LLM).await;
+}
+
+/// Delivers the cost conversation, drains the judge and respond queues, prints the
+/// calls per message and fails when an operation passes its ceiling.
+async fn assert_calls_within(w: &end_to_end::World, what: &str, ceilings: &[(&str, f64)]) {
     w.counter.reset();
     let texts = [
         "おはよう",
@@ -588,13 +632,13 @@ async fn aws_calls_per_message_through_the_whole_pipeline() {
     use std::io::Write;
     let _ = writeln!(
         std::io::stderr(),
-        "AWS calls for {} messages: {total} ({:.1} per message); ingress {ingress:?}, workers {workers:?} (the test's own receives and deletes not counted)",
+        "AWS calls for {} messages, {what}: {total} ({:.1} per message); ingress {ingress:?}, workers {workers:?} (the test's own receives and deletes not counted)",
         texts.len(),
         total as f64 / texts.len() as f64
     );
     for (operation, calls) in &workers {
         let per_message = *calls as f64 / texts.len() as f64;
-        let ceiling = WORKER_CALLS_PER_MESSAGE
+        let ceiling = ceilings
             .iter()
             .find(|(op, _)| op == operation)
             .map(|(_, c)| *c)
