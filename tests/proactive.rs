@@ -148,3 +148,40 @@ fn an_answered_opener_keeps_the_wait_at_a_day() {
         vec![(6.0 * HOUR, "no opener: the next opener waits until 2026-01-06 12:02:20 UTC".to_owned())]
     );
 }
+
+/// The opener's post went out but its answer was lost (a timeout after the platform
+/// posted): the redelivered job finds the post instead of opening twice, and notes it.
+#[tokio::test]
+async fn an_opener_whose_answer_was_lost_is_found_not_posted_again() {
+    use kuuki::adapters::memory::ChatCall;
+    use kuuki::domain::ChannelId;
+    use kuuki::ingest::Incoming;
+    use kuuki::ports::ChannelStateStore;
+    use kuuki_e2e::harness::Harness;
+
+    let h = Harness::with_llm(SETTINGS, Some(RecordingLlm::new(SCRIPT)));
+    h.ingest(Incoming::Message(h.message(0.0, "alice", "<@UBOT> good morning, what is on today?", None))).await;
+    for i in 0..12 {
+        let who = if i % 2 == 0 { "alice" } else { "bob" };
+        let m = h.message(60.0 + f64::from(i) * 30.0, who, &format!("curry lunch plans, part {i}"), None);
+        h.ingest(Incoming::Message(m)).await;
+    }
+    h.run_until(2000.0).await;
+    h.chat.lose_next_answers(1);
+    h.ingest(Incoming::Message(h.message(3.0 * HOUR, "bob", "anyone up for curry lunch today?", None))).await;
+    h.run_until_expecting(5.0 * HOUR, 1).await;
+
+    let openers: Vec<_> = h
+        .chat
+        .calls()
+        .into_iter()
+        .filter_map(|c| match c {
+            ChatCall::Post { post, ts } if post.tag.as_deref().is_some_and(|t| t.starts_with("open:")) => Some(ts),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(openers.len(), 1, "posted once, found by the redelivery");
+    let opener = h.store.channel_state(&ChannelId("general".into())).await.unwrap().opener.clone();
+    assert_eq!(opener.shared_facts.len(), 1, "{opener:?}");
+    assert_eq!(opener.pending.as_ref(), Some(&openers[0]), "the found post is the one awaiting answers");
+}

@@ -4,10 +4,11 @@
 
 use serde::Serialize;
 
+use super::CLAIM_KEEP;
 use crate::deps::Deps;
-use crate::domain::{EventKind, FactUse, Intervention, Message, RespondMode, ResponseType, Stage, ThreadKey, Ts};
+use crate::domain::{EventKind, Fact, FactUse, Intervention, Message, RespondMode, ResponseType, ThreadKey, Ts};
 use crate::memory::proactive;
-use crate::ports::{ClaimOutcome, LlmRequest, LlmRole, PortResult};
+use crate::ports::{ChannelState, ClaimOutcome, LlmRequest, LlmRole, OpenerState, PortResult};
 use crate::prompts::fence::fence_safe;
 use crate::record::record;
 
@@ -43,38 +44,79 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
     let fact = match proactive::choose(deps, &target, &state, &opener).await? {
         Ok(fact) => fact,
         Err(reason) => {
-            record(deps, channel, thread.root.clone(), ts.clone(), skipped(format!("no opener: {reason}")));
+            record(deps, channel, thread.root.clone(), ts.clone(), super::dropped(&format!("no opener: {reason}")));
             return Ok(());
         }
     };
     let key = format!("open:{channel}:{ts}");
-    match deps.ledger.claim(&key, now, deps.budget.claim_lease()).await? {
-        ClaimOutcome::Claimed | ClaimOutcome::Resumed => {}
+    let resumed = match deps.ledger.claim(&key, now, deps.budget.claim_lease()).await? {
+        ClaimOutcome::Claimed => false,
+        // An earlier delivery began to post and its outcome is unknown: look first.
+        ClaimOutcome::Resumed => true,
         ClaimOutcome::InProgress { until } => return Err(ClaimOutcome::busy(&key, until, now)),
-        ClaimOutcome::Completed => return Ok(()),
-    }
-    let used = vec![FactUse { id: fact.id.clone(), content: fact.content.clone(), score: 1.0 }];
-    let text = match opener_text(deps, &target, &fact.content).await {
-        Ok(text) => text,
-        Err(reason) => {
-            // Nothing is posted; the claim is done so a redelivery does not ask again.
-            deps.ledger.complete(&key, deps.clock.now(), CLAIM_KEEP).await?;
-            let kind = EventKind::RespondFailed {
-                mode: RespondMode::Opener,
-                response_type: ResponseType::ShortAck,
-                reason,
-                notice: None,
-            };
-            record(deps, channel, thread.root.clone(), ts.clone(), kind);
-            return Ok(());
+        // The opener went out but the delivery died before noting it (the state still
+        // let this one through): note it now, so no second opener comes today.
+        ClaimOutcome::Completed => {
+            return deps.channels.set_opener(channel, proactive::after_opening(opener, &fact, None, now)).await;
         }
     };
+    let result = open_claimed(deps, &target, &state, opener, &fact, &key, resumed).await;
+    if result.is_err() {
+        // Given back so the redelivery can open (a posting mark stays).
+        deps.ledger.release(&key).await?;
+    }
+    result
+}
+
+/// Makes, posts and records the opener under its claim.
+async fn open_claimed(
+    deps: &Deps,
+    target: &Message,
+    state: &ChannelState,
+    opener: OpenerState,
+    fact: &Fact,
+    key: &str,
+    resumed: bool,
+) -> PortResult<()> {
+    let channel = &target.channel;
+    let now = deps.clock.now();
+    let used = vec![FactUse { id: fact.id.clone(), content: fact.content.clone(), score: 1.0 }];
     let silenced = state.silenced_at(now, RespondMode::Opener);
-    let posted = if silenced {
-        deps.ledger.complete(&key, deps.clock.now(), CLAIM_KEEP).await?;
-        None
+    let found = if resumed && !silenced {
+        deps.chat.find_post(channel, target.thread_root.as_ref(), &target.ts, key).await?
     } else {
-        Some(super::post(deps, &target, &key, RespondMode::Opener, &text).await?)
+        None
+    };
+    let (text, posted) = match found {
+        Some(found) => {
+            deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?;
+            super::store_own(deps, target, &found.ts, &found.text).await?;
+            (found.text, Some(found.ts))
+        }
+        None => {
+            let text = match opener_text(deps, target, &fact.content).await {
+                Ok(text) => text,
+                Err(reason) => {
+                    // Nothing is posted; the claim is done so a redelivery does not ask again.
+                    deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?;
+                    let kind = EventKind::RespondFailed {
+                        mode: RespondMode::Opener,
+                        response_type: ResponseType::ShortAck,
+                        reason,
+                        notice: None,
+                    };
+                    record(deps, channel, target.thread_root.clone(), target.ts.clone(), kind);
+                    return Ok(());
+                }
+            };
+            let posted = if silenced {
+                deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?;
+                None
+            } else {
+                Some(super::post(deps, target, key, RespondMode::Opener, &text).await?)
+            };
+            (text, posted)
+        }
     };
     let now = deps.clock.now();
     if !silenced {
@@ -82,12 +124,12 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
             at: now,
             thread: target.thread_key(),
             response_type: ResponseType::ShortAck,
-            excerpt: crate::context::excerpt(std::slice::from_ref(&target)),
+            excerpt: crate::context::excerpt(std::slice::from_ref(target)),
             facts: used.clone(),
         };
         deps.channels.record_intervention(channel, intervention).await?;
     }
-    deps.channels.set_opener(channel, proactive::after_opening(opener, &fact, posted.clone(), now)).await?;
+    deps.channels.set_opener(channel, proactive::after_opening(opener, fact, posted.clone(), now)).await?;
     record(
         deps,
         channel,
@@ -106,8 +148,6 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
     );
     Ok(())
 }
-
-const CLAIM_KEEP: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
 
 /// The opener's words: the model's, or with `--llm none` a visible stand-in.
 async fn opener_text(deps: &Deps, target: &Message, fact: &str) -> Result<String, String> {
@@ -132,8 +172,4 @@ async fn opener_text(deps: &Deps, target: &Message, fact: &str) -> Result<String
         .map_err(|e| e.to_string())?;
     super::output::fit_to_post(&response)?;
     super::guard::check_reply(&response.text, &prompt, &deps.persona.name)
-}
-
-fn skipped(reason: String) -> EventKind {
-    EventKind::Dropped { stage: Stage::Respond, reason }
 }
