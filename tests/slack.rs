@@ -642,3 +642,31 @@ async fn status_shows_what_kuuki_remembers_of_the_channel() {
     assert!(status.contains("summarized 2 min ago): the deploy was fixed"), "{status}");
     assert!(status.contains("Mood: relieved · Topics: deploy · People: alice"), "{status}");
 }
+
+/// `/kuuki forget-me` over a signed slash command: the caller's stored messages and
+/// profile go, someone else's stay; `/kuuki forget` of another person is refused to a
+/// non-admin and changes nothing.
+#[tokio::test]
+async fn forget_me_over_a_signed_slash_command_removes_the_caller_only() {
+    use kuuki::domain::UserId;
+    use kuuki::ports::{FactStore, MessageStore};
+    let w = SlackWorld::start(&[], true).await;
+    w.send_event(message(CH, "UALICE", "my cat is Miso", &w.ts(0, 1)), &[]).await;
+    w.send_event(message(CH, "UBOB", "deploys on Monday", &w.ts(0, 2)), &[]).await;
+    let stored = |w: &SlackWorld| {
+        let store = w.store.clone();
+        async move { store.messages_after(&ChannelId(CH.into()), None, 10).await.unwrap() }
+    };
+    assert_eq!(stored(&w).await.len(), 2);
+
+    let refused = command_as(&w, "UBOB", "forget <@UALICE>").await;
+    assert!(refused.starts_with("Sorry, only workspace admins and owners"), "{refused}");
+    assert_eq!(stored(&w).await.len(), 2, "refused, so nothing forgotten");
+
+    let answer = command(&w, "forget-me").await;
+    assert!(answer.starts_with("Forgotten you: 1 stored message(s)"), "{answer}");
+    let left: Vec<String> = stored(&w).await.into_iter().map(|m| m.user.0).collect();
+    assert_eq!(left, ["UBOB"]);
+    assert_eq!(w.store.profile(&UserId("UALICE".into())).await.unwrap(), None);
+    assert!(w.store.profile(&UserId("UBOB".into())).await.unwrap().is_some());
+}
