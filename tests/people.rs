@@ -288,3 +288,22 @@ fn notes_about_a_person_stay_in_the_public_channel_they_were_learned_in() {
     assert!(generated[1].contains("Traits: rust-expert"), "{}", generated[1]);
     assert!(generated[1].contains("Last time: debugging the borrow checker"), "{}", generated[1]);
 }
+
+/// A message counts once in its writer's profile, however often it is delivered: a
+/// double delivery and a platform retry find it stored and count nothing.
+#[tokio::test]
+async fn a_redelivered_message_counts_once_in_the_profile() {
+    use kuuki::domain::UserId;
+    use kuuki::ingest::{Incoming, ingest_retry};
+    use kuuki::ports::FactStore;
+    use kuuki_e2e::harness::Harness;
+
+    let h = Harness::new(&[]);
+    let m = h.message(0.0, "alice", "<@UBOT> hello", None);
+    h.ingest(Incoming::Message(m.clone())).await;
+    h.ingest(Incoming::Message(m.clone())).await;
+    ingest_retry(&h.deps, Incoming::Message(m)).await.unwrap();
+    h.ingest(Incoming::Message(h.message(10.0, "alice", "and another", None))).await;
+    let profile = h.store.profile(&UserId("alice".into())).await.unwrap().expect("counted");
+    assert_eq!((profile.interactions, profile.bot_mentions), (2, 1));
+}
