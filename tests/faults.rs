@@ -861,7 +861,11 @@ impl MessageStore for ThrottlingMessages {
         }
         self.inner.put_message(message).await
     }
-    async fn get_message(&self, channel: &kuuki::domain::ChannelId, ts: &Ts) -> PortResult<Option<Message>> {
+    async fn get_message(
+        &self,
+        channel: &kuuki::domain::ChannelId,
+        ts: &Ts,
+    ) -> PortResult<Option<std::sync::Arc<Message>>> {
         self.inner.get_message(channel, ts).await
     }
     async fn update_text(&self, channel: &kuuki::domain::ChannelId, ts: &Ts, text: &str) -> PortResult<bool> {
@@ -870,7 +874,12 @@ impl MessageStore for ThrottlingMessages {
     async fn delete_message(&self, channel: &kuuki::domain::ChannelId, ts: &Ts) -> PortResult<bool> {
         self.inner.delete_message(channel, ts).await
     }
-    async fn recent_in_thread(&self, thread: &ThreadKey, since: Timestamp, limit: usize) -> PortResult<Vec<Message>> {
+    async fn recent_in_thread(
+        &self,
+        thread: &ThreadKey,
+        since: Timestamp,
+        limit: usize,
+    ) -> PortResult<Vec<std::sync::Arc<Message>>> {
         self.inner.recent_in_thread(thread, since, limit).await
     }
     async fn recent_in_channel(
@@ -878,7 +887,7 @@ impl MessageStore for ThrottlingMessages {
         channel: &kuuki::domain::ChannelId,
         since: Timestamp,
         limit: usize,
-    ) -> PortResult<Vec<Message>> {
+    ) -> PortResult<Vec<std::sync::Arc<Message>>> {
         self.inner.recent_in_channel(channel, since, limit).await
     }
     async fn messages_after(
@@ -886,14 +895,14 @@ impl MessageStore for ThrottlingMessages {
         channel: &kuuki::domain::ChannelId,
         after: Option<&Ts>,
         limit: usize,
-    ) -> PortResult<Vec<Message>> {
+    ) -> PortResult<Vec<std::sync::Arc<Message>>> {
         self.inner.messages_after(channel, after, limit).await
     }
     async fn previous_in_channel(
         &self,
         channel: &kuuki::domain::ChannelId,
         before: &Ts,
-    ) -> PortResult<Option<Message>> {
+    ) -> PortResult<Option<std::sync::Arc<Message>>> {
         self.inner.previous_in_channel(channel, before).await
     }
     async fn delete_messages_by(

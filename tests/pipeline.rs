@@ -103,8 +103,7 @@ async fn kuukis_post_is_stored_and_a_platform_echo_of_it_is_a_duplicate() {
     assert_eq!(stored.author, Author::OwnBot);
     assert_eq!(stored.text, post.text);
     // Slack echoes the bot's own message as an event: same (channel, ts).
-    let mut echo = stored.clone();
-    echo.text = "echo".into();
+    let echo = kuuki::domain::Message { text: "echo".into(), ..kuuki::domain::Message::clone(&stored) };
     assert_eq!(h.ingest(Incoming::Message(echo)).await, IngestOutcome::Duplicate);
 }
 

@@ -10,7 +10,7 @@ use wiremock::{Mock, ResponseTemplate};
 
 const CH: &str = "C0GENERAL";
 
-async fn stored(world: &SlackWorld, ts: &str) -> Option<kuuki::domain::Message> {
+async fn stored(world: &SlackWorld, ts: &str) -> Option<std::sync::Arc<kuuki::domain::Message>> {
     world.store.get_message(&ChannelId(CH.into()), &Ts::new(ts)).await.unwrap()
 }
 
@@ -665,7 +665,7 @@ async fn forget_me_over_a_signed_slash_command_removes_the_caller_only() {
 
     let answer = command(&w, "forget-me").await;
     assert!(answer.starts_with("Forgotten you: 1 stored message(s)"), "{answer}");
-    let left: Vec<String> = stored(&w).await.into_iter().map(|m| m.user.0).collect();
+    let left: Vec<String> = stored(&w).await.into_iter().map(|m| m.user.0.clone()).collect();
     assert_eq!(left, ["UBOB"]);
     assert_eq!(w.store.profile(&UserId("UALICE".into())).await.unwrap(), None);
     assert!(w.store.profile(&UserId("UBOB".into())).await.unwrap().is_some());

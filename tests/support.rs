@@ -224,7 +224,7 @@ pub mod harness {
             self.log.take()
         }
 
-        pub async fn stored(&self, ts: &Ts) -> Option<Message> {
+        pub async fn stored(&self, ts: &Ts) -> Option<std::sync::Arc<Message>> {
             self.store.get_message(&ChannelId("general".into()), ts).await.unwrap()
         }
 

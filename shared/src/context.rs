@@ -2,6 +2,7 @@
 //! recent top level, the target conversation last, the time, the intervention history.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -56,16 +57,16 @@ pub struct PromptContext<'a> {
 
 /// The conversation of `target` in the context window, oldest first; it may hold
 /// messages newer than the target.
-pub async fn load_conversation(deps: &Deps, target: &Message) -> PortResult<Vec<Message>> {
+pub async fn load_conversation(deps: &Deps, target: &Message) -> PortResult<Vec<Arc<Message>>> {
     load_recent(deps, target, deps.settings.channel_buffer_size).await
 }
 
 /// Like [`load_conversation`], at most `limit` messages, and a thread's opening
 /// message first: on Slack it is a top-level message (its `thread_ts` equals its `ts`),
 /// stored with the channel's top level, yet it is what the thread is about.
-pub async fn load_recent(deps: &Deps, target: &Message, limit: usize) -> PortResult<Vec<Message>> {
+pub async fn load_recent(deps: &Deps, target: &Message, limit: usize) -> PortResult<Vec<Arc<Message>>> {
     if !deps.settings.memory_enabled {
-        return Ok(vec![target.clone()]);
+        return Ok(vec![Arc::new(target.clone())]);
     }
     let since = deps.clock.now() - deps.settings.channel_buffer_ttl;
     let since = since.min(target.at);
@@ -86,7 +87,7 @@ pub async fn load_recent(deps: &Deps, target: &Message, limit: usize) -> PortRes
 pub async fn build<'a>(
     deps: &'a Deps,
     target: &Message,
-    conversation: &[Message],
+    conversation: &[Arc<Message>],
     state: &ChannelState,
     response_type: ResponseType,
 ) -> PortResult<PromptContext<'a>> {
@@ -113,7 +114,12 @@ pub async fn build<'a>(
         Vec::new()
     };
     let last = state.interventions.last();
-    let everyone = top_level.iter().chain(others.iter().flatten()).chain(conversation).chain(std::iter::once(target));
+    let everyone = top_level
+        .iter()
+        .chain(others.iter().flatten())
+        .chain(conversation)
+        .map(|m| &**m)
+        .chain(std::iter::once(target));
     let names = display_names(deps, everyone).await;
     let prompt_message = |m: &Message| PromptMessage {
         time: clock_time(m.at),
@@ -145,9 +151,9 @@ pub async fn build<'a>(
             deps.settings.judge_channel_list_tokens,
         ),
         now: now.to_utc_string(),
-        top_level: top_level.iter().map(prompt_message).collect(),
-        other_threads: others.iter().map(|t| t.iter().map(prompt_message).collect()).collect(),
-        target_conversation: conversation.iter().map(prompt_message).collect(),
+        top_level: top_level.iter().map(|m| prompt_message(m)).collect(),
+        other_threads: others.iter().map(|t| t.iter().map(|m| prompt_message(m)).collect()).collect(),
+        target_conversation: conversation.iter().map(|m| prompt_message(m)).collect(),
         in_thread: target.thread_root.is_some(),
         target: prompt_message(target),
         response_type: response_type.as_str(),
@@ -227,8 +233,8 @@ fn fenced_memory(m: ChannelMemory) -> ChannelMemory {
 
 /// The threads of the channel other than the target's, the most recently active
 /// last, each cut to its newest messages.
-fn other_threads(channel: Vec<Message>, target: &Message) -> Vec<Vec<Message>> {
-    let mut threads: Vec<(Ts, Vec<Message>)> = Vec::new();
+fn other_threads(channel: Vec<Arc<Message>>, target: &Message) -> Vec<Vec<Arc<Message>>> {
+    let mut threads: Vec<(Ts, Vec<Arc<Message>>)> = Vec::new();
     for m in channel {
         let Some(root) = m.thread_root.clone() else { continue };
         if target.thread_root.as_ref() == Some(&root) {
@@ -311,7 +317,7 @@ fn clock_time(at: Timestamp) -> String {
 pub const EXCERPT_MESSAGES: usize = 5;
 
 /// The conversation as kuuki stepped in, for the intervention history.
-pub fn excerpt(conversation: &[Message]) -> String {
+pub fn excerpt(conversation: &[Arc<Message>]) -> String {
     let start = conversation.len().saturating_sub(EXCERPT_MESSAGES);
     let joined =
         conversation[start..].iter().map(|m| format!("{}: {}", m.user_name, m.text)).collect::<Vec<_>>().join(" / ");

@@ -3,6 +3,8 @@
 //! acting, so a newer message supersedes it; judge, respond and memory all import it
 //! from here rather than from each other.
 
+use std::sync::Arc;
+
 use crate::deps::Deps;
 use crate::domain::{Message, ThreadKey};
 use crate::ports::PortResult;
@@ -11,7 +13,7 @@ use crate::ports::PortResult;
 /// the thread it started (the newest `CHANNEL_BUFFER_SIZE` of each), in no set order.
 /// Queued work for `target` is superseded by a newer participant's message among them:
 /// that message queued its own.
-pub(crate) async fn messages_after(deps: &Deps, target: &Message) -> PortResult<Vec<Message>> {
+pub(crate) async fn messages_after(deps: &Deps, target: &Message) -> PortResult<Vec<Arc<Message>>> {
     let mut conversations = vec![target.thread_key()];
     if target.thread_root.is_none() {
         conversations.push(ThreadKey::thread(target.channel.clone(), target.ts.clone()));
@@ -25,7 +27,7 @@ pub(crate) async fn messages_after(deps: &Deps, target: &Message) -> PortResult<
 }
 
 /// The newest of `after` (see [`messages_after`]) that `counts` accepts.
-pub(crate) fn newest(after: &[Message], counts: impl Fn(&Message) -> bool) -> Option<&Message> {
+pub(crate) fn newest(after: &[Arc<Message>], counts: impl Fn(&Message) -> bool) -> Option<&Arc<Message>> {
     after.iter().filter(|m| counts(m)).max_by(|a, b| a.ts.cmp(&b.ts))
 }
 
@@ -35,6 +37,6 @@ pub(crate) async fn newer_message(
     deps: &Deps,
     target: &Message,
     counts: impl Fn(&Message) -> bool,
-) -> PortResult<Option<Message>> {
+) -> PortResult<Option<Arc<Message>>> {
     Ok(newest(&messages_after(deps, target).await?, counts).cloned())
 }

@@ -3,6 +3,7 @@
 //! platform adapter (DynamoDB, SQS, the Scheduler; Slack, Discord; the LLM providers);
 //! the stores and queues pass one contract suite (`adapters::contract`).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -45,24 +46,41 @@ pub enum PutOutcome {
 /// Short-term memory: every message, keyed by (channel, ts).
 #[async_trait]
 pub trait MessageStore: Send + Sync {
+    // Reads hand out shared messages: the in-process store keeps each message once, so
+    // a read costs a reference count, not a copy of its strings.
     /// Stores `message` unless (channel, ts) exists already (a conditional put).
     async fn put_message(&self, message: &Message) -> PortResult<PutOutcome>;
-    async fn get_message(&self, channel: &ChannelId, ts: &Ts) -> PortResult<Option<Message>>;
+    async fn get_message(&self, channel: &ChannelId, ts: &Ts) -> PortResult<Option<Arc<Message>>>;
     /// Replaces the text of a stored message; false when there is none.
     async fn update_text(&self, channel: &ChannelId, ts: &Ts, text: &str) -> PortResult<bool>;
     /// Removes a stored message; false when there was none.
     async fn delete_message(&self, channel: &ChannelId, ts: &Ts) -> PortResult<bool>;
     /// The newest `limit` messages of one conversation written at or after `since`,
     /// oldest first.
-    async fn recent_in_thread(&self, thread: &ThreadKey, since: Timestamp, limit: usize) -> PortResult<Vec<Message>>;
+    async fn recent_in_thread(
+        &self,
+        thread: &ThreadKey,
+        since: Timestamp,
+        limit: usize,
+    ) -> PortResult<Vec<Arc<Message>>>;
     /// The newest `limit` messages of the whole channel (every conversation) written at
     /// or after `since`, oldest first.
-    async fn recent_in_channel(&self, channel: &ChannelId, since: Timestamp, limit: usize) -> PortResult<Vec<Message>>;
+    async fn recent_in_channel(
+        &self,
+        channel: &ChannelId,
+        since: Timestamp,
+        limit: usize,
+    ) -> PortResult<Vec<Arc<Message>>>;
     /// The oldest `limit` messages of the whole channel newer than `after` (all of them
     /// from the start when `None`), oldest first.
-    async fn messages_after(&self, channel: &ChannelId, after: Option<&Ts>, limit: usize) -> PortResult<Vec<Message>>;
+    async fn messages_after(
+        &self,
+        channel: &ChannelId,
+        after: Option<&Ts>,
+        limit: usize,
+    ) -> PortResult<Vec<Arc<Message>>>;
     /// The newest message anywhere in the channel (any conversation) older than `before`.
-    async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Message>>;
+    async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Arc<Message>>>;
     /// Removes every stored message `user` wrote in `channel` (a forget request);
     /// returns how many there were. Safe to repeat.
     async fn delete_messages_by(&self, channel: &ChannelId, user: &UserId) -> PortResult<usize>;

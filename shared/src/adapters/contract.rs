@@ -69,7 +69,7 @@ pub async fn message_store(store: &dyn MessageStore) {
     }
     let top = ThreadKey::top_level(ch.clone());
     let thread = ThreadKey::thread(ch.clone(), m1.ts.clone());
-    let texts = |ms: Vec<Message>| ms.into_iter().map(|m| m.text).collect::<Vec<_>>();
+    let texts = |ms: Vec<std::sync::Arc<Message>>| ms.into_iter().map(|m| m.text.clone()).collect::<Vec<_>>();
     // Conversation reads may lag writes a little (a DynamoDB index is eventually
     // consistent); kuuki reads them seconds later, so the checks wait for them too.
     settle(store, &top, 2).await;
@@ -97,7 +97,7 @@ pub async fn message_store(store: &dyn MessageStore) {
     let prev = |ts: &Ts| {
         let ts = ts.clone();
         let ch = ch.clone();
-        async move { store.previous_in_channel(&ch, &ts).await.unwrap().map(|m| m.text) }
+        async move { store.previous_in_channel(&ch, &ts).await.unwrap().map(|m| m.text.clone()) }
     };
     assert_eq!(prev(&m3.ts).await.as_deref(), Some("reply"));
     assert_eq!(prev(&m4.ts).await.as_deref(), Some("two"));

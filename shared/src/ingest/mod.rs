@@ -75,7 +75,7 @@ pub async fn ingest(deps: &Deps, incoming: Incoming) -> PortResult<IngestOutcome
         Incoming::Edited { channel, ts, text } => {
             let found = deps.messages.update_text(&channel, &ts, &text).await?;
             if found {
-                let thread_root = deps.messages.get_message(&channel, &ts).await?.and_then(|m| m.thread_root);
+                let thread_root = deps.messages.get_message(&channel, &ts).await?.and_then(|m| m.thread_root.clone());
                 record(deps, &channel, thread_root, ts, EventKind::Edited { text });
             }
             Ok(IngestOutcome::Edited(found))
@@ -84,7 +84,7 @@ pub async fn ingest(deps: &Deps, incoming: Incoming) -> PortResult<IngestOutcome
             let stored = deps.messages.get_message(&channel, &ts).await?;
             let found = deps.messages.delete_message(&channel, &ts).await?;
             if found {
-                let thread_root = stored.and_then(|m| m.thread_root);
+                let thread_root = stored.and_then(|m| m.thread_root.clone());
                 record(deps, &channel, thread_root, ts.clone(), EventKind::Deleted);
             }
             // Even when the message was gone already: a delivery that deleted it may

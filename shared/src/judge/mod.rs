@@ -4,6 +4,7 @@
 pub mod rules;
 pub mod verdict;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::deps::Deps;
@@ -81,7 +82,7 @@ async fn judge_claimed(
     deps: &Deps,
     thread: &ThreadKey,
     ts: &Ts,
-    target: &Message,
+    target: &Arc<Message>,
     answered: bool,
 ) -> PortResult<Judged> {
     let channel = &thread.channel;
@@ -231,7 +232,7 @@ async fn wait(
 async fn ask_llm(
     deps: &Deps,
     target: &Message,
-    conversation: &[Message],
+    conversation: &[Arc<Message>],
     state: &crate::ports::ChannelState,
 ) -> PortResult<(Result<LlmVerdict, String>, bool, Option<Usage>)> {
     let Some(llm) = &deps.llm else {

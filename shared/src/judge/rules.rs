@@ -1,6 +1,8 @@
 //! The rule-based judge (DESIGN §4, spec 000 and 001): pure functions over a message,
 //! its conversation and the channel's state. No I/O, no clock.
 
+use std::sync::Arc;
+
 use crate::config::Settings;
 use crate::domain::{
     Author, BotIdentity, Breakdown, Decision, DirectTrigger, Message, Pending, ResponseType, RuleScore, Timestamp,
@@ -87,7 +89,7 @@ pub fn mentioned_others<'t>(text: &'t str, bot: &BotIdentity) -> Vec<&'t str> {
 /// Who the last turn of `conversation` is meant for when it is someone else's: a
 /// person it mentions, or, in a thread, the person whose question the turn replies to
 /// (the turn just before it, another human's, asked something).
-pub fn addressee(conversation: &[Message], bot: &BotIdentity) -> Option<String> {
+pub fn addressee(conversation: &[Arc<Message>], bot: &BotIdentity) -> Option<String> {
     let turn = turn(conversation);
     let speaker = turn.last()?;
     if let Some(id) = turn.iter().find_map(|m| mentioned_others(&m.text, bot).first().copied()) {
@@ -107,7 +109,7 @@ pub fn addressee(conversation: &[Message], bot: &BotIdentity) -> Option<String> 
 /// The person a message opens by calling, without a mention: 「satoさん、…」 (any name
 /// with an honorific), "Yuki, could you…" or "daniel are you…" (the name of someone
 /// else in the conversation, followed by a comma or a question).
-fn called_by_name(message: &Message, conversation: &[Message], bot: &BotIdentity) -> Option<String> {
+fn called_by_name(message: &Message, conversation: &[Arc<Message>], bot: &BotIdentity) -> Option<String> {
     const HONORIFICS: [&str; 6] = ["さん", "くん", "君", "ちゃん", "様", "氏"];
     const ASKING: [&str; 10] = ["are ", "is ", "can ", "could ", "would ", "will ", "do ", "did ", "have ", "when "];
     let text = message.text.trim_start();
@@ -355,7 +357,7 @@ mod question_phrases {
 /// author of its last message without anyone else in between. People split one
 /// thought over several lines ("CI のキャッシュってどこで消せる？" / "急ぎではないです"),
 /// and only the newest line is judged, so the content rules read the whole turn.
-pub fn turn(conversation: &[Message]) -> &[Message] {
+pub fn turn(conversation: &[Arc<Message>]) -> &[Arc<Message>] {
     let Some(last) = conversation.last() else {
         return conversation;
     };
@@ -369,7 +371,7 @@ pub struct RuleInput<'a> {
     pub message: &'a Message,
     /// The conversation's recent messages up to and including `message`, oldest first,
     /// already limited to the context window.
-    pub conversation: &'a [Message],
+    pub conversation: &'a [Arc<Message>],
     /// The channel's message before the speaker's turn began, in any conversation.
     pub previous_in_channel: Option<Timestamp>,
     /// kuuki's last response anywhere in this channel (cooldown).
@@ -388,10 +390,15 @@ pub struct RuleInput<'a> {
 /// Scores an ambient message. Direct triggers never come here.
 pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
     let message = input.message;
-    let turn = match turn(input.conversation) {
-        [] => std::slice::from_ref(message),
-        turn => turn,
+    // A conversation not loaded (memory off) is the message alone.
+    let alone;
+    let conversation = if input.conversation.is_empty() {
+        alone = [Arc::new(message.clone())];
+        &alone[..]
+    } else {
+        input.conversation
     };
+    let turn = turn(conversation);
     let turn_lower: Vec<String> = turn.iter().map(|m| m.text.to_lowercase()).collect();
     let mentions_any =
         |needles: &[String]| needles.iter().any(|n| turn_lower.iter().any(|t| contains_ignore_case(t, n)));
@@ -421,7 +428,7 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
     }
 
     let window = recent_window(input.conversation, settings.judge_recent_messages);
-    let humans: Vec<&Message> = window.iter().filter(|m| m.author == Author::Human).collect();
+    let humans: Vec<&Message> = window.iter().map(|m| &**m).filter(|m| m.author == Author::Human).collect();
     let mut speakers: Vec<&str> = humans.iter().map(|m| m.user.0.as_str()).collect();
     speakers.sort_unstable();
     speakers.dedup();
@@ -449,7 +456,6 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
     // The time-dependent rules count from the end of the turn: that is when the others
     // could start answering.
     let age = input.now.seconds_since(message.at);
-    let conversation = if input.conversation.is_empty() { std::slice::from_ref(message) } else { input.conversation };
     let addressee = addressee(conversation, input.bot);
     let other_wait = settings.addressed_to_other_wait.as_secs_f64();
     let for_other = addressee.filter(|_| age < other_wait);
@@ -500,7 +506,7 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
 }
 
 /// The last `n` messages of the conversation up to the target (the slice's end).
-fn recent_window(conversation: &[Message], n: usize) -> &[Message] {
+fn recent_window(conversation: &[Arc<Message>], n: usize) -> &[Arc<Message>] {
     &conversation[conversation.len().saturating_sub(n)..]
 }
 
@@ -676,12 +682,13 @@ mod tests {
         }
 
         fn score(&self, settings: &Settings) -> RuleScore {
+            let conversation: Vec<Arc<Message>> = self.conversation.iter().cloned().map(Arc::new).collect();
             let message = self.conversation.last().unwrap();
             let bot = bot();
             score(
                 &RuleInput {
                     message,
-                    conversation: &self.conversation,
+                    conversation: &conversation,
                     previous_in_channel: self.silence.map(|s| Timestamp(message.at.0 - (s * 1e6) as i64)),
                     last_response_at: self.last_response.map(at),
                     last_response_here: self.last_response_here.or(self.last_response).map(at),
@@ -1109,7 +1116,8 @@ mod tests {
 
     #[test]
     fn a_turn_is_the_trailing_run_of_one_author() {
-        let conv = vec![msg(0.0, "a", "1"), msg(1.0, "b", "2"), msg(2.0, "a", "3"), msg(3.0, "a", "4")];
+        let conv: Vec<Arc<Message>> =
+            [msg(0.0, "a", "1"), msg(1.0, "b", "2"), msg(2.0, "a", "3"), msg(3.0, "a", "4")].map(Arc::new).into();
         let t: Vec<&str> = turn(&conv).iter().map(|m| m.text.as_str()).collect();
         assert_eq!(t, vec!["3", "4"]);
         assert_eq!(turn(&conv[..1]).len(), 1);

@@ -10,6 +10,7 @@
 //! it (`respond::opener`), so in AWS it goes through the respond queue and in replay
 //! through the virtual clock like any job.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::deps::Deps;
@@ -74,7 +75,7 @@ pub async fn settle(deps: &Deps, channel: &ChannelId, state: &ChannelState, now:
     if closes > now {
         return Ok(opener);
     }
-    let replies: Vec<Message> = deps
+    let replies: Vec<Arc<Message>> = deps
         .messages
         .messages_after(channel, Some(&posted), 50)
         .await?

@@ -4,6 +4,7 @@
 //! remembering and notes about people. A watermark keeps the same messages from
 //! yielding the same facts twice; a fact restated strengthens the one known.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -103,7 +104,7 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
     result
 }
 
-async fn reflect_claimed(deps: &Deps, channel: &ChannelId, ts: &Ts, new: &[Message], key: &str) -> PortResult<()> {
+async fn reflect_claimed(deps: &Deps, channel: &ChannelId, ts: &Ts, new: &[Arc<Message>], key: &str) -> PortResult<()> {
     let Some(llm) = &deps.llm else { return Ok(()) };
     let known = deps.facts.facts(channel).await?;
     let prompt = deps.prompts.reflect(&ReflectContext {
@@ -207,7 +208,7 @@ pub struct NewNote {
 
 /// Who wrote the messages reflected on, so the names a model writes become ids: notes
 /// and sources are kept by id (a forget request finds them; names change).
-struct Speakers<'a>(&'a [Message]);
+struct Speakers<'a>(&'a [Arc<Message>]);
 
 impl Speakers<'_> {
     fn id_of(&self, name_or_id: &str) -> Option<&UserId> {
@@ -230,7 +231,7 @@ impl Speakers<'_> {
         if !numbered.is_empty() {
             return numbered;
         }
-        let theirs: Vec<&Message> = self.0.iter().filter(|m| sources.contains(&m.user)).collect();
+        let theirs: Vec<&Message> = self.0.iter().map(|m| &**m).filter(|m| sources.contains(&m.user)).collect();
         let sharing: Vec<Ts> = theirs
             .iter()
             .filter(|m| super::keywords::keywords(&m.text).iter().any(|k| keywords.contains(k)))

@@ -3,6 +3,7 @@
 //! `SUMMARIZE_EVERY_N_MINUTES`, whichever comes first; the workspace memory follows
 //! from the channel summaries on a slower schedule.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -63,7 +64,7 @@ async fn new_messages(
     channel: &ChannelId,
     memory: &ChannelMemory,
     limit: usize,
-) -> PortResult<Vec<Message>> {
+) -> PortResult<Vec<Arc<Message>>> {
     deps.messages.messages_after(channel, memory.watermark.as_ref(), limit).await
 }
 
@@ -128,7 +129,7 @@ async fn summarize_claimed(
     channel: &ChannelId,
     ts: &Ts,
     memory: ChannelMemory,
-    new: Vec<Message>,
+    new: Vec<Arc<Message>>,
     newest: Ts,
     key: &str,
 ) -> PortResult<()> {

@@ -4,11 +4,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::REPLAY_EPOCH;
 use crate::adapters::llm::RoleUsage;
-use crate::domain::{Decision, Event, EventKind, ResponseType, Timestamp, Ts};
+use crate::domain::{
+    Author, Decision, DirectTrigger, Event, EventKind, FactUse, LlmVerdict, RespondMode, ResponseType, Stage,
+    Timestamp, Ts, UserId,
+};
 use crate::ports::LlmRole;
 
 /// What a replay did, for the final `stats` line and the summary.
@@ -37,16 +40,16 @@ pub struct Stats {
 }
 
 #[derive(Serialize)]
-struct Line<'a> {
+struct Line<'a, B> {
     t: f64,
     kind: &'a str,
     channel: &'a str,
     thread: Option<&'a str>,
     /// When the message a judgment or response is about was written.
     #[serde(skip_serializing_if = "Option::is_none")]
-    msg_t: Option<Value>,
+    msg_t: Option<MsgT<'a>>,
     #[serde(flatten)]
-    body: Value,
+    body: B,
 }
 
 /// Turns events into decision-log lines and hands them on: to a writer, and to a list
@@ -54,7 +57,8 @@ struct Line<'a> {
 pub struct LogWriter<'a> {
     out: &'a mut dyn Write,
     keep: Option<Vec<Value>>,
-    thread_names: HashMap<(String, Ts), String>,
+    /// Channel -> thread root -> the transcript's name for the thread.
+    thread_names: HashMap<String, HashMap<Ts, String>>,
     stats: Stats,
     io_error: Option<std::io::Error>,
 }
@@ -81,7 +85,11 @@ impl<'a> LogWriter<'a> {
     }
 
     pub(crate) fn name_thread(&mut self, channel: &str, root: &Ts, name: &str) {
-        self.thread_names.entry((channel.to_owned(), root.clone())).or_insert_with(|| name.to_owned());
+        let names = match self.thread_names.get_mut(channel) {
+            Some(names) => names,
+            None => self.thread_names.entry(channel.to_owned()).or_default(),
+        };
+        names.entry(root.clone()).or_insert_with(|| name.to_owned());
     }
 
     pub(crate) fn count_message(&mut self) {
@@ -101,34 +109,24 @@ impl<'a> LogWriter<'a> {
             };
             let thread = thread_root.map(|root| {
                 self.thread_names
-                    .get(&(event.channel.0.clone(), root.clone()))
-                    .cloned()
-                    .unwrap_or_else(|| root.as_str().to_owned())
+                    .get(event.channel.0.as_str())
+                    .and_then(|names| names.get(root))
+                    .map_or(root.as_str(), String::as_str)
             });
             let line = Line {
                 t: seconds(event.at),
                 kind: event.kind.name(),
                 channel: &event.channel.0,
-                thread: thread.as_deref(),
+                thread,
                 msg_t: (!matches!(event.kind, EventKind::Message { .. })).then(|| ts_seconds(&event.ts)),
                 body: body(&event),
             };
-            self.emit(&line);
+            emit(&mut *self.out, &mut self.keep, &mut self.io_error, &line);
         }
     }
 
     fn emit(&mut self, line: &impl Serialize) {
-        if self.io_error.is_none() {
-            let written = serde_json::to_writer(&mut *self.out, line)
-                .map_err(std::io::Error::from)
-                .and_then(|_| self.out.write_all(b"\n"));
-            if let Err(e) = written {
-                self.io_error = Some(e);
-            }
-        }
-        if let Some(keep) = &mut self.keep {
-            keep.push(serde_json::to_value(line).expect("log lines serialize"));
-        }
+        emit(&mut *self.out, &mut self.keep, &mut self.io_error, line);
     }
 
     fn tally(&mut self, kind: &EventKind) {
@@ -171,25 +169,152 @@ impl<'a> LogWriter<'a> {
     }
 }
 
+/// Writes one line (the first write error is kept; later lines are not written) and
+/// keeps it as a value when asked. Takes the writer's parts, so a line may borrow the
+/// writer's thread names.
+fn emit(
+    out: &mut dyn Write,
+    keep: &mut Option<Vec<Value>>,
+    io_error: &mut Option<std::io::Error>,
+    line: &impl Serialize,
+) {
+    if io_error.is_none() {
+        let written =
+            serde_json::to_writer(&mut *out, line).map_err(std::io::Error::from).and_then(|_| out.write_all(b"\n"));
+        if let Err(e) = written {
+            *io_error = Some(e);
+        }
+    }
+    if let Some(keep) = keep {
+        keep.push(serde_json::to_value(line).expect("log lines serialize"));
+    }
+}
+
 /// Seconds since the replay started, to the millisecond.
 fn seconds(at: Timestamp) -> f64 {
     (at.seconds_since(REPLAY_EPOCH) * 1000.0).round() / 1000.0
 }
 
-fn body(event: &Event) -> Value {
+/// A decision-log line's fields after the common ones, typed and borrowed from the
+/// event: written straight to the output (no `serde_json::Value` built per line).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Body<'a> {
+    Message {
+        user: &'a UserId,
+        text: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        author: Option<Author>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        trigger: Option<&'a DirectTrigger>,
+    },
+    Edited {
+        text: &'a str,
+    },
+    Deleted {},
+    Judge {
+        user: &'a UserId,
+        score: i32,
+        breakdown: &'a BTreeMap<String, i32>,
+        decision: Decision,
+        llm_called: bool,
+        respond: bool,
+        reason: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        response_type: Option<ResponseType>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        delay_seconds: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        llm: Option<&'a LlmVerdict>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        llm_error: Option<&'a str>,
+        #[serde(skip_serializing_if = "is_false")]
+        llm_cached: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        llm_tokens: Option<Tokens>,
+    },
+    Superseded {
+        stage: Stage,
+        by_t: MsgT<'a>,
+    },
+    Dropped {
+        stage: Stage,
+        reason: &'a str,
+    },
+    Respond {
+        #[serde(rename = "type")]
+        response_type: ResponseType,
+        mode: RespondMode,
+        #[serde(skip_serializing_if = "<[_]>::is_empty")]
+        facts: &'a [FactUse],
+        #[serde(skip_serializing_if = "is_false")]
+        shadow: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        text: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        emoji: Option<&'a str>,
+    },
+    RespondFailed {
+        #[serde(rename = "type")]
+        response_type: ResponseType,
+        mode: RespondMode,
+        reason: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        notice: Option<&'a str>,
+    },
+    Reflect {
+        messages: usize,
+        facts_new: usize,
+        facts_strengthened: usize,
+        profiles: usize,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        embedding_error: Option<&'a str>,
+    },
+    Forget {
+        user: Option<&'a UserId>,
+        messages: usize,
+        facts_removed: usize,
+        facts_edited: usize,
+        notes: usize,
+        summaries: usize,
+    },
+    Command {
+        user: &'a UserId,
+        command: &'a str,
+        answer: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        announced: Option<&'a str>,
+    },
+    Summary {
+        messages: usize,
+        summary: &'a str,
+        mood: &'a str,
+        topic_keywords: &'a [String],
+        active_users: &'a [String],
+        workspace: bool,
+    },
+}
+
+#[derive(Serialize)]
+struct Tokens {
+    input: u64,
+    output: u64,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn body(event: &Event) -> Body<'_> {
     match &event.kind {
-        EventKind::Message { user, text, author, trigger, .. } => {
-            let mut v = json!({"user": user, "text": text});
-            if *author != crate::domain::Author::Human {
-                v["author"] = json!(author);
-            }
-            if let Some(trigger) = trigger {
-                v["trigger"] = json!(trigger);
-            }
-            v
-        }
-        EventKind::Edited { text } => json!({"text": text}),
-        EventKind::Deleted => json!({}),
+        EventKind::Message { user, text, author, trigger, .. } => Body::Message {
+            user,
+            text,
+            author: (*author != Author::Human).then_some(*author),
+            trigger: trigger.as_ref(),
+        },
+        EventKind::Edited { text } => Body::Edited { text },
+        EventKind::Deleted => Body::Deleted {},
         EventKind::Judge {
             user,
             score,
@@ -204,86 +329,72 @@ fn body(event: &Event) -> Value {
             llm_cached,
             llm_usage,
             reason,
-        } => {
-            let mut v = json!({
-                "user": user, "score": score, "breakdown": breakdown, "decision": decision,
-                "llm_called": llm_called, "respond": respond, "reason": reason,
-            });
-            if let Some(rt) = response_type {
-                v["response_type"] = json!(rt);
-                v["delay_seconds"] = json!(delay_seconds);
-            } else if *decision == Decision::Wait {
-                v["delay_seconds"] = json!(delay_seconds);
-            }
-            if let Some(llm) = llm {
-                v["llm"] = json!(llm);
-            }
-            if let Some(e) = llm_error {
-                v["llm_error"] = json!(e);
-            }
-            if *llm_cached {
-                v["llm_cached"] = json!(true);
-            }
-            if let Some(u) = llm_usage {
-                v["llm_tokens"] = json!({"input": u.input_tokens, "output": u.output_tokens});
-            }
-            v
-        }
-        EventKind::Superseded { stage, by } => json!({"stage": stage, "by_t": ts_seconds(by)}),
-        EventKind::Dropped { stage, reason } => json!({"stage": stage, "reason": reason}),
-        EventKind::Respond { mode, response_type, text, emoji, shadow, facts, .. } => {
-            let mut v = json!({"type": response_type, "mode": mode});
-            if !facts.is_empty() {
-                v["facts"] = json!(facts);
-            }
-            if *shadow {
-                v["shadow"] = json!(true);
-            }
-            if let Some(text) = text {
-                v["text"] = json!(text);
-            }
-            if let Some(emoji) = emoji {
-                v["emoji"] = json!(emoji);
-            }
-            v
-        }
+        } => Body::Judge {
+            user,
+            score: *score,
+            breakdown,
+            decision: *decision,
+            llm_called: *llm_called,
+            respond: *respond,
+            reason,
+            response_type: *response_type,
+            delay_seconds: (response_type.is_some() || *decision == Decision::Wait).then_some(*delay_seconds),
+            llm: llm.as_ref(),
+            llm_error: llm_error.as_deref(),
+            llm_cached: *llm_cached,
+            llm_tokens: llm_usage.as_ref().map(|u| Tokens { input: u.input_tokens, output: u.output_tokens }),
+        },
+        EventKind::Superseded { stage, by } => Body::Superseded { stage: *stage, by_t: ts_seconds(by) },
+        EventKind::Dropped { stage, reason } => Body::Dropped { stage: *stage, reason },
+        EventKind::Respond { mode, response_type, text, emoji, shadow, facts, .. } => Body::Respond {
+            response_type: *response_type,
+            mode: *mode,
+            facts,
+            shadow: *shadow,
+            text: text.as_deref(),
+            emoji: emoji.as_deref(),
+        },
         EventKind::RespondFailed { mode, response_type, reason, notice } => {
-            let mut v = json!({"type": response_type, "mode": mode, "reason": reason});
-            if let Some(notice) = notice {
-                v["notice"] = json!(notice);
-            }
-            v
+            Body::RespondFailed { response_type: *response_type, mode: *mode, reason, notice: notice.as_deref() }
         }
-        EventKind::Reflect { messages, facts_new, facts_strengthened, profiles, embedding_error } => {
-            let mut v = json!({"messages": messages, "facts_new": facts_new, "facts_strengthened": facts_strengthened, "profiles": profiles});
-            if let Some(error) = embedding_error {
-                v["embedding_error"] = json!(error);
-            }
-            v
-        }
-        EventKind::Forget { user, messages, facts_removed, facts_edited, notes, summaries } => json!({
-            "user": user, "messages": messages, "facts_removed": facts_removed, "facts_edited": facts_edited,
-            "notes": notes, "summaries": summaries,
-        }),
+        EventKind::Reflect { messages, facts_new, facts_strengthened, profiles, embedding_error } => Body::Reflect {
+            messages: *messages,
+            facts_new: *facts_new,
+            facts_strengthened: *facts_strengthened,
+            profiles: *profiles,
+            embedding_error: embedding_error.as_deref(),
+        },
+        EventKind::Forget { user, messages, facts_removed, facts_edited, notes, summaries } => Body::Forget {
+            user: user.as_ref(),
+            messages: *messages,
+            facts_removed: *facts_removed,
+            facts_edited: *facts_edited,
+            notes: *notes,
+            summaries: *summaries,
+        },
         EventKind::Command { user, command, answer, announced } => {
-            let mut v = json!({"user": user, "command": command, "answer": answer});
-            if let Some(announced) = announced {
-                v["announced"] = json!(announced);
-            }
-            v
+            Body::Command { user, command, answer, announced: announced.as_deref() }
         }
-        EventKind::Summary { messages, summary, mood, topic_keywords, active_users, workspace } => json!({
-            "messages": messages, "summary": summary, "mood": mood,
-            "topic_keywords": topic_keywords, "active_users": active_users, "workspace": workspace,
-        }),
+        EventKind::Summary { messages, summary, mood, topic_keywords, active_users, workspace } => {
+            Body::Summary { messages: *messages, summary, mood, topic_keywords, active_users, workspace: *workspace }
+        }
     }
 }
 
+/// When the message a line is about was written: transcript seconds, or the raw ts
+/// when it is not a number.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum MsgT<'a> {
+    Seconds(f64),
+    Raw(&'a str),
+}
+
 /// A replay ts back to transcript seconds (replay ts are minted from the virtual clock).
-fn ts_seconds(ts: &Ts) -> Value {
+fn ts_seconds(ts: &Ts) -> MsgT<'_> {
     let (int, frac) = ts.as_str().split_once('.').unwrap_or((ts.as_str(), "0"));
     match (int.parse::<i64>(), format!("0.{frac}").parse::<f64>()) {
-        (Ok(secs), Ok(frac)) => json!(seconds(Timestamp::from_secs_f64(secs as f64 + frac))),
-        _ => json!(ts.as_str()),
+        (Ok(secs), Ok(frac)) => MsgT::Seconds(seconds(Timestamp::from_secs_f64(secs as f64 + frac))),
+        _ => MsgT::Raw(ts.as_str()),
     }
 }

@@ -5,6 +5,7 @@ pub mod guard;
 pub mod opener;
 pub mod output;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::context;
@@ -54,7 +55,7 @@ pub async fn handle(
             channel,
             thread.root.clone(),
             ts.clone(),
-            EventKind::Superseded { stage: Stage::Respond, by: newer.ts },
+            EventKind::Superseded { stage: Stage::Respond, by: newer.ts.clone() },
         );
         return Ok(());
     }
@@ -342,7 +343,7 @@ struct Generated {
 async fn generate(
     deps: &Deps,
     target: &Message,
-    conversation: &[Message],
+    conversation: &[Arc<Message>],
     state: &crate::ports::ChannelState,
     response_type: ResponseType,
 ) -> PortResult<Generated> {
@@ -408,13 +409,13 @@ const LAST_TOPICS: usize = 8;
 /// Who kuuki answers: their familiarity from the workspace counters, what it noted
 /// about them in this channel. Notes the topics they speak of now for next time (this
 /// channel's note only: what someone says in one channel stays there).
-async fn speaker(deps: &Deps, target: &Message, conversation: &[Message]) -> PortResult<context::SpeakerContext> {
+async fn speaker(deps: &Deps, target: &Message, conversation: &[Arc<Message>]) -> PortResult<context::SpeakerContext> {
     let interactions = deps.facts.profile(&target.user).await?.map_or(0, |p| p.interactions);
     let familiarity = Familiarity::of(interactions, deps.settings.familiarity_thresholds);
     let note = deps.facts.user_note(&target.channel, &target.user).await?;
     let speaker = context::SpeakerContext::new(familiarity, interactions, note.as_ref());
     let mut topics: Vec<String> = Vec::new();
-    let theirs = conversation.iter().chain(std::iter::once(target)).filter(|m| m.user == target.user);
+    let theirs = conversation.iter().map(|m| &**m).chain(std::iter::once(target)).filter(|m| m.user == target.user);
     for m in theirs.collect::<Vec<_>>().into_iter().rev() {
         for k in crate::memory::keywords::keywords(&without_markup(&m.text)) {
             if topics.len() < LAST_TOPICS && !topics.contains(&k) {

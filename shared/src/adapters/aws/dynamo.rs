@@ -278,12 +278,12 @@ impl DynamoStore {
 
     /// A stored item back to a message; `None` when it has expired (TTL is late) or
     /// does not decode.
-    fn message_from(&self, item: Item) -> Option<Message> {
+    fn message_from(&self, item: Item) -> Option<Arc<Message>> {
         let item: MessageItem = serde_dynamo::from_item(item).ok()?;
         if item.expires_at.is_some_and(|e| e <= self.now_secs()) {
             return None;
         }
-        Some(item.into_message())
+        Some(Arc::new(item.into_message()))
     }
 
     fn message_key(channel: &ChannelId, ts: &Ts) -> Item {
@@ -382,7 +382,7 @@ impl MessageStore for DynamoStore {
         }
     }
 
-    async fn get_message(&self, channel: &ChannelId, ts: &Ts) -> PortResult<Option<Message>> {
+    async fn get_message(&self, channel: &ChannelId, ts: &Ts) -> PortResult<Option<Arc<Message>>> {
         let out = self
             .client
             .get_item()
@@ -428,18 +428,33 @@ impl MessageStore for DynamoStore {
         Ok(out.attributes.is_some_and(|a| !a.is_empty()))
     }
 
-    async fn recent_in_thread(&self, thread: &ThreadKey, since: Timestamp, limit: usize) -> PortResult<Vec<Message>> {
+    async fn recent_in_thread(
+        &self,
+        thread: &ThreadKey,
+        since: Timestamp,
+        limit: usize,
+    ) -> PortResult<Vec<Arc<Message>>> {
         let conv = conversation(&thread.channel, thread.root.as_ref());
         let items = self.newest(Some(CONVERSATION_INDEX), ("conv", &conv), None, limit).await?;
         Ok(newest_since(items.into_iter().filter_map(|i| self.message_from(i)), since))
     }
 
-    async fn recent_in_channel(&self, channel: &ChannelId, since: Timestamp, limit: usize) -> PortResult<Vec<Message>> {
+    async fn recent_in_channel(
+        &self,
+        channel: &ChannelId,
+        since: Timestamp,
+        limit: usize,
+    ) -> PortResult<Vec<Arc<Message>>> {
         let items = self.newest(None, ("channel", &channel.0), None, limit).await?;
         Ok(newest_since(items.into_iter().filter_map(|i| self.message_from(i)), since))
     }
 
-    async fn messages_after(&self, channel: &ChannelId, after: Option<&Ts>, limit: usize) -> PortResult<Vec<Message>> {
+    async fn messages_after(
+        &self,
+        channel: &ChannelId,
+        after: Option<&Ts>,
+        limit: usize,
+    ) -> PortResult<Vec<Arc<Message>>> {
         let mut query = self
             .client
             .query()
@@ -459,7 +474,7 @@ impl MessageStore for DynamoStore {
         Ok(out.items.unwrap_or_default().into_iter().filter_map(|i| self.message_from(i)).collect())
     }
 
-    async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Message>> {
+    async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Arc<Message>>> {
         // A few at once: expired items that TTL has not removed yet are skipped.
         let items = self.newest(None, ("channel", &channel.0), Some(before.sort_key()), 5).await?;
         Ok(items.into_iter().find_map(|i| self.message_from(i)))
@@ -507,16 +522,16 @@ impl MessageStore for DynamoStore {
 }
 
 /// Newest-first messages cut at `since`, returned oldest first.
-fn newest_since(newest_first: impl Iterator<Item = Message>, since: Timestamp) -> Vec<Message> {
-    let mut out: Vec<Message> = newest_first.take_while(|m| m.at >= since).collect();
+fn newest_since(newest_first: impl Iterator<Item = Arc<Message>>, since: Timestamp) -> Vec<Arc<Message>> {
+    let mut out: Vec<Arc<Message>> = newest_first.take_while(|m| m.at >= since).collect();
     out.reverse();
     out
 }
 
 #[async_trait]
 impl ChannelStateStore for DynamoStore {
-    async fn channel_state(&self, channel: &ChannelId) -> PortResult<std::sync::Arc<ChannelState>> {
-        Ok(std::sync::Arc::new(self.read_state(channel).await?.0))
+    async fn channel_state(&self, channel: &ChannelId) -> PortResult<Arc<ChannelState>> {
+        Ok(Arc::new(self.read_state(channel).await?.0))
     }
 
     async fn record_intervention(&self, channel: &ChannelId, intervention: Intervention) -> PortResult<()> {

@@ -173,9 +173,8 @@ fn newest_since<'a>(
     newest_first: impl Iterator<Item = &'a Arc<Message>>,
     since: Timestamp,
     limit: usize,
-) -> Vec<Message> {
-    let mut out: Vec<Message> =
-        newest_first.take_while(|m| m.at >= since).take(limit).map(|m| Message::clone(m)).collect();
+) -> Vec<Arc<Message>> {
+    let mut out: Vec<Arc<Message>> = newest_first.take_while(|m| m.at >= since).take(limit).cloned().collect();
     out.reverse();
     out
 }
@@ -195,8 +194,8 @@ impl MessageStore for MemoryStore {
         Ok(PutOutcome::Inserted)
     }
 
-    async fn get_message(&self, channel: &ChannelId, ts: &Ts) -> PortResult<Option<Message>> {
-        Ok(self.lock().channels.get(channel).and_then(|c| c.by_ts.get(ts)).map(|m| Message::clone(m)))
+    async fn get_message(&self, channel: &ChannelId, ts: &Ts) -> PortResult<Option<Arc<Message>>> {
+        Ok(self.lock().channels.get(channel).and_then(|c| c.by_ts.get(ts)).cloned())
     }
 
     async fn update_text(&self, channel: &ChannelId, ts: &Ts, text: &str) -> PortResult<bool> {
@@ -219,7 +218,12 @@ impl MessageStore for MemoryStore {
         Ok(messages.remove(ts).is_some())
     }
 
-    async fn recent_in_thread(&self, thread: &ThreadKey, since: Timestamp, limit: usize) -> PortResult<Vec<Message>> {
+    async fn recent_in_thread(
+        &self,
+        thread: &ThreadKey,
+        since: Timestamp,
+        limit: usize,
+    ) -> PortResult<Vec<Arc<Message>>> {
         let inner = self.lock();
         let Some(messages) = inner.channels.get(&thread.channel) else {
             return Ok(Vec::new());
@@ -230,7 +234,12 @@ impl MessageStore for MemoryStore {
         Ok(newest_since(conversation.values().rev(), since, limit))
     }
 
-    async fn recent_in_channel(&self, channel: &ChannelId, since: Timestamp, limit: usize) -> PortResult<Vec<Message>> {
+    async fn recent_in_channel(
+        &self,
+        channel: &ChannelId,
+        since: Timestamp,
+        limit: usize,
+    ) -> PortResult<Vec<Arc<Message>>> {
         let inner = self.lock();
         let Some(messages) = inner.channels.get(channel) else {
             return Ok(Vec::new());
@@ -238,23 +247,28 @@ impl MessageStore for MemoryStore {
         Ok(newest_since(messages.by_ts.values().rev(), since, limit))
     }
 
-    async fn messages_after(&self, channel: &ChannelId, after: Option<&Ts>, limit: usize) -> PortResult<Vec<Message>> {
+    async fn messages_after(
+        &self,
+        channel: &ChannelId,
+        after: Option<&Ts>,
+        limit: usize,
+    ) -> PortResult<Vec<Arc<Message>>> {
         use std::ops::Bound;
         let inner = self.lock();
         let Some(messages) = inner.channels.get(channel) else {
             return Ok(Vec::new());
         };
         let lower = after.map_or(Bound::Unbounded, |a| Bound::Excluded(a.clone()));
-        Ok(messages.by_ts.range((lower, Bound::Unbounded)).take(limit).map(|(_, m)| Message::clone(m)).collect())
+        Ok(messages.by_ts.range((lower, Bound::Unbounded)).take(limit).map(|(_, m)| m.clone()).collect())
     }
 
-    async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Message>> {
+    async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Arc<Message>>> {
         let inner = self.lock();
         Ok(inner
             .channels
             .get(channel)
             .and_then(|c| c.by_ts.range(..before.clone()).next_back())
-            .map(|(_, m)| Message::clone(m)))
+            .map(|(_, m)| m.clone()))
     }
 
     async fn delete_messages_by(&self, channel: &ChannelId, user: &UserId) -> PortResult<usize> {
