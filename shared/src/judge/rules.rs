@@ -33,6 +33,27 @@ const FADING_WINDOW: usize = 6;
 /// N) came at the busy rate: the current burst, not diluted by older messages.
 const BUSY_MESSAGES: usize = 5;
 
+/// `text` in lowercase, borrowed when it already is: most chat lines (Japanese, or
+/// lowercase English) are, and the rules lowercase every message of the window.
+pub(crate) fn lowercase(text: &str) -> std::borrow::Cow<'_, str> {
+    let unchanged = |c: char| {
+        if c.is_ascii() {
+            !c.is_ascii_uppercase()
+        } else if ('\u{3000}'..='\u{9fff}').contains(&c) {
+            // Kana, CJK punctuation and ideographs have no case.
+            true
+        } else {
+            let mut lower = c.to_lowercase();
+            lower.next() == Some(c) && lower.next().is_none()
+        }
+    };
+    if text.chars().all(unchanged) {
+        std::borrow::Cow::Borrowed(text)
+    } else {
+        std::borrow::Cow::Owned(text.to_lowercase())
+    }
+}
+
 /// Whether `message` is addressed to kuuki, and how. A reply to the bot is known from
 /// the platform (`replies_to_bot`); a mention is `<@id>` (Discord also `<@!id>`).
 pub fn direct_trigger(message: &Message, bot: &BotIdentity) -> Option<DirectTrigger> {
@@ -49,7 +70,7 @@ pub fn direct_trigger(message: &Message, bot: &BotIdentity) -> Option<DirectTrig
     if bot.names_lowercase.is_empty() {
         return None;
     }
-    let text = text.to_lowercase();
+    let text = lowercase(text);
     if bot.names_lowercase.iter().any(|name| mentions_name(&text, name)) {
         return Some(DirectTrigger::Name);
     }
@@ -113,7 +134,7 @@ fn called_by_name(message: &Message, conversation: &[Arc<Message>], bot: &BotIde
     const HONORIFICS: [&str; 6] = ["さん", "くん", "君", "ちゃん", "様", "氏"];
     const ASKING: [&str; 10] = ["are ", "is ", "can ", "could ", "would ", "will ", "do ", "did ", "have ", "when "];
     let text = message.text.trim_start();
-    let lower = text.to_lowercase();
+    let lower = lowercase(text);
     let lower = ["hey ", "hi ", "@"].iter().find_map(|p| lower.strip_prefix(p)).unwrap_or(&lower);
     let end = lower.find([',', '、', ':', ' ', '　', '!', '！']).unwrap_or(lower.len());
     let (word, rest) = lower.split_at(end);
@@ -198,7 +219,7 @@ fn called_by_name(message: &Message, conversation: &[Arc<Message>], bot: &BotIde
         return Some(word.to_owned());
     }
     let known = conversation.iter().any(|m| {
-        let n = m.user_name.to_lowercase();
+        let n = lowercase(&m.user_name);
         m.author == Author::Human && m.user != message.user && (n == word || n.split_whitespace().next() == Some(word))
     });
     let calls = rest.starts_with([',', '、', ':']) || ASKING.iter().any(|a| after_name.starts_with(a));
@@ -206,7 +227,7 @@ fn called_by_name(message: &Message, conversation: &[Arc<Message>], bot: &BotIde
 }
 
 fn contains_ignore_case(text_lower: &str, needle: &str) -> bool {
-    !needle.is_empty() && text_lower.contains(&needle.to_lowercase())
+    !needle.is_empty() && text_lower.contains(&*lowercase(needle))
 }
 
 /// The text asks something. People often leave out the question mark ("how do I undo
@@ -221,7 +242,7 @@ pub fn is_question(text: &str) -> bool {
     if t.ends_with('?') || t.ends_with('？') {
         return true;
     }
-    let lower = t.to_lowercase();
+    let lower = lowercase(t);
     if question_phrases::ASKING.iter().any(|p| lower.contains(p)) {
         return true;
     }
@@ -399,7 +420,7 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
         input.conversation
     };
     let turn = turn(conversation);
-    let turn_lower: Vec<String> = turn.iter().map(|m| m.text.to_lowercase()).collect();
+    let turn_lower: Vec<_> = turn.iter().map(|m| lowercase(&m.text)).collect();
     let mentions_any =
         |needles: &[String]| needles.iter().any(|n| turn_lower.iter().any(|t| contains_ignore_case(t, n)));
     let mut breakdown = Breakdown::default();
@@ -592,13 +613,13 @@ pub fn is_thanks(text: &str) -> bool {
         "もう一つ",
         "one more",
     ];
-    let t = text.to_lowercase();
+    let t = lowercase(text);
     THANKS.iter().any(|w| t.contains(w)) && !REQUESTS.iter().any(|w| t.contains(w)) && !is_question(text)
 }
 
 /// An emoji for a react-only response (Slack names), picked from what the message says.
 pub fn pick_emoji(text: &str) -> &'static str {
-    let t = text.to_lowercase();
+    let t = lowercase(text);
     let has = |words: &[&str]| words.iter().any(|w| t.contains(w));
     if is_question(text) {
         "thinking_face"
@@ -1112,6 +1133,19 @@ mod tests {
         assert_eq!(points_of(&remark(5).score(&s5), "short_conversation"), None);
         let off = settings(&[("JUDGE_MIN_CONVERSATION_MESSAGES", "1")]);
         assert_eq!(points_of(&remark(1).score(&off), "short_conversation"), None);
+    }
+
+    #[test]
+    fn lowercase_borrows_only_what_is_lowercase_already() {
+        use std::borrow::Cow;
+        for text in ["おはよう、デプロイは？", "lunch anyone?", "", "ｋｕｕｋｉ"] {
+            assert!(matches!(lowercase(text), Cow::Borrowed(t) if t == text), "{text}");
+        }
+        for (text, lower) in
+            [("Hello", "hello"), ("ＫＵＵＫＩ さん", "ｋｕｕｋｉ さん"), ("ǅemal", "ǆemal"), ("ÉCOLE", "école")]
+        {
+            assert!(matches!(lowercase(text), Cow::Owned(ref t) if t == lower), "{text}");
+        }
     }
 
     #[test]
