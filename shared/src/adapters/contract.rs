@@ -88,6 +88,16 @@ pub async fn message_store(store: &dyn MessageStore) {
     assert_eq!(texts(store.recent_in_channel(&ch, at(0), 2).await.unwrap()), ["two", "reply 2"]);
     assert_eq!(texts(store.recent_in_channel(&ch, at(25), 10).await.unwrap()), ["two", "reply 2"]);
 
+    // The newest of the whole channel in one read, and whether that is all of it.
+    let window = store.channel_window(&ch, 3).await.unwrap();
+    assert_eq!(texts(window.messages), ["reply", "two", "reply 2"], "the newest, oldest first");
+    assert!(!window.complete, "one more is stored");
+    let window = store.channel_window(&ch, 10).await.unwrap();
+    assert_eq!(texts(window.messages), ["one", "reply", "two", "reply 2"]);
+    assert!(window.complete, "nothing older is stored");
+    let nobody = store.channel_window(&ChannelId("nobody".into()), 10).await.unwrap();
+    assert!(nobody.messages.is_empty() && nobody.complete);
+
     // Forward from a ts: the oldest first, after it (exclusive).
     assert_eq!(texts(store.messages_after(&ch, None, 2).await.unwrap()), ["one", "reply"]);
     assert_eq!(texts(store.messages_after(&ch, Some(&m2.ts), 10).await.unwrap()), ["two", "reply 2"]);

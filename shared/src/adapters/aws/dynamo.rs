@@ -33,8 +33,8 @@ use crate::domain::{
     UserId, UserNote, UserProfile, WorkspaceMemory,
 };
 use crate::ports::{
-    ChannelState, ChannelStateStore, ClaimOutcome, Clock, FactStore, Ledger, MemoryTask, MessageStore, OpenerState,
-    PortError, PortResult, PutOutcome, Shadow,
+    ChannelState, ChannelStateStore, ChannelWindow, ClaimOutcome, Clock, FactStore, Ledger, MemoryTask, MessageStore,
+    OpenerState, PortError, PortResult, PutOutcome, Shadow,
 };
 
 /// The table names (settings `MESSAGES_TABLE`, `CHANNELS_TABLE`, `LEDGER_TABLE`).
@@ -457,6 +457,30 @@ impl MessageStore for DynamoStore {
         };
         let out = query.send().await.map_err(backend("query messages after"))?;
         Ok(out.items.unwrap_or_default().into_iter().filter_map(|i| self.message_from(i)).collect())
+    }
+
+    async fn channel_window(&self, channel: &ChannelId, limit: usize) -> PortResult<ChannelWindow> {
+        // Consistent, unlike the conversation index: a job queued right after its
+        // message was stored must find it.
+        let out = self
+            .client
+            .query()
+            .table_name(&self.tables.messages)
+            .key_condition_expression("#p = :p")
+            .expression_attribute_names("#p", "channel")
+            .expression_attribute_values(":p", s(&channel.0))
+            .scan_index_forward(false)
+            .consistent_read(true)
+            .limit(limit.clamp(1, 1000) as i32)
+            .send()
+            .await
+            .map_err(backend("query channel window"))?;
+        // A page that stopped at the limit may have more behind it.
+        let complete = out.last_evaluated_key.is_none();
+        let mut messages: Vec<Message> =
+            out.items.unwrap_or_default().into_iter().filter_map(|i| self.message_from(i)).collect();
+        messages.reverse();
+        Ok(ChannelWindow { messages, complete })
     }
 
     async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Message>> {
