@@ -242,7 +242,7 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     assert_eq!(state.shadow, Some(shadow));
     assert_eq!(state.shadow_at(at(1999)), Some(shadow), "in force until it ends");
     assert_eq!(state.shadow_at(at(2000)), None, "and over by itself then");
-    assert_eq!(state.last_judgment, Some(note));
+    assert_eq!(state.last_judgment, Some(note.clone()));
     // `shadow all` replaces it, and its `all` survives the round trip.
     let everything = Shadow { until: Some(at(3000)), all: true };
     store.set_shadow(&ch, Some(everything)).await.unwrap();
@@ -256,6 +256,11 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
 
     // Memories: a summary due blocks another until its time; a new memory clears it.
     assert!(store.mark_due(&ch, MemoryTask::Summary, at(900), at(0)).await.unwrap());
+    store.set_muted(&ch, None).await.unwrap();
+    store.record_judgment(&ch, note.clone()).await.unwrap();
+    let state = store.channel_state(&ch).await.unwrap();
+    assert_eq!(state.summary_due, Some(at(900)), "other writes keep the mark");
+    assert_eq!(state.last_judgment.as_ref(), Some(&note));
     assert!(!store.mark_due(&ch, MemoryTask::Summary, at(950), at(10)).await.unwrap(), "one is pending");
     assert!(store.mark_due(&ch, MemoryTask::Summary, at(60), at(10)).await.unwrap(), "an earlier one takes its place");
     assert!(!store.mark_due(&ch, MemoryTask::Summary, at(70), at(11)).await.unwrap(), "then that one is pending");
