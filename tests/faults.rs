@@ -898,6 +898,13 @@ impl MessageStore for ThrottlingMessages {
     ) -> PortResult<Vec<std::sync::Arc<Message>>> {
         self.inner.messages_after(channel, after, limit).await
     }
+    async fn channel_window(
+        &self,
+        channel: &kuuki::domain::ChannelId,
+        limit: usize,
+    ) -> PortResult<kuuki::ports::ChannelWindow> {
+        self.inner.channel_window(channel, limit).await
+    }
     async fn previous_in_channel(
         &self,
         channel: &kuuki::domain::ChannelId,

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::conversation::Window;
 use crate::deps::Deps;
 use crate::domain::{
     Author, ChannelId, ChannelLine, ChannelMemory, Message, Persona, ResponseType, ThreadKey, Timestamp, Ts, UserId,
@@ -57,26 +58,30 @@ pub struct PromptContext<'a> {
 
 /// The conversation of `target` in the context window, oldest first; it may hold
 /// messages newer than the target.
-pub async fn load_conversation(deps: &Deps, target: &Message) -> PortResult<Vec<Arc<Message>>> {
-    load_recent(deps, target, deps.settings.channel_buffer_size).await
+pub async fn load_conversation(deps: &Deps, window: &Window, target: &Message) -> PortResult<Vec<Arc<Message>>> {
+    load_recent(deps, window, target, deps.settings.channel_buffer_size).await
 }
 
 /// Like [`load_conversation`], at most `limit` messages, and a thread's opening
 /// message first: on Slack it is a top-level message (its `thread_ts` equals its `ts`),
 /// stored with the channel's top level, yet it is what the thread is about.
-pub async fn load_recent(deps: &Deps, target: &Message, limit: usize) -> PortResult<Vec<Arc<Message>>> {
+pub async fn load_recent(
+    deps: &Deps,
+    window: &Window,
+    target: &Message,
+    limit: usize,
+) -> PortResult<Vec<Arc<Message>>> {
     if !deps.settings.memory_enabled {
         return Ok(vec![Arc::new(target.clone())]);
     }
     let since = deps.clock.now() - deps.settings.channel_buffer_ttl;
     let since = since.min(target.at);
-    let mut conversation = deps
-        .messages
-        .recent_in_thread(&target.thread_key(), since, limit.min(deps.settings.channel_buffer_size))
+    let mut conversation = window
+        .recent_in_thread(deps, &target.thread_key(), since, limit.min(deps.settings.channel_buffer_size))
         .await?;
     if let Some(root) = &target.thread_root
         && conversation.first().is_none_or(|m| &m.ts != root)
-        && let Some(opener) = deps.messages.get_message(&target.channel, root).await?
+        && let Some(opener) = window.get_message(deps, &target.channel, root).await?
         && opener.thread_root.is_none()
     {
         conversation.insert(0, opener);
@@ -86,6 +91,7 @@ pub async fn load_recent(deps: &Deps, target: &Message, limit: usize) -> PortRes
 
 pub async fn build<'a>(
     deps: &'a Deps,
+    window: &Window,
     target: &Message,
     conversation: &[Arc<Message>],
     state: &ChannelState,
@@ -95,8 +101,9 @@ pub async fn build<'a>(
     let top_level = match (&target.thread_root, deps.settings.memory_enabled) {
         (Some(_), true) => {
             let since = now - deps.settings.channel_buffer_ttl;
-            deps.messages
+            window
                 .recent_in_thread(
+                    deps,
                     &ThreadKey::top_level(target.channel.clone()),
                     since,
                     deps.settings.channel_buffer_size,
@@ -107,8 +114,7 @@ pub async fn build<'a>(
     };
     let others = if deps.settings.memory_enabled {
         let since = now - deps.settings.channel_buffer_ttl;
-        let channel =
-            deps.messages.recent_in_channel(&target.channel, since, deps.settings.channel_buffer_size).await?;
+        let channel = window.recent_in_channel(deps, &target.channel, since, deps.settings.channel_buffer_size).await?;
         other_threads(channel, target)
     } else {
         Vec::new()

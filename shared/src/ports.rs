@@ -79,11 +79,23 @@ pub trait MessageStore: Send + Sync {
         after: Option<&Ts>,
         limit: usize,
     ) -> PortResult<Vec<Arc<Message>>>;
+    /// The newest `limit` messages of the whole channel (every conversation), oldest
+    /// first, and whether they are all it holds: one read that answers most of what a
+    /// worker asks about a channel (see `conversation::Window`).
+    async fn channel_window(&self, channel: &ChannelId, limit: usize) -> PortResult<ChannelWindow>;
     /// The newest message anywhere in the channel (any conversation) older than `before`.
     async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Arc<Message>>>;
     /// Removes every stored message `user` wrote in `channel` (a forget request);
     /// returns how many there were. Safe to repeat.
     async fn delete_messages_by(&self, channel: &ChannelId, user: &UserId) -> PortResult<usize>;
+}
+
+/// The newest messages of a channel, oldest first (expired ones left out).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChannelWindow {
+    pub messages: Vec<Arc<Message>>,
+    /// No older message is stored: what the window lacks does not exist.
+    pub complete: bool,
 }
 
 /// What kuuki did in each channel lately: cooldown, engagement, intervention history.
@@ -168,12 +180,21 @@ impl ChannelState {
     /// one). A full-buffer reflection always marks `now` + the same moment, so a mark
     /// still ahead always comes no later and blocks it. Returns whether it marked.
     pub fn mark_due(&mut self, task: MemoryTask, due: Timestamp, now: Timestamp) -> bool {
-        let (marked, _) = self.marks(task);
-        if marked.is_some_and(|m| m > now && m <= due) {
+        if self.mark_blocked(task, due, now) {
             return false;
         }
-        *marked = Some(due);
+        *self.marks(task).0 = Some(due);
         true
+    }
+
+    /// Whether a mark still ahead of `now` and no later than `due` keeps
+    /// [`ChannelState::mark_due`] from marking `task` for `due`.
+    pub fn mark_blocked(&self, task: MemoryTask, due: Timestamp, now: Timestamp) -> bool {
+        let marked = match task {
+            MemoryTask::Summary => self.summary_due,
+            MemoryTask::Reflection => self.reflection_due,
+        };
+        marked.is_some_and(|m| m > now && m <= due)
     }
 
     pub fn defer(&mut self, task: MemoryTask, until: Timestamp) {

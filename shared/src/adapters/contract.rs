@@ -88,6 +88,16 @@ pub async fn message_store(store: &dyn MessageStore) {
     assert_eq!(texts(store.recent_in_channel(&ch, at(0), 2).await.unwrap()), ["two", "reply 2"]);
     assert_eq!(texts(store.recent_in_channel(&ch, at(25), 10).await.unwrap()), ["two", "reply 2"]);
 
+    // The newest of the whole channel in one read, and whether that is all of it.
+    let window = store.channel_window(&ch, 3).await.unwrap();
+    assert_eq!(texts(window.messages), ["reply", "two", "reply 2"], "the newest, oldest first");
+    assert!(!window.complete, "one more is stored");
+    let window = store.channel_window(&ch, 10).await.unwrap();
+    assert_eq!(texts(window.messages), ["one", "reply", "two", "reply 2"]);
+    assert!(window.complete, "nothing older is stored");
+    let nobody = store.channel_window(&ChannelId("nobody".into()), 10).await.unwrap();
+    assert!(nobody.messages.is_empty() && nobody.complete);
+
     // Forward from a ts: the oldest first, after it (exclusive).
     assert_eq!(texts(store.messages_after(&ch, None, 2).await.unwrap()), ["one", "reply"]);
     assert_eq!(texts(store.messages_after(&ch, Some(&m2.ts), 10).await.unwrap()), ["two", "reply 2"]);
@@ -232,7 +242,7 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     assert_eq!(state.shadow, Some(shadow));
     assert_eq!(state.shadow_at(at(1999)), Some(shadow), "in force until it ends");
     assert_eq!(state.shadow_at(at(2000)), None, "and over by itself then");
-    assert_eq!(state.last_judgment, Some(note));
+    assert_eq!(state.last_judgment, Some(note.clone()));
     // `shadow all` replaces it, and its `all` survives the round trip.
     let everything = Shadow { until: Some(at(3000)), all: true };
     store.set_shadow(&ch, Some(everything)).await.unwrap();
@@ -246,6 +256,11 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
 
     // Memories: a summary due blocks another until its time; a new memory clears it.
     assert!(store.mark_due(&ch, MemoryTask::Summary, at(900), at(0)).await.unwrap());
+    store.set_muted(&ch, None).await.unwrap();
+    store.record_judgment(&ch, note.clone()).await.unwrap();
+    let state = store.channel_state(&ch).await.unwrap();
+    assert_eq!(state.summary_due, Some(at(900)), "other writes keep the mark");
+    assert_eq!(state.last_judgment.as_ref(), Some(&note));
     assert!(!store.mark_due(&ch, MemoryTask::Summary, at(950), at(10)).await.unwrap(), "one is pending");
     assert!(store.mark_due(&ch, MemoryTask::Summary, at(60), at(10)).await.unwrap(), "an earlier one takes its place");
     assert!(!store.mark_due(&ch, MemoryTask::Summary, at(70), at(11)).await.unwrap(), "then that one is pending");

@@ -24,16 +24,19 @@ const RULE_WINDOW_SLACK: usize = 6;
 /// A judged message is not judged again for this long.
 const JUDGE_CLAIM_KEEP: Duration = Duration::from_secs(24 * 3600);
 use crate::context;
-use crate::conversation::{messages_after, newest};
+use crate::conversation::{Window, newest};
 
 /// Handles a JUDGE job. Errors are backend failures; the queue delivers the job again.
 pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> {
     let channel = &thread.channel;
-    let Some(target) = deps.messages.get_message(channel, ts).await? else {
+    // One read of the channel serves the judgment: the message, what came after it,
+    // its conversation, the message before the turn, the memory triggers' counts.
+    let window = Window::read(deps, channel).await?;
+    let Some(target) = window.get_message(deps, channel, ts).await? else {
         record(deps, channel, thread.root.clone(), ts.clone(), dropped("the message was deleted"));
         return Ok(());
     };
-    let after = messages_after(deps, &target).await?;
+    let after = window.messages_after(deps, &target).await?;
     if let Some(newer) = newest(&after, |m| deps.is_participant(m)) {
         record(
             deps,
@@ -59,7 +62,7 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
             return Ok(());
         }
     }
-    match judge_claimed(deps, thread, ts, &target, answered).await {
+    match judge_claimed(deps, &window, thread, ts, &target, answered).await {
         Ok(Judged::Decided) => deps.ledger.complete(&key, deps.clock.now(), JUDGE_CLAIM_KEEP).await,
         // The re-queued judgment takes the claim again; completing it here would drop
         // that one as "already judged".
@@ -80,6 +83,7 @@ enum Judged {
 
 async fn judge_claimed(
     deps: &Deps,
+    window: &Window,
     thread: &ThreadKey,
     ts: &Ts,
     target: &Arc<Message>,
@@ -89,11 +93,11 @@ async fn judge_claimed(
     let target = target.clone();
     // The rules read the last N messages; the LLM, when asked, reads the whole window.
     let rule_window = deps.settings.judge_recent_messages + RULE_WINDOW_SLACK;
-    let conversation = context::load_recent(deps, &target, rule_window).await?;
+    let conversation = context::load_recent(deps, window, &target, rule_window).await?;
     let state = deps.channels.channel_state(channel).await?;
     // Before any early return: a muted channel, or one where kuuki spoke last, still
     // remembers.
-    crate::memory::queue_due(deps, &target, &state).await;
+    crate::memory::queue_due(deps, window, &target, &state).await;
     // The state is let go before the judgment is recorded in it, so the in-process
     // store updates its copy in place instead of copying it.
     if conversation.last().is_some_and(|m| m.author == Author::OwnBot && m.ts > target.ts) {
@@ -110,7 +114,7 @@ async fn judge_claimed(
     }
     let upto = &conversation[..conversation.partition_point(|m| m.ts <= target.ts)];
     let turn_start = rules::turn(upto).first().map_or(&target.ts, |m| &m.ts);
-    let previous = deps.messages.previous_in_channel(channel, turn_start).await?;
+    let previous = window.previous_in_channel(deps, channel, turn_start).await?;
     let previous_at = previous.as_ref().map(|m| m.at);
     let input = rules::RuleInput {
         message: &target,
@@ -159,9 +163,9 @@ async fn judge_claimed(
         },
     };
     if decision == Decision::Llm {
-        let whole = context::load_conversation(deps, &target).await?;
+        let whole = context::load_conversation(deps, window, &target).await?;
         let upto_whole = &whole[..whole.partition_point(|m| m.ts <= target.ts)];
-        let (verdict, cached, usage) = ask_llm(deps, &target, upto_whole, &state).await?;
+        let (verdict, cached, usage) = ask_llm(deps, window, &target, upto_whole, &state).await?;
         judgment.llm_called = !cached;
         judgment.llm_cached = cached;
         judgment.llm_usage = usage;
@@ -231,6 +235,7 @@ async fn wait(
 /// inner one an unusable answer (do not respond).
 async fn ask_llm(
     deps: &Deps,
+    window: &Window,
     target: &Message,
     conversation: &[Arc<Message>],
     state: &crate::ports::ChannelState,
@@ -238,7 +243,7 @@ async fn ask_llm(
     let Some(llm) = &deps.llm else {
         return Ok((Err("no LLM is configured".into()), false, None));
     };
-    let ctx = context::build(deps, target, conversation, state, ResponseType::FullResponse).await?;
+    let ctx = context::build(deps, window, target, conversation, state, ResponseType::FullResponse).await?;
     let cache_key = format!("judge-cache:{}", ctx.conversation_hash(target));
     let now = deps.clock.now();
     if let Some(cached) = deps.ledger.cache_get(&cache_key, now).await?

@@ -12,7 +12,7 @@ pub mod proactive;
 pub mod reflect;
 pub mod summarize;
 
-use crate::conversation::newer_message;
+use crate::conversation::Window;
 use crate::deps::Deps;
 use crate::domain::{Message, ThreadKey, Ts};
 use crate::ports::{ChannelState, PortResult};
@@ -25,11 +25,11 @@ pub fn enabled(deps: &Deps) -> bool {
 /// Queues a summary or a reflection of `newest`'s channel when one is due. A trigger
 /// that cannot be queued now will be at the next message, so a failure is logged and
 /// the caller's work goes on.
-pub async fn queue_due(deps: &Deps, newest: &Message, state: &ChannelState) {
-    if let Err(error) = summarize::maybe_queue(deps, &newest.channel, newest, state).await {
+pub async fn queue_due(deps: &Deps, window: &Window, newest: &Message, state: &ChannelState) {
+    if let Err(error) = summarize::maybe_queue(deps, window, &newest.channel, newest, state).await {
         tracing::warn!(%error, "could not queue a summary");
     }
-    if let Err(error) = reflect::maybe_queue(deps, &newest.channel, newest, state).await {
+    if let Err(error) = reflect::maybe_queue(deps, window, &newest.channel, newest, state).await {
         tracing::warn!(%error, "could not queue a reflection");
     }
 }
@@ -38,14 +38,15 @@ pub async fn queue_due(deps: &Deps, newest: &Message, state: &ChannelState) {
 /// answer handles. Errors are backend failures; the queue delivers the job again
 /// (running the triggers twice is harmless: their marks and claims dedupe).
 pub async fn remember(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> {
-    let Some(target) = deps.messages.get_message(&thread.channel, ts).await? else {
+    let window = Window::read(deps, &thread.channel).await?;
+    let Some(target) = window.get_message(deps, &thread.channel, ts).await? else {
         return Ok(());
     };
     // A burst runs the triggers once: the newest message queued its own job.
-    if newer_message(deps, &target, |m| deps.is_participant(m)).await?.is_some() {
+    if window.newer_message(deps, &target, |m| deps.is_participant(m)).await?.is_some() {
         return Ok(());
     }
     let state = deps.channels.channel_state(&thread.channel).await?;
-    queue_due(deps, &target, &state).await;
+    queue_due(deps, &window, &target, &state).await;
     Ok(())
 }

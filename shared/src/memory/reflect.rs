@@ -12,6 +12,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::keywords::{jaccard, keywords};
+use crate::conversation::Window;
 use crate::deps::Deps;
 use crate::domain::{Author, ChannelId, EventKind, Fact, Job, Message, Stage, Timestamp, Ts, UserId, UserNote};
 use crate::ports::{ChannelState, LlmRequest, LlmRole, MemoryTask, PortResult};
@@ -32,7 +33,13 @@ const CLAIM_KEEP: Duration = Duration::from_secs(24 * 3600);
 
 /// Called for each handled message (`memory::queue_due`): reflect now when the buffer
 /// is full, else after the lull (a newer message queues its own, later one).
-pub async fn maybe_queue(deps: &Deps, channel: &ChannelId, newest: &Message, state: &ChannelState) -> PortResult<()> {
+pub async fn maybe_queue(
+    deps: &Deps,
+    window: &Window,
+    channel: &ChannelId,
+    newest: &Message,
+    state: &ChannelState,
+) -> PortResult<()> {
     let s = &deps.settings;
     let now = deps.clock.now();
     if deps.llm.is_none()
@@ -43,14 +50,18 @@ pub async fn maybe_queue(deps: &Deps, channel: &ChannelId, newest: &Message, sta
         return Ok(());
     }
     let max = s.reflection_max_buffer_messages as usize;
-    let new = deps.messages.messages_after(channel, state.reflection_watermark.as_ref(), max).await?;
-    if new.len() < s.reflection_min_messages as usize {
+    // Counted in the window the caller read; the store is asked only when the window
+    // holds fewer than `max` and does not reach back to the watermark.
+    let new = window.count_after(deps, channel, state.reflection_watermark.as_ref(), max).await?;
+    if new < s.reflection_min_messages as usize {
         return Ok(());
     }
     let job = Job::Reflect { channel: channel.clone(), ts: newest.ts.clone() };
-    if new.len() >= max {
+    if new >= max {
         // Marked for a moment, so the messages handled around it do not queue it again.
-        if deps.channels.mark_due(channel, MemoryTask::Reflection, now + IMMEDIATE_MARK, now).await? {
+        if !state.mark_blocked(MemoryTask::Reflection, now + IMMEDIATE_MARK, now)
+            && deps.channels.mark_due(channel, MemoryTask::Reflection, now + IMMEDIATE_MARK, now).await?
+        {
             deps.enqueue_after(job, Duration::ZERO).await?;
         }
         return Ok(());

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::conversation::Window;
 use crate::deps::Deps;
 use crate::domain::{
     Author, ChannelId, ChannelLine, ChannelMemory, EventKind, Job, Message, Stage, Ts, WorkspaceMemory,
@@ -29,7 +30,13 @@ const CLAIM_KEEP: Duration = Duration::from_secs(24 * 3600);
 /// Called for each handled message (`memory::queue_due`): queue a summary now when N
 /// messages piled up since the last one, else one N minutes out unless one is queued
 /// already.
-pub async fn maybe_queue(deps: &Deps, channel: &ChannelId, newest: &Message, state: &ChannelState) -> PortResult<()> {
+pub async fn maybe_queue(
+    deps: &Deps,
+    window: &Window,
+    channel: &ChannelId,
+    newest: &Message,
+    state: &ChannelState,
+) -> PortResult<()> {
     let now = deps.clock.now();
     if deps.llm.is_none()
         || !deps.settings.memory_enabled
@@ -38,20 +45,26 @@ pub async fn maybe_queue(deps: &Deps, channel: &ChannelId, newest: &Message, sta
         return Ok(());
     }
     let every = deps.settings.summarize_every_n_messages as usize;
-    let new = new_messages(deps, channel, &state.memory, every).await?;
-    if new.is_empty() {
+    // Counted in the window the caller read, not queried: at most `every` matter.
+    let new = window.count_after(deps, channel, state.memory.watermark.as_ref(), every).await?;
+    if new == 0 {
         return Ok(());
     }
     let job = Job::Summarize { channel: channel.clone(), ts: newest.ts.clone() };
     // N messages: now (marked for a moment, so the next judgments do not queue it
     // again); otherwise N minutes out. A mark only gives way to an earlier one.
-    let wait = if new.len() >= every {
+    let wait = if new >= every {
         IMMEDIATE_MARK
     } else {
         Duration::from_secs(u64::from(deps.settings.summarize_every_n_minutes) * 60)
     };
+    // A mark the state shows would block this one: no write. (The state may be a
+    // moment old; the store's own check decides whenever a mark is written.)
+    if state.mark_blocked(MemoryTask::Summary, now + wait, now) {
+        return Ok(());
+    }
     if deps.channels.mark_due(channel, MemoryTask::Summary, now + wait, now).await? {
-        let delay = if new.len() >= every { Duration::ZERO } else { wait };
+        let delay = if new >= every { Duration::ZERO } else { wait };
         deps.enqueue_after(job, delay).await?;
     }
     Ok(())

@@ -245,9 +245,12 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(target.thread_root, root.map(|r| Ts::from_timestamp(at(r))));
-        let conversation = context::load_conversation(d, &target).await.unwrap();
+        let conversation = context::load_conversation(d, &crate::conversation::Window::none(), &target).await.unwrap();
         let state = d.channels.channel_state(&target.channel).await.unwrap();
-        let ctx = context::build(d, &target, &conversation, &state, response_type).await.unwrap();
+        let ctx =
+            context::build(d, &crate::conversation::Window::none(), &target, &conversation, &state, response_type)
+                .await
+                .unwrap();
         assert_eq!(f.clock.now(), at(700));
         if judge { d.prompts.judge(&ctx) } else { d.prompts.generate(&ctx) }
     }
@@ -457,12 +460,21 @@ mod tests {
                 .await
                 .unwrap()
                 .unwrap();
-            let conversation = context::load_conversation(&f.deps, &target).await.unwrap();
+            let conversation =
+                context::load_conversation(&f.deps, &crate::conversation::Window::none(), &target).await.unwrap();
             let state = f.deps.channels.channel_state(&target.channel).await.unwrap();
             for (level, interactions) in Familiarity::ALL.into_iter().zip([2, 12, 60, 400]) {
                 assert_eq!(Familiarity::of(interactions, [5, 30, 100]), level);
-                let mut ctx =
-                    context::build(&f.deps, &target, &conversation, &state, ResponseType::FullResponse).await.unwrap();
+                let mut ctx = context::build(
+                    &f.deps,
+                    &crate::conversation::Window::none(),
+                    &target,
+                    &conversation,
+                    &state,
+                    ResponseType::FullResponse,
+                )
+                .await
+                .unwrap();
                 let noted = (level != Familiarity::Stranger).then_some(&note);
                 ctx.speaker = Some(context::SpeakerContext::new(level, interactions, noted));
                 insta::assert_snapshot!(

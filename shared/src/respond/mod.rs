@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::context;
-use crate::conversation::newer_message;
+use crate::conversation::Window;
 use crate::deps::Deps;
 use crate::domain::{
     Author, EventKind, FactUse, Familiarity, Intervention, Message, RespondMode, ResponseType, Stage, ThreadKey, Ts,
@@ -37,15 +37,22 @@ pub async fn handle(
     emoji: Option<&str>,
 ) -> PortResult<()> {
     let channel = &thread.channel;
-    let Some(target) = deps.messages.get_message(channel, ts).await? else {
+    // One read of the channel: the message, what came after it, its conversation.
+    let window = Window::read(deps, channel).await?;
+    let Some(target) = window.get_message(deps, channel, ts).await? else {
         record(deps, channel, thread.root.clone(), ts.clone(), dropped("the message was deleted"));
         return Ok(());
     };
     let newer = match mode {
-        RespondMode::Ambient | RespondMode::Opener => newer_message(deps, &target, |m| deps.is_participant(m)).await?,
+        RespondMode::Ambient | RespondMode::Opener => {
+            window.newer_message(deps, &target, |m| deps.is_participant(m)).await?
+        }
         // Direct triggers that arrive together are answered once, by the newest.
         RespondMode::Direct => {
-            newer_message(deps, &target, |m| deps.is_participant(m) && rules::direct_trigger(m, &deps.bot).is_some())
+            window
+                .newer_message(deps, &target, |m| {
+                    deps.is_participant(m) && rules::direct_trigger(m, &deps.bot).is_some()
+                })
                 .await?
         }
     };
@@ -74,13 +81,15 @@ pub async fn handle(
         }
     };
     let answering = Answering { target: &target, key: &key, mode, response_type };
-    match answer(deps, &answering, emoji, resumed).await {
+    match answer(deps, &window, &answering, emoji, resumed).await {
         Ok(state) => {
             // A direct trigger has no judgment to run the memory triggers; an ambient
             // answer's judge ran them already. The channel state read for the answer
-            // serves them (the answer changed only its interventions).
+            // serves them (the answer changed only its interventions), and so does the
+            // window read before it: its counts leave out kuuki's own reply, which the
+            // next message's triggers count (a summary comes a message later at most).
             if mode == RespondMode::Direct && crate::memory::enabled(deps) {
-                crate::memory::queue_due(deps, &target, &state).await;
+                crate::memory::queue_due(deps, &window, &target, &state).await;
             }
             Ok(())
         }
@@ -115,6 +124,7 @@ struct Answering<'a> {
 /// Makes and records the answer; returns the channel's state as it was read for it.
 async fn answer(
     deps: &Deps,
+    window: &Window,
     answering: &Answering<'_>,
     chosen_emoji: Option<&str>,
     resumed: bool,
@@ -134,9 +144,9 @@ async fn answer(
     };
     // The whole window only when a model will read it; the history quotes a few.
     let conversation = if deps.llm.is_some() && response_type != ResponseType::ReactOnly && found.is_none() {
-        context::load_conversation(deps, target).await?
+        context::load_conversation(deps, window, target).await?
     } else {
-        context::load_recent(deps, target, context::EXCERPT_MESSAGES).await?
+        context::load_recent(deps, window, target, context::EXCERPT_MESSAGES).await?
     };
     let mut facts = Vec::new();
     let (posted_ts, text, emoji) = match (response_type, found) {
@@ -156,7 +166,7 @@ async fn answer(
             (None, None, Some(emoji.to_owned()))
         }
         (ResponseType::ShortAck | ResponseType::FullResponse, None) => {
-            let generated = generate(deps, target, &conversation, &state, response_type).await?;
+            let generated = generate(deps, window, target, &conversation, &state, response_type).await?;
             facts = generated.facts;
             let text = match generated.text {
                 Ok(text) => text,
@@ -342,6 +352,7 @@ struct Generated {
 /// The text to post. The error is a backend failure.
 async fn generate(
     deps: &Deps,
+    window: &Window,
     target: &Message,
     conversation: &[Arc<Message>],
     state: &crate::ports::ChannelState,
@@ -350,7 +361,7 @@ async fn generate(
     let Some(llm) = &deps.llm else {
         return Ok(Generated { text: Ok(placeholder(deps, target, response_type)), facts: Vec::new() });
     };
-    let mut ctx = context::build(deps, target, conversation, state, response_type).await?;
+    let mut ctx = context::build(deps, window, target, conversation, state, response_type).await?;
     let mut facts = Vec::new();
     // Facts are looked up only now that kuuki answers (spec 001), in this channel only.
     if deps.settings.memory_enabled {

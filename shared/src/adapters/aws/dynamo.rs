@@ -3,7 +3,7 @@
 //! | table | key | what |
 //! | --- | --- | --- |
 //! | messages | `channel` (S), `sk` (S: the ts, zero-padded so text order is ts order) | every message; GSI `by_conversation` on `conv` (`channel#root`, `-` for the top level) and `sk`; TTL `expires_at` |
-//! | channels | `channel` (S) | the channel's state as JSON (`state`) with an optimistic `version` |
+//! | channels | `channel` (S) | the channel's state as JSON (`state`) with an optimistic `version`; the fields written on every judgment apart, each by its own update: `last_judgment` (S, JSON), `summary_due` and `reflection_due` (N) |
 //! | ledger | `key` (S) | claims (`status`, `until`) and cache entries (`value`, `until`); TTL `expires_at` |
 //! | facts | `scope` (S: the channel, `#notes#<channel>` or `#profiles`), `id` (S: the fact's id, or the person's) | facts as JSON (`fact`) per channel, with the embedding apart (`embedding`, B: little-endian f32s); people's notes per channel (`note`); people's counters (`interactions`, `bot_mentions`, `channels` SS, `first_at`, `last_at`) |
 //!
@@ -33,8 +33,8 @@ use crate::domain::{
     UserId, UserNote, UserProfile, WorkspaceMemory,
 };
 use crate::ports::{
-    ChannelState, ChannelStateStore, ClaimOutcome, Clock, FactStore, Ledger, MemoryTask, MessageStore, OpenerState,
-    PortError, PortResult, PutOutcome, Shadow,
+    ChannelState, ChannelStateStore, ChannelWindow, ClaimOutcome, Clock, FactStore, Ledger, MemoryTask, MessageStore,
+    OpenerState, PortError, PortResult, PutOutcome, Shadow,
 };
 
 /// The table names (settings `MESSAGES_TABLE`, `CHANNELS_TABLE`, `LEDGER_TABLE`).
@@ -196,14 +196,44 @@ impl MessageItem {
 }
 
 /// The channels table's item for a channel: its state as JSON, with the optimistic
-/// `version` (both absent reads as a fresh state at version 0).
-#[derive(Serialize, Deserialize)]
+/// `version` (both absent reads as a fresh state at version 0), and beside it the
+/// fields a judgment writes, each updated on its own without reading the item first:
+/// where one is present it wins over the JSON's copy (an item written before they
+/// were apart has only the JSON).
+#[derive(Deserialize)]
 struct ChannelItem {
-    channel: String,
     #[serde(default, with = "json")]
     state: ChannelState,
     #[serde(default)]
     version: i64,
+    /// JSON of a `JudgmentNote`.
+    #[serde(default)]
+    last_judgment: Option<String>,
+    #[serde(default)]
+    summary_due: Option<Timestamp>,
+    #[serde(default)]
+    reflection_due: Option<Timestamp>,
+}
+
+impl ChannelItem {
+    /// The state with the fields kept apart put in, and its version.
+    fn into_state(self) -> PortResult<(ChannelState, i64)> {
+        let mut state = self.state;
+        if let Some(json) = self.last_judgment {
+            state.last_judgment = Some(serde_json::from_str(&json).map_err(backend("decode last judgment"))?);
+        }
+        state.summary_due = self.summary_due.or(state.summary_due);
+        state.reflection_due = self.reflection_due.or(state.reflection_due);
+        Ok((state, self.version))
+    }
+}
+
+/// The attribute holding `task`'s mark (see [`ChannelItem`]).
+fn mark_attribute(task: MemoryTask) -> &'static str {
+    match task {
+        MemoryTask::Summary => "summary_due",
+        MemoryTask::Reflection => "reflection_due",
+    }
 }
 
 /// The facts table's item for a fact: the fact as JSON without its embedding, which
@@ -332,8 +362,7 @@ impl DynamoStore {
         let Some(item) = out.item else {
             return Ok((ChannelState::default(), 0));
         };
-        let item: ChannelItem = from_item(item)?;
-        Ok((item.state, item.version))
+        from_item::<ChannelItem>(item)?.into_state()
     }
 
     /// Read, change, write only if nobody wrote in between; again on a conflict.
@@ -341,14 +370,42 @@ impl DynamoStore {
         for _ in 0..VERSION_RETRIES {
             let (mut state, version) = self.read_state(channel).await?;
             change(&mut state);
-            let item = ChannelItem { channel: channel.0.clone(), state, version: version + 1 };
-            let mut put = self.client.put_item().table_name(&self.tables.channels).set_item(Some(to_item(&item)?));
-            put = if version == 0 {
-                put.condition_expression("attribute_not_exists(#v)")
+            let json = serde_json::to_string(&state).map_err(backend("encode channel state"))?;
+            // An update, not a put: the fields written apart stay. The marks are written
+            // with the JSON, so the one the closure left (or cleared) is the one read.
+            let (mut set, mut remove) = (vec!["#s = :s", "#v = :next"], Vec::new());
+            let mut update = self
+                .client
+                .update_item()
+                .table_name(&self.tables.channels)
+                .key("channel", s(&channel.0))
+                .expression_attribute_names("#s", "state")
+                .expression_attribute_values(":s", s(json))
+                .expression_attribute_values(":next", n(version + 1));
+            for (task, mark, name, value) in [
+                (MemoryTask::Summary, state.summary_due, "#sd", ":sd"),
+                (MemoryTask::Reflection, state.reflection_due, "#rd", ":rd"),
+            ] {
+                update = update.expression_attribute_names(name, mark_attribute(task));
+                match mark {
+                    Some(at) => {
+                        set.push(if task == MemoryTask::Summary { "#sd = :sd" } else { "#rd = :rd" });
+                        update = update.expression_attribute_values(value, n(at.0));
+                    }
+                    None => remove.push(name),
+                }
+            }
+            let mut expression = format!("SET {}", set.join(", "));
+            if !remove.is_empty() {
+                expression.push_str(&format!(" REMOVE {}", remove.join(", ")));
+            }
+            update = update.update_expression(expression);
+            update = if version == 0 {
+                update.condition_expression("attribute_not_exists(#v)")
             } else {
-                put.condition_expression("#v = :v").expression_attribute_values(":v", n(version))
+                update.condition_expression("#v = :v").expression_attribute_values(":v", n(version))
             };
-            match put.expression_attribute_names("#v", "version").send().await {
+            match update.expression_attribute_names("#v", "version").send().await {
                 Ok(_) => return Ok(()),
                 Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => continue,
                 Err(e) => return Err(backend("put channel state")(e)),
@@ -474,6 +531,30 @@ impl MessageStore for DynamoStore {
         Ok(out.items.unwrap_or_default().into_iter().filter_map(|i| self.message_from(i)).collect())
     }
 
+    async fn channel_window(&self, channel: &ChannelId, limit: usize) -> PortResult<ChannelWindow> {
+        // Consistent, unlike the conversation index: a job queued right after its
+        // message was stored must find it.
+        let out = self
+            .client
+            .query()
+            .table_name(&self.tables.messages)
+            .key_condition_expression("#p = :p")
+            .expression_attribute_names("#p", "channel")
+            .expression_attribute_values(":p", s(&channel.0))
+            .scan_index_forward(false)
+            .consistent_read(true)
+            .limit(limit.clamp(1, 1000) as i32)
+            .send()
+            .await
+            .map_err(backend("query channel window"))?;
+        // A page that stopped at the limit may have more behind it.
+        let complete = out.last_evaluated_key.is_none();
+        let mut messages: Vec<Arc<Message>> =
+            out.items.unwrap_or_default().into_iter().filter_map(|i| self.message_from(i)).collect();
+        messages.reverse();
+        Ok(ChannelWindow { messages, complete })
+    }
+
     async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Arc<Message>>> {
         // A few at once: expired items that TTL has not removed yet are skipped.
         let items = self.newest(None, ("channel", &channel.0), Some(before.sort_key()), 5).await?;
@@ -545,7 +626,19 @@ impl ChannelStateStore for DynamoStore {
     }
 
     async fn record_judgment(&self, channel: &ChannelId, note: JudgmentNote) -> PortResult<()> {
-        self.update_state(channel, |state| state.last_judgment = Some(note.clone())).await
+        // Every judgment writes this: one blind update of its own attribute, no read.
+        let json = serde_json::to_string(&note).map_err(backend("encode last judgment"))?;
+        self.client
+            .update_item()
+            .table_name(&self.tables.channels)
+            .key("channel", s(&channel.0))
+            .update_expression("SET #j = :j")
+            .expression_attribute_names("#j", "last_judgment")
+            .expression_attribute_values(":j", s(json))
+            .send()
+            .await
+            .map_err(backend("update last judgment"))?;
+        Ok(())
     }
 
     async fn set_muted(&self, channel: &ChannelId, until: Option<Timestamp>) -> PortResult<()> {
@@ -583,13 +676,30 @@ impl ChannelStateStore for DynamoStore {
         due: Timestamp,
         now: Timestamp,
     ) -> PortResult<bool> {
-        // The closure may run again on a version conflict: the last run's answer counts.
-        let marked = std::sync::atomic::AtomicBool::new(false);
-        self.update_state(channel, |state| {
-            marked.store(state.mark_due(task, due, now), std::sync::atomic::Ordering::SeqCst);
-        })
-        .await?;
-        Ok(marked.load(std::sync::atomic::Ordering::SeqCst))
+        // `ChannelState::mark_due`'s rule as the condition of one update, no read. It
+        // bumps the version, so a whole-state write that read the old mark retries. (An
+        // item written before the marks were apart keeps its mark in the JSON only,
+        // which this does not see: once, a second job may be queued, and its claim
+        // dedupes it.)
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.tables.channels)
+            .key("channel", s(&channel.0))
+            .update_expression("SET #d = :due ADD #v :one")
+            .condition_expression("attribute_not_exists(#d) OR #d <= :now OR #d > :due")
+            .expression_attribute_names("#d", mark_attribute(task))
+            .expression_attribute_names("#v", "version")
+            .expression_attribute_values(":due", n(due.0))
+            .expression_attribute_values(":now", n(now.0))
+            .expression_attribute_values(":one", n(1))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => Ok(false),
+            Err(e) => Err(backend("mark channel state")(e)),
+        }
     }
 
     async fn defer(&self, channel: &ChannelId, task: MemoryTask, until: Timestamp) -> PortResult<()> {
@@ -1179,14 +1289,41 @@ mod tests {
 
     #[test]
     fn channel_items_keep_their_layout() {
-        let state = ChannelState { muted_until: Some(Timestamp(5)), ..ChannelState::default() };
+        let state = ChannelState {
+            muted_until: Some(Timestamp(5)),
+            summary_due: Some(Timestamp(7)),
+            reflection_due: Some(Timestamp(8)),
+            ..ChannelState::default()
+        };
         let json = serde_json::to_string(&state).unwrap();
-        let written = to_item(&ChannelItem { channel: "C1".into(), state: state.clone(), version: 3 }).unwrap();
-        assert_eq!(written, item(&[("channel", s("C1")), ("state", s(&json)), ("version", n(3))]));
-        let read: ChannelItem = from_item(written).unwrap();
-        assert_eq!((read.state, read.version), (state, 3));
-        let bare: ChannelItem = from_item(item(&[("channel", s("C1"))])).unwrap();
-        assert_eq!((bare.state, bare.version), (ChannelState::default(), 0));
+        // As written before the judgment's fields were apart: all in the JSON.
+        let whole = item(&[("channel", s("C1")), ("state", s(&json)), ("version", n(3))]);
+        assert_eq!(from_item::<ChannelItem>(whole.clone()).unwrap().into_state().unwrap(), (state.clone(), 3));
+        // The fields written apart win over the JSON's copies.
+        let note = JudgmentNote {
+            at: Timestamp(9),
+            ts: Ts::new("1.000001"),
+            user: UserId("U1".into()),
+            text: "hi".into(),
+            score: 10,
+            breakdown: Default::default(),
+            decision: crate::domain::Decision::Skip,
+            respond: false,
+            response_type: None,
+            reason: "low".into(),
+        };
+        let mut apart = whole;
+        apart.insert("last_judgment".into(), s(serde_json::to_string(&note).unwrap()));
+        apart.insert("summary_due".into(), n(70));
+        let (read, version) = from_item::<ChannelItem>(apart).unwrap().into_state().unwrap();
+        assert_eq!(version, 3);
+        assert_eq!(read.last_judgment, Some(note));
+        assert_eq!((read.summary_due, read.reflection_due), (Some(Timestamp(70)), Some(Timestamp(8))));
+        // Only by-field writes so far (no JSON, no version): a fresh state.
+        let bare = item(&[("channel", s("C1")), ("reflection_due", n(4))]);
+        let (read, version) = from_item::<ChannelItem>(bare).unwrap().into_state().unwrap();
+        assert_eq!(version, 0);
+        assert_eq!(read, ChannelState { reflection_due: Some(Timestamp(4)), ..ChannelState::default() });
     }
 
     #[test]

@@ -10,8 +10,8 @@ use crate::domain::{
     UserNote, UserProfile, WorkspaceMemory,
 };
 use crate::ports::{
-    ChannelState, ChannelStateStore, ClaimOutcome, FactStore, Ledger, MemoryTask, MessageStore, OpenerState,
-    PortResult, PutOutcome, Shadow,
+    ChannelState, ChannelStateStore, ChannelWindow, ClaimOutcome, FactStore, Ledger, MemoryTask, MessageStore,
+    OpenerState, PortResult, PutOutcome, Shadow,
 };
 
 /// One channel's messages, each stored once and indexed three ways, so every read is
@@ -260,6 +260,16 @@ impl MessageStore for MemoryStore {
         };
         let lower = after.map_or(Bound::Unbounded, |a| Bound::Excluded(a.clone()));
         Ok(messages.by_ts.range((lower, Bound::Unbounded)).take(limit).map(|(_, m)| m.clone()).collect())
+    }
+
+    async fn channel_window(&self, channel: &ChannelId, limit: usize) -> PortResult<ChannelWindow> {
+        let inner = self.lock();
+        let Some(messages) = inner.channels.get(channel) else {
+            return Ok(ChannelWindow { messages: Vec::new(), complete: true });
+        };
+        let mut newest: Vec<Arc<Message>> = messages.by_ts.values().rev().take(limit).cloned().collect();
+        newest.reverse();
+        Ok(ChannelWindow { messages: newest, complete: messages.by_ts.len() <= limit })
     }
 
     async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Arc<Message>>> {
