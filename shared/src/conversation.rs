@@ -56,7 +56,8 @@ impl Window {
     /// The stored message (channel, ts), if there is one.
     pub async fn get_message(&self, deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<Option<Arc<Message>>> {
         if self.covers_after(channel, ts) {
-            return Ok(self.messages.iter().find(|m| &m.ts == ts).cloned());
+            // Sorted by ts: a binary search.
+            return Ok(self.messages.binary_search_by(|m| m.ts.cmp(ts)).ok().map(|i| self.messages[i].clone()));
         }
         deps.messages.get_message(channel, ts).await
     }

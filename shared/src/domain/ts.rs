@@ -82,7 +82,9 @@ fn numeric_key(raw: &str) -> Option<(u64, u64)> {
 
 impl PartialEq for Ts {
     fn eq(&self, other: &Self) -> bool {
-        self.raw == other.raw
+        // Clones share their text: the same pointer is the same ts, without a compare.
+        // Different numbers differ without looking at the text.
+        std::sync::Arc::ptr_eq(&self.raw, &other.raw) || (self.key == other.key && self.raw == other.raw)
     }
 }
 
@@ -104,7 +106,9 @@ impl Ord for Ts {
             (None, Some(_)) => Ordering::Greater,
             (None, None) => Ordering::Equal,
         }
-        .then_with(|| self.raw.cmp(&other.raw))
+        .then_with(|| {
+            if std::sync::Arc::ptr_eq(&self.raw, &other.raw) { Ordering::Equal } else { self.raw.cmp(&other.raw) }
+        })
     }
 }
 

@@ -121,7 +121,13 @@ async fn judge_claimed(
         conversation: upto,
         previous_in_channel: previous.map(|m| m.at),
         last_response_at: state.last_response_at,
-        last_response_here: state.interventions.iter().filter(|i| i.thread == target.thread_key()).map(|i| i.at).max(),
+        // The state is the channel's: its interventions differ by thread root alone.
+        last_response_here: state
+            .interventions
+            .iter()
+            .filter(|i| i.thread.root == target.thread_root)
+            .map(|i| i.at)
+            .max(),
         now: deps.clock.now(),
         answered,
         bot: &deps.bot,

@@ -62,8 +62,9 @@ pub struct Replay {
     queue: Arc<crate::adapters::memory::MemoryQueue>,
     log: Arc<MemoryLog>,
     counting: Option<Arc<CountingLlm>>,
-    /// Thread ids of the transcript -> the ts of the message that started each thread.
-    roots: HashMap<(String, String), Ts>,
+    /// Channel -> thread ids of the transcript -> the ts of the message that started
+    /// each thread.
+    roots: HashMap<String, HashMap<String, Ts>>,
 }
 
 impl Replay {
@@ -110,7 +111,14 @@ impl Replay {
     fn message(&mut self, line: &TranscriptLine, at: Timestamp, mut named: impl FnMut(&str, &Ts, &str)) -> Message {
         let ts = self.mint.mint(at);
         let thread_root = line.thread.as_ref().map(|id| {
-            let root = self.roots.entry((line.channel.clone(), id.clone())).or_insert_with(|| ts.clone()).clone();
+            let roots = match self.roots.get_mut(&line.channel) {
+                Some(roots) => roots,
+                None => self.roots.entry(line.channel.clone()).or_default(),
+            };
+            let root = match roots.get(id) {
+                Some(root) => root.clone(),
+                None => roots.entry(id.clone()).or_insert_with(|| ts.clone()).clone(),
+            };
             named(&line.channel, &root, id);
             root
         });

@@ -82,17 +82,7 @@ pub async fn handle(
     };
     let answering = Answering { target: &target, key: &key, mode, response_type };
     match answer(deps, &window, &answering, emoji, resumed).await {
-        Ok(state) => {
-            // A direct trigger has no judgment to run the memory triggers; an ambient
-            // answer's judge ran them already. The channel state read for the answer
-            // serves them (the answer changed only its interventions), and so does the
-            // window read before it: its counts leave out kuuki's own reply, which the
-            // next message's triggers count (a summary comes a message later at most).
-            if mode == RespondMode::Direct && crate::memory::enabled(deps) {
-                crate::memory::queue_due(deps, &window, &target, &state).await;
-            }
-            Ok(())
-        }
+        Ok(()) => Ok(()),
         // The platform refused (a missing channel, a revoked token): retrying would
         // fail the same way, so the answer is given up and logged.
         Err(PortError::Rejected { message, .. }) => {
@@ -121,14 +111,14 @@ struct Answering<'a> {
     response_type: ResponseType,
 }
 
-/// Makes and records the answer; returns the channel's state as it was read for it.
+/// Makes and records the answer.
 async fn answer(
     deps: &Deps,
     window: &Window,
     answering: &Answering<'_>,
     chosen_emoji: Option<&str>,
     resumed: bool,
-) -> PortResult<std::sync::Arc<crate::ports::ChannelState>> {
+) -> PortResult<()> {
     let Answering { target, key, mode, response_type } = *answering;
     let channel = &target.channel;
     let state = deps.channels.channel_state(channel).await?;
@@ -172,7 +162,8 @@ async fn answer(
                 Ok(text) => text,
                 Err(reason) => {
                     fail_generation(deps, answering, silenced, reason).await?;
-                    return Ok(state);
+                    queue_memory(deps, window, answering, &state).await;
+                    return Ok(());
                 }
             };
             if silenced {
@@ -184,6 +175,10 @@ async fn answer(
             }
         }
     };
+    queue_memory(deps, window, answering, &state).await;
+    // Let go before the intervention is recorded in it, so the in-process store
+    // changes its copy in place instead of copying it.
+    drop(state);
     // In shadow mode kuuki did not speak: no cooldown, no engagement, no history.
     if !silenced {
         deps.channels
@@ -215,7 +210,18 @@ async fn answer(
             facts,
         },
     );
-    Ok(state)
+    Ok(())
+}
+
+/// A direct trigger has no judgment to run the memory triggers; an ambient answer's
+/// judge ran them already. The channel state read for the answer serves them, and so
+/// does the window read before it: its counts leave out kuuki's own reply, which the
+/// next message's triggers count (a summary comes a message later at most). Run once
+/// the answer is out; a redelivery that runs them again is harmless (marks dedupe).
+async fn queue_memory(deps: &Deps, window: &Window, answering: &Answering<'_>, state: &crate::ports::ChannelState) {
+    if answering.mode == RespondMode::Direct && crate::memory::enabled(deps) {
+        crate::memory::queue_due(deps, window, answering.target, state).await;
+    }
 }
 
 /// A generation that failed or gave something unfit to post: nothing in ambient mode;

@@ -1,5 +1,8 @@
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+
+// Hashed with foldhash, not SipHash: the store hashes ids on every read and write.
+use foldhash::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -44,6 +47,15 @@ impl ChannelMessages {
         }
         Some(message)
     }
+}
+
+/// The value of `key`, made when missing: the key is cloned only then (a lookup by
+/// reference does not allocate, `entry` would clone every time).
+fn slot<'m, K: Eq + std::hash::Hash + Clone, V: Default>(map: &'m mut HashMap<K, V>, key: &K) -> &'m mut V {
+    if !map.contains_key(key) {
+        map.insert(key.clone(), V::default());
+    }
+    map.get_mut(key).expect("present or just made")
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -98,7 +110,7 @@ impl MemoryStore {
 
     /// Changes a channel's state in place (a copy only while a reader still holds it).
     fn update<T>(&self, channel: &ChannelId, change: impl FnOnce(&mut ChannelState) -> T) -> T {
-        change(Arc::make_mut(self.lock().states.entry(channel.clone()).or_default()))
+        change(Arc::make_mut(slot(&mut self.lock().states, channel)))
     }
 
     /// A store that forgets messages older than `retention` (`MESSAGE_RETENTION_DAYS`).
@@ -183,7 +195,7 @@ fn newest_since<'a>(
 impl MessageStore for MemoryStore {
     async fn put_message(&self, message: &Message) -> PortResult<PutOutcome> {
         let mut inner = self.lock();
-        let channel = inner.channels.entry(message.channel.clone()).or_default();
+        let channel = slot(&mut inner.channels, &message.channel);
         if channel.by_ts.contains_key(&message.ts) {
             return Ok(PutOutcome::AlreadyExists);
         }
@@ -303,7 +315,7 @@ impl ChannelStateStore for MemoryStore {
     async fn record_intervention(&self, channel: &ChannelId, intervention: Intervention) -> PortResult<()> {
         self.check_write()?;
         let mut inner = self.lock();
-        let state = Arc::make_mut(inner.states.entry(channel.clone()).or_default());
+        let state = Arc::make_mut(slot(&mut inner.states, channel));
         state.last_response_at = Some(state.last_response_at.map_or(intervention.at, |t| t.max(intervention.at)));
         state.interventions.push(intervention);
         let excess = state.interventions.len().saturating_sub(ChannelState::KEPT_INTERVENTIONS);
@@ -313,23 +325,23 @@ impl ChannelStateStore for MemoryStore {
 
     async fn record_judgment(&self, channel: &ChannelId, note: JudgmentNote) -> PortResult<()> {
         self.check_write()?;
-        Arc::make_mut(self.lock().states.entry(channel.clone()).or_default()).last_judgment = Some(note);
+        Arc::make_mut(slot(&mut self.lock().states, channel)).last_judgment = Some(note);
         Ok(())
     }
 
     async fn set_muted(&self, channel: &ChannelId, until: Option<Timestamp>) -> PortResult<()> {
-        Arc::make_mut(self.lock().states.entry(channel.clone()).or_default()).muted_until = until;
+        Arc::make_mut(slot(&mut self.lock().states, channel)).muted_until = until;
         Ok(())
     }
 
     async fn set_opener(&self, channel: &ChannelId, opener: OpenerState) -> PortResult<()> {
         self.check_write()?;
-        Arc::make_mut(self.lock().states.entry(channel.clone()).or_default()).opener = opener;
+        Arc::make_mut(slot(&mut self.lock().states, channel)).opener = opener;
         Ok(())
     }
 
     async fn set_shadow(&self, channel: &ChannelId, shadow: Option<Shadow>) -> PortResult<()> {
-        Arc::make_mut(self.lock().states.entry(channel.clone()).or_default()).shadow = shadow;
+        Arc::make_mut(slot(&mut self.lock().states, channel)).shadow = shadow;
         Ok(())
     }
 
@@ -407,7 +419,7 @@ impl FactStore for MemoryStore {
     }
 
     async fn put_fact(&self, fact: &Fact) -> PortResult<()> {
-        self.lock().facts.entry(fact.channel.clone()).or_default().insert(fact.id.clone(), fact.clone());
+        slot(&mut self.lock().facts, &fact.channel).insert(fact.id.clone(), fact.clone());
         Ok(())
     }
 
