@@ -180,3 +180,121 @@ impl Window {
 pub(crate) fn newest(after: &[Arc<Message>], counts: impl Fn(&Message) -> bool) -> Option<&Arc<Message>> {
     after.iter().filter(|m| counts(m)).max_by(|a, b| a.ts.cmp(&b.ts))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::Window;
+    use crate::adapters::memory::{InProcess, MemoryLog, RecordingChat, TsMint, VirtualClock};
+    use crate::config::Settings;
+    use crate::deps::Deps;
+    use crate::domain::{Author, ChannelId, Message, ThreadKey, Timestamp, Ts, UserId};
+    use crate::replay::REPLAY_EPOCH;
+
+    fn at(secs: u64) -> Timestamp {
+        REPLAY_EPOCH + Duration::from_secs(secs)
+    }
+
+    fn message(secs: u64, root: Option<u64>) -> Message {
+        Message {
+            channel: ChannelId("dev".into()),
+            ts: Ts::from_timestamp(at(secs)),
+            thread_root: root.map(|r| Ts::from_timestamp(at(r))),
+            user: UserId(format!("U{}", secs % 3)),
+            user_name: format!("u{}", secs % 3),
+            text: format!("line {secs}"),
+            author: Author::Human,
+            replies_to_bot: false,
+            in_dm: false,
+            private_channel: false,
+            at: at(secs),
+        }
+    }
+
+    fn texts(messages: &[Arc<Message>]) -> Vec<String> {
+        messages.iter().map(|m| m.text.clone()).collect()
+    }
+
+    /// A window of 3 over a channel of 8 messages (a thread started at 10 with replies
+    /// at 20, 60 and 70) cannot answer about what is older than its first message: every
+    /// answer must still be the store's, whether it came from the window or the store.
+    #[tokio::test]
+    async fn a_window_answers_what_the_store_would_inside_and_outside_it() {
+        let vars: HashMap<String, String> = [("CHANNEL_BUFFER_SIZE".to_string(), "3".to_string())].into();
+        let settings = Settings::from_vars(&vars).unwrap();
+        let persona = settings.persona(None);
+        let clock = Arc::new(VirtualClock::new(at(100)));
+        let parts = InProcess::new(clock.clone());
+        let chat = Arc::new(RecordingChat::new(clock.clone(), Arc::new(TsMint::default())));
+        let deps = Deps::new(
+            settings,
+            persona,
+            UserId("UKUUKI".into()),
+            parts.adapters(chat, None, Arc::new(MemoryLog::default())),
+            1,
+        );
+        let layout = [
+            (10, None),
+            (20, Some(10)),
+            (30, None),
+            (40, None),
+            (50, None),
+            (60, Some(10)),
+            (70, Some(10)),
+            (80, None),
+        ];
+        for (secs, root) in layout {
+            deps.messages.put_message(&message(secs, root)).await.unwrap();
+        }
+        let channel = ChannelId("dev".into());
+        let window = Window::read(&deps, &channel).await.unwrap();
+        assert_eq!(texts(&window.messages), ["line 60", "line 70", "line 80"], "the newest 3");
+        assert!(!window.complete);
+
+        for secs in [10, 20, 50, 70, 80, 85] {
+            let ts = Ts::from_timestamp(at(secs));
+            let from_window = window.get_message(&deps, &channel, &ts).await.unwrap().map(|m| m.text.clone());
+            let from_store = deps.messages.get_message(&channel, &ts).await.unwrap().map(|m| m.text.clone());
+            assert_eq!(from_window, from_store, "get_message at {secs}");
+            let previous = window.previous_in_channel(&deps, &channel, &ts).await.unwrap().map(|m| m.text.clone());
+            let stored_previous =
+                deps.messages.previous_in_channel(&channel, &ts).await.unwrap().map(|m| m.text.clone());
+            assert_eq!(previous, stored_previous, "previous_in_channel before {secs}");
+            for enough in [1, 2, 5, 10] {
+                let counted = window.count_after(&deps, &channel, Some(&ts), enough).await.unwrap();
+                let stored = deps.messages.messages_after(&channel, Some(&ts), 100).await.unwrap().len();
+                assert_eq!(counted.min(enough), stored.min(enough), "count_after {secs}, enough {enough}");
+                if stored < enough {
+                    assert_eq!(counted, stored, "exact below enough: after {secs}");
+                }
+            }
+        }
+        let top = ThreadKey::top_level(channel.clone());
+        let thread = ThreadKey::thread(channel.clone(), Ts::from_timestamp(at(10)));
+        for (key, name) in [(&top, "top level"), (&thread, "thread")] {
+            for since in [0, 25, 65] {
+                for limit in [1, 2, 3, 10] {
+                    let from_window = window.recent_in_thread(&deps, key, at(since), limit).await.unwrap();
+                    let from_store = deps.messages.recent_in_thread(key, at(since), limit).await.unwrap();
+                    assert_eq!(texts(&from_window), texts(&from_store), "{name} since {since}, limit {limit}");
+                }
+            }
+        }
+        for since in [0, 65] {
+            for limit in [2, 3, 10] {
+                let from_window = window.recent_in_channel(&deps, &channel, at(since), limit).await.unwrap();
+                let from_store = deps.messages.recent_in_channel(&channel, at(since), limit).await.unwrap();
+                assert_eq!(texts(&from_window), texts(&from_store), "channel since {since}, limit {limit}");
+            }
+        }
+        // Supersession for the thread's opener: the newest 3 of the top level after it
+        // (30 is older than those) and every reply of its thread, old and new.
+        let opener = message(10, None);
+        let mut after = texts(&window.messages_after(&deps, &opener).await.unwrap());
+        after.sort();
+        assert_eq!(after, ["line 20", "line 40", "line 50", "line 60", "line 70", "line 80"]);
+    }
+}
