@@ -491,8 +491,8 @@ mod end_to_end {
         let command = SlashCommand {
             command: "/kuuki".into(),
             text: "forget-me".into(),
-            channel_id: channel.0.clone(),
-            user_id: alice.0.clone(),
+            channel_id: channel.0.to_string(),
+            user_id: alice.0.to_string(),
             may_manage_channel: None,
         };
         let answer = run_command(&w.deps, &command).await.unwrap();
@@ -501,7 +501,7 @@ mod end_to_end {
             "{answer}"
         );
         let left = w.deps.messages.messages_after(&channel, None, 10).await.unwrap();
-        assert_eq!(left.iter().map(|m| m.user.0.as_str()).collect::<Vec<_>>(), ["UBOB"]);
+        assert_eq!(left.iter().map(|m| m.user.as_str()).collect::<Vec<_>>(), ["UBOB"]);
         let facts = w.deps.facts.facts(&channel).await.unwrap();
         assert_eq!(facts.len(), 1);
         assert_eq!(facts[0].source_users, vec!["UBOB"]);

@@ -329,7 +329,7 @@ async fn each_kuuki_subcommand_answers_the_caller_within_the_request() {
     assert_eq!(body["allowed_mentions"]["parse"], json!([]));
     assert!(body.get("message_reference").is_none() && body.get("nonce").is_none());
     let stored = w.store.get_message(&channel, &Ts::new("1323456789012345678")).await.unwrap().unwrap();
-    assert_eq!((stored.user.0.as_str(), stored.user_name.as_str()), (ALICE, "Alice"));
+    assert_eq!((stored.user.as_str(), stored.user_name.as_str()), (ALICE, "Alice"));
     // The same interaction delivered again asks once.
     w.interaction(&command("ask", question)).await;
     w.run_for(5.0).await;
@@ -634,7 +634,7 @@ async fn forget_someone_is_for_members_who_manage_the_channel_and_forget_me_for_
     assert!(forgotten.starts_with(&format!("Forgotten <@{someone}>: 1 stored message(s)")), "{forgotten}");
     assert_eq!(w.deps.facts.profile(&UserId(someone.into())).await.unwrap(), None);
     let left = w.deps.messages.messages_after(&ChannelId(CHANNEL.into()), None, 10).await.unwrap();
-    assert!(left.iter().all(|m| m.user.0 != someone), "{left:?}");
+    assert!(left.iter().all(|m| m.user.0 != someone.into()), "{left:?}");
 
     // Anyone may have kuuki forget them, and see what it remembers.
     let memory = content(w.interaction(&command("memory", json!([]))).await.json().await.unwrap());

@@ -203,7 +203,7 @@ mod tests {
             channel: ChannelId("dev".into()),
             ts: Ts::from_timestamp(at(secs)),
             thread_root: root.map(|r| Ts::from_timestamp(at(r))),
-            user: UserId(format!("U{}", secs % 3)),
+            user: UserId(format!("U{}", secs % 3).into()),
             user_name: format!("u{}", secs % 3),
             text: format!("line {secs}"),
             author: Author::Human,

@@ -68,8 +68,8 @@ pub struct Connected {
 impl Connected {
     /// kuuki's ids: the first for [`crate::deps::Deps::new`], the rest `also_known_as`.
     pub fn bot_ids(&self) -> Vec<UserId> {
-        let slack = self.slack.iter().map(|s| UserId(s.user_id.clone()));
-        let discord = self.discord.iter().map(|d| UserId(d.user_id.clone()));
+        let slack = self.slack.iter().map(|s| UserId(s.user_id.as_str().into()));
+        let discord = self.discord.iter().map(|d| UserId(d.user_id.as_str().into()));
         slack.chain(discord).collect()
     }
 }

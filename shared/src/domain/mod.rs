@@ -9,18 +9,33 @@ pub use ts::{NotASlackTs, Ts};
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 /// A channel on one platform (a Slack channel id, a Discord channel id, a replay name).
+/// The text is shared: every stored message, job, claim and log event holds its
+/// channel, and a clone costs a reference count, not an allocation.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct ChannelId(pub String);
+pub struct ChannelId(pub Arc<str>);
 
-/// A user on one platform.
+/// A user on one platform (shared text, like [`ChannelId`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct UserId(pub String);
+pub struct UserId(pub Arc<str>);
+
+impl ChannelId {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl UserId {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
 
 impl fmt::Display for ChannelId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -453,7 +468,7 @@ pub struct Fact {
 impl Fact {
     /// Whether `user` (by id, or by the name reflection may have used) is a source.
     pub fn is_from(&self, user: &UserId, name: &str) -> bool {
-        self.source_users.iter().any(|u| u == &user.0 || (!name.is_empty() && u == name))
+        self.source_users.iter().any(|u| **u == *user.0 || (!name.is_empty() && u == name))
     }
 }
 
@@ -610,7 +625,7 @@ impl BotIdentity {
     }
 
     pub fn is_me(&self, id: &str) -> bool {
-        self.user_ids.iter().any(|u| u.0 == id)
+        self.user_ids.iter().any(|u| u.as_str() == id)
     }
 
     /// kuuki's id on the platform `channel` belongs to (its first id if it has none there).

@@ -56,7 +56,7 @@ const USAGE: &str = "Usage: /kuuki status | why | memory | forget-me | forget @u
 /// and returns the ephemeral text to show.
 pub async fn run_command(deps: &Deps, command: &SlashCommand) -> PortResult<String> {
     let Answer { text: answer, announced } = answer_command(deps, command).await?;
-    let channel = ChannelId(command.channel_id.clone());
+    let channel = ChannelId(command.channel_id.as_str().into());
     let text = command.text.trim();
     crate::record::record(
         deps,
@@ -64,7 +64,7 @@ pub async fn run_command(deps: &Deps, command: &SlashCommand) -> PortResult<Stri
         None,
         crate::domain::Ts::from_timestamp(deps.clock.now()),
         crate::domain::EventKind::Command {
-            user: crate::domain::UserId(command.user_id.clone()),
+            user: crate::domain::UserId(command.user_id.as_str().into()),
             command: if text.is_empty() { command.command.clone() } else { format!("{} {text}", command.command) },
             answer: answer.clone(),
             announced,
@@ -83,7 +83,7 @@ pub async fn caller_may_manage(deps: &Deps, command: &SlashCommand) -> PortResul
     }
     match command.may_manage_channel {
         Some(answer) => Ok(answer),
-        None => deps.chat.is_workspace_admin(&UserId(command.user_id.clone())).await,
+        None => deps.chat.is_workspace_admin(&UserId(command.user_id.as_str().into())).await,
     }
 }
 
@@ -123,7 +123,7 @@ impl From<&str> for Answer {
 }
 
 async fn answer_command(deps: &Deps, command: &SlashCommand) -> PortResult<Answer> {
-    let channel = ChannelId(command.channel_id.clone());
+    let channel = ChannelId(command.channel_id.as_str().into());
     let mut words = command.text.split_whitespace();
     let verb = words.next().unwrap_or("status").to_ascii_lowercase();
     // Lowercased for these verbs only: a user id in a later argument keeps its case.
@@ -134,9 +134,9 @@ async fn answer_command(deps: &Deps, command: &SlashCommand) -> PortResult<Answe
     match verb {
         "status" => return Ok(status(deps, &channel, now).await?.into()),
         "why" => return Ok(why(deps, &channel).await?.into()),
-        "memory" => return Ok(memory(deps, &channel, &UserId(command.user_id.clone()), now).await?.into()),
+        "memory" => return Ok(memory(deps, &channel, &UserId(command.user_id.as_str().into()), now).await?.into()),
         "forget-me" => {
-            let user = UserId(command.user_id.clone());
+            let user = UserId(command.user_id.as_str().into());
             return Ok(crate::memory::forget::forget_user(deps, &user, &channel).await?.describe("you").into());
         }
         "mute" | "unmute" | "shadow" | "forget" => {}
@@ -580,7 +580,7 @@ fn mentioned_user(arg: &str) -> Option<UserId> {
         None => arg,
     };
     let valid = !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    valid.then(|| UserId(id.to_owned()))
+    valid.then(|| UserId(id.to_owned().into()))
 }
 
 #[cfg(test)]

@@ -168,7 +168,7 @@ pub async fn handle_interaction(deps: &Deps, body: &[u8]) -> Result<Value, Disco
             let (Some(application_id), Some(token)) = (interaction.application_id, interaction.token) else {
                 return Err(bad("an application command without application_id or token".into()));
             };
-            let channel = ChannelId(channel_id);
+            let channel = ChannelId(channel_id.into());
             let ts = Ts::new(&interaction.id);
             // Kept before the question is queued, so its answer finds it.
             let until = deps.clock.now() + std::time::Duration::from_secs(INTERACTION_TOKEN_MINUTES * 60);
@@ -224,7 +224,7 @@ async fn ask(
         channel,
         ts,
         thread_root: None,
-        user: UserId(user.to_owned()),
+        user: UserId(user.to_owned().into()),
         user_name: user_name.to_owned(),
         text: format!("<@{}> {question}", me.0),
         author: Author::Human,

@@ -450,7 +450,7 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
 
     let window = recent_window(input.conversation, settings.judge_recent_messages);
     let humans: Vec<&Message> = window.iter().map(|m| &**m).filter(|m| m.author == Author::Human).collect();
-    let mut speakers: Vec<&str> = humans.iter().map(|m| m.user.0.as_str()).collect();
+    let mut speakers: Vec<&str> = humans.iter().map(|m| m.user.as_str()).collect();
     speakers.sort_unstable();
     speakers.dedup();
     let kuuki_addressed = window.iter().any(|m| direct_trigger(m, input.bot).is_some());

@@ -55,7 +55,7 @@ pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId) -
     let profile = deps.facts.profile(user).await?;
     // Older facts name people as the model wrote them: by display name.
     let name = match deps.chat.user_name(user).await {
-        Ok(name) if name != user.0 => name,
+        Ok(name) if *name != *user.0 => name,
         _ => String::new(),
     };
     let mut channels: Vec<ChannelId> = profile.as_ref().map(|p| p.channels.clone()).unwrap_or_default();
@@ -73,7 +73,7 @@ pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId) -
             if !fact.is_from(user, &name) && !mentions(&fact.content) {
                 continue;
             }
-            fact.source_users.retain(|u| u != &user.0 && u != &name);
+            fact.source_users.retain(|u| **u != *user.0 && u != &name);
             // A fact that names them cannot be edited safely; it goes with them.
             if fact.source_users.is_empty() || mentions(&fact.content) {
                 deps.facts.delete_fact(channel, &fact.id).await?;

@@ -225,7 +225,7 @@ impl Speakers<'_> {
     fn id_of(&self, name_or_id: &str) -> Option<&UserId> {
         let m = self.0.iter().filter(|m| m.author != Author::OwnBot);
         m.clone()
-            .find(|m| m.user.0 == name_or_id)
+            .find(|m| m.user.0 == name_or_id.into())
             .or_else(|| m.clone().find(|m| m.user_name == name_or_id))
             .map(|m| &m.user)
     }
@@ -275,9 +275,12 @@ async fn merge_facts(
     // Indices into `known` of the facts to store: those added or strengthened.
     let mut changed: Vec<usize> = Vec::new();
     for fact in new {
-        let source_users: Vec<String> =
-            fact.source_users.iter().map(|u| speakers.id_of(u).map_or_else(|| u.clone(), |id| id.0.clone())).collect();
-        let source_ids: Vec<UserId> = source_users.iter().map(|u| UserId(u.clone())).collect();
+        let source_users: Vec<String> = fact
+            .source_users
+            .iter()
+            .map(|u| speakers.id_of(u).map_or_else(|| u.clone(), |id| id.0.to_string()))
+            .collect();
+        let source_ids: Vec<UserId> = source_users.iter().map(|u| UserId(u.clone().into())).collect();
         let mut kws: Vec<String> = fact.keywords.iter().map(|k| k.to_lowercase()).collect();
         for k in keywords(&fact.content) {
             if !kws.contains(&k) {

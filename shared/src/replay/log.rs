@@ -109,7 +109,7 @@ impl<'a> LogWriter<'a> {
             };
             let thread = thread_root.map(|root| {
                 self.thread_names
-                    .get(event.channel.0.as_str())
+                    .get(event.channel.as_str())
                     .and_then(|names| names.get(root))
                     .map_or(root.as_str(), String::as_str)
             });

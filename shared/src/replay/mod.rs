@@ -123,10 +123,10 @@ impl Replay {
             root
         });
         Message {
-            channel: ChannelId(line.channel.clone()),
+            channel: ChannelId(line.channel.clone().into()),
             ts,
             thread_root,
-            user: UserId(line.user.clone()),
+            user: UserId(line.user.clone().into()),
             user_name: line.user.clone(),
             text: line.text.clone(),
             author: if line.bot { Author::OtherBot } else { Author::Human },

@@ -161,11 +161,11 @@ struct MessageItem {
 impl MessageItem {
     fn new(m: &Message, expires_at: i64) -> Self {
         MessageItem {
-            channel: m.channel.0.clone(),
+            channel: m.channel.0.to_string(),
             sk: m.ts.sort_key(),
             ts: m.ts.as_str().to_owned(),
             conv: conversation(&m.channel, m.thread_root.as_ref()),
-            user: m.user.0.clone(),
+            user: m.user.0.to_string(),
             user_name: m.user_name.clone(),
             text: m.text.clone(),
             author: m.author,
@@ -180,10 +180,10 @@ impl MessageItem {
 
     fn into_message(self) -> Message {
         Message {
-            channel: ChannelId(self.channel),
+            channel: ChannelId(self.channel.into()),
             ts: Ts::new(&self.ts),
             thread_root: self.thread_root.as_deref().map(Ts::new),
-            user: UserId(self.user),
+            user: UserId(self.user.into()),
             user_name: self.user_name,
             text: self.text,
             author: self.author,
@@ -317,7 +317,7 @@ impl DynamoStore {
     }
 
     fn message_key(channel: &ChannelId, ts: &Ts) -> Item {
-        [("channel".to_owned(), s(&channel.0)), ("sk".to_owned(), s(ts.sort_key()))].into()
+        [("channel".to_owned(), s(&*channel.0)), ("sk".to_owned(), s(ts.sort_key()))].into()
     }
 
     /// The newest `limit` items of a query (table by channel, or the conversation
@@ -354,7 +354,7 @@ impl DynamoStore {
             .client
             .get_item()
             .table_name(&self.tables.channels)
-            .key("channel", s(&channel.0))
+            .key("channel", s(&*channel.0))
             .consistent_read(true)
             .send()
             .await
@@ -378,7 +378,7 @@ impl DynamoStore {
                 .client
                 .update_item()
                 .table_name(&self.tables.channels)
-                .key("channel", s(&channel.0))
+                .key("channel", s(&*channel.0))
                 .expression_attribute_names("#s", "state")
                 .expression_attribute_values(":s", s(json))
                 .expression_attribute_values(":next", n(version + 1));
@@ -517,7 +517,7 @@ impl MessageStore for DynamoStore {
             .query()
             .table_name(&self.tables.messages)
             .expression_attribute_names("#p", "channel")
-            .expression_attribute_values(":p", s(&channel.0))
+            .expression_attribute_values(":p", s(&*channel.0))
             .scan_index_forward(true)
             .limit(limit.clamp(1, 1000) as i32);
         query = match after {
@@ -540,7 +540,7 @@ impl MessageStore for DynamoStore {
             .table_name(&self.tables.messages)
             .key_condition_expression("#p = :p")
             .expression_attribute_names("#p", "channel")
-            .expression_attribute_values(":p", s(&channel.0))
+            .expression_attribute_values(":p", s(&*channel.0))
             .scan_index_forward(false)
             .consistent_read(true)
             .limit(limit.clamp(1, 1000) as i32)
@@ -577,8 +577,8 @@ impl MessageStore for DynamoStore {
                 .expression_attribute_names("#p", "channel")
                 .expression_attribute_names("#sk", "sk")
                 .expression_attribute_names("#u", "user")
-                .expression_attribute_values(":p", s(&channel.0))
-                .expression_attribute_values(":u", s(&user.0))
+                .expression_attribute_values(":p", s(&*channel.0))
+                .expression_attribute_values(":u", s(&*user.0))
                 .set_exclusive_start_key(start)
                 .send()
                 .await
@@ -631,7 +631,7 @@ impl ChannelStateStore for DynamoStore {
         self.client
             .update_item()
             .table_name(&self.tables.channels)
-            .key("channel", s(&channel.0))
+            .key("channel", s(&*channel.0))
             .update_expression("SET #j = :j")
             .expression_attribute_names("#j", "last_judgment")
             .expression_attribute_values(":j", s(json))
@@ -685,7 +685,7 @@ impl ChannelStateStore for DynamoStore {
             .client
             .update_item()
             .table_name(&self.tables.channels)
-            .key("channel", s(&channel.0))
+            .key("channel", s(&*channel.0))
             .update_expression("SET #d = :due ADD #v :one")
             .condition_expression("attribute_not_exists(#d) OR #d <= :now OR #d > :due")
             .expression_attribute_names("#d", mark_attribute(task))
@@ -804,7 +804,7 @@ impl FactStore for DynamoStore {
                 .table_name(&self.tables.facts)
                 .key_condition_expression("#scope = :scope")
                 .expression_attribute_names("#scope", "scope")
-                .expression_attribute_values(":scope", s(&channel.0))
+                .expression_attribute_values(":scope", s(&*channel.0))
                 .set_exclusive_start_key(start)
                 .send()
                 .await
@@ -825,7 +825,7 @@ impl FactStore for DynamoStore {
 
     async fn put_fact(&self, fact: &Fact) -> PortResult<()> {
         let item = FactItem {
-            scope: fact.channel.0.clone(),
+            scope: fact.channel.0.to_string(),
             id: fact.id.clone(),
             fact: Fact { embedding: None, ..fact.clone() },
             embedding: fact.embedding.clone(),
@@ -844,7 +844,7 @@ impl FactStore for DynamoStore {
         self.client
             .delete_item()
             .table_name(&self.tables.facts)
-            .key("scope", s(&channel.0))
+            .key("scope", s(&*channel.0))
             .key("id", s(id))
             .send()
             .await
@@ -868,7 +868,7 @@ impl FactStore for DynamoStore {
                 .map_err(backend("scan fact channels"))?;
             for item in out.items.unwrap_or_default() {
                 if let Some(scope) = get_s(&item, "scope").filter(|s| !s.starts_with('#')) {
-                    let channel = ChannelId(scope.to_owned());
+                    let channel = ChannelId(scope.to_owned().into());
                     if !channels.contains(&channel) {
                         channels.push(channel);
                     }
@@ -887,7 +887,7 @@ impl FactStore for DynamoStore {
             .get_item()
             .table_name(&self.tables.facts)
             .key("scope", s(notes_scope(channel)))
-            .key("id", s(&user.0))
+            .key("id", s(&*user.0))
             .send()
             .await
             .map_err(backend("get user note"))?;
@@ -895,7 +895,7 @@ impl FactStore for DynamoStore {
     }
 
     async fn put_user_note(&self, note: &UserNote) -> PortResult<()> {
-        let item = NoteItem { scope: notes_scope(&note.channel), id: note.user.0.clone(), note: note.clone() };
+        let item = NoteItem { scope: notes_scope(&note.channel), id: note.user.0.to_string(), note: note.clone() };
         self.client
             .put_item()
             .table_name(&self.tables.facts)
@@ -911,7 +911,7 @@ impl FactStore for DynamoStore {
             .delete_item()
             .table_name(&self.tables.facts)
             .key("scope", s(notes_scope(channel)))
-            .key("id", s(&user.0))
+            .key("id", s(&*user.0))
             .send()
             .await
             .map_err(backend("delete user note"))?;
@@ -924,13 +924,13 @@ impl FactStore for DynamoStore {
             .get_item()
             .table_name(&self.tables.facts)
             .key("scope", s(PROFILES_SCOPE))
-            .key("id", s(&user.0))
+            .key("id", s(&*user.0))
             .send()
             .await
             .map_err(backend("get profile"))?;
         let Some(item) = out.item else { return Ok(None) };
         let item: ProfileItem = from_item(item)?;
-        let mut channels: Vec<ChannelId> = item.channels.into_iter().map(ChannelId).collect();
+        let mut channels: Vec<ChannelId> = item.channels.into_iter().map(|c| ChannelId(c.into())).collect();
         channels.sort();
         Ok(Some(UserProfile {
             user: user.clone(),
@@ -953,14 +953,14 @@ impl FactStore for DynamoStore {
             .update_item()
             .table_name(&self.tables.facts)
             .key("scope", s(PROFILES_SCOPE))
-            .key("id", s(&user.0))
+            .key("id", s(&*user.0))
             .update_expression(
                 "ADD interactions :one, bot_mentions :called, channels :channel \
                  SET first_at = if_not_exists(first_at, :at), last_at = :at",
             )
             .expression_attribute_values(":one", n(1))
             .expression_attribute_values(":called", n(u8::from(called_bot)))
-            .expression_attribute_values(":channel", AttributeValue::Ss(vec![channel.0.clone()]))
+            .expression_attribute_values(":channel", AttributeValue::Ss(vec![channel.0.to_string()]))
             .expression_attribute_values(":at", n(at.as_micros()))
             .send()
             .await
@@ -973,7 +973,7 @@ impl FactStore for DynamoStore {
             .delete_item()
             .table_name(&self.tables.facts)
             .key("scope", s(PROFILES_SCOPE))
-            .key("id", s(&user.0))
+            .key("id", s(&*user.0))
             .send()
             .await
             .map_err(backend("delete profile"))?;

@@ -336,17 +336,19 @@ impl Chat for DiscordClient {
     }
 
     async fn user_name(&self, user: &UserId) -> PortResult<String> {
-        if let Some(name) = self.names.lock().expect("names lock").get(&user.0) {
+        if let Some(name) = self.names.lock().expect("names lock").get(user.as_str()) {
             return Ok(name.clone());
         }
         let path = format!("/users/{}", user.0);
         let name = match self.call::<answers::User>(Method::GET, &path, "GET /users/{id}", None).await {
-            Ok(u) => u.global_name.or(u.username).filter(|n| !n.trim().is_empty()).unwrap_or_else(|| user.0.clone()),
+            Ok(u) => {
+                u.global_name.or(u.username).filter(|n| !n.trim().is_empty()).unwrap_or_else(|| user.0.to_string())
+            }
             // An unknown user is remembered by id: one call, not one per prompt.
-            Err(DiscordApiError::Refused { status, .. }) if status < 500 => user.0.clone(),
+            Err(DiscordApiError::Refused { status, .. }) if status < 500 => user.0.to_string(),
             Err(e) => return Err(e.into()),
         };
-        self.names.lock().expect("names lock").insert(user.0.clone(), name.clone());
+        self.names.lock().expect("names lock").insert(user.0.to_string(), name.clone());
         Ok(name)
     }
 }

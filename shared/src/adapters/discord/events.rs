@@ -106,13 +106,18 @@ pub fn normalize_dispatch(body: &[u8], me: &DiscordIdentity) -> Result<Normalize
             let ts = snowflake_ts(&m.id)?;
             // An update without content is an embed or a pin being added: no new text.
             match m.content {
-                Some(text) => Ok(Normalized::Incoming(Incoming::Edited { channel: ChannelId(m.channel_id), ts, text })),
+                Some(text) => {
+                    Ok(Normalized::Incoming(Incoming::Edited { channel: ChannelId(m.channel_id.into()), ts, text }))
+                }
                 None => Ok(Normalized::Ignored("MESSAGE_UPDATE without content".into())),
             }
         }
         "MESSAGE_DELETE" => {
             let m = message()?;
-            Ok(Normalized::Incoming(Incoming::Deleted { ts: snowflake_ts(&m.id)?, channel: ChannelId(m.channel_id) }))
+            Ok(Normalized::Incoming(Incoming::Deleted {
+                ts: snowflake_ts(&m.id)?,
+                channel: ChannelId(m.channel_id.into()),
+            }))
         }
         "" => Err(DiscordEventError("not a dispatch: no `t`".into())),
         other => Ok(Normalized::Ignored(format!("dispatch {other}"))),
@@ -147,10 +152,10 @@ fn new_message(m: RawMessage, me: &DiscordIdentity) -> Result<Normalized, Discor
         text = text.replace(&format!("<@&{role}>"), &format!("<@{}>", me.user_id));
     }
     Ok(Normalized::Incoming(Incoming::Message(Message {
-        channel: ChannelId(m.channel_id),
+        channel: ChannelId(m.channel_id.into()),
         ts,
         thread_root: None,
-        user: UserId(author.id),
+        user: UserId(author.id.into()),
         user_name,
         text,
         author: kind,
@@ -218,7 +223,7 @@ mod tests {
         }));
         assert_eq!(m.ts, Ts::new(ID));
         assert_eq!(m.at, Timestamp(1_462_015_105_796 * 1000));
-        assert_eq!((m.user.0.as_str(), m.user_name.as_str()), ("80351110224678912", "nel"));
+        assert_eq!((m.user.as_str(), m.user_name.as_str()), ("80351110224678912", "nel"));
         assert_eq!(m.author, Author::Human);
         assert!(!m.in_dm && !m.private_channel && !m.replies_to_bot);
         assert_eq!(m.thread_root, None);

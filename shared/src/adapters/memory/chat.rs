@@ -116,7 +116,7 @@ impl Chat for RecordingChat {
     }
 
     async fn user_name(&self, user: &UserId) -> PortResult<String> {
-        Ok(user.0.clone())
+        Ok(user.0.to_string())
     }
 
     fn max_message_chars(&self, _channel: &ChannelId) -> Option<usize> {

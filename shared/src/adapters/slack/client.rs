@@ -117,13 +117,13 @@ impl SlackClient {
     /// are not users; a refusal is remembered too, so a missing user or scope costs
     /// one call, not one per prompt (the role stays unknown: no one is granted on it).
     async fn user_info(&self, user: &UserId) -> PortResult<KnownUser> {
-        if let Some(known) = self.users.lock().expect("users lock").get(&user.0) {
+        if let Some(known) = self.users.lock().expect("users lock").get(user.as_str()) {
             return Ok(known.clone());
         }
         let known = if user.0.starts_with('B') {
-            KnownUser { name: user.0.clone(), admin: Some(false) }
+            KnownUser { name: user.0.to_string(), admin: Some(false) }
         } else {
-            match self.call_form::<answers::UserInfo>("users.info", &[("user", user.0.as_str())]).await {
+            match self.call_form::<answers::UserInfo>("users.info", &[("user", user.as_str())]).await {
                 Ok(answer) => {
                     let u = answer.user.unwrap_or_default();
                     let admin = u.is_admin || u.is_owner || u.is_primary_owner;
@@ -132,14 +132,14 @@ impl SlackClient {
                         .into_iter()
                         .flatten()
                         .find(|s| !s.trim().is_empty())
-                        .unwrap_or_else(|| user.0.clone());
+                        .unwrap_or_else(|| user.0.to_string());
                     KnownUser { name, admin: Some(admin) }
                 }
-                Err(e) if !e.is_transient() => KnownUser { name: user.0.clone(), admin: None },
+                Err(e) if !e.is_transient() => KnownUser { name: user.0.to_string(), admin: None },
                 Err(e) => return Err(e.into()),
             }
         };
-        self.users.lock().expect("users lock").insert(user.0.clone(), known.clone());
+        self.users.lock().expect("users lock").insert(user.0.to_string(), known.clone());
         Ok(known)
     }
 
@@ -234,7 +234,7 @@ impl Chat for SlackClient {
         tag: &str,
     ) -> PortResult<Option<FoundPost>> {
         let mut fields = vec![
-            ("channel", channel.0.as_str()),
+            ("channel", channel.as_str()),
             ("oldest", after.as_str()),
             ("inclusive", "false"),
             ("include_all_metadata", "true"),

@@ -150,7 +150,7 @@ pub fn normalize(event: &RawEvent, me: &SlackIdentity) -> Result<Normalized, Eve
 }
 
 fn channel_of(event: &RawEvent) -> Option<ChannelId> {
-    event.channel.clone().map(ChannelId)
+    event.channel.clone().map(|c| ChannelId(c.into()))
 }
 
 fn without_channel(event: &RawEvent) -> Normalized {
@@ -217,7 +217,7 @@ fn new_message(event: &RawEvent, me: &SlackIdentity) -> Result<Normalized, Event
         ts,
         thread_root,
         user_name: event.username.clone().unwrap_or_else(|| user.clone()),
-        user: UserId(user),
+        user: UserId(user.into()),
         text: event.text.clone().unwrap_or_default(),
         author,
         replies_to_bot,
