@@ -209,15 +209,20 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     let state = store.channel_state(&ch).await.unwrap();
     assert_eq!(state.last_response_at, Some(at(100)), "the latest response, not the last recorded");
     assert_eq!(state.interventions.len(), 2);
-    for i in 0..(ChannelState::KEPT_INTERVENTIONS as i64 + 5) {
+    // Enough that a store keeping them apart has to trim (DynamoDB: past 30).
+    for i in 0..(ChannelState::KEPT_INTERVENTIONS as i64 + 15) {
         store.record_intervention(&ch, intervention(200 + i)).await.unwrap();
     }
     let state = store.channel_state(&ch).await.unwrap();
     assert_eq!(state.interventions.len(), ChannelState::KEPT_INTERVENTIONS, "bounded");
+    let newest = 200 + ChannelState::KEPT_INTERVENTIONS as i64 + 14;
+    assert_eq!(state.interventions.last().unwrap().excerpt, format!("at {newest}"));
     assert_eq!(
-        state.interventions.last().unwrap().excerpt,
-        format!("at {}", 200 + ChannelState::KEPT_INTERVENTIONS as i64 + 4)
+        state.interventions.first().unwrap().excerpt,
+        format!("at {}", newest - (ChannelState::KEPT_INTERVENTIONS as i64 - 1)),
+        "the newest kept"
     );
+    assert_eq!(state.last_response_at, Some(at(newest)));
     assert_eq!(*store.channel_state(&ChannelId("contract-quiet".into())).await.unwrap(), ChannelState::default());
 
     // Mute, shadow and the last judgment live beside the history without disturbing it.

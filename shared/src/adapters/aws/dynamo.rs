@@ -3,7 +3,7 @@
 //! | table | key | what |
 //! | --- | --- | --- |
 //! | messages | `channel` (S), `sk` (S: the ts, zero-padded so text order is ts order) | every message; GSI `by_conversation` on `conv` (`channel#root`, `-` for the top level) and `sk`; TTL `expires_at` |
-//! | channels | `channel` (S) | the channel's state as JSON (`state`) with an optimistic `version`; the fields written on every judgment apart, each by its own update: `last_judgment` (S, JSON), `summary_due` and `reflection_due` (N) |
+//! | channels | `channel` (S) | the channel's state as JSON (`state`) with an optimistic `version`; the fields written on every judgment or answer apart, each by its own update: `last_judgment` (S, JSON), `summary_due` and `reflection_due` (N), one `iv#<at>#<thread>` (S, JSON) per intervention |
 //! | ledger | `key` (S) | claims (`status`, `until`) and cache entries (`value`, `until`); TTL `expires_at` |
 //! | facts | `scope` (S: the channel, `#notes#<channel>` or `#profiles`), `id` (S: the fact's id, or the person's) | facts as JSON (`fact`) per channel, with the embedding apart (`embedding`, B: little-endian f32s); people's notes per channel (`note`); people's counters (`interactions`, `bot_mentions`, `channels` SS, `first_at`, `last_at`) |
 //!
@@ -236,6 +236,44 @@ fn mark_attribute(task: MemoryTask) -> &'static str {
     }
 }
 
+/// Each answer's intervention is an attribute of its own, `iv#<at, 20 digits>#<thread
+/// root>` (JSON), written by one update without a read; the names sort by time.
+const INTERVENTION_PREFIX: &str = "iv#";
+/// Interventions past the kept ones are removed this many at a time, so trimming costs
+/// a call every few answers, not one an answer.
+const INTERVENTION_TRIM_SLACK: usize = 10;
+
+fn intervention_attribute(intervention: &Intervention) -> String {
+    let root = intervention.thread.root.as_ref().map_or("-", Ts::as_str);
+    format!("{INTERVENTION_PREFIX}{:020}#{root}", intervention.at.0)
+}
+
+/// A channel item to its state and version: the JSON, the fields written apart, and
+/// the interventions written apart merged with the JSON's copy (an item written before
+/// they were apart, or the copy a whole-state write left), newest last, at most
+/// [`ChannelState::KEPT_INTERVENTIONS`].
+fn channel_state_from(mut item: Item) -> PortResult<(ChannelState, i64)> {
+    let apart: Vec<String> = item.keys().filter(|k| k.starts_with(INTERVENTION_PREFIX)).cloned().collect();
+    let mut recorded = Vec::with_capacity(apart.len());
+    for name in apart {
+        if let Some(AttributeValue::S(json)) = item.remove(&name) {
+            let intervention: Intervention = serde_json::from_str(&json).map_err(backend("decode intervention"))?;
+            recorded.push(intervention);
+        }
+    }
+    let (mut state, version) = from_item::<ChannelItem>(item)?.into_state()?;
+    if !recorded.is_empty() {
+        let mut all: std::collections::BTreeMap<String, Intervention> =
+            state.interventions.drain(..).map(|i| (intervention_attribute(&i), i)).collect();
+        all.extend(recorded.into_iter().map(|i| (intervention_attribute(&i), i)));
+        let skip = all.len().saturating_sub(ChannelState::KEPT_INTERVENTIONS);
+        state.interventions = all.into_values().skip(skip).collect();
+        let newest = state.interventions.iter().map(|i| i.at).max();
+        state.last_response_at = state.last_response_at.max(newest);
+    }
+    Ok((state, version))
+}
+
 /// The facts table's item for a fact: the fact as JSON without its embedding, which
 /// goes apart as bytes (4 a dimension where JSON takes about 12).
 #[derive(Debug, PartialEq, Serialize, Deserialize)]
@@ -362,7 +400,7 @@ impl DynamoStore {
         let Some(item) = out.item else {
             return Ok((ChannelState::default(), 0));
         };
-        from_item::<ChannelItem>(item)?.into_state()
+        channel_state_from(item)
     }
 
     /// Read, change, write only if nobody wrote in between; again on a conflict.
@@ -616,13 +654,41 @@ impl ChannelStateStore for DynamoStore {
     }
 
     async fn record_intervention(&self, channel: &ChannelId, intervention: Intervention) -> PortResult<()> {
-        self.update_state(channel, |state| {
-            state.last_response_at = Some(state.last_response_at.map_or(intervention.at, |t| t.max(intervention.at)));
-            state.interventions.push(intervention.clone());
-            let excess = state.interventions.len().saturating_sub(ChannelState::KEPT_INTERVENTIONS);
-            state.interventions.drain(..excess);
-        })
-        .await
+        // One blind update of its own attribute (repeating it writes the same one). The
+        // item as it is now comes back without a read (no read capacity): when too many
+        // have piled up, the oldest go in one more update.
+        let json = serde_json::to_string(&intervention).map_err(backend("encode intervention"))?;
+        let out = self
+            .client
+            .update_item()
+            .table_name(&self.tables.channels)
+            .key("channel", s(&*channel.0))
+            .update_expression("SET #i = :i")
+            .expression_attribute_names("#i", intervention_attribute(&intervention))
+            .expression_attribute_values(":i", s(json))
+            .return_values(ReturnValue::AllNew)
+            .send()
+            .await
+            .map_err(backend("record intervention"))?;
+        let mut recorded: Vec<String> =
+            out.attributes.unwrap_or_default().into_keys().filter(|k| k.starts_with(INTERVENTION_PREFIX)).collect();
+        if recorded.len() <= ChannelState::KEPT_INTERVENTIONS + INTERVENTION_TRIM_SLACK {
+            return Ok(());
+        }
+        recorded.sort();
+        let stale = &recorded[..recorded.len() - ChannelState::KEPT_INTERVENTIONS];
+        let names: Vec<String> = (0..stale.len()).map(|i| format!("#r{i}")).collect();
+        let mut trim = self
+            .client
+            .update_item()
+            .table_name(&self.tables.channels)
+            .key("channel", s(&*channel.0))
+            .update_expression(format!("REMOVE {}", names.join(", ")));
+        for (name, attribute) in names.iter().zip(stale) {
+            trim = trim.expression_attribute_names(name, attribute);
+        }
+        trim.send().await.map_err(backend("trim interventions"))?;
+        Ok(())
     }
 
     async fn record_judgment(&self, channel: &ChannelId, note: JudgmentNote) -> PortResult<()> {
@@ -1324,6 +1390,38 @@ mod tests {
         let (read, version) = from_item::<ChannelItem>(bare).unwrap().into_state().unwrap();
         assert_eq!(version, 0);
         assert_eq!(read, ChannelState { reflection_due: Some(Timestamp(4)), ..ChannelState::default() });
+    }
+
+    #[test]
+    fn interventions_apart_merge_with_the_json_copy() {
+        let intervention = |secs: i64| Intervention {
+            at: Timestamp(secs),
+            thread: ThreadKey::top_level(ChannelId("C1".into())),
+            response_type: crate::domain::ResponseType::ShortAck,
+            excerpt: format!("at {secs}"),
+            facts: Vec::new(),
+        };
+        // The JSON copy (a whole-state write, or an item from before) holds 1 and 2.
+        let state = ChannelState {
+            last_response_at: Some(Timestamp(2)),
+            interventions: vec![intervention(1), intervention(2)],
+            ..ChannelState::default()
+        };
+        let mut written =
+            item(&[("channel", s("C1")), ("state", s(serde_json::to_string(&state).unwrap())), ("version", n(1))]);
+        // Apart: 2 again (written before that copy) and 3 to 24.
+        for secs in std::iter::once(2).chain(3..=24) {
+            let i = intervention(secs);
+            written.insert(intervention_attribute(&i), s(serde_json::to_string(&i).unwrap()));
+        }
+        let (read, version) = channel_state_from(written).unwrap();
+        assert_eq!(version, 1);
+        let excerpts: Vec<&str> = read.interventions.iter().map(|i| i.excerpt.as_str()).collect();
+        let newest: Vec<String> = (5..=24).map(|secs| format!("at {secs}")).collect();
+        assert_eq!(excerpts, newest, "each once, newest last, the kept number");
+        assert_eq!(read.last_response_at, Some(Timestamp(24)));
+        // The names sort by time.
+        assert!(intervention_attribute(&intervention(9)) < intervention_attribute(&intervention(10)));
     }
 
     #[test]
