@@ -323,9 +323,12 @@ fn clock_time(at: Timestamp) -> String {
 pub const EXCERPT_MESSAGES: usize = 5;
 
 /// The conversation as kuuki stepped in, for the intervention history.
-pub fn excerpt(conversation: &[Arc<Message>]) -> String {
+pub fn excerpt<M: std::borrow::Borrow<Message>>(conversation: &[M]) -> String {
     let start = conversation.len().saturating_sub(EXCERPT_MESSAGES);
-    let joined =
-        conversation[start..].iter().map(|m| format!("{}: {}", m.user_name, m.text)).collect::<Vec<_>>().join(" / ");
+    let joined = conversation[start..]
+        .iter()
+        .map(|m| format!("{}: {}", m.borrow().user_name, m.borrow().text))
+        .collect::<Vec<_>>()
+        .join(" / ");
     joined.chars().take(EXCERPT_CHARS).collect()
 }

@@ -2,8 +2,6 @@
 //! shareable fact in a channel that came back after a silence. Claimed like any answer,
 //! so a redelivered job never opens twice.
 
-use std::sync::Arc;
-
 use serde::Serialize;
 
 use super::CLAIM_KEEP;
@@ -126,7 +124,7 @@ async fn open_claimed(
             at: now,
             thread: target.thread_key(),
             response_type: ResponseType::ShortAck,
-            excerpt: crate::context::excerpt(&[Arc::new(target.clone())]),
+            excerpt: crate::context::excerpt(std::slice::from_ref(target)),
             facts: used.clone(),
         };
         deps.channels.record_intervention(channel, intervention).await?;
