@@ -206,9 +206,10 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     };
     store.record_intervention(&ch, intervention(100)).await.unwrap();
     store.record_intervention(&ch, intervention(50)).await.unwrap();
+    store.record_intervention(&ch, intervention(50)).await.unwrap();
     let state = store.channel_state(&ch).await.unwrap();
     assert_eq!(state.last_response_at, Some(at(100)), "the latest response, not the last recorded");
-    assert_eq!(state.interventions.len(), 2);
+    assert_eq!(state.interventions.len(), 2, "a repeated record (a redelivery) is kept once");
     // Enough that a store keeping them apart has to trim (DynamoDB: past 30).
     for i in 0..(ChannelState::KEPT_INTERVENTIONS as i64 + 15) {
         store.record_intervention(&ch, intervention(200 + i)).await.unwrap();

@@ -317,6 +317,11 @@ impl ChannelStateStore for MemoryStore {
         let mut inner = self.lock();
         let state = Arc::make_mut(slot(&mut inner.states, channel));
         state.last_response_at = Some(state.last_response_at.map_or(intervention.at, |t| t.max(intervention.at)));
+        // A repeat (a redelivered answer) is the same intervention, kept once, as the
+        // DynamoDB store keeps it under one attribute.
+        if state.interventions.iter().any(|i| i.at == intervention.at && i.thread == intervention.thread) {
+            return Ok(());
+        }
         state.interventions.push(intervention);
         let excess = state.interventions.len().saturating_sub(ChannelState::KEPT_INTERVENTIONS);
         state.interventions.drain(..excess);
