@@ -264,6 +264,8 @@ pub trait ChannelStateStore: Send + Sync {
     /// read on every judgment and every answer).
     async fn channel_state(&self, channel: &ChannelId) -> PortResult<std::sync::Arc<ChannelState>>;
     /// Records a response: sets the last response time and appends to the history.
+    /// Only the one recorded last keeps its excerpt and facts (the only ones read: the
+    /// next prompt's context, `/kuuki why`), so the history stays small to write.
     async fn record_intervention(&self, channel: &ChannelId, intervention: Intervention) -> PortResult<()>;
     async fn record_judgment(&self, channel: &ChannelId, note: JudgmentNote) -> PortResult<()>;
     /// Mutes ambient participation until `until`; `None` unmutes.

@@ -83,6 +83,19 @@ pub async fn message_store(store: &dyn MessageStore) {
         store.recent_in_thread(&ThreadKey::top_level(ChannelId("nobody".into())), at(0), 10).await.unwrap().is_empty()
     );
 
+    // A busy thread buries the top level: its newest messages are still found, behind
+    // more thread replies than one page of a read holds.
+    let busy = ChannelId("contract-busy-thread".into());
+    let mut busy_messages = vec![message(&busy.0, 1, None, "opening"), message(&busy.0, 2, None, "root")];
+    busy_messages.extend((0..230).map(|i| message(&busy.0, 10 + i, Some(2), "in the thread")));
+    for m in &busy_messages {
+        store.put_message(m).await.unwrap();
+    }
+    let busy_top = ThreadKey::top_level(busy.clone());
+    settle(store, &ThreadKey::thread(busy.clone(), busy_messages[1].ts.clone()), 100).await;
+    assert_eq!(texts(store.recent_in_thread(&busy_top, at(0), 5).await.unwrap()), ["opening", "root"]);
+    assert_eq!(texts(store.recent_in_thread(&busy_top, at(2), 5).await.unwrap()), ["root"], "since still bounds it");
+
     // The whole channel, every conversation, in time order.
     assert_eq!(texts(store.recent_in_channel(&ch, at(0), 10).await.unwrap()), ["one", "reply", "two", "reply 2"]);
     assert_eq!(texts(store.recent_in_channel(&ch, at(0), 2).await.unwrap()), ["two", "reply 2"]);
@@ -217,11 +230,18 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     let state = store.channel_state(&ch).await.unwrap();
     assert_eq!(state.interventions.len(), ChannelState::KEPT_INTERVENTIONS, "bounded");
     let newest = 200 + ChannelState::KEPT_INTERVENTIONS as i64 + 14;
-    assert_eq!(state.interventions.last().unwrap().excerpt, format!("at {newest}"));
+    assert_eq!(*state.interventions.last().unwrap(), intervention(newest), "the newest in full");
     assert_eq!(
-        state.interventions.first().unwrap().excerpt,
-        format!("at {}", newest - (ChannelState::KEPT_INTERVENTIONS as i64 - 1)),
+        state.interventions.first().unwrap().at,
+        at(newest - (ChannelState::KEPT_INTERVENTIONS as i64 - 1)),
         "the newest kept"
+    );
+    assert!(
+        state.interventions[..ChannelState::KEPT_INTERVENTIONS - 1]
+            .iter()
+            .all(|i| i.excerpt.is_empty() && i.facts.is_empty()),
+        "only the newest keeps its excerpt and facts: {:?}",
+        state.interventions
     );
     assert_eq!(state.last_response_at, Some(at(newest)));
     assert_eq!(*store.channel_state(&ChannelId("contract-quiet".into())).await.unwrap(), ChannelState::default());

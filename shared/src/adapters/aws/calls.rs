@@ -1,25 +1,72 @@
-//! Counts AWS calls by service and operation (an SDK interceptor): the figure behind
-//! "at most two AWS calls per ingested message".
+//! Counts AWS calls by service and operation (an SDK interceptor), and the DynamoDB
+//! capacity units they consume: the figures behind the README's cost table.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use aws_sdk_dynamodb::operation::{
+    batch_get_item::{BatchGetItemInput, BatchGetItemOutput},
+    delete_item::{DeleteItemInput, DeleteItemOutput},
+    get_item::{GetItemInput, GetItemOutput},
+    put_item::{PutItemInput, PutItemOutput},
+    query::{QueryInput, QueryOutput},
+    scan::{ScanInput, ScanOutput},
+    update_item::{UpdateItemInput, UpdateItemOutput},
+};
+use aws_sdk_dynamodb::types::{ConsumedCapacity, ReturnConsumedCapacity};
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::interceptors::Intercept;
-use aws_smithy_runtime_api::client::interceptors::context::BeforeSerializationInterceptorContextRef;
+use aws_smithy_runtime_api::client::interceptors::context::{
+    AfterDeserializationInterceptorContextRef, BeforeSerializationInterceptorContextMut,
+    BeforeSerializationInterceptorContextRef, Input, Output,
+};
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
+
+/// DynamoDB capacity units consumed, as the service reports them (tables and indexes).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CapacityUnits {
+    pub read: f64,
+    pub write: f64,
+}
+
+/// A DynamoDB action as IAM names it, with the table (and index) it was on, and the
+/// function that made it (see [`CallCounter::acting_as`]).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TableAccess {
+    pub function: String,
+    /// `dynamodb:PutItem`, …
+    pub action: String,
+    pub table: String,
+    pub index: Option<String>,
+}
 
 #[derive(Debug, Clone, Default)]
 pub struct CallCounter {
     calls: Arc<Mutex<BTreeMap<String, u64>>>,
+    units: Arc<Mutex<CapacityUnits>>,
+    accesses: Arc<Mutex<std::collections::BTreeSet<TableAccess>>>,
+    function: Arc<Mutex<String>>,
     service: &'static str,
 }
 
 impl CallCounter {
     /// A counter for one service that shares its tally with `self`.
     pub fn for_service(&self, service: &'static str) -> CallCounter {
-        CallCounter { calls: self.calls.clone(), service }
+        CallCounter { service, ..self.clone() }
+    }
+
+    /// Names the function (the template's resource name) whose calls follow, for
+    /// [`CallCounter::accesses`].
+    pub fn acting_as(&self, function: &str) {
+        *self.function.lock().expect("counter lock") = function.to_owned();
+    }
+
+    /// Every table (and index) each function touched, and how: what its IAM policy
+    /// must allow.
+    pub fn accesses(&self) -> std::collections::BTreeSet<TableAccess> {
+        self.accesses.lock().expect("counter lock").clone()
     }
 
     /// Calls so far by `service.Operation`.
@@ -31,8 +78,85 @@ impl CallCounter {
         self.calls().values().sum()
     }
 
+    /// DynamoDB capacity units so far. A write refused by its condition counts one
+    /// write unit: DynamoDB charges it, but reports nothing with the error.
+    pub fn capacity_units(&self) -> CapacityUnits {
+        *self.units.lock().expect("counter lock")
+    }
+
     pub fn reset(&self) {
         self.calls.lock().expect("counter lock").clear();
+        *self.units.lock().expect("counter lock") = CapacityUnits::default();
+    }
+
+    fn add_units(&self, read: f64, write: f64) {
+        let mut units = self.units.lock().expect("counter lock");
+        units.read += read;
+        units.write += write;
+    }
+}
+
+/// The tables (and index) a DynamoDB input names.
+fn tables_of(input: &Input) -> Vec<(String, Option<String>)> {
+    let one =
+        |table: &Option<String>, index: Option<&String>| vec![(table.clone().unwrap_or_default(), index.cloned())];
+    if let Some(i) = input.downcast_ref::<GetItemInput>() {
+        one(&i.table_name, None)
+    } else if let Some(i) = input.downcast_ref::<BatchGetItemInput>() {
+        i.request_items.iter().flatten().map(|(table, _)| (table.clone(), None)).collect()
+    } else if let Some(i) = input.downcast_ref::<QueryInput>() {
+        one(&i.table_name, i.index_name.as_ref())
+    } else if let Some(i) = input.downcast_ref::<ScanInput>() {
+        one(&i.table_name, i.index_name.as_ref())
+    } else if let Some(i) = input.downcast_ref::<PutItemInput>() {
+        one(&i.table_name, None)
+    } else if let Some(i) = input.downcast_ref::<UpdateItemInput>() {
+        one(&i.table_name, None)
+    } else if let Some(i) = input.downcast_ref::<DeleteItemInput>() {
+        one(&i.table_name, None)
+    } else {
+        Vec::new()
+    }
+}
+
+/// Asks DynamoDB to report what `input` consumes (only the counted clients ask).
+fn ask_for_capacity(input: &mut Input) {
+    let total = Some(ReturnConsumedCapacity::Total);
+    if let Some(i) = input.downcast_mut::<GetItemInput>() {
+        i.return_consumed_capacity = total;
+    } else if let Some(i) = input.downcast_mut::<BatchGetItemInput>() {
+        i.return_consumed_capacity = total;
+    } else if let Some(i) = input.downcast_mut::<QueryInput>() {
+        i.return_consumed_capacity = total;
+    } else if let Some(i) = input.downcast_mut::<ScanInput>() {
+        i.return_consumed_capacity = total;
+    } else if let Some(i) = input.downcast_mut::<PutItemInput>() {
+        i.return_consumed_capacity = total;
+    } else if let Some(i) = input.downcast_mut::<UpdateItemInput>() {
+        i.return_consumed_capacity = total;
+    } else if let Some(i) = input.downcast_mut::<DeleteItemInput>() {
+        i.return_consumed_capacity = total;
+    }
+}
+
+/// (read units, write units) an output reports; `None` for an output that is not a
+/// DynamoDB item operation's.
+fn reported_units(output: &Output) -> Option<(f64, f64)> {
+    let units = |c: Option<&ConsumedCapacity>| c.and_then(|c| c.capacity_units).unwrap_or(0.0);
+    if let Some(o) = output.downcast_ref::<GetItemOutput>() {
+        Some((units(o.consumed_capacity.as_ref()), 0.0))
+    } else if let Some(o) = output.downcast_ref::<BatchGetItemOutput>() {
+        Some((o.consumed_capacity.iter().flatten().map(|c| units(Some(c))).sum(), 0.0))
+    } else if let Some(o) = output.downcast_ref::<QueryOutput>() {
+        Some((units(o.consumed_capacity.as_ref()), 0.0))
+    } else if let Some(o) = output.downcast_ref::<ScanOutput>() {
+        Some((units(o.consumed_capacity.as_ref()), 0.0))
+    } else if let Some(o) = output.downcast_ref::<PutItemOutput>() {
+        Some((0.0, units(o.consumed_capacity.as_ref())))
+    } else if let Some(o) = output.downcast_ref::<UpdateItemOutput>() {
+        Some((0.0, units(o.consumed_capacity.as_ref())))
+    } else {
+        output.downcast_ref::<DeleteItemOutput>().map(|o| (0.0, units(o.consumed_capacity.as_ref())))
     }
 }
 
@@ -43,12 +167,57 @@ impl Intercept for CallCounter {
 
     fn read_before_serialization(
         &self,
-        _context: &BeforeSerializationInterceptorContextRef<'_>,
-        _runtime_components: &aws_smithy_runtime_api::client::runtime_components::RuntimeComponents,
+        context: &BeforeSerializationInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         let operation = cfg.load::<Metadata>().map_or("call", |m| m.name()).to_owned();
+        if self.service == "dynamodb" {
+            let function = self.function.lock().expect("counter lock").clone();
+            let mut accesses = self.accesses.lock().expect("counter lock");
+            for (table, index) in tables_of(context.input()) {
+                let action = format!("dynamodb:{operation}");
+                accesses.insert(TableAccess { function: function.clone(), action, table, index });
+            }
+        }
         *self.calls.lock().expect("counter lock").entry(format!("{}.{operation}", self.service)).or_default() += 1;
+        Ok(())
+    }
+
+    fn modify_before_serialization(
+        &self,
+        context: &mut BeforeSerializationInterceptorContextMut<'_>,
+        _runtime_components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        if self.service == "dynamodb" {
+            ask_for_capacity(context.input_mut());
+        }
+        Ok(())
+    }
+
+    fn read_after_deserialization(
+        &self,
+        context: &AfterDeserializationInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        if self.service != "dynamodb" {
+            return Ok(());
+        }
+        match context.output_or_error() {
+            Ok(output) => {
+                if let Some((read, write)) = reported_units(output) {
+                    self.add_units(read, write);
+                }
+            }
+            Err(_) => {
+                let operation = cfg.load::<Metadata>().map_or("", |m| m.name());
+                if matches!(operation, "PutItem" | "UpdateItem" | "DeleteItem") {
+                    self.add_units(0.0, 1.0);
+                }
+            }
+        }
         Ok(())
     }
 }

@@ -2,13 +2,14 @@
 //!
 //! | table | key | what |
 //! | --- | --- | --- |
-//! | messages | `channel` (S), `sk` (S: the ts, zero-padded so text order is ts order) | every message; GSI `by_conversation` on `conv` (`channel#root`, `-` for the top level) and `sk`; TTL `expires_at` |
-//! | channels | `channel` (S) | the channel's state as JSON (`state`) with an optimistic `version`; the fields written on every judgment or answer apart, each by its own update: `last_judgment` (S, JSON), `summary_due` and `reflection_due` (N), one `iv#<at>#<thread>` (S, JSON) per intervention |
+//! | messages | `channel` (S), `sk` (S: the ts, zero-padded so text order is ts order) | every message; sparse GSI `by_conversation` on `conv` (`channel#root`, thread replies only: a top-level message costs no index write) and `sk`; TTL `expires_at` |
+//! | channels | `channel` (S) | the channel's state as JSON (`state`, without the interventions and the last judgment) with an optimistic `version`, and the memory marks `summary_due` and `reflection_due` (N) apart, each set by an update of its own. Written often, so in small items of their own (DynamoDB charges a write by the size of the item it changes): `#judgment#<channel>` (`last_judgment`, S, JSON; every judgment) and `#answers#<channel>` (one `iv#<at>#<thread>` per intervention, S, JSON without the excerpt and facts, and `last`, the newest in full; every answer) |
 //! | ledger | `key` (S) | claims (`status`, `until`) and cache entries (`value`, `until`); TTL `expires_at` |
 //! | facts | `scope` (S: the channel, `#notes#<channel>` or `#profiles`), `id` (S: the fact's id, or the person's) | facts as JSON (`fact`) per channel, with the embedding apart (`embedding`, B: little-endian f32s); people's notes per channel (`note`); people's counters (`interactions`, `bot_mentions`, `channels` SS, `first_at`, `last_at`) |
 //!
 //! Access patterns: a message by (channel, ts) with a conditional put that dedups
-//! deliveries; a conversation's newest N (GSI, newest first, limit N); a channel's
+//! deliveries; a thread's newest N (GSI, newest first, limit N), the top level's newest N
+//! (table, newest first, thread replies filtered out, a bounded number of pages); a channel's
 //! newest N and the message before a ts (table, newest first); a claim by key with a
 //! conditional put. TTL deletes up to two days late, so reads drop expired items.
 
@@ -51,6 +52,20 @@ const CONVERSATION_INDEX: &str = "by_conversation";
 const WORKSPACE_KEY: &str = "#workspace";
 /// The workspace item's attribute `line#<channel>` holds that channel's `ChannelLine`.
 const CHANNEL_LINE_PREFIX: &str = "line#";
+/// The channels table's item holding a channel's last judgment: written on every
+/// judgment, so kept apart from the channel's item (DynamoDB charges a write by the
+/// size of the item it changes).
+fn judgment_key(channel: &ChannelId) -> String {
+    format!("#judgment#{}", channel.0)
+}
+/// The channels table's item holding a channel's interventions (see [`ANSWERS_LAST`]).
+fn answers_key(channel: &ChannelId) -> String {
+    format!("#answers#{}", channel.0)
+}
+/// The answers item's attribute with the newest intervention in full; each `iv#`
+/// attribute holds one without its excerpt and facts (only the newest's are read), so
+/// the item, and each answer's write, stays a few kilobytes.
+const ANSWERS_LAST: &str = "last";
 /// Optimistic updates of a channel's state retry this often on a conflict.
 const VERSION_RETRIES: usize = 8;
 
@@ -132,13 +147,16 @@ mod embedding {
 }
 
 /// The messages table's item. `sk` (the zero-padded ts) and `conv` are the table's and
-/// the index's sort and partition keys; `expires_at` is the TTL (seconds).
+/// the index's sort and partition keys; `expires_at` is the TTL (seconds). Only thread
+/// replies carry `conv`, so only they are written to the index (items written before
+/// carry `channel#-` at the top level, which nothing reads any more).
 #[derive(Debug, PartialEq, Serialize, Deserialize)]
 struct MessageItem {
     channel: String,
     sk: String,
     ts: String,
-    conv: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    conv: Option<String>,
     user: String,
     #[serde(default)]
     user_name: String,
@@ -164,7 +182,7 @@ impl MessageItem {
             channel: m.channel.0.to_string(),
             sk: m.ts.sort_key(),
             ts: m.ts.as_str().to_owned(),
-            conv: conversation(&m.channel, m.thread_root.as_ref()),
+            conv: m.thread_root.as_ref().map(|root| conversation(&m.channel, root)),
             user: m.user.0.to_string(),
             user_name: m.user_name.clone(),
             text: m.text.clone(),
@@ -248,24 +266,40 @@ fn intervention_attribute(intervention: &Intervention) -> String {
     format!("{INTERVENTION_PREFIX}{:020}#{root}", intervention.at.0)
 }
 
-/// A channel item to its state and version: the JSON, the fields written apart, and
-/// the interventions written apart merged with the JSON's copy (an item written before
-/// they were apart, or the copy a whole-state write left), newest last, at most
-/// [`ChannelState::KEPT_INTERVENTIONS`].
-fn channel_state_from(mut item: Item) -> PortResult<(ChannelState, i64)> {
+/// Takes the `iv#` attributes out of `item`, decoded.
+fn take_interventions(item: &mut Item) -> PortResult<Vec<Intervention>> {
     let apart: Vec<String> = item.keys().filter(|k| k.starts_with(INTERVENTION_PREFIX)).cloned().collect();
     let mut recorded = Vec::with_capacity(apart.len());
     for name in apart {
         if let Some(AttributeValue::S(json)) = item.remove(&name) {
-            let intervention: Intervention = serde_json::from_str(&json).map_err(backend("decode intervention"))?;
-            recorded.push(intervention);
+            recorded.push(serde_json::from_str(&json).map_err(backend("decode intervention"))?);
+        }
+    }
+    Ok(recorded)
+}
+
+/// A channel's items to its state and version: the channel item's JSON and marks, and
+/// the interventions of the answers item merged with those of the channel item (an
+/// item written before they moved: as attributes, or as the JSON's copy), newest
+/// last, at most [`ChannelState::KEPT_INTERVENTIONS`], the newest in full.
+fn channel_state_from(mut item: Item, answers: Option<Item>) -> PortResult<(ChannelState, i64)> {
+    let mut recorded = take_interventions(&mut item)?;
+    let mut last = None;
+    if let Some(mut answers) = answers {
+        recorded.extend(take_interventions(&mut answers)?);
+        if let Some(AttributeValue::S(json)) = answers.get(ANSWERS_LAST) {
+            last = Some(serde_json::from_str::<Intervention>(json).map_err(backend("decode last intervention"))?);
         }
     }
     let (mut state, version) = from_item::<ChannelItem>(item)?.into_state()?;
-    if !recorded.is_empty() {
+    if !recorded.is_empty() || last.is_some() {
         let mut all: std::collections::BTreeMap<String, Intervention> =
             state.interventions.drain(..).map(|i| (intervention_attribute(&i), i)).collect();
         all.extend(recorded.into_iter().map(|i| (intervention_attribute(&i), i)));
+        // Written with its own `iv#` attribute in the same update; in full here.
+        if let Some(last) = last {
+            all.insert(intervention_attribute(&last), last);
+        }
         let skip = all.len().saturating_sub(ChannelState::KEPT_INTERVENTIONS);
         state.interventions = all.into_values().skip(skip).collect();
         let newest = state.interventions.iter().map(|i| i.at).max();
@@ -324,9 +358,17 @@ struct LedgerItem {
     posting: Option<bool>,
 }
 
-fn conversation(channel: &ChannelId, root: Option<&Ts>) -> String {
-    format!("{}#{}", channel.0, root.map_or("-", Ts::as_str))
+/// A thread's partition key in the conversation index.
+fn conversation(channel: &ChannelId, root: &Ts) -> String {
+    format!("{}#{}", channel.0, root.as_str())
 }
+
+/// The top level's newest messages are read from the table with thread replies
+/// filtered out, this many items a page, at most [`TOP_LEVEL_PAGES`] pages: a channel
+/// whose last top-level messages lie further back is all threads, and its top level
+/// is old news.
+const TOP_LEVEL_PAGE: i32 = 100;
+const TOP_LEVEL_PAGES: usize = 4;
 
 impl DynamoStore {
     /// `retention` is `MESSAGE_RETENTION_DAYS`: messages expire (TTL) that long after
@@ -386,7 +428,102 @@ impl DynamoStore {
         Ok(out.items.unwrap_or_default())
     }
 
-    /// Reads a channel's state with its version (0 when there is none yet).
+    /// The newest `limit` top-level messages written at or after `since`, oldest first:
+    /// the table newest first without thread replies, page by page until enough are
+    /// found, one is older than `since`, or [`TOP_LEVEL_PAGES`] pages were read.
+    async fn newest_top_level(
+        &self,
+        channel: &ChannelId,
+        since: Timestamp,
+        limit: usize,
+    ) -> PortResult<Vec<Arc<Message>>> {
+        let mut found: Vec<Arc<Message>> = Vec::new();
+        let mut start = None;
+        for _ in 0..TOP_LEVEL_PAGES {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.tables.messages)
+                .key_condition_expression("#p = :p")
+                .filter_expression("attribute_not_exists(#root)")
+                .expression_attribute_names("#p", "channel")
+                .expression_attribute_names("#root", "thread_root")
+                .expression_attribute_values(":p", s(&*channel.0))
+                .scan_index_forward(false)
+                .limit(TOP_LEVEL_PAGE)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(backend("query top-level messages"))?;
+            let mut older = false;
+            for message in out.items.unwrap_or_default().into_iter().filter_map(|i| self.message_from(i)) {
+                if message.at < since {
+                    older = true;
+                    break;
+                }
+                found.push(message);
+            }
+            start = out.last_evaluated_key;
+            if older || found.len() >= limit || start.is_none() {
+                break;
+            }
+        }
+        found.truncate(limit);
+        found.reverse();
+        Ok(found)
+    }
+
+    /// Reads a channel's whole state: the channel's item, its judgment item and its
+    /// answers item in one consistent batch read.
+    async fn read_whole_state(&self, channel: &ChannelId) -> PortResult<ChannelState> {
+        let (judgment_key, answers_key) = (judgment_key(channel), answers_key(channel));
+        let keys: Vec<Item> = [&*channel.0, &judgment_key, &answers_key]
+            .into_iter()
+            .map(|key| [("channel".to_owned(), s(key))].into())
+            .collect();
+        let mut wanted = aws_sdk_dynamodb::types::KeysAndAttributes::builder()
+            .set_keys(Some(keys))
+            .consistent_read(true)
+            .build()
+            .map_err(backend("build channel state read"))?;
+        let (mut main, mut judgment, mut answers) = (None, None, None);
+        for attempt in 0..VERSION_RETRIES {
+            let out = self
+                .client
+                .batch_get_item()
+                .request_items(&self.tables.channels, wanted)
+                .send()
+                .await
+                .map_err(backend("get channel state"))?;
+            for item in out.responses.and_then(|mut r| r.remove(&self.tables.channels)).unwrap_or_default() {
+                match get_s(&item, "channel") {
+                    Some(key) if key == judgment_key => judgment = Some(item),
+                    Some(key) if key == answers_key => answers = Some(item),
+                    _ => main = Some(item),
+                }
+            }
+            // Keys DynamoDB did not get to (throttling) are asked for again.
+            match out.unprocessed_keys.and_then(|mut u| u.remove(&self.tables.channels)) {
+                Some(left) if !left.keys.is_empty() => {
+                    wanted = left;
+                    tokio::time::sleep(Duration::from_millis(20 << attempt)).await;
+                }
+                _ => {
+                    let main = main.unwrap_or_else(|| [("channel".to_owned(), s(&*channel.0))].into());
+                    let mut state = channel_state_from(main, answers)?.0;
+                    if let Some(json) = judgment.as_ref().and_then(|item| get_s(item, "last_judgment")) {
+                        state.last_judgment =
+                            Some(serde_json::from_str(json).map_err(backend("decode last judgment"))?);
+                    }
+                    return Ok(state);
+                }
+            }
+        }
+        Err(PortError::Backend { backend: "dynamodb", message: "get channel state: keys left unprocessed".into() })
+    }
+
+    /// Reads a channel's item: its state (without the last judgment written apart, see
+    /// [`judgment_key`]) and its version (0 when there is none yet).
     async fn read_state(&self, channel: &ChannelId) -> PortResult<(ChannelState, i64)> {
         let out = self
             .client
@@ -400,7 +537,7 @@ impl DynamoStore {
         let Some(item) = out.item else {
             return Ok((ChannelState::default(), 0));
         };
-        channel_state_from(item)
+        channel_state_from(item, None)
     }
 
     /// Read, change, write only if nobody wrote in between; again on a conflict.
@@ -408,6 +545,10 @@ impl DynamoStore {
         for _ in 0..VERSION_RETRIES {
             let (mut state, version) = self.read_state(channel).await?;
             change(&mut state);
+            // Those are kept in their own items; a copy here would only make the item,
+            // and every write to it, larger.
+            state.interventions.clear();
+            state.last_judgment = None;
             let json = serde_json::to_string(&state).map_err(backend("encode channel state"))?;
             // An update, not a put: the fields written apart stay. The marks are written
             // with the JSON, so the one the closure left (or cleared) is the one read.
@@ -529,7 +670,10 @@ impl MessageStore for DynamoStore {
         since: Timestamp,
         limit: usize,
     ) -> PortResult<Vec<Arc<Message>>> {
-        let conv = conversation(&thread.channel, thread.root.as_ref());
+        let Some(root) = &thread.root else {
+            return self.newest_top_level(&thread.channel, since, limit).await;
+        };
+        let conv = conversation(&thread.channel, root);
         let items = self.newest(Some(CONVERSATION_INDEX), ("conv", &conv), None, limit).await?;
         Ok(newest_since(items.into_iter().filter_map(|i| self.message_from(i)), since))
     }
@@ -650,22 +794,28 @@ fn newest_since(newest_first: impl Iterator<Item = Arc<Message>>, since: Timesta
 #[async_trait]
 impl ChannelStateStore for DynamoStore {
     async fn channel_state(&self, channel: &ChannelId) -> PortResult<Arc<ChannelState>> {
-        Ok(Arc::new(self.read_state(channel).await?.0))
+        Ok(Arc::new(self.read_whole_state(channel).await?))
     }
 
     async fn record_intervention(&self, channel: &ChannelId, intervention: Intervention) -> PortResult<()> {
         // One blind update of its own attribute (repeating it writes the same one). The
         // item as it is now comes back without a read (no read capacity): when too many
         // have piled up, the oldest go in one more update.
-        let json = serde_json::to_string(&intervention).map_err(backend("encode intervention"))?;
+        // (Two answers at once may leave `last` to the older one: the newer is then read
+        // without its excerpt, which only the next prompt's context would have shown.)
+        let full = serde_json::to_string(&intervention).map_err(backend("encode intervention"))?;
+        let compact = Intervention { excerpt: String::new(), facts: Vec::new(), ..intervention.clone() };
+        let compact = serde_json::to_string(&compact).map_err(backend("encode intervention"))?;
         let out = self
             .client
             .update_item()
             .table_name(&self.tables.channels)
-            .key("channel", s(&*channel.0))
-            .update_expression("SET #i = :i")
+            .key("channel", s(answers_key(channel)))
+            .update_expression("SET #i = :i, #last = :last")
             .expression_attribute_names("#i", intervention_attribute(&intervention))
-            .expression_attribute_values(":i", s(json))
+            .expression_attribute_names("#last", ANSWERS_LAST)
+            .expression_attribute_values(":i", s(compact))
+            .expression_attribute_values(":last", s(full))
             .return_values(ReturnValue::AllNew)
             .send()
             .await
@@ -682,7 +832,7 @@ impl ChannelStateStore for DynamoStore {
             .client
             .update_item()
             .table_name(&self.tables.channels)
-            .key("channel", s(&*channel.0))
+            .key("channel", s(answers_key(channel)))
             .update_expression(format!("REMOVE {}", names.join(", ")));
         for (name, attribute) in names.iter().zip(stale) {
             trim = trim.expression_attribute_names(name, attribute);
@@ -692,12 +842,12 @@ impl ChannelStateStore for DynamoStore {
     }
 
     async fn record_judgment(&self, channel: &ChannelId, note: JudgmentNote) -> PortResult<()> {
-        // Every judgment writes this: one blind update of its own attribute, no read.
+        // Every judgment writes this: one blind update of its own small item, no read.
         let json = serde_json::to_string(&note).map_err(backend("encode last judgment"))?;
         self.client
             .update_item()
             .table_name(&self.tables.channels)
-            .key("channel", s(&*channel.0))
+            .key("channel", s(judgment_key(channel)))
             .update_expression("SET #j = :j")
             .expression_attribute_names("#j", "last_judgment")
             .expression_attribute_values(":j", s(json))
@@ -1340,8 +1490,12 @@ mod tests {
 
         let top = message(None);
         let written = to_item(&MessageItem::new(&top, 99)).unwrap();
-        assert_eq!(written.get("conv"), Some(&s("C1#-")));
+        assert!(!written.contains_key("conv"), "a top-level message is not written to the conversation index");
         assert!(!written.contains_key("thread_root"), "no NULL attribute for a top-level message");
+        // An item written before the index was sparse still reads.
+        let mut before = written.clone();
+        before.insert("conv".into(), s("C1#-"));
+        assert_eq!(from_item::<MessageItem>(before).unwrap().into_message(), top);
         // The optional attributes may be absent.
         let mut sparse = written;
         for name in ["user_name", "text", "replies_to_bot", "in_dm", "private_channel", "expires_at"] {
@@ -1414,12 +1568,25 @@ mod tests {
             let i = intervention(secs);
             written.insert(intervention_attribute(&i), s(serde_json::to_string(&i).unwrap()));
         }
-        let (read, version) = channel_state_from(written).unwrap();
+        let (read, version) = channel_state_from(written.clone(), None).unwrap();
         assert_eq!(version, 1);
         let excerpts: Vec<&str> = read.interventions.iter().map(|i| i.excerpt.as_str()).collect();
         let newest: Vec<String> = (5..=24).map(|secs| format!("at {secs}")).collect();
         assert_eq!(excerpts, newest, "each once, newest last, the kept number");
         assert_eq!(read.last_response_at, Some(Timestamp(24)));
+
+        // The answers item: 25 and 26 without their excerpts, 26 in full as `last`.
+        let mut answers = item(&[("channel", s("#answers#C1"))]);
+        for secs in [25, 26] {
+            let compact = Intervention { excerpt: String::new(), ..intervention(secs) };
+            answers.insert(intervention_attribute(&compact), s(serde_json::to_string(&compact).unwrap()));
+        }
+        answers.insert(ANSWERS_LAST.into(), s(serde_json::to_string(&intervention(26)).unwrap()));
+        let (read, _) = channel_state_from(written, Some(answers)).unwrap();
+        let excerpts: Vec<&str> = read.interventions.iter().map(|i| i.excerpt.as_str()).collect();
+        assert_eq!(excerpts.len(), ChannelState::KEPT_INTERVENTIONS);
+        assert_eq!(&excerpts[excerpts.len() - 3..], ["at 24", "", "at 26"], "the newest in full");
+        assert_eq!(read.last_response_at, Some(Timestamp(26)));
         // The names sort by time.
         assert!(intervention_attribute(&intervention(9)) < intervention_attribute(&intervention(10)));
     }

@@ -322,6 +322,11 @@ impl ChannelStateStore for MemoryStore {
         if state.interventions.iter().any(|i| i.at == intervention.at && i.thread == intervention.thread) {
             return Ok(());
         }
+        // Only the newest keeps its excerpt and facts, as in the DynamoDB store.
+        for older in &mut state.interventions {
+            older.excerpt.clear();
+            older.facts.clear();
+        }
         state.interventions.push(intervention);
         let excess = state.interventions.len().saturating_sub(ChannelState::KEPT_INTERVENTIONS);
         state.interventions.drain(..excess);
