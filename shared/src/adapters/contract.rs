@@ -256,7 +256,7 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
         user: UserId("U1".into()),
         text: "anyone?".into(),
         score: 35,
-        breakdown: [("question".to_string(), 20)].into_iter().collect(),
+        breakdown: [("question".into(), 20)].into_iter().collect(),
         decision: Decision::Llm,
         respond: true,
         response_type: Some(ResponseType::FullResponse),

@@ -45,7 +45,7 @@ pub enum EventKind {
     Judge {
         user: UserId,
         score: i32,
-        breakdown: BTreeMap<String, i32>,
+        breakdown: BTreeMap<super::RuleName, i32>,
         /// What the thresholds said: respond, skip, or ask the LLM.
         decision: Decision,
         llm_called: bool,

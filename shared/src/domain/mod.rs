@@ -175,13 +175,17 @@ impl ResponseType {
     }
 }
 
+/// A rule's name in a score's breakdown: the rules' own names are static (no
+/// allocation per judgment); one read back from a store is owned.
+pub type RuleName = std::borrow::Cow<'static, str>;
+
 /// Points each rule added or removed, in the order the rules ran.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Breakdown(pub Vec<(String, i32)>);
+pub struct Breakdown(pub Vec<(RuleName, i32)>);
 
 impl Breakdown {
-    pub fn add(&mut self, rule: &str, points: i32) {
-        self.0.push((rule.to_owned(), points));
+    pub fn add(&mut self, rule: &'static str, points: i32) {
+        self.0.push((RuleName::Borrowed(rule), points));
     }
 
     pub fn total(&self) -> i32 {
@@ -193,7 +197,7 @@ impl Breakdown {
     }
 
     /// As a JSON-friendly ordered map.
-    pub fn to_map(&self) -> BTreeMap<String, i32> {
+    pub fn to_map(&self) -> BTreeMap<RuleName, i32> {
         self.0.iter().cloned().collect()
     }
 }
@@ -556,7 +560,7 @@ pub struct JudgmentNote {
     pub user: UserId,
     pub text: String,
     pub score: i32,
-    pub breakdown: BTreeMap<String, i32>,
+    pub breakdown: BTreeMap<RuleName, i32>,
     pub decision: Decision,
     pub respond: bool,
     pub response_type: Option<ResponseType>,

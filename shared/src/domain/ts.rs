@@ -26,10 +26,9 @@ const FRACTION_DIGITS: usize = 9;
 pub struct NotASlackTs(pub String);
 
 impl Ts {
-    pub fn new(raw: impl Into<String>) -> Ts {
-        let raw: String = raw.into();
-        let key = numeric_key(&raw);
-        Ts { raw: raw.into(), key }
+    pub fn new(raw: impl AsRef<str>) -> Ts {
+        let raw = raw.as_ref();
+        Ts { raw: raw.into(), key: numeric_key(raw) }
     }
 
     /// A Slack ts from an untrusted request, like `"1712345678.123456"`: digits, a dot,
@@ -57,12 +56,16 @@ impl Ts {
 
     /// The Slack-style ts of a moment: seconds, a dot, six digits of microseconds.
     pub fn from_timestamp(at: Timestamp) -> Ts {
+        use std::io::Write;
         let micros = at.as_micros();
-        Ts::new(format!(
-            "{}.{:06}",
-            micros.div_euclid(Timestamp::MICROS_PER_SECOND),
-            micros.rem_euclid(Timestamp::MICROS_PER_SECOND)
-        ))
+        let (secs, frac) =
+            (micros.div_euclid(Timestamp::MICROS_PER_SECOND), micros.rem_euclid(Timestamp::MICROS_PER_SECOND));
+        // Written on the stack: the ts's one allocation is its shared text.
+        let mut text = [0u8; 32];
+        let mut cursor = std::io::Cursor::new(&mut text[..]);
+        write!(cursor, "{secs}.{frac:06}").expect("an i64 and six digits fit");
+        let len = cursor.position() as usize;
+        Ts::new(std::str::from_utf8(&text[..len]).expect("digits"))
     }
 }
 

@@ -62,7 +62,7 @@ pub async fn ingest_retry(deps: &Deps, incoming: Incoming) -> PortResult<IngestO
     let outcome = ingest(deps, incoming).await?;
     if outcome == IngestOutcome::Duplicate
         && let Some(stored) = deps.messages.get_message(&message.channel, &message.ts).await?
-        && let Some((job, delay)) = plan(deps, &stored)
+        && let Some((job, delay)) = plan(deps, &stored, direct_trigger(&stored, &deps.bot))
     {
         deps.enqueue_after(job, delay).await?;
     }
@@ -114,7 +114,7 @@ async fn ingest_message(deps: &Deps, message: Message) -> PortResult<IngestOutco
             trigger,
         },
     );
-    let planned = plan(deps, &message);
+    let planned = plan(deps, &message, trigger);
     let enqueue = async {
         match &planned {
             Some((job, delay)) => deps.enqueue_after(job.clone(), *delay).await,
@@ -141,11 +141,11 @@ async fn ingest_message(deps: &Deps, message: Message) -> PortResult<IngestOutco
 /// The work a stored message calls for: an answer now for a direct trigger, a
 /// judgment after the wait for the rest (where ambient participation is off, only the
 /// memory triggers), nothing for kuuki's own or ignored messages.
-fn plan(deps: &Deps, message: &Message) -> Option<(Job, Duration)> {
+fn plan(deps: &Deps, message: &Message, trigger: Option<DirectTrigger>) -> Option<(Job, Duration)> {
     if !deps.is_participant(message) {
         return None;
     }
-    match direct_trigger(message, &deps.bot) {
+    match trigger {
         Some(_) => Some((
             Job::Respond {
                 thread: message.thread_key(),

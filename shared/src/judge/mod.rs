@@ -299,7 +299,7 @@ fn dropped(reason: &str) -> EventKind {
 
 struct Judgment {
     score: i32,
-    breakdown: std::collections::BTreeMap<String, i32>,
+    breakdown: std::collections::BTreeMap<crate::domain::RuleName, i32>,
     decision: Decision,
     llm_called: bool,
     respond: bool,

@@ -215,7 +215,7 @@ enum Body<'a> {
     Judge {
         user: &'a UserId,
         score: i32,
-        breakdown: &'a BTreeMap<String, i32>,
+        breakdown: &'a BTreeMap<crate::domain::RuleName, i32>,
         decision: Decision,
         llm_called: bool,
         respond: bool,
@@ -393,7 +393,17 @@ enum MsgT<'a> {
 /// A replay ts back to transcript seconds (replay ts are minted from the virtual clock).
 fn ts_seconds(ts: &Ts) -> MsgT<'_> {
     let (int, frac) = ts.as_str().split_once('.').unwrap_or((ts.as_str(), "0"));
-    match (int.parse::<i64>(), format!("0.{frac}").parse::<f64>()) {
+    // "0.<frac>" parsed as written (on the stack: every line has one).
+    let mut text = [0u8; 48];
+    let fraction = match text.get_mut(..frac.len() + 2) {
+        Some(room) => {
+            room[..2].copy_from_slice(b"0.");
+            room[2..].copy_from_slice(frac.as_bytes());
+            std::str::from_utf8(room).ok().and_then(|t| t.parse::<f64>().ok())
+        }
+        None => format!("0.{frac}").parse::<f64>().ok(),
+    };
+    match (int.parse::<i64>(), fraction.ok_or(())) {
         (Ok(secs), Ok(frac)) => MsgT::Seconds(seconds(Timestamp::from_secs_f64(secs as f64 + frac))),
         _ => MsgT::Raw(ts.as_str()),
     }

@@ -65,6 +65,20 @@ pub struct Replay {
     /// Channel -> thread ids of the transcript -> the ts of the message that started
     /// each thread.
     roots: HashMap<String, HashMap<String, Ts>>,
+    /// The ids met so far, so each message shares its channel's and person's id text
+    /// instead of allocating its own.
+    channels: HashMap<String, ChannelId>,
+    users: HashMap<String, UserId>,
+}
+
+/// The shared id for `text`, made once.
+fn interned<Id: Clone>(ids: &mut HashMap<String, Id>, text: &str, make: impl FnOnce(&str) -> Id) -> Id {
+    if let Some(id) = ids.get(text) {
+        return id.clone();
+    }
+    let id = make(text);
+    ids.insert(text.to_owned(), id.clone());
+    id
 }
 
 impl Replay {
@@ -91,7 +105,17 @@ impl Replay {
                 .with_embedder(options.embedder),
             options.seed,
         );
-        Replay { deps, clock, mint, queue, log, counting, roots: HashMap::new() }
+        Replay {
+            deps,
+            clock,
+            mint,
+            queue,
+            log,
+            counting,
+            roots: HashMap::new(),
+            channels: HashMap::new(),
+            users: HashMap::new(),
+        }
     }
 
     /// Stores `lines` as history the replay starts from: kept like any message, never
@@ -123,10 +147,10 @@ impl Replay {
             root
         });
         Message {
-            channel: ChannelId(line.channel.clone().into()),
+            channel: interned(&mut self.channels, &line.channel, |c| ChannelId(c.into())),
             ts,
             thread_root,
-            user: UserId(line.user.clone().into()),
+            user: interned(&mut self.users, &line.user, |u| UserId(u.into())),
             user_name: line.user.clone(),
             text: line.text.clone(),
             author: if line.bot { Author::OtherBot } else { Author::Human },

@@ -75,12 +75,13 @@ struct Inner {
     channels: HashMap<ChannelId, ChannelMessages>,
     /// Shared with readers; a write copies a state only while a reader still holds it.
     states: HashMap<ChannelId, Arc<ChannelState>>,
-    claims: HashMap<String, Claim>,
-    cache: HashMap<String, (String, Timestamp)>,
+    /// Keys shared with `expiries` (one allocation a key).
+    claims: HashMap<Arc<str>, Claim>,
+    cache: HashMap<Arc<str>, (String, Timestamp)>,
     /// (expiry, key) of every claim and cache entry as written, soonest first: pruning
     /// looks only at what may have expired (a key written again is checked against
     /// its current expiry, so a stale entry here is harmless).
-    expiries: BinaryHeap<Reverse<(Timestamp, String)>>,
+    expiries: BinaryHeap<Reverse<(Timestamp, Arc<str>)>>,
     workspace: WorkspaceMemory,
     channel_lines: HashMap<ChannelId, ChannelLine>,
     facts: HashMap<ChannelId, BTreeMap<String, Fact>>,
@@ -136,26 +137,39 @@ impl MemoryStore {
             && *until <= now
         {
             let Some(Reverse((_, key))) = inner.expiries.pop() else { break };
-            let expired_claim = match inner.claims.get(&key) {
+            let expired_claim = match inner.claims.get(&*key) {
                 // An abandoned post is kept for whoever takes the work over.
                 Some(Claim::InProgress { posting: true, .. }) | None => false,
                 Some(Claim::InProgress { until, .. } | Claim::Completed { until }) => *until <= now,
             };
             if expired_claim {
-                inner.claims.remove(&key);
+                inner.claims.remove(&*key);
             }
-            if inner.cache.get(&key).is_some_and(|(_, until)| *until <= now) {
-                inner.cache.remove(&key);
+            if inner.cache.get(&*key).is_some_and(|(_, until)| *until <= now) {
+                inner.cache.remove(&*key);
             }
         }
     }
 
     /// Remembers when `key` expires, for [`MemoryStore::prune`]; a store that never
     /// prunes keeps no such list.
-    fn note_expiry(&self, inner: &mut Inner, until: Timestamp, key: &str) {
+    fn note_expiry(&self, inner: &mut Inner, until: Timestamp, key: Arc<str>) {
         if self.retention.is_some() {
-            inner.expiries.push(Reverse((until, key.to_owned())));
+            inner.expiries.push(Reverse((until, key)));
         }
+    }
+
+    /// Sets the claim under `key`, reusing the stored key when there is one; returns
+    /// the key to note its expiry under.
+    fn set_claim(inner: &mut Inner, key: &str, claim: Claim) -> Arc<str> {
+        if let Some((stored, _)) = inner.claims.get_key_value(key) {
+            let stored = stored.clone();
+            inner.claims.insert(stored.clone(), claim);
+            return stored;
+        }
+        let stored: Arc<str> = key.into();
+        inner.claims.insert(stored.clone(), claim);
+        stored
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -502,7 +516,7 @@ impl Ledger for MemoryStore {
             Some(Claim::InProgress { posting, .. }) => *posting,
             _ => false,
         };
-        inner.claims.insert(key.to_owned(), Claim::InProgress { until: now + lease, posting });
+        let key = Self::set_claim(&mut inner, key, Claim::InProgress { until: now + lease, posting });
         self.note_expiry(&mut inner, now + lease, key);
         Ok(if posting { ClaimOutcome::Resumed } else { ClaimOutcome::Claimed })
     }
@@ -516,7 +530,7 @@ impl Ledger for MemoryStore {
 
     async fn complete(&self, key: &str, now: Timestamp, keep: Duration) -> PortResult<()> {
         let mut inner = self.lock();
-        inner.claims.insert(key.to_owned(), Claim::Completed { until: now + keep });
+        let key = Self::set_claim(&mut inner, key, Claim::Completed { until: now + keep });
         self.note_expiry(&mut inner, now + keep, key);
         Ok(())
     }
@@ -527,7 +541,8 @@ impl Ledger for MemoryStore {
 
     async fn cache_put(&self, key: &str, value: &str, until: Timestamp) -> PortResult<()> {
         let mut inner = self.lock();
-        inner.cache.insert(key.to_owned(), (value.to_owned(), until));
+        let key: Arc<str> = key.into();
+        inner.cache.insert(key.clone(), (value.to_owned(), until));
         self.note_expiry(&mut inner, until, key);
         Ok(())
     }

@@ -497,7 +497,7 @@ fn one_of_every_kind() -> Vec<crate::domain::Event> {
         EventKind::Judge {
             user: UserId("alice".into()),
             score: 55,
-            breakdown: [("question".to_owned(), 20)].into(),
+            breakdown: [("question".into(), 20)].into(),
             decision: Decision::Llm,
             llm_called: true,
             respond: true,
