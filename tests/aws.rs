@@ -98,7 +98,7 @@ async fn expired_messages_are_not_read_though_ttl_deletes_late() {
         at: written,
     };
     use kuuki::ports::MessageStore;
-    store.put_message(&message).await.unwrap();
+    store.put_message(&Arc::new(message.clone())).await.unwrap();
     assert!(store.get_message(&channel, &message.ts).await.unwrap().is_some());
     clock.advance_to(written + Duration::from_secs(31 * 86_400));
     assert!(store.get_message(&channel, &message.ts).await.unwrap().is_none(), "past MESSAGE_RETENTION_DAYS");
@@ -401,7 +401,7 @@ mod end_to_end {
                     private_channel: false,
                     at,
                 };
-                self.deps.messages.put_message(&message).await.unwrap();
+                self.deps.messages.put_message(&Arc::new(message.clone())).await.unwrap();
                 newest = message.ts;
             }
             let memory = ChannelMemory {

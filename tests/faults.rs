@@ -855,7 +855,7 @@ struct ThrottlingMessages {
 
 #[async_trait]
 impl MessageStore for ThrottlingMessages {
-    async fn put_message(&self, message: &Message) -> PortResult<PutOutcome> {
+    async fn put_message(&self, message: &std::sync::Arc<Message>) -> PortResult<PutOutcome> {
         if take_one(&self.put_failures) {
             return Err(throttled());
         }

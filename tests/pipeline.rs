@@ -115,7 +115,7 @@ async fn the_bot_spoke_last_so_the_judgment_skips_without_scoring() {
     // kuuki answered in this conversation before the judgment ran (a slow direct answer).
     let mut own = h.message(10.0, "UBOT", "yes, me", None);
     own.author = Author::OwnBot;
-    h.store.put_message(&own).await.unwrap();
+    h.store.put_message(&std::sync::Arc::new(own)).await.unwrap();
     h.run_until(60.0).await;
     let judge = h
         .events()

@@ -213,7 +213,7 @@ async fn a_retry_after_a_lost_first_attempt_still_gets_its_work_done() {
     let kuuki::adapters::slack::Normalized::Incoming(kuuki::ingest::Incoming::Message(m)) = normalized else {
         panic!()
     };
-    w.store.put_message(&m).await.unwrap();
+    w.store.put_message(&std::sync::Arc::new(m.clone())).await.unwrap();
     let retry = [("x-slack-retry-num", "1")];
     assert_eq!(w.send_event(app_mention("UALICE", "<@UKUUKI> ping", &ts), &retry).await.status(), 200);
     w.run_for(10.0).await;

@@ -247,7 +247,10 @@ mod tests {
             (80, None),
         ];
         for (secs, root) in layout {
-            deps.messages.put_message(&message(secs, root)).await.unwrap();
+            deps.messages
+                .put_message(&std::sync::Arc::new(crate::domain::Message::clone(&message(secs, root))))
+                .await
+                .unwrap();
         }
         let channel = ChannelId("dev".into());
         let window = Window::read(&deps, &channel).await.unwrap();

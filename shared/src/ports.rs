@@ -48,8 +48,9 @@ pub enum PutOutcome {
 pub trait MessageStore: Send + Sync {
     // Reads hand out shared messages: the in-process store keeps each message once, so
     // a read costs a reference count, not a copy of its strings.
-    /// Stores `message` unless (channel, ts) exists already (a conditional put).
-    async fn put_message(&self, message: &Message) -> PortResult<PutOutcome>;
+    /// Stores `message` unless (channel, ts) exists already (a conditional put). Shared:
+    /// the in-process store keeps this very message.
+    async fn put_message(&self, message: &Arc<Message>) -> PortResult<PutOutcome>;
     async fn get_message(&self, channel: &ChannelId, ts: &Ts) -> PortResult<Option<Arc<Message>>>;
     /// Replaces the text of a stored message; false when there is none.
     async fn update_text(&self, channel: &ChannelId, ts: &Ts, text: &str) -> PortResult<bool>;

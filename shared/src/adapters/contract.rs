@@ -52,10 +52,17 @@ async fn settle(store: &dyn MessageStore, thread: &ThreadKey, count: usize) {
 pub async fn message_store(store: &dyn MessageStore) {
     let ch = ChannelId("contract-messages".into());
     let m1 = message(&ch.0, 10, None, "one");
-    assert_eq!(store.put_message(&m1).await.unwrap(), PutOutcome::Inserted);
+    assert_eq!(
+        store.put_message(&std::sync::Arc::new(crate::domain::Message::clone(&m1))).await.unwrap(),
+        PutOutcome::Inserted
+    );
     let mut again = m1.clone();
     again.text = "changed".into();
-    assert_eq!(store.put_message(&again).await.unwrap(), PutOutcome::AlreadyExists, "a second put of (channel, ts)");
+    assert_eq!(
+        store.put_message(&std::sync::Arc::new(crate::domain::Message::clone(&again))).await.unwrap(),
+        PutOutcome::AlreadyExists,
+        "a second put of (channel, ts)"
+    );
     assert_eq!(store.get_message(&ch, &m1.ts).await.unwrap().unwrap().text, "one", "the first write wins");
     assert_eq!(store.get_message(&ChannelId("elsewhere".into()), &m1.ts).await.unwrap(), None);
 
@@ -65,7 +72,10 @@ pub async fn message_store(store: &dyn MessageStore) {
     let m4 = message(&ch.0, 40, Some(10), "reply 2");
     let other = message("contract-other", 20, None, "other channel");
     for m in [&m2, &m3, &m4, &other] {
-        assert_eq!(store.put_message(m).await.unwrap(), PutOutcome::Inserted);
+        assert_eq!(
+            store.put_message(&std::sync::Arc::new(crate::domain::Message::clone(m))).await.unwrap(),
+            PutOutcome::Inserted
+        );
     }
     let top = ThreadKey::top_level(ch.clone());
     let thread = ThreadKey::thread(ch.clone(), m1.ts.clone());
@@ -89,7 +99,7 @@ pub async fn message_store(store: &dyn MessageStore) {
     let mut busy_messages = vec![message(&busy.0, 1, None, "opening"), message(&busy.0, 2, None, "root")];
     busy_messages.extend((0..230).map(|i| message(&busy.0, 10 + i, Some(2), "in the thread")));
     for m in &busy_messages {
-        store.put_message(m).await.unwrap();
+        store.put_message(&std::sync::Arc::new(crate::domain::Message::clone(m))).await.unwrap();
     }
     let busy_top = ThreadKey::top_level(busy.clone());
     settle(store, &ThreadKey::thread(busy.clone(), busy_messages[1].ts.clone()), 100).await;
@@ -140,7 +150,7 @@ pub async fn message_store(store: &dyn MessageStore) {
     // A forget request: one person's messages go, everyone else's stay.
     let mut bobs = message(&ch.0, 50, None, "bob's");
     bobs.user = UserId("U2".into());
-    store.put_message(&bobs).await.unwrap();
+    store.put_message(&std::sync::Arc::new(crate::domain::Message::clone(&bobs))).await.unwrap();
     assert_eq!(store.delete_messages_by(&ch, &UserId("U1".into())).await.unwrap(), 3, "one, two and reply 2");
     assert_eq!(store.delete_messages_by(&ch, &UserId("U1".into())).await.unwrap(), 0, "safe to repeat");
     assert_eq!(texts(store.messages_after(&ch, None, 10).await.unwrap()), ["bob's"]);

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Author, ChannelId, Decision, DirectTrigger, LlmVerdict, RespondMode, ResponseType, Timestamp, Ts, UserId};
+use super::{ChannelId, Decision, DirectTrigger, LlmVerdict, RespondMode, ResponseType, Timestamp, Ts, UserId};
 
 /// Which worker noticed that its job no longer applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,14 +28,31 @@ pub struct Event {
     pub kind: EventKind,
 }
 
+/// A stored message as the decision log shows it: the message itself is shared (a
+/// record costs a reference count, not a copy of its text).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoggedMessage(pub std::sync::Arc<super::Message>);
+
+impl Serialize for LoggedMessage {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let m = &self.0;
+        let mut map = serializer.serialize_map(Some(4))?;
+        map.serialize_entry("user", &m.user)?;
+        map.serialize_entry("user_name", &m.user_name)?;
+        map.serialize_entry("text", &m.text)?;
+        map.serialize_entry("author", &m.author)?;
+        map.end()
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum EventKind {
+    /// Logged as its `user`, `user_name`, `text` and `author`.
     Message {
-        user: UserId,
-        user_name: String,
-        text: String,
-        author: Author,
+        #[serde(flatten)]
+        message: LoggedMessage,
         trigger: Option<DirectTrigger>,
     },
     Edited {

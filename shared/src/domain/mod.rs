@@ -582,7 +582,7 @@ pub struct Intervention {
 }
 
 mod event;
-pub use event::{Event, EventKind, Stage};
+pub use event::{Event, EventKind, LoggedMessage, Stage};
 
 /// Where a deferred Discord interaction's `application_id/token` is kept (in the ledger's
 /// cache, for the 15 minutes Discord lets it be completed) until the answer to the

@@ -7,7 +7,9 @@
 use std::time::Duration;
 
 use crate::deps::Deps;
-use crate::domain::{Author, ChannelId, DirectTrigger, EventKind, Job, Message, RespondMode, ResponseType, Ts};
+use crate::domain::{
+    Author, ChannelId, DirectTrigger, EventKind, Job, LoggedMessage, Message, RespondMode, ResponseType, Ts,
+};
 use crate::judge::rules::{direct_trigger, is_thanks};
 use crate::ports::{PortResult, PutOutcome};
 use crate::record::record;
@@ -96,6 +98,7 @@ pub async fn ingest(deps: &Deps, incoming: Incoming) -> PortResult<IngestOutcome
 }
 
 async fn ingest_message(deps: &Deps, message: Message) -> PortResult<IngestOutcome> {
+    let message = std::sync::Arc::new(message);
     if deps.messages.put_message(&message).await? == PutOutcome::AlreadyExists {
         return Ok(IngestOutcome::Duplicate);
     }
@@ -106,13 +109,7 @@ async fn ingest_message(deps: &Deps, message: Message) -> PortResult<IngestOutco
         &message.channel,
         message.thread_root.clone(),
         message.ts.clone(),
-        EventKind::Message {
-            user: message.user.clone(),
-            user_name: message.user_name.clone(),
-            text: message.text.clone(),
-            author: message.author,
-            trigger,
-        },
+        EventKind::Message { message: LoggedMessage(message.clone()), trigger },
     );
     let planned = plan(deps, &message, trigger);
     let enqueue = async {

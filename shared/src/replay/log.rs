@@ -100,8 +100,9 @@ impl<'a> LogWriter<'a> {
         self.stats.failed_deliveries += u64::from(failed);
     }
 
-    pub(crate) fn write_events(&mut self, events: Vec<Event>) {
-        for event in events {
+    /// Writes `events` and empties the list (its room is kept for the next).
+    pub(crate) fn write_events(&mut self, events: &mut Vec<Event>) {
+        for event in events.drain(..) {
             self.tally(&event.kind);
             let thread_root = match &event.kind {
                 EventKind::Respond { posted_in, .. } => posted_in.as_ref(),
@@ -307,10 +308,10 @@ fn is_false(b: &bool) -> bool {
 
 fn body(event: &Event) -> Body<'_> {
     match &event.kind {
-        EventKind::Message { user, text, author, trigger, .. } => Body::Message {
-            user,
-            text,
-            author: (*author != Author::Human).then_some(*author),
+        EventKind::Message { message, trigger } => Body::Message {
+            user: &message.0.user,
+            text: &message.0.text,
+            author: (message.0.author != Author::Human).then_some(message.0.author),
             trigger: trigger.as_ref(),
         },
         EventKind::Edited { text } => Body::Edited { text },

@@ -63,8 +63,10 @@ pub struct Replay {
     log: Arc<MemoryLog>,
     counting: Option<Arc<CountingLlm>>,
     /// Channel -> thread ids of the transcript -> the ts of the message that started
-    /// each thread.
-    roots: HashMap<String, HashMap<String, Ts>>,
+    /// each thread, and whether the log has heard its name.
+    roots: HashMap<String, HashMap<String, (Ts, bool)>>,
+    /// Decision records on their way to the writer (kept, so its room is reused).
+    events: Vec<crate::domain::Event>,
     /// The ids met so far, so each message shares its channel's and person's id text
     /// instead of allocating its own.
     channels: HashMap<String, ChannelId>,
@@ -113,6 +115,7 @@ impl Replay {
             log,
             counting,
             roots: HashMap::new(),
+            events: Vec::new(),
             channels: HashMap::new(),
             users: HashMap::new(),
         }
@@ -124,27 +127,35 @@ impl Replay {
         for line in lines.iter().filter(|l| l.command.is_none()) {
             let at = REPLAY_EPOCH + Duration::from_secs_f64(line.t);
             self.clock.advance_to(at);
-            let message = self.message(line, at, |_, _, _| {});
-            self.deps.messages.put_message(&message).await?;
+            let message = self.message(line, at, |_, _, _| false);
+            self.deps.messages.put_message(&Arc::new(message)).await?;
         }
         Ok(())
     }
 
     /// The stored message for a transcript line written at `at`; `named` hears of the
     /// thread it is in (channel, root, transcript id).
-    fn message(&mut self, line: &TranscriptLine, at: Timestamp, mut named: impl FnMut(&str, &Ts, &str)) -> Message {
+    fn message(
+        &mut self,
+        line: &TranscriptLine,
+        at: Timestamp,
+        mut named: impl FnMut(&str, &Ts, &str) -> bool,
+    ) -> Message {
         let ts = self.mint.mint(at);
         let thread_root = line.thread.as_ref().map(|id| {
             let roots = match self.roots.get_mut(&line.channel) {
                 Some(roots) => roots,
                 None => self.roots.entry(line.channel.clone()).or_default(),
             };
-            let root = match roots.get(id) {
-                Some(root) => root.clone(),
-                None => roots.entry(id.clone()).or_insert_with(|| ts.clone()).clone(),
+            let (root, known) = match roots.get_mut(id) {
+                Some(root) => root,
+                None => roots.entry(id.clone()).or_insert_with(|| (ts.clone(), false)),
             };
-            named(&line.channel, &root, id);
-            root
+            // The log hears a thread's name once (history is not logged: named later).
+            if !*known {
+                *known = named(&line.channel, root, id);
+            }
+            root.clone()
         });
         Message {
             channel: interned(&mut self.channels, &line.channel, |c| ChannelId(c.into())),
@@ -175,7 +186,8 @@ impl Replay {
             let at = REPLAY_EPOCH + Duration::from_secs_f64(line.t);
             let failed = run_due(&self.deps, &*self.queue, at, advance).await;
             writer.count_failed_deliveries(failed);
-            writer.write_events(self.log.take());
+            self.log.swap(&mut self.events);
+            writer.write_events(&mut self.events);
             clock.advance_to(at);
 
             if let Some(command) = &line.command {
@@ -189,17 +201,23 @@ impl Replay {
                     may_manage_channel: None,
                 };
                 run_command(&self.deps, &command).await?;
-                writer.write_events(self.log.take());
+                self.log.swap(&mut self.events);
+                writer.write_events(&mut self.events);
                 continue;
             }
-            let message = self.message(line, at, |channel, root, id| writer.name_thread(channel, root, id));
+            let message = self.message(line, at, |channel, root, id| {
+                writer.name_thread(channel, root, id);
+                true
+            });
             ingest(&self.deps, Incoming::Message(message)).await?;
             writer.count_message();
-            writer.write_events(self.log.take());
+            self.log.swap(&mut self.events);
+            writer.write_events(&mut self.events);
         }
         let failed = run_due(&self.deps, &*self.queue, Timestamp(i64::MAX), advance).await;
         writer.count_failed_deliveries(failed);
-        writer.write_events(self.log.take());
+        self.log.swap(&mut self.events);
+        writer.write_events(&mut self.events);
         let usage = self.counting.as_ref().map(|c| c.usage()).unwrap_or_default();
         Ok(writer.finish(clock.now(), usage))
     }

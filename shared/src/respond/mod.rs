@@ -321,7 +321,7 @@ async fn store_own(deps: &Deps, target: &Message, ts: &Ts, text: &str) -> PortRe
         private_channel: target.private_channel,
         at: deps.clock.now(),
     };
-    deps.messages.put_message(&own).await?;
+    deps.messages.put_message(&std::sync::Arc::new(own)).await?;
     Ok(())
 }
 

@@ -599,7 +599,7 @@ impl DynamoStore {
 
 #[async_trait]
 impl MessageStore for DynamoStore {
-    async fn put_message(&self, message: &Message) -> PortResult<PutOutcome> {
+    async fn put_message(&self, message: &Arc<Message>) -> PortResult<PutOutcome> {
         let result = self
             .client
             .put_item()

@@ -14,6 +14,12 @@ impl MemoryLog {
     pub fn take(&self) -> Vec<Event> {
         std::mem::take(&mut *self.events.lock().expect("log lock"))
     }
+
+    /// Swaps the records for `buffer`'s (empty, its room reused): a replay takes the
+    /// records after every message.
+    pub fn swap(&self, buffer: &mut Vec<Event>) {
+        std::mem::swap(&mut *self.events.lock().expect("log lock"), buffer);
+    }
 }
 
 impl DecisionLog for MemoryLog {

@@ -29,8 +29,7 @@ struct ChannelMessages {
 }
 
 impl ChannelMessages {
-    fn insert(&mut self, message: Message) {
-        let message = Arc::new(message);
+    fn insert(&mut self, message: Arc<Message>) {
         self.by_time.insert((message.at, message.ts.clone()));
         self.threads.entry(message.thread_root.clone()).or_default().insert(message.ts.clone(), message.clone());
         self.by_ts.insert(message.ts.clone(), message);
@@ -70,6 +69,58 @@ enum Claim {
     },
 }
 
+/// (expiry, key) pairs, soonest out first. Most are written with one of a few
+/// lifetimes (a lease, a claim's keep) on a clock that only moves on, so each lifetime
+/// has a queue already in order; anything else (a cache entry's own time, a clock
+/// that stepped back) goes to a heap.
+#[derive(Default)]
+struct Expiries {
+    /// (lifetime, its entries oldest first).
+    queues: Vec<(Duration, ExpiryQueue)>,
+    others: BinaryHeap<Reverse<(Timestamp, Arc<str>)>>,
+}
+
+type ExpiryQueue = std::collections::VecDeque<(Timestamp, Arc<str>)>;
+
+/// Lifetimes given a queue of their own; more go to the heap.
+const EXPIRY_QUEUES: usize = 8;
+
+impl Expiries {
+    fn push(&mut self, lifetime: Option<Duration>, until: Timestamp, key: Arc<str>) {
+        if let Some(lifetime) = lifetime {
+            let index = match self.queues.iter().position(|(l, _)| *l == lifetime) {
+                Some(index) => Some(index),
+                None if self.queues.len() < EXPIRY_QUEUES => {
+                    self.queues.push((lifetime, Default::default()));
+                    Some(self.queues.len() - 1)
+                }
+                None => None,
+            };
+            if let Some(index) = index {
+                let queue = &mut self.queues[index].1;
+                if queue.back().is_none_or(|(last, _)| *last <= until) {
+                    queue.push_back((until, key));
+                    return;
+                }
+            }
+        }
+        self.others.push(Reverse((until, key)));
+    }
+
+    /// The next key whose expiry is at or before `now`.
+    fn pop_due(&mut self, now: Timestamp) -> Option<Arc<str>> {
+        for (_, queue) in &mut self.queues {
+            if queue.front().is_some_and(|(until, _)| *until <= now) {
+                return queue.pop_front().map(|(_, key)| key);
+            }
+        }
+        match self.others.peek() {
+            Some(Reverse((until, _))) if *until <= now => self.others.pop().map(|Reverse((_, key))| key),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Default)]
 struct Inner {
     channels: HashMap<ChannelId, ChannelMessages>,
@@ -78,10 +129,10 @@ struct Inner {
     /// Keys shared with `expiries` (one allocation a key).
     claims: HashMap<Arc<str>, Claim>,
     cache: HashMap<Arc<str>, (String, Timestamp)>,
-    /// (expiry, key) of every claim and cache entry as written, soonest first: pruning
-    /// looks only at what may have expired (a key written again is checked against
-    /// its current expiry, so a stale entry here is harmless).
-    expiries: BinaryHeap<Reverse<(Timestamp, Arc<str>)>>,
+    /// When each claim and cache entry expires, as written: pruning looks only at what
+    /// may have expired (a key written again is checked against its current expiry,
+    /// so a stale entry here is harmless).
+    expiries: Expiries,
     workspace: WorkspaceMemory,
     channel_lines: HashMap<ChannelId, ChannelLine>,
     facts: HashMap<ChannelId, BTreeMap<String, Fact>>,
@@ -133,10 +184,7 @@ impl MemoryStore {
             }
         }
         inner.channels.retain(|_, messages| !messages.by_ts.is_empty());
-        while let Some(Reverse((until, _))) = inner.expiries.peek()
-            && *until <= now
-        {
-            let Some(Reverse((_, key))) = inner.expiries.pop() else { break };
+        while let Some(key) = inner.expiries.pop_due(now) {
             let expired_claim = match inner.claims.get(&*key) {
                 // An abandoned post is kept for whoever takes the work over.
                 Some(Claim::InProgress { posting: true, .. }) | None => false,
@@ -153,9 +201,10 @@ impl MemoryStore {
 
     /// Remembers when `key` expires, for [`MemoryStore::prune`]; a store that never
     /// prunes keeps no such list.
-    fn note_expiry(&self, inner: &mut Inner, until: Timestamp, key: Arc<str>) {
+    /// `lifetime` is how long after now `until` is, when it is one of the fixed ones.
+    fn note_expiry(&self, inner: &mut Inner, lifetime: Option<Duration>, until: Timestamp, key: Arc<str>) {
         if self.retention.is_some() {
-            inner.expiries.push(Reverse((until, key)));
+            inner.expiries.push(lifetime, until, key);
         }
     }
 
@@ -207,7 +256,7 @@ fn newest_since<'a>(
 
 #[async_trait]
 impl MessageStore for MemoryStore {
-    async fn put_message(&self, message: &Message) -> PortResult<PutOutcome> {
+    async fn put_message(&self, message: &Arc<Message>) -> PortResult<PutOutcome> {
         let mut inner = self.lock();
         let channel = slot(&mut inner.channels, &message.channel);
         if channel.by_ts.contains_key(&message.ts) {
@@ -232,7 +281,7 @@ impl MessageStore for MemoryStore {
         let Some(old) = messages.remove(ts) else {
             return Ok(false);
         };
-        messages.insert(Message { text: text.to_owned(), ..Message::clone(&old) });
+        messages.insert(Arc::new(Message { text: text.to_owned(), ..Message::clone(&old) }));
         Ok(true)
     }
 
@@ -517,7 +566,7 @@ impl Ledger for MemoryStore {
             _ => false,
         };
         let key = Self::set_claim(&mut inner, key, Claim::InProgress { until: now + lease, posting });
-        self.note_expiry(&mut inner, now + lease, key);
+        self.note_expiry(&mut inner, Some(lease), now + lease, key);
         Ok(if posting { ClaimOutcome::Resumed } else { ClaimOutcome::Claimed })
     }
 
@@ -531,7 +580,7 @@ impl Ledger for MemoryStore {
     async fn complete(&self, key: &str, now: Timestamp, keep: Duration) -> PortResult<()> {
         let mut inner = self.lock();
         let key = Self::set_claim(&mut inner, key, Claim::Completed { until: now + keep });
-        self.note_expiry(&mut inner, now + keep, key);
+        self.note_expiry(&mut inner, Some(keep), now + keep, key);
         Ok(())
     }
 
@@ -543,7 +592,7 @@ impl Ledger for MemoryStore {
         let mut inner = self.lock();
         let key: Arc<str> = key.into();
         inner.cache.insert(key.clone(), (value.to_owned(), until));
-        self.note_expiry(&mut inner, until, key);
+        self.note_expiry(&mut inner, None, until, key);
         Ok(())
     }
 
@@ -581,15 +630,39 @@ mod tests {
         }
     }
 
+    #[test]
+    fn expiries_come_out_once_due_whatever_queue_holds_them() {
+        let mut expiries = Expiries::default();
+        let t = |s: i64| Timestamp(s * 1_000_000);
+        let lease = Duration::from_secs(10);
+        expiries.push(Some(lease), t(10), "a".into());
+        expiries.push(Some(lease), t(12), "b".into());
+        // Earlier than the queue's last (a clock that stepped back): the heap takes it.
+        expiries.push(Some(lease), t(11), "c".into());
+        expiries.push(None, t(5), "cache".into());
+        expiries.push(Some(Duration::from_secs(3600)), t(3600), "kept".into());
+        assert_eq!(expiries.pop_due(t(4)), None, "nothing is due yet");
+        let mut due: Vec<String> = std::iter::from_fn(|| expiries.pop_due(t(11))).map(|k| k.to_string()).collect();
+        due.sort();
+        assert_eq!(due, ["a", "c", "cache"]);
+        assert_eq!(expiries.pop_due(t(12)).as_deref(), Some("b"));
+        assert_eq!(expiries.pop_due(t(3599)), None);
+        assert_eq!(expiries.pop_due(t(3600)).as_deref(), Some("kept"));
+        assert_eq!(expiries.pop_due(Timestamp(i64::MAX)), None, "each comes out once");
+    }
+
     #[tokio::test]
     async fn a_store_with_a_retention_forgets_old_messages() {
         let day = 86_400;
         let clock = Arc::new(VirtualClock::new(Timestamp(0)));
         let store = MemoryStore::with_retention(Duration::from_secs(day as u64), clock.clone());
-        store.put_message(&message("old", 10)).await.unwrap();
+        store.put_message(&std::sync::Arc::new(crate::domain::Message::clone(&message("old", 10)))).await.unwrap();
         clock.advance_to(Timestamp(2 * day * 1_000_000));
         for i in 0..PRUNE_EVERY as i64 {
-            store.put_message(&message("new", 2 * day + i)).await.unwrap();
+            store
+                .put_message(&std::sync::Arc::new(crate::domain::Message::clone(&message("new", 2 * day + i))))
+                .await
+                .unwrap();
         }
         assert!(
             store
@@ -606,7 +679,7 @@ mod tests {
                 .is_some()
         );
         let plain = MemoryStore::new();
-        plain.put_message(&message("old", 10)).await.unwrap();
+        plain.put_message(&std::sync::Arc::new(crate::domain::Message::clone(&message("old", 10)))).await.unwrap();
         assert!(
             plain
                 .get_message(&ChannelId("old".into()), &Ts::from_timestamp(Timestamp(10_000_000)))

@@ -486,10 +486,19 @@ fn one_of_every_kind() -> Vec<crate::domain::Event> {
     let ts = |s: i64| Ts::from_timestamp(at(s));
     let kinds = vec![
         EventKind::Message {
-            user: UserId("alice".into()),
-            user_name: "alice".into(),
-            text: "message text".into(),
-            author: Author::Human,
+            message: crate::domain::LoggedMessage(std::sync::Arc::new(crate::domain::Message {
+                channel: ChannelId("C1".into()),
+                ts: ts(1),
+                thread_root: None,
+                user: UserId("alice".into()),
+                user_name: "alice".into(),
+                text: "message text".into(),
+                author: Author::Human,
+                replies_to_bot: false,
+                in_dm: false,
+                private_channel: false,
+                at: at(1),
+            })),
             trigger: Some(DirectTrigger::Mention),
         },
         EventKind::Edited { text: "edited text".into() },
@@ -588,7 +597,7 @@ fn one_of_every_kind() -> Vec<crate::domain::Event> {
 fn every_event_kind_reads_back_typed() {
     let mut sink = std::io::sink();
     let mut writer = crate::replay::LogWriter::new(&mut sink, true);
-    writer.write_events(one_of_every_kind());
+    writer.write_events(&mut one_of_every_kind());
     let lines = writer.kept().to_vec();
     assert_eq!(lines.len(), 12);
     for raw in &lines {
