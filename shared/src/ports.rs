@@ -48,6 +48,12 @@ pub enum PutOutcome {
 pub trait MessageStore: Send + Sync {
     // Reads hand out shared messages: the in-process store keeps each message once, so
     // a read costs a reference count, not a copy of its strings.
+    /// Whether each read is an index lookup in this process (no call over a network):
+    /// then a job asks the store each question instead of reading a whole window of the
+    /// channel first, which would only cost it more (see `conversation::Window`).
+    fn reads_in_process(&self) -> bool {
+        false
+    }
     /// Stores `message` unless (channel, ts) exists already (a conditional put). Shared:
     /// the in-process store keeps this very message.
     async fn put_message(&self, message: &Arc<Message>) -> PortResult<PutOutcome>;

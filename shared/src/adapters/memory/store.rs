@@ -256,6 +256,10 @@ fn newest_since<'a>(
 
 #[async_trait]
 impl MessageStore for MemoryStore {
+    fn reads_in_process(&self) -> bool {
+        true
+    }
+
     async fn put_message(&self, message: &Arc<Message>) -> PortResult<PutOutcome> {
         let mut inner = self.lock();
         let channel = slot(&mut inner.channels, &message.channel);
