@@ -1,5 +1,5 @@
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,7 +14,8 @@ struct Scheduled {
     due: Timestamp,
     /// Names the queue message: a delivery's invisible copy carries the same one.
     seq: u64,
-    job: Job,
+    /// Shared with the delivery's invisible copy.
+    job: Arc<Job>,
     deliveries: u32,
 }
 
@@ -38,21 +39,57 @@ impl Ord for Scheduled {
 
 #[derive(Default)]
 struct Jobs {
+    /// Visible jobs, soonest first.
     heap: BinaryHeap<Scheduled>,
     next_seq: u64,
-    /// Messages whose delivery ended (done, or put back): their invisible copies in
-    /// the heap are skipped.
-    acked: HashSet<u64>,
+    /// Delivered and not settled yet: each comes back, visible again, at its `due`.
+    in_flight: HashMap<u64, Scheduled>,
+    /// (visible again at, seq) of the deliveries, oldest first (one visibility timeout
+    /// for all keeps them in order); a settled one is skipped when reached.
+    invisible: VecDeque<(Timestamp, u64)>,
+    /// Deliveries settled after they had come back (a late acknowledgement): their
+    /// visible copies are dropped when reached, as SQS deletes the message.
+    settled_late: std::collections::HashSet<u64>,
 }
 
 impl Jobs {
-    /// Drops finished messages' copies from the top of the heap.
-    fn settle_top(&mut self) {
-        while let Some(top) = self.heap.peek() {
-            if !self.acked.remove(&top.seq) {
+    /// Drops settled deliveries from the front of `invisible`, and makes the ones whose
+    /// visibility ended by `now` visible again.
+    fn settle(&mut self, now: Timestamp) {
+        while let Some(&(until, seq)) = self.invisible.front() {
+            if !self.in_flight.contains_key(&seq) {
+                self.invisible.pop_front();
+            } else if until <= now {
+                self.invisible.pop_front();
+                let back = self.in_flight.remove(&seq).expect("in flight");
+                self.heap.push(back);
+            } else {
                 break;
             }
-            self.heap.pop();
+        }
+    }
+
+    /// When the next job is visible: the soonest waiting one, or an unsettled delivery
+    /// coming back.
+    fn next_due(&self) -> Option<Timestamp> {
+        let coming_back = self.invisible.front().map(|(until, _)| *until);
+        match (self.heap.peek().map(|s| s.due), coming_back) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn deliver(&mut self, delivered: Scheduled, invisible_until: Timestamp) {
+        let seq = delivered.seq;
+        let copy = Scheduled { due: invisible_until, deliveries: delivered.deliveries + 1, ..delivered };
+        self.in_flight.insert(seq, copy);
+        match self.invisible.back() {
+            Some((last, _)) if *last > invisible_until => {
+                // The visibility timeout was shortened: kept in order all the same.
+                let at = self.invisible.partition_point(|(t, _)| *t <= invisible_until);
+                self.invisible.insert(at, (invisible_until, seq));
+            }
+            _ => self.invisible.push_back((invisible_until, seq)),
         }
     }
 }
@@ -87,7 +124,7 @@ impl MemoryQueue {
         let mut inner = self.inner.lock().expect("queue lock");
         inner.next_seq += 1;
         let seq = inner.next_seq;
-        inner.heap.push(Scheduled { due, seq, job, deliveries });
+        inner.heap.push(Scheduled { due, seq, job: Arc::new(job), deliveries });
         drop(inner);
         self.arrived.notify_one();
     }
@@ -95,7 +132,7 @@ impl MemoryQueue {
     /// Jobs waiting or in delivery.
     pub fn len(&self) -> usize {
         let inner = self.inner.lock().expect("queue lock");
-        inner.heap.len() - inner.acked.len()
+        inner.heap.len() + inner.in_flight.len() - inner.settled_late.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -117,25 +154,36 @@ impl InProcessQueue for MemoryQueue {
 
     fn next_due(&self) -> Option<Timestamp> {
         let mut inner = self.inner.lock().expect("queue lock");
-        inner.settle_top();
-        inner.heap.peek().map(|s| s.due)
+        // Only drops settled deliveries: none comes back before the beginning of time.
+        inner.settle(Timestamp(i64::MIN));
+        inner.next_due()
     }
 
     /// The job stays in the queue, invisible, until acknowledged or put back.
     fn pop_due(&self, now: Timestamp) -> Option<Delivery> {
         let visibility = *self.visibility_timeout.lock().expect("queue lock");
         let mut inner = self.inner.lock().expect("queue lock");
-        inner.settle_top();
+        inner.settle(now);
         if inner.heap.peek().is_none_or(|s| s.due > now) {
             return None;
         }
         let delivered = inner.heap.pop()?;
-        inner.heap.push(Scheduled { due: now + visibility, deliveries: delivered.deliveries + 1, ..delivered.clone() });
-        Some(Delivery { job: delivered.job, deliveries: delivered.deliveries, receipt: delivered.seq })
+        if inner.settled_late.remove(&delivered.seq) {
+            drop(inner);
+            return self.pop_due(now);
+        }
+        let delivery =
+            Delivery { job: Job::clone(&delivered.job), deliveries: delivered.deliveries, receipt: delivered.seq };
+        inner.deliver(delivered, now + visibility);
+        Some(delivery)
     }
 
     fn ack(&self, delivery: &Delivery) {
-        self.inner.lock().expect("queue lock").acked.insert(delivery.receipt);
+        let mut inner = self.inner.lock().expect("queue lock");
+        if inner.in_flight.remove(&delivery.receipt).is_none() && inner.heap.iter().any(|s| s.seq == delivery.receipt) {
+            // Rare (a worker past its timeout), so the heap is searched.
+            inner.settled_late.insert(delivery.receipt);
+        }
     }
 
     fn redeliver(&self, delivery: Delivery, after: Duration) {
@@ -164,5 +212,70 @@ impl Queue for MemoryQueue {
         let due = self.clock.now() + delay;
         self.push(job, due, 0);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapters::memory::VirtualClock;
+    use crate::domain::{ChannelId, ThreadKey, Ts};
+
+    fn job(n: u32) -> Job {
+        Job::Judge { thread: ThreadKey::top_level(ChannelId("C1".into())), ts: Ts::new(format!("{n}.000000")) }
+    }
+
+    fn at(secs: i64) -> Timestamp {
+        Timestamp(secs * 1_000_000)
+    }
+
+    /// Like SQS: a delivered job stays, invisible, until acknowledged; one that is not
+    /// comes back when its visibility ends; a late acknowledgement still settles it.
+    #[tokio::test]
+    async fn a_delivery_is_invisible_until_settled_or_its_time_is_up() {
+        let clock = Arc::new(VirtualClock::new(at(0)));
+        let queue = MemoryQueue::new(clock.clone());
+        queue.set_visibility_timeout(Duration::from_secs(100));
+        queue.enqueue(job(1), Duration::from_secs(10)).await.unwrap();
+        queue.enqueue(job(2), Duration::from_secs(20)).await.unwrap();
+        assert_eq!(queue.next_due(), Some(at(10)));
+        assert!(queue.pop_due(at(5)).is_none(), "not due yet");
+
+        let first = queue.pop_due(at(10)).expect("due");
+        assert_eq!((first.job.clone(), first.deliveries), (job(1), 0));
+        assert_eq!(queue.len(), 2, "delivered, not gone");
+        assert_eq!(queue.next_due(), Some(at(20)));
+        let second = queue.pop_due(at(20)).expect("due");
+        queue.ack(&second);
+        assert_eq!(queue.len(), 1);
+        // The first was never settled (its worker died): back at 10 + 100.
+        assert_eq!(queue.next_due(), Some(at(110)));
+        assert!(queue.pop_due(at(109)).is_none());
+        let again = queue.pop_due(at(110)).expect("visible again");
+        assert_eq!((again.job.clone(), again.deliveries, again.receipt), (job(1), 1, first.receipt));
+        queue.ack(&again);
+        assert!(queue.is_empty());
+        assert_eq!(queue.next_due(), None);
+
+        // Settled after it came back (a worker past its timeout): not delivered again.
+        queue.enqueue(job(3), Duration::from_secs(110)).await.unwrap();
+        let slow = queue.pop_due(at(110)).expect("due");
+        queue.enqueue(job(4), Duration::from_secs(150)).await.unwrap();
+        // At 210 job 3 is visible again, behind job 4, which goes first.
+        let four = queue.pop_due(at(210)).expect("due");
+        assert_eq!(four.job, job(4));
+        queue.ack(&four);
+        queue.ack(&slow);
+        assert!(queue.is_empty(), "job 3 settled late");
+        assert!(queue.pop_due(at(300)).is_none(), "and not delivered again");
+
+        // Put back: comes again after the delay, counted.
+        queue.enqueue(job(5), Duration::ZERO).await.unwrap();
+        let failed = queue.pop_due(at(600)).expect("due");
+        clock.advance_to(at(600));
+        queue.redeliver(failed, Duration::from_secs(30));
+        assert_eq!(queue.pop_due(at(629)).map(|d| d.job), None);
+        let retry = queue.pop_due(at(630)).expect("back");
+        assert_eq!((retry.job, retry.deliveries), (job(5), 1));
     }
 }
