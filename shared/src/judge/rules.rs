@@ -36,6 +36,14 @@ const BUSY_MESSAGES: usize = 5;
 /// `text` in lowercase, borrowed when it already is: most chat lines (Japanese, or
 /// lowercase English) are, and the rules lowercase every message of the window.
 pub(crate) fn lowercase(text: &str) -> std::borrow::Cow<'_, str> {
+    // Bytes first (vectorized): ASCII upper case needs lowering, plain ASCII does not.
+    let bytes = text.as_bytes();
+    if bytes.iter().any(u8::is_ascii_uppercase) {
+        return std::borrow::Cow::Owned(text.to_lowercase());
+    }
+    if bytes.is_ascii() {
+        return std::borrow::Cow::Borrowed(text);
+    }
     let unchanged = |c: char| {
         if c.is_ascii() {
             !c.is_ascii_uppercase()

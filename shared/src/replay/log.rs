@@ -1,6 +1,9 @@
 //! The decision log as JSON lines, with the transcript's channel and thread names.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+// foldhash, not SipHash: every line of a thread looks up the thread's name.
+use foldhash::{HashMap, HashMapExt};
 use std::io::Write;
 
 use serde::Serialize;

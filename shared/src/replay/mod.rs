@@ -8,7 +8,8 @@ mod transcript;
 pub use log::{LogWriter, Stats};
 pub use transcript::{DEFAULT_CHANNEL, TranscriptError, TranscriptLine, parse_transcript};
 
-use std::collections::HashMap;
+// foldhash, not SipHash: every transcript line looks up its channel, person and thread.
+use foldhash::{HashMap, HashMapExt};
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap};
 
 // Hashed with foldhash, not SipHash: the store hashes ids on every read and write.
 use foldhash::HashMap;
@@ -25,19 +25,31 @@ struct ChannelMessages {
     /// Conversation (top level = `None`, or a thread root) -> its messages by ts.
     threads: HashMap<Option<Ts>, BTreeMap<Ts, Arc<Message>>>,
     /// (written at, ts), oldest first: what the retention forgets, without a scan.
-    by_time: BTreeSet<(Timestamp, Ts)>,
+    /// Messages are written as the clock moves on, so a new one goes at the back; one
+    /// that does not (an edit keeps its time) is put in its place.
+    by_time: std::collections::VecDeque<(Timestamp, Ts)>,
 }
 
 impl ChannelMessages {
     fn insert(&mut self, message: Arc<Message>) {
-        self.by_time.insert((message.at, message.ts.clone()));
+        let entry = (message.at, message.ts.clone());
+        match self.by_time.back() {
+            Some(last) if *last > entry => {
+                let at = self.by_time.partition_point(|e| *e < entry);
+                self.by_time.insert(at, entry);
+            }
+            _ => self.by_time.push_back(entry),
+        }
         self.threads.entry(message.thread_root.clone()).or_default().insert(message.ts.clone(), message.clone());
         self.by_ts.insert(message.ts.clone(), message);
     }
 
     fn remove(&mut self, ts: &Ts) -> Option<Arc<Message>> {
         let message = self.by_ts.remove(ts)?;
-        self.by_time.remove(&(message.at, message.ts.clone()));
+        let entry = (message.at, message.ts.clone());
+        if let Ok(at) = self.by_time.binary_search(&entry) {
+            self.by_time.remove(at);
+        }
         if let Some(thread) = self.threads.get_mut(&message.thread_root) {
             thread.remove(ts);
             if thread.is_empty() {
@@ -177,7 +189,7 @@ impl MemoryStore {
         let now = clock.now();
         let oldest = now - *retention;
         for messages in inner.channels.values_mut() {
-            while let Some((at, ts)) = messages.by_time.first().cloned()
+            while let Some((at, ts)) = messages.by_time.front().cloned()
                 && at < oldest
             {
                 messages.remove(&ts);
