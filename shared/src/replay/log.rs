@@ -64,6 +64,8 @@ pub struct LogWriter<'a> {
     thread_names: HashMap<String, HashMap<Ts, String>>,
     stats: Stats,
     io_error: Option<std::io::Error>,
+    /// One line at a time, reused: the output is written once a line, not once a token.
+    line: Vec<u8>,
 }
 
 impl<'a> LogWriter<'a> {
@@ -74,6 +76,7 @@ impl<'a> LogWriter<'a> {
             thread_names: HashMap::new(),
             stats: Stats::default(),
             io_error: None,
+            line: Vec::new(),
         }
     }
 
@@ -125,12 +128,12 @@ impl<'a> LogWriter<'a> {
                 msg_t: (!matches!(event.kind, EventKind::Message { .. })).then(|| ts_seconds(&event.ts)),
                 body: body(&event),
             };
-            emit(&mut *self.out, &mut self.keep, &mut self.io_error, &line);
+            emit(&mut *self.out, &mut self.line, &mut self.keep, &mut self.io_error, &line);
         }
     }
 
     fn emit(&mut self, line: &impl Serialize) {
-        emit(&mut *self.out, &mut self.keep, &mut self.io_error, line);
+        emit(&mut *self.out, &mut self.line, &mut self.keep, &mut self.io_error, line);
     }
 
     fn tally(&mut self, kind: &EventKind) {
@@ -178,13 +181,17 @@ impl<'a> LogWriter<'a> {
 /// writer's thread names.
 fn emit(
     out: &mut dyn Write,
+    buffer: &mut Vec<u8>,
     keep: &mut Option<Vec<Value>>,
     io_error: &mut Option<std::io::Error>,
     line: &impl Serialize,
 ) {
     if io_error.is_none() {
-        let written =
-            serde_json::to_writer(&mut *out, line).map_err(std::io::Error::from).and_then(|_| out.write_all(b"\n"));
+        buffer.clear();
+        let written = serde_json::to_writer(&mut *buffer, line).map_err(std::io::Error::from).and_then(|_| {
+            buffer.push(b'\n');
+            out.write_all(buffer)
+        });
         if let Err(e) = written {
             *io_error = Some(e);
         }

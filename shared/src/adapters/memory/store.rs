@@ -31,7 +31,14 @@ struct ChannelMessages {
 }
 
 impl ChannelMessages {
-    fn insert(&mut self, message: Arc<Message>) {
+    /// Stores `message`; false (and nothing changes) when its ts is stored already.
+    fn insert(&mut self, message: Arc<Message>) -> bool {
+        match self.by_ts.entry(message.ts.clone()) {
+            std::collections::btree_map::Entry::Occupied(_) => return false,
+            std::collections::btree_map::Entry::Vacant(slot) => {
+                slot.insert(message.clone());
+            }
+        }
         let entry = (message.at, message.ts.clone());
         match self.by_time.back() {
             Some(last) if *last > entry => {
@@ -40,8 +47,8 @@ impl ChannelMessages {
             }
             _ => self.by_time.push_back(entry),
         }
-        self.threads.entry(message.thread_root.clone()).or_default().insert(message.ts.clone(), message.clone());
-        self.by_ts.insert(message.ts.clone(), message);
+        self.threads.entry(message.thread_root.clone()).or_default().insert(message.ts.clone(), message);
+        true
     }
 
     fn remove(&mut self, ts: &Ts) -> Option<Arc<Message>> {
@@ -275,10 +282,9 @@ impl MessageStore for MemoryStore {
     async fn put_message(&self, message: &Arc<Message>) -> PortResult<PutOutcome> {
         let mut inner = self.lock();
         let channel = slot(&mut inner.channels, &message.channel);
-        if channel.by_ts.contains_key(&message.ts) {
+        if !channel.insert(message.clone()) {
             return Ok(PutOutcome::AlreadyExists);
         }
-        channel.insert(message.clone());
         if self.puts.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % PRUNE_EVERY == PRUNE_EVERY - 1 {
             self.prune(&mut inner);
         }
