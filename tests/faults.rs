@@ -378,7 +378,11 @@ async fn post_answer_lost() -> Observed {
     // kuuki knows its own message: the conversation shows it once.
     let posted = world.slack.posts()[0]["ts"].as_str().unwrap().to_owned();
     let stored = world.w.store.get_message(&kuuki::domain::ChannelId(CH.into()), &Ts::new(&posted)).await.unwrap();
-    assert!(stored.is_some_and(|m| m.text == ANSWER));
+    let stored = stored.expect("kuuki's post is stored");
+    assert_eq!(stored.text, ANSWER);
+    // Written when it was posted, not when the redelivery found it: reads of what came
+    // after a moment count on that.
+    assert_eq!(Some(stored.at), Ts::new(&posted).posted_at(), "stored at its post's time");
     world.observe("Slack posts but its answer comes after kuuki's timeout", &llm).await
 }
 

@@ -5,7 +5,7 @@ mod time;
 mod ts;
 
 pub use time::Timestamp;
-pub use ts::{NotASlackTs, Ts};
+pub use ts::{DISCORD_EPOCH_MS, NotASlackTs, Ts};
 
 use std::collections::BTreeMap;
 use std::fmt;

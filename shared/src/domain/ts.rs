@@ -69,6 +69,24 @@ impl Ts {
     }
 }
 
+/// Discord's epoch (2015-01-01) in milliseconds: a snowflake's top 42 bits count from it.
+pub const DISCORD_EPOCH_MS: i64 = 1_420_070_400_000;
+
+impl Ts {
+    /// When the message with this id was posted: a Slack ts is its time; a Discord
+    /// snowflake (digits only) carries it in its top 42 bits. `None` for anything else.
+    pub fn posted_at(&self) -> Option<Timestamp> {
+        let (int, nanos) = self.key?;
+        if self.raw.contains('.') {
+            let micros = i64::try_from(int).ok()?.checked_mul(1_000_000)?.checked_add((nanos / 1000) as i64)?;
+            Some(Timestamp(micros))
+        } else {
+            let ms = i64::try_from(int >> 22).ok()?.checked_add(DISCORD_EPOCH_MS)?;
+            Some(Timestamp(ms.checked_mul(1000)?))
+        }
+    }
+}
+
 fn numeric_key(raw: &str) -> Option<(u64, u64)> {
     let (int, frac) = raw.split_once('.').unwrap_or((raw, ""));
     if int.is_empty() || !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
@@ -151,6 +169,18 @@ impl<'de> Deserialize<'de> for Ts {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_message_id_tells_when_it_was_posted() {
+        let slack = Ts::new("1712345678.000123");
+        assert_eq!(slack.posted_at(), Some(Timestamp(1_712_345_678_000_123)));
+        assert_eq!(Ts::from_timestamp(Timestamp(42_000_007)).posted_at(), Some(Timestamp(42_000_007)));
+        // Discord's documented example: 175928847299117063 was made 2016-04-30 11:18:25.796 UTC.
+        let discord = Ts::new("175928847299117063");
+        assert_eq!(discord.posted_at(), Some(Timestamp(1_462_015_105_796_000)));
+        assert_eq!(Ts::new("not a ts").posted_at(), None);
+    }
+
     use super::*;
 
     fn ts(s: &str) -> Ts {

@@ -306,8 +306,11 @@ pub(crate) async fn post(deps: &Deps, target: &Message, key: &str, mode: Respond
     Ok(first.expect("split_message returns at least one part, and the first one was posted"))
 }
 
-/// Stores a message kuuki posted in `target`'s conversation as its own.
+/// Stores a message kuuki posted in `target`'s conversation as its own, written when
+/// its id says it was posted (a post an earlier attempt made and a resumed one found
+/// is older than now: the conversation reads count on `at` growing with the ts).
 async fn store_own(deps: &Deps, target: &Message, ts: &Ts, text: &str) -> PortResult<()> {
+    let now = deps.clock.now();
     let own = Message {
         channel: target.channel.clone(),
         ts: ts.clone(),
@@ -319,7 +322,7 @@ async fn store_own(deps: &Deps, target: &Message, ts: &Ts, text: &str) -> PortRe
         replies_to_bot: false,
         in_dm: target.in_dm,
         private_channel: target.private_channel,
-        at: deps.clock.now(),
+        at: ts.posted_at().map_or(now, |posted| posted.min(now)),
     };
     deps.messages.put_message(&std::sync::Arc::new(own)).await?;
     Ok(())

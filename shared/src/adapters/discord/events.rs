@@ -15,7 +15,7 @@ use crate::domain::{Author, ChannelId, Message, Timestamp, Ts, UserId};
 use crate::ingest::Incoming;
 
 /// Discord's epoch (2015-01-01), in unix milliseconds: snowflake times count from it.
-const DISCORD_EPOCH_MS: i64 = 1_420_070_400_000;
+use crate::domain::DISCORD_EPOCH_MS;
 
 /// Who kuuki is on Discord, from `GET /users/@me`, and the roles Discord made for it
 /// in each server (a managed role: mentioning it is mentioning kuuki).
