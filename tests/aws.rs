@@ -669,8 +669,12 @@ mod end_to_end {
         // Slash commands are answered by the ingress function.
         w.counter.acting_as("IngressFunction");
         let answer = run_command(&w.deps, &command).await.unwrap();
+        // A manager's mute is announced in the channel once (a ledger claim).
+        let mute = SlashCommand { text: "mute 30m".into(), may_manage_channel: Some(true), ..command.clone() };
+        let muted = run_command(&w.deps, &mute).await.unwrap();
         w.counter.acting_as("");
         w.assert_the_template_allows_what_was_done();
+        assert!(w.deps.channels.channel_state(&channel).await.unwrap().muted_until.is_some(), "{muted}");
         assert!(
             answer.starts_with("Forgotten you: 2 stored message(s), 1 fact(s) removed, 1 fact(s) kept"),
             "{answer}"
