@@ -924,6 +924,7 @@ async fn assert_calls_within(
         cost.total(),
     );
     assert!(ingress_units.write >= texts.len() as f64, "DynamoDB reports the units of every message put: {units:?}");
+    assert!(worker_units.read >= texts.len() as f64, "DynamoDB reports the units of every channel read: {units:?}");
     for (operation, calls) in &workers {
         let per_message = *calls as f64 / texts.len() as f64;
         let ceiling = ceilings

@@ -156,6 +156,14 @@ impl InProcessQueue for MemoryQueue {
         let mut inner = self.inner.lock().expect("queue lock");
         // Only drops settled deliveries: none comes back before the beginning of time.
         inner.settle(Timestamp(i64::MIN));
+        // A copy settled late is not due: dropped here, so a driver never waits for it.
+        while let Some(top) = inner.heap.peek() {
+            let seq = top.seq;
+            if !inner.settled_late.remove(&seq) {
+                break;
+            }
+            inner.heap.pop();
+        }
         inner.next_due()
     }
 
@@ -267,6 +275,7 @@ mod tests {
         queue.ack(&four);
         queue.ack(&slow);
         assert!(queue.is_empty(), "job 3 settled late");
+        assert_eq!(queue.next_due(), None, "nothing is due: the late copy is not reported");
         assert!(queue.pop_due(at(300)).is_none(), "and not delivered again");
 
         // Put back: comes again after the delay, counted.
