@@ -51,6 +51,16 @@ fn fastrand_suffix() -> u64 {
 /// clock, so messages written at a fixed past date must be given a `retention` that
 /// reaches past today, or they vanish while a test reads them.
 async fn dynamo_store(endpoint: &str, clock: Arc<VirtualClock>, retention: Duration) -> DynamoStore {
+    dynamo_store_with_client(endpoint, clock, retention).await.0
+}
+
+/// A store as [`dynamo_store`] makes it, with a client and the channels table's name
+/// to write and read its items directly.
+async fn dynamo_store_with_client(
+    endpoint: &str,
+    clock: Arc<VirtualClock>,
+    retention: Duration,
+) -> (DynamoStore, aws_sdk_dynamodb::Client, String) {
     let client = aws_sdk_dynamodb::Client::new(&sdk(endpoint).await);
     let tables = TableNames {
         messages: unique("messages"),
@@ -60,7 +70,115 @@ async fn dynamo_store(endpoint: &str, clock: Arc<VirtualClock>, retention: Durat
     };
     create_tables(&client, &tables).await.expect("tables are created");
     create_tables(&client, &tables).await.expect("creating again is a no-op");
-    DynamoStore::new(client, tables, clock, retention)
+    let channels = tables.channels.clone();
+    (DynamoStore::new(client.clone(), tables, clock, retention), client, channels)
+}
+
+/// A channel item written before the answers and the judgment had items of their own
+/// (interventions in the JSON and as `iv#` attributes, `last_judgment` beside them):
+/// its next update moves them out, without replacing anything newer there, and the
+/// channel item lets go of them (people's words must not outlive their retention in
+/// an item nothing trims any more).
+#[tokio::test]
+async fn an_old_channel_item_moves_its_answers_out_at_its_next_update() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use kuuki::domain::{Decision, Intervention, JudgmentNote, ResponseType, UserId};
+    use kuuki::ports::{ChannelState, ChannelStateStore};
+    let Some((dynamo, _)) = emulators("an_old_channel_item_moves_its_answers_out_at_its_next_update") else { return };
+    let (store, client, table) = dynamo_store_with_client(
+        &dynamo,
+        Arc::new(VirtualClock::new(REPLAY_EPOCH)),
+        Duration::from_secs(3650 * 86_400),
+    )
+    .await;
+    let channel = ChannelId("C-old".into());
+    let at = |secs: i64| Timestamp(REPLAY_EPOCH.0 + secs * Timestamp::MICROS_PER_SECOND);
+    let answer = |secs: i64| Intervention {
+        at: at(secs),
+        thread: ThreadKey::top_level(channel.clone()),
+        response_type: ResponseType::ShortAck,
+        excerpt: format!("what was said at {secs}"),
+        facts: Vec::new(),
+    };
+    let note = |secs: i64| JudgmentNote {
+        at: at(secs),
+        ts: Ts::from_timestamp(at(secs)),
+        user: UserId("U1".into()),
+        text: format!("judged at {secs}"),
+        score: 10,
+        breakdown: Default::default(),
+        decision: Decision::Skip,
+        respond: false,
+        response_type: None,
+        reason: "quiet".into(),
+    };
+    let in_json = ChannelState { interventions: vec![answer(10), answer(20)], ..ChannelState::default() };
+    let s = |v: String| AttributeValue::S(v);
+    client
+        .put_item()
+        .table_name(&table)
+        .item("channel", s(channel.0.to_string()))
+        .item("version", AttributeValue::N("3".into()))
+        .item("state", s(serde_json::to_string(&in_json).unwrap()))
+        .item(format!("iv#{:020}#-", at(30).0), s(serde_json::to_string(&answer(30)).unwrap()))
+        .item("last_judgment", s(serde_json::to_string(&note(5)).unwrap()))
+        .send()
+        .await
+        .unwrap();
+    // A worker of the new layout answered and judged since (newer than what moves).
+    store.record_intervention(&channel, answer(50)).await.unwrap();
+    store.record_judgment(&channel, note(60)).await.unwrap();
+    let before = store.channel_state(&channel).await.unwrap();
+    assert_eq!(before.interventions.iter().map(|i| i.at).collect::<Vec<_>>(), [at(10), at(20), at(30), at(50)]);
+
+    store.set_muted(&channel, Some(at(1000))).await.unwrap();
+    let item = client
+        .get_item()
+        .table_name(&table)
+        .key("channel", s(channel.0.to_string()))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
+        .unwrap();
+    let left: Vec<&String> = item.keys().filter(|k| k.starts_with("iv#") || *k == "last_judgment").collect();
+    assert!(left.is_empty(), "the channel item let go of {left:?}");
+    let json = item["state"].as_s().unwrap();
+    assert!(!json.contains("what was said"), "no excerpt left in the channel's JSON: {json}");
+
+    let after = store.channel_state(&channel).await.unwrap();
+    assert_eq!(
+        after.interventions.iter().map(|i| (i.at, i.excerpt.as_str())).collect::<Vec<_>>(),
+        [(at(10), ""), (at(20), ""), (at(30), ""), (at(50), "what was said at 50")],
+        "every answer kept, the newest in full"
+    );
+    assert_eq!(after.last_judgment, Some(note(60)), "the newer judgment stays");
+    assert_eq!(after.muted_until, Some(at(1000)));
+    assert_eq!(after.last_response_at, Some(at(50)));
+    // Again (a retry, or the next update): nothing left to move, nothing changes.
+    store.set_muted(&channel, Some(at(1000))).await.unwrap();
+    assert_eq!(store.channel_state(&channel).await.unwrap(), after);
+
+    // Nothing newer where they move: the old answers and judgment are read as they were.
+    let quiet = ChannelId("C-older".into());
+    client
+        .put_item()
+        .table_name(&table)
+        .item("channel", s(quiet.0.to_string()))
+        .item("version", AttributeValue::N("1".into()))
+        .item("state", s(serde_json::to_string(&in_json).unwrap()))
+        .item("last_judgment", s(serde_json::to_string(&note(5)).unwrap()))
+        .send()
+        .await
+        .unwrap();
+    store.set_muted(&quiet, None).await.unwrap();
+    let moved = store.channel_state(&quiet).await.unwrap();
+    assert_eq!(
+        moved.interventions.iter().map(|i| (i.at, i.excerpt.as_str())).collect::<Vec<_>>(),
+        [(at(10), ""), (at(20), "what was said at 20")]
+    );
+    assert_eq!(moved.last_judgment, Some(note(5)));
 }
 
 #[tokio::test]

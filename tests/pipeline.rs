@@ -392,6 +392,23 @@ async fn direct_messages_are_summarized_and_reflected_on() {
     );
 }
 
+/// A direct answer's memory triggers count up to the message answered: kuuki's own
+/// reply counts at the next message, in process as on DynamoDB (whose window is read
+/// before the reply is posted). One DM with a summary every 2 messages: not due yet,
+/// so the summary comes a summary period later.
+#[tokio::test]
+async fn a_direct_answer_counts_up_to_the_message_it_answers() {
+    let h = remembering(&[("SUMMARIZE_EVERY_N_MESSAGES", "2"), ("REFLECTION_ENABLED", "false")]);
+    let mut dm = h.message(0.0, "alice", "the deploy is on friday", None);
+    dm.channel = kuuki::domain::ChannelId("D01".into());
+    dm.in_dm = true;
+    h.ingest(Incoming::Message(dm)).await;
+    h.run_until(3600.0).await;
+    let events = h.events();
+    assert_eq!(events.iter().filter(|e| matches!(e.kind, EventKind::Respond { .. })).count(), 1);
+    assert_eq!(memory_lines(&h, &events), vec![("summary", 900.0, 2)], "{events:#?}");
+}
+
 #[tokio::test]
 async fn a_muted_channel_still_remembers() {
     let h = remembering(&[]);

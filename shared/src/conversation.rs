@@ -134,17 +134,21 @@ impl Window {
     }
 
     /// How many messages of `channel` are stored after `after` (all of them when
-    /// `None`): exact below `enough`, else at least `enough`. A memory trigger asks
-    /// whether enough piled up; the window answers unless it holds fewer than that.
+    /// `None`) up to `up_to`: exact below `enough`, else at least `enough`. A memory
+    /// trigger asks whether enough piled up by the message it runs for (what came after,
+    /// kuuki's own reply too, counts at the next one, on any store and whenever the
+    /// window was read); the window answers unless it holds fewer than that.
     pub async fn count_after(
         &self,
         deps: &Deps,
         channel: &ChannelId,
         after: Option<&Ts>,
+        up_to: &Ts,
         enough: usize,
     ) -> PortResult<usize> {
+        let counted = |m: &&Arc<Message>| after.is_none_or(|a| &m.ts > a) && &m.ts <= up_to;
         if self.of(channel) {
-            let seen = self.messages.iter().filter(|m| after.is_none_or(|a| &m.ts > a)).count();
+            let seen = self.messages.iter().filter(counted).count();
             let exact = match after {
                 Some(after) => self.covers_after(channel, after),
                 None => self.complete,
@@ -153,7 +157,8 @@ impl Window {
                 return Ok(seen);
             }
         }
-        Ok(deps.messages.messages_after(channel, after, enough).await?.len())
+        // Oldest first: those past `up_to` are the last ones, so the count stays exact.
+        Ok(deps.messages.messages_after(channel, after, enough).await?.iter().filter(counted).count())
     }
 
     /// The messages after `target` in its conversation and, for a top-level message, in
@@ -266,6 +271,7 @@ mod tests {
         assert_eq!(texts(&window.messages), ["line 60", "line 70", "line 80"], "the newest 3");
         assert!(!window.complete);
 
+        let (last, at_70) = (Ts::from_timestamp(at(85)), Ts::from_timestamp(at(70)));
         for secs in [10, 20, 50, 70, 80, 85] {
             let ts = Ts::from_timestamp(at(secs));
             let from_window = window.get_message(&deps, &channel, &ts).await.unwrap().map(|m| m.text.clone());
@@ -276,8 +282,18 @@ mod tests {
                 deps.messages.previous_in_channel(&channel, &ts).await.unwrap().map(|m| m.text.clone());
             assert_eq!(previous, stored_previous, "previous_in_channel before {secs}");
             for enough in [1, 2, 5, 10] {
-                let counted = window.count_after(&deps, &channel, Some(&ts), enough).await.unwrap();
+                let counted = window.count_after(&deps, &channel, Some(&ts), &last, enough).await.unwrap();
                 let stored = deps.messages.messages_after(&channel, Some(&ts), 100).await.unwrap().len();
+                let up_to_70 = window.count_after(&deps, &channel, Some(&ts), &at_70, 100).await.unwrap();
+                let stored_to_70 = deps
+                    .messages
+                    .messages_after(&channel, Some(&ts), 100)
+                    .await
+                    .unwrap()
+                    .iter()
+                    .filter(|m| m.ts <= at_70)
+                    .count();
+                assert_eq!(up_to_70, stored_to_70, "count_after {secs} up to 70");
                 assert_eq!(counted.min(enough), stored.min(enough), "count_after {secs}, enough {enough}");
                 if stored < enough {
                     assert_eq!(counted, stored, "exact below enough: after {secs}");

@@ -233,6 +233,11 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     let state = store.channel_state(&ch).await.unwrap();
     assert_eq!(state.last_response_at, Some(at(100)), "the latest response, not the last recorded");
     assert_eq!(state.interventions.len(), 2, "a repeated record (a redelivery) is kept once");
+    assert_eq!(
+        state.interventions.iter().map(|i| (i.at, i.excerpt.as_str())).collect::<Vec<_>>(),
+        [(at(50), ""), (at(100), "at 100")],
+        "in time order, the newest in full though an older one was recorded after it"
+    );
     // Enough that a store keeping them apart has to trim (DynamoDB: past 30).
     for i in 0..(ChannelState::KEPT_INTERVENTIONS as i64 + 15) {
         store.record_intervention(&ch, intervention(200 + i)).await.unwrap();

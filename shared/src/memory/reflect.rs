@@ -52,7 +52,7 @@ pub async fn maybe_queue(
     let max = s.reflection_max_buffer_messages as usize;
     // Counted in the window the caller read; the store is asked only when the window
     // holds fewer than `max` and does not reach back to the watermark.
-    let new = window.count_after(deps, channel, state.reflection_watermark.as_ref(), max).await?;
+    let new = window.count_after(deps, channel, state.reflection_watermark.as_ref(), &newest.ts, max).await?;
     if new < s.reflection_min_messages as usize {
         return Ok(());
     }

@@ -46,7 +46,7 @@ pub async fn maybe_queue(
     }
     let every = deps.settings.summarize_every_n_messages as usize;
     // Counted in the window the caller read, not queried: at most `every` matter.
-    let new = window.count_after(deps, channel, state.memory.watermark.as_ref(), every).await?;
+    let new = window.count_after(deps, channel, state.memory.watermark.as_ref(), &newest.ts, every).await?;
     if new == 0 {
         return Ok(());
     }

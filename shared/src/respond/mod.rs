@@ -215,9 +215,10 @@ async fn answer(
 
 /// A direct trigger has no judgment to run the memory triggers; an ambient answer's
 /// judge ran them already. The channel state read for the answer serves them, and so
-/// does the window read before it: its counts leave out kuuki's own reply, which the
-/// next message's triggers count (a summary comes a message later at most). Run once
-/// the answer is out; a redelivery that runs them again is harmless (marks dedupe).
+/// does the window read before it: they count up to the message answered, so kuuki's
+/// own reply counts at the next message on every store (a summary comes a message later
+/// at most). Run once the answer is out; a redelivery that runs them again is harmless
+/// (marks dedupe).
 async fn queue_memory(deps: &Deps, window: &Window, answering: &Answering<'_>, state: &crate::ports::ChannelState) {
     if answering.mode == RespondMode::Direct && crate::memory::enabled(deps) {
         crate::memory::queue_due(deps, window, answering.target, state).await;

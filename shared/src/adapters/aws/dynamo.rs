@@ -66,6 +66,8 @@ fn answers_key(channel: &ChannelId) -> String {
 /// attribute holds one without its excerpt and facts (only the newest's are read), so
 /// the item, and each answer's write, stays a few kilobytes.
 const ANSWERS_LAST: &str = "last";
+/// When the answer in [`ANSWERS_LAST`] was made (N, ms): an older one does not replace it.
+const ANSWERS_LAST_AT: &str = "last_at";
 /// Optimistic updates of a channel's state retry this often on a conflict.
 const VERSION_RETRIES: usize = 8;
 
@@ -523,8 +525,10 @@ impl DynamoStore {
     }
 
     /// Reads a channel's item: its state (without the last judgment written apart, see
-    /// [`judgment_key`]) and its version (0 when there is none yet).
-    async fn read_state(&self, channel: &ChannelId) -> PortResult<(ChannelState, i64)> {
+    /// [`judgment_key`]), its version (0 when there is none yet), and the names of the
+    /// attributes an item written before the answers and the judgment moved to items of
+    /// their own still holds (`iv#`, `last_judgment`).
+    async fn read_state(&self, channel: &ChannelId) -> PortResult<(ChannelState, i64, Vec<String>)> {
         let out = self
             .client
             .get_item()
@@ -535,20 +539,81 @@ impl DynamoStore {
             .await
             .map_err(backend("get channel state"))?;
         let Some(item) = out.item else {
-            return Ok((ChannelState::default(), 0));
+            return Ok((ChannelState::default(), 0, Vec::new()));
         };
-        channel_state_from(item, None)
+        let left: Vec<String> =
+            item.keys().filter(|k| k.starts_with(INTERVENTION_PREFIX) || *k == "last_judgment").cloned().collect();
+        let (state, version) = channel_state_from(item, None)?;
+        Ok((state, version, left))
+    }
+
+    /// Moves what an item written before the answers and the judgment had items of their
+    /// own still holds into those items, without replacing anything newer there (a
+    /// repeat writes the same), so the channel item can let go of it.
+    async fn move_out(
+        &self,
+        channel: &ChannelId,
+        interventions: &[Intervention],
+        judgment: Option<&JudgmentNote>,
+    ) -> PortResult<()> {
+        if let Some(newest) = interventions.iter().max_by_key(|i| i.at) {
+            let mut set =
+                vec!["#last = if_not_exists(#last, :last)".to_owned(), "#at = if_not_exists(#at, :at)".into()];
+            let mut update = self
+                .client
+                .update_item()
+                .table_name(&self.tables.channels)
+                .key("channel", s(answers_key(channel)))
+                .expression_attribute_names("#last", ANSWERS_LAST)
+                .expression_attribute_names("#at", ANSWERS_LAST_AT)
+                .expression_attribute_values(
+                    ":last",
+                    s(serde_json::to_string(newest).map_err(backend("encode intervention"))?),
+                )
+                .expression_attribute_values(":at", n(newest.at.0));
+            for (i, intervention) in interventions.iter().enumerate() {
+                let compact = Intervention { excerpt: String::new(), facts: Vec::new(), ..intervention.clone() };
+                set.push(format!("#i{i} = :i{i}"));
+                update = update
+                    .expression_attribute_names(format!("#i{i}"), intervention_attribute(intervention))
+                    .expression_attribute_values(
+                        format!(":i{i}"),
+                        s(serde_json::to_string(&compact).map_err(backend("encode intervention"))?),
+                    );
+            }
+            update
+                .update_expression(format!("SET {}", set.join(", ")))
+                .send()
+                .await
+                .map_err(backend("move interventions"))?;
+        }
+        if let Some(note) = judgment {
+            self.client
+                .update_item()
+                .table_name(&self.tables.channels)
+                .key("channel", s(judgment_key(channel)))
+                .update_expression("SET #j = if_not_exists(#j, :j)")
+                .expression_attribute_names("#j", "last_judgment")
+                .expression_attribute_values(":j", s(serde_json::to_string(note).map_err(backend("encode judgment"))?))
+                .send()
+                .await
+                .map_err(backend("move last judgment"))?;
+        }
+        Ok(())
     }
 
     /// Read, change, write only if nobody wrote in between; again on a conflict.
     async fn update_state(&self, channel: &ChannelId, change: impl Fn(&mut ChannelState)) -> PortResult<()> {
         for _ in 0..VERSION_RETRIES {
-            let (mut state, version) = self.read_state(channel).await?;
-            change(&mut state);
+            let (mut state, version, left) = self.read_state(channel).await?;
             // Those are kept in their own items; a copy here would only make the item,
-            // and every write to it, larger.
-            state.interventions.clear();
-            state.last_judgment = None;
+            // and every write to it, larger (and would outlive the answers' retention).
+            // An item from before they moved holds some: they move first, then go.
+            let (interventions, judgment) = (std::mem::take(&mut state.interventions), state.last_judgment.take());
+            if !interventions.is_empty() || judgment.is_some() {
+                self.move_out(channel, &interventions, judgment.as_ref()).await?;
+            }
+            change(&mut state);
             let json = serde_json::to_string(&state).map_err(backend("encode channel state"))?;
             // An update, not a put: the fields written apart stay. The marks are written
             // with the JSON, so the one the closure left (or cleared) is the one read.
@@ -574,6 +639,11 @@ impl DynamoStore {
                     None => remove.push(name),
                 }
             }
+            let left_names: Vec<String> = (0..left.len()).map(|i| format!("#o{i}")).collect();
+            for (name, attribute) in left_names.iter().zip(&left) {
+                update = update.expression_attribute_names(name, attribute);
+            }
+            remove.extend(left_names.iter().map(String::as_str));
             let mut expression = format!("SET {}", set.join(", "));
             if !remove.is_empty() {
                 expression.push_str(&format!(" REMOVE {}", remove.join(", ")));
@@ -798,28 +868,46 @@ impl ChannelStateStore for DynamoStore {
     }
 
     async fn record_intervention(&self, channel: &ChannelId, intervention: Intervention) -> PortResult<()> {
-        // One blind update of its own attribute (repeating it writes the same one). The
-        // item as it is now comes back without a read (no read capacity): when too many
-        // have piled up, the oldest go in one more update.
-        // (Two answers at once may leave `last` to the older one: the newer is then read
-        // without its excerpt, which only the next prompt's context would have shown.)
+        // One blind update of its own attribute (repeating it writes the same one), and
+        // of `last` unless a newer answer is there already (a resumed, older answer
+        // must not take its place). The item as it is now comes back without a read (no
+        // read capacity): when too many have piled up, the oldest go in one more update.
         let full = serde_json::to_string(&intervention).map_err(backend("encode intervention"))?;
         let compact = Intervention { excerpt: String::new(), facts: Vec::new(), ..intervention.clone() };
         let compact = serde_json::to_string(&compact).map_err(backend("encode intervention"))?;
-        let out = self
+        let attribute = intervention_attribute(&intervention);
+        let as_newest = self
             .client
             .update_item()
             .table_name(&self.tables.channels)
             .key("channel", s(answers_key(channel)))
-            .update_expression("SET #i = :i, #last = :last")
-            .expression_attribute_names("#i", intervention_attribute(&intervention))
+            .update_expression("SET #i = :i, #last = :last, #at = :at")
+            .condition_expression("attribute_not_exists(#at) OR #at <= :at")
+            .expression_attribute_names("#i", &attribute)
             .expression_attribute_names("#last", ANSWERS_LAST)
-            .expression_attribute_values(":i", s(compact))
+            .expression_attribute_names("#at", ANSWERS_LAST_AT)
+            .expression_attribute_values(":i", s(&compact))
             .expression_attribute_values(":last", s(full))
+            .expression_attribute_values(":at", n(intervention.at.0))
             .return_values(ReturnValue::AllNew)
             .send()
-            .await
-            .map_err(backend("record intervention"))?;
+            .await;
+        let out = match as_newest {
+            Ok(out) => out,
+            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => self
+                .client
+                .update_item()
+                .table_name(&self.tables.channels)
+                .key("channel", s(answers_key(channel)))
+                .update_expression("SET #i = :i")
+                .expression_attribute_names("#i", &attribute)
+                .expression_attribute_values(":i", s(compact))
+                .return_values(ReturnValue::AllNew)
+                .send()
+                .await
+                .map_err(backend("record intervention"))?,
+            Err(e) => return Err(backend("record intervention")(e)),
+        };
         let mut recorded: Vec<String> =
             out.attributes.unwrap_or_default().into_keys().filter(|k| k.starts_with(INTERVENTION_PREFIX)).collect();
         if recorded.len() <= ChannelState::KEPT_INTERVENTIONS + INTERVENTION_TRIM_SLACK {

@@ -407,12 +407,20 @@ impl ChannelStateStore for MemoryStore {
         if state.interventions.iter().any(|i| i.at == intervention.at && i.thread == intervention.thread) {
             return Ok(());
         }
-        // Only the newest keeps its excerpt and facts, as in the DynamoDB store.
-        for older in &mut state.interventions {
-            older.excerpt.clear();
-            older.facts.clear();
+        // In time order; only the newest keeps its excerpt and facts, as in the DynamoDB
+        // store (a resumed answer may be recorded after a newer one).
+        let place = state.interventions.partition_point(|i| i.at <= intervention.at);
+        if place == state.interventions.len() {
+            for older in &mut state.interventions {
+                older.excerpt.clear();
+                older.facts.clear();
+            }
+            state.interventions.push(intervention);
+        } else {
+            state
+                .interventions
+                .insert(place, Intervention { excerpt: String::new(), facts: Vec::new(), ..intervention });
         }
-        state.interventions.push(intervention);
         let excess = state.interventions.len().saturating_sub(ChannelState::KEPT_INTERVENTIONS);
         state.interventions.drain(..excess);
         Ok(())
