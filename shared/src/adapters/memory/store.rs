@@ -18,12 +18,12 @@ use crate::ports::{
 };
 
 /// One channel's messages, each stored once and indexed three ways, so every read is
-/// a range walk over the messages it returns, however long the history.
+/// a walk over the messages it returns, however long the history.
 #[derive(Default)]
 struct ChannelMessages {
-    by_ts: BTreeMap<Ts, Arc<Message>>,
+    by_ts: ByTs,
     /// Conversation (top level = `None`, or a thread root) -> its messages by ts.
-    threads: HashMap<Option<Ts>, BTreeMap<Ts, Arc<Message>>>,
+    threads: HashMap<Option<Ts>, ByTs>,
     /// (written at, ts), oldest first: what the retention forgets, without a scan.
     /// Messages are written as the clock moves on, so a new one goes at the back; one
     /// that does not (an edit keeps its time) is put in its place.
@@ -33,12 +33,9 @@ struct ChannelMessages {
 impl ChannelMessages {
     /// Stores `message`; false (and nothing changes) when its ts is stored already.
     fn insert(&mut self, message: Arc<Message>) -> bool {
-        match self.by_ts.entry(message.ts.clone()) {
-            std::collections::btree_map::Entry::Occupied(_) => return false,
-            std::collections::btree_map::Entry::Vacant(slot) => {
-                slot.insert(message.clone());
-            }
-        }
+        let Err(place) = self.by_ts.search(&message.ts) else {
+            return false;
+        };
         let entry = (message.at, message.ts.clone());
         match self.by_time.back() {
             Some(last) if *last > entry => {
@@ -47,7 +44,8 @@ impl ChannelMessages {
             }
             _ => self.by_time.push_back(entry),
         }
-        self.threads.entry(message.thread_root.clone()).or_default().insert(message.ts.clone(), message);
+        slot(&mut self.threads, &message.thread_root).insert(message.clone());
+        self.by_ts.0.insert(place, message);
         true
     }
 
@@ -59,11 +57,84 @@ impl ChannelMessages {
         }
         if let Some(thread) = self.threads.get_mut(&message.thread_root) {
             thread.remove(ts);
-            if thread.is_empty() {
+            if thread.0.is_empty() {
                 self.threads.remove(&message.thread_root);
             }
         }
         Some(message)
+    }
+
+    /// Removes every message `forget` picks; how many went.
+    fn remove_where(&mut self, forget: impl Fn(&Message) -> bool) -> usize {
+        let before = self.by_ts.0.len();
+        self.by_ts.0.retain(|m| !forget(m));
+        let kept = &self.by_ts;
+        self.by_time.retain(|(_, ts)| kept.search(ts).is_ok());
+        self.threads.retain(|_, thread| {
+            thread.0.retain(|m| !forget(m));
+            !thread.0.is_empty()
+        });
+        before - self.by_ts.0.len()
+    }
+}
+
+/// Messages in ts order. They arrive nearly in order, so a new one goes at the back
+/// without allocating a node, and nearly every question is about the newest ones: a
+/// search starts there.
+#[derive(Default)]
+struct ByTs(std::collections::VecDeque<Arc<Message>>);
+
+impl ByTs {
+    /// Where the message with `ts` is (`Ok`) or would go (`Err`): a gallop back from
+    /// the newest end, then a binary search over the stretch it found.
+    fn search(&self, ts: &Ts) -> Result<usize, usize> {
+        let messages = &self.0;
+        // Every index from `hi` on holds a later ts.
+        let (mut lo, mut hi, mut step) = (0, messages.len(), 1);
+        while hi > 0 {
+            let probe = hi.saturating_sub(step);
+            match messages[probe].ts.cmp(ts) {
+                std::cmp::Ordering::Greater => hi = probe,
+                std::cmp::Ordering::Equal => return Ok(probe),
+                std::cmp::Ordering::Less => {
+                    lo = probe + 1;
+                    break;
+                }
+            }
+            step *= 2;
+        }
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match messages[mid].ts.cmp(ts) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
+    }
+
+    fn get(&self, ts: &Ts) -> Option<&Arc<Message>> {
+        self.search(ts).ok().map(|i| &self.0[i])
+    }
+
+    fn insert(&mut self, message: Arc<Message>) {
+        if let Err(place) = self.search(&message.ts) {
+            self.0.insert(place, message);
+        }
+    }
+
+    fn remove(&mut self, ts: &Ts) -> Option<Arc<Message>> {
+        self.search(ts).ok().and_then(|i| self.0.remove(i))
+    }
+
+    /// The index of the first message after `ts`.
+    fn after(&self, ts: &Ts) -> usize {
+        self.search(ts).map_or_else(|place| place, |found| found + 1)
+    }
+
+    fn newest_first(&self) -> impl Iterator<Item = &Arc<Message>> {
+        self.0.iter().rev()
     }
 }
 
@@ -202,7 +273,7 @@ impl MemoryStore {
                 messages.remove(&ts);
             }
         }
-        inner.channels.retain(|_, messages| !messages.by_ts.is_empty());
+        inner.channels.retain(|_, messages| !messages.by_ts.0.is_empty());
         while let Some(key) = inner.expiries.pop_due(now) {
             let expired_claim = match inner.claims.get(&*key) {
                 // An abandoned post is kept for whoever takes the work over.
@@ -328,7 +399,7 @@ impl MessageStore for MemoryStore {
         let Some(conversation) = messages.threads.get(&thread.root) else {
             return Ok(Vec::new());
         };
-        Ok(newest_since(conversation.values().rev(), since, limit))
+        Ok(newest_since(conversation.newest_first(), since, limit))
     }
 
     async fn recent_in_channel(
@@ -341,7 +412,7 @@ impl MessageStore for MemoryStore {
         let Some(messages) = inner.channels.get(channel) else {
             return Ok(Vec::new());
         };
-        Ok(newest_since(messages.by_ts.values().rev(), since, limit))
+        Ok(newest_since(messages.by_ts.newest_first(), since, limit))
     }
 
     async fn messages_after(
@@ -350,13 +421,12 @@ impl MessageStore for MemoryStore {
         after: Option<&Ts>,
         limit: usize,
     ) -> PortResult<Vec<Arc<Message>>> {
-        use std::ops::Bound;
         let inner = self.lock();
         let Some(messages) = inner.channels.get(channel) else {
             return Ok(Vec::new());
         };
-        let lower = after.map_or(Bound::Unbounded, |a| Bound::Excluded(a.clone()));
-        Ok(messages.by_ts.range((lower, Bound::Unbounded)).take(limit).map(|(_, m)| m.clone()).collect())
+        let first = after.map_or(0, |after| messages.by_ts.after(after));
+        Ok(messages.by_ts.0.range(first..).take(limit).cloned().collect())
     }
 
     async fn channel_window(&self, channel: &ChannelId, limit: usize) -> PortResult<ChannelWindow> {
@@ -364,18 +434,17 @@ impl MessageStore for MemoryStore {
         let Some(messages) = inner.channels.get(channel) else {
             return Ok(ChannelWindow { messages: Vec::new(), complete: true });
         };
-        let mut newest: Vec<Arc<Message>> = messages.by_ts.values().rev().take(limit).cloned().collect();
+        let mut newest: Vec<Arc<Message>> = messages.by_ts.newest_first().take(limit).cloned().collect();
         newest.reverse();
-        Ok(ChannelWindow { messages: newest, complete: messages.by_ts.len() <= limit })
+        Ok(ChannelWindow { messages: newest, complete: messages.by_ts.0.len() <= limit })
     }
 
     async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Arc<Message>>> {
         let inner = self.lock();
-        Ok(inner
-            .channels
-            .get(channel)
-            .and_then(|c| c.by_ts.range(..before.clone()).next_back())
-            .map(|(_, m)| m.clone()))
+        Ok(inner.channels.get(channel).and_then(|c| {
+            let place = c.by_ts.search(before).unwrap_or_else(|place| place);
+            place.checked_sub(1).map(|previous| c.by_ts.0[previous].clone())
+        }))
     }
 
     async fn delete_messages_by(&self, channel: &ChannelId, user: &UserId) -> PortResult<usize> {
@@ -383,11 +452,7 @@ impl MessageStore for MemoryStore {
         let Some(messages) = inner.channels.get_mut(channel) else {
             return Ok(0);
         };
-        let theirs: Vec<Ts> = messages.by_ts.values().filter(|m| &m.user == user).map(|m| m.ts.clone()).collect();
-        for ts in &theirs {
-            messages.remove(ts);
-        }
-        Ok(theirs.len())
+        Ok(messages.remove_where(|m| &m.user == user))
     }
 }
 
@@ -679,6 +744,43 @@ mod tests {
         assert_eq!(expiries.pop_due(t(3599)), None);
         assert_eq!(expiries.pop_due(t(3600)).as_deref(), Some("kept"));
         assert_eq!(expiries.pop_due(Timestamp(i64::MAX)), None, "each comes out once");
+    }
+
+    /// The ts index answers as a sorted list would, whatever order messages came in
+    /// (mostly in order, some late, some again) and wherever the asked ts falls.
+    #[test]
+    fn the_ts_index_finds_what_a_sorted_list_finds() {
+        let mut rng = fastrand::Rng::with_seed(3);
+        for round in 0..50 {
+            let mut index = ByTs::default();
+            let mut reference: Vec<i64> = Vec::new();
+            let mut clock = 0;
+            for _ in 0..rng.usize(0..300) {
+                clock += rng.i64(1..4);
+                // Now and then a late one, now and then a repeat.
+                let secs = if rng.u8(..10) == 0 { rng.i64(0..=clock) } else { clock };
+                let m = Arc::new(message("c", secs));
+                let fresh = reference.binary_search(&secs).is_err();
+                assert_eq!(index.search(&m.ts).is_err(), fresh, "round {round}: {secs} stored already?");
+                index.insert(m);
+                if let Err(place) = reference.binary_search(&secs) {
+                    reference.insert(place, secs);
+                }
+            }
+            let stored: Vec<i64> = index.0.iter().map(|m| m.at.0 / 1_000_000).collect();
+            assert_eq!(stored, reference, "round {round}: in ts order, each once");
+            for asked in 0..=clock + 1 {
+                let ts = Ts::from_timestamp(Timestamp(asked * 1_000_000));
+                assert_eq!(index.search(&ts), reference.binary_search(&asked), "round {round}: search {asked}");
+                let after = reference.partition_point(|s| *s <= asked);
+                assert_eq!(index.after(&ts), after, "round {round}: after {asked}");
+            }
+            if let Some(&gone) = reference.get(reference.len() / 2) {
+                let ts = Ts::from_timestamp(Timestamp(gone * 1_000_000));
+                assert!(index.remove(&ts).is_some());
+                assert!(index.get(&ts).is_none() && index.remove(&ts).is_none(), "round {round}: removed once");
+            }
+        }
     }
 
     #[tokio::test]
