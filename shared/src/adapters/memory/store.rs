@@ -159,24 +159,43 @@ enum Claim {
     },
 }
 
+/// A claim's key as 128 bits of two differently seeded hashes of its text: kept
+/// inline in the table and compared there, so a claim costs no allocation and a
+/// lookup no pointer to follow into a table of a day's claims (a collision among the
+/// claims one process holds is out of reach at 128 bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+struct ClaimKey(u128);
+
+impl ClaimKey {
+    fn of(key: &str) -> Self {
+        use std::hash::BuildHasher;
+        const SEEDS: [u64; 2] = [0x6b75_756b_695f_636c, 0x9e37_79b9_7f4a_7c15];
+        let [low, high] = SEEDS.map(|seed| foldhash::quality::FixedState::with_seed(seed).hash_one(key));
+        ClaimKey(u128::from(high) << 64 | u128::from(low))
+    }
+}
+
 /// (expiry, key) pairs, soonest out first. Most are written with one of a few
 /// lifetimes (a lease, a claim's keep) on a clock that only moves on, so each lifetime
 /// has a queue already in order; anything else (a cache entry's own time, a clock
 /// that stepped back) goes to a heap.
-#[derive(Default)]
-struct Expiries {
+struct Expiries<K> {
     /// (lifetime, its entries oldest first).
-    queues: Vec<(Duration, ExpiryQueue)>,
-    others: BinaryHeap<Reverse<(Timestamp, Arc<str>)>>,
+    queues: Vec<(Duration, std::collections::VecDeque<(Timestamp, K)>)>,
+    others: BinaryHeap<Reverse<(Timestamp, K)>>,
 }
 
-type ExpiryQueue = std::collections::VecDeque<(Timestamp, Arc<str>)>;
+impl<K: Ord> Default for Expiries<K> {
+    fn default() -> Self {
+        Expiries { queues: Vec::new(), others: BinaryHeap::new() }
+    }
+}
 
 /// Lifetimes given a queue of their own; more go to the heap.
 const EXPIRY_QUEUES: usize = 8;
 
-impl Expiries {
-    fn push(&mut self, lifetime: Option<Duration>, until: Timestamp, key: Arc<str>) {
+impl<K: Ord> Expiries<K> {
+    fn push(&mut self, lifetime: Option<Duration>, until: Timestamp, key: K) {
         if let Some(lifetime) = lifetime {
             let index = match self.queues.iter().position(|(l, _)| *l == lifetime) {
                 Some(index) => Some(index),
@@ -198,7 +217,7 @@ impl Expiries {
     }
 
     /// The next key whose expiry is at or before `now`.
-    fn pop_due(&mut self, now: Timestamp) -> Option<Arc<str>> {
+    fn pop_due(&mut self, now: Timestamp) -> Option<K> {
         for (_, queue) in &mut self.queues {
             if queue.front().is_some_and(|(until, _)| *until <= now) {
                 return queue.pop_front().map(|(_, key)| key);
@@ -216,13 +235,14 @@ struct Inner {
     channels: HashMap<ChannelId, ChannelMessages>,
     /// Shared with readers; a write copies a state only while a reader still holds it.
     states: HashMap<ChannelId, Arc<ChannelState>>,
-    /// Keys shared with `expiries` (one allocation a key).
-    claims: HashMap<Arc<str>, Claim>,
+    claims: HashMap<ClaimKey, Claim>,
     cache: HashMap<Arc<str>, (String, Timestamp)>,
     /// When each claim and cache entry expires, as written: pruning looks only at what
     /// may have expired (a key written again is checked against its current expiry,
     /// so a stale entry here is harmless).
-    expiries: Expiries,
+    claim_expiries: Expiries<ClaimKey>,
+    /// Keys shared with `cache` (one allocation a key).
+    cache_expiries: Expiries<Arc<str>>,
     workspace: WorkspaceMemory,
     channel_lines: HashMap<ChannelId, ChannelLine>,
     facts: HashMap<ChannelId, BTreeMap<String, Fact>>,
@@ -274,41 +294,34 @@ impl MemoryStore {
             }
         }
         inner.channels.retain(|_, messages| !messages.by_ts.0.is_empty());
-        while let Some(key) = inner.expiries.pop_due(now) {
-            let expired_claim = match inner.claims.get(&*key) {
+        while let Some(key) = inner.claim_expiries.pop_due(now) {
+            let expired = match inner.claims.get(&key) {
                 // An abandoned post is kept for whoever takes the work over.
                 Some(Claim::InProgress { posting: true, .. }) | None => false,
                 Some(Claim::InProgress { until, .. } | Claim::Completed { until }) => *until <= now,
             };
-            if expired_claim {
-                inner.claims.remove(&*key);
+            if expired {
+                inner.claims.remove(&key);
             }
-            if inner.cache.get(&*key).is_some_and(|(_, until)| *until <= now) {
-                inner.cache.remove(&*key);
+        }
+        while let Some(key) = inner.cache_expiries.pop_due(now) {
+            if inner.cache.get(&key).is_some_and(|(_, until)| *until <= now) {
+                inner.cache.remove(&key);
             }
         }
     }
 
-    /// Remembers when `key` expires, for [`MemoryStore::prune`]; a store that never
-    /// prunes keeps no such list.
-    /// `lifetime` is how long after now `until` is, when it is one of the fixed ones.
-    fn note_expiry(&self, inner: &mut Inner, lifetime: Option<Duration>, until: Timestamp, key: Arc<str>) {
+    /// Sets the claim under `key` and remembers when it expires, for
+    /// [`MemoryStore::prune`] (a store that never prunes keeps no such list). `lifetime`
+    /// is how long after now it ends: one of a few fixed ones.
+    fn set_claim(&self, inner: &mut Inner, key: ClaimKey, claim: Claim, lifetime: Duration) {
+        let until = match claim {
+            Claim::InProgress { until, .. } | Claim::Completed { until } => until,
+        };
+        inner.claims.insert(key, claim);
         if self.retention.is_some() {
-            inner.expiries.push(lifetime, until, key);
+            inner.claim_expiries.push(Some(lifetime), until, key);
         }
-    }
-
-    /// Sets the claim under `key`, reusing the stored key when there is one; returns
-    /// the key to note its expiry under.
-    fn set_claim(inner: &mut Inner, key: &str, claim: Claim) -> Arc<str> {
-        if let Some((stored, _)) = inner.claims.get_key_value(key) {
-            let stored = stored.clone();
-            inner.claims.insert(stored.clone(), claim);
-            return stored;
-        }
-        let stored: Arc<str> = key.into();
-        inner.claims.insert(stored.clone(), claim);
-        stored
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -652,7 +665,8 @@ impl FactStore for MemoryStore {
 impl Ledger for MemoryStore {
     async fn claim(&self, key: &str, now: Timestamp, lease: Duration) -> PortResult<ClaimOutcome> {
         let mut inner = self.lock();
-        let posting = match inner.claims.get(key) {
+        let key = ClaimKey::of(key);
+        let posting = match inner.claims.get(&key) {
             Some(Claim::Completed { until }) if *until > now => return Ok(ClaimOutcome::Completed),
             Some(Claim::InProgress { until, .. }) if *until > now => {
                 return Ok(ClaimOutcome::InProgress { until: *until });
@@ -660,22 +674,19 @@ impl Ledger for MemoryStore {
             Some(Claim::InProgress { posting, .. }) => *posting,
             _ => false,
         };
-        let key = Self::set_claim(&mut inner, key, Claim::InProgress { until: now + lease, posting });
-        self.note_expiry(&mut inner, Some(lease), now + lease, key);
+        self.set_claim(&mut inner, key, Claim::InProgress { until: now + lease, posting }, lease);
         Ok(if posting { ClaimOutcome::Resumed } else { ClaimOutcome::Claimed })
     }
 
     async fn mark_posting(&self, key: &str) -> PortResult<()> {
-        if let Some(Claim::InProgress { posting, .. }) = self.lock().claims.get_mut(key) {
+        if let Some(Claim::InProgress { posting, .. }) = self.lock().claims.get_mut(&ClaimKey::of(key)) {
             *posting = true;
         }
         Ok(())
     }
 
     async fn complete(&self, key: &str, now: Timestamp, keep: Duration) -> PortResult<()> {
-        let mut inner = self.lock();
-        let key = Self::set_claim(&mut inner, key, Claim::Completed { until: now + keep });
-        self.note_expiry(&mut inner, Some(keep), now + keep, key);
+        self.set_claim(&mut self.lock(), ClaimKey::of(key), Claim::Completed { until: now + keep }, keep);
         Ok(())
     }
 
@@ -687,13 +698,15 @@ impl Ledger for MemoryStore {
         let mut inner = self.lock();
         let key: Arc<str> = key.into();
         inner.cache.insert(key.clone(), (value.to_owned(), until));
-        self.note_expiry(&mut inner, None, until, key);
+        if self.retention.is_some() {
+            inner.cache_expiries.push(None, until, key);
+        }
         Ok(())
     }
 
     async fn release(&self, key: &str) -> PortResult<()> {
         // The lease ends now; a posting mark stays for the next holder.
-        if let Some(Claim::InProgress { until, .. }) = self.lock().claims.get_mut(key) {
+        if let Some(Claim::InProgress { until, .. }) = self.lock().claims.get_mut(&ClaimKey::of(key)) {
             *until = Timestamp(i64::MIN);
         }
         Ok(())
@@ -727,7 +740,7 @@ mod tests {
 
     #[test]
     fn expiries_come_out_once_due_whatever_queue_holds_them() {
-        let mut expiries = Expiries::default();
+        let mut expiries = Expiries::<Arc<str>>::default();
         let t = |s: i64| Timestamp(s * 1_000_000);
         let lease = Duration::from_secs(10);
         expiries.push(Some(lease), t(10), "a".into());
