@@ -54,6 +54,10 @@ pub struct ReplayBenchArgs {
     /// Replays to run; the best and the median are reported.
     #[arg(long, default_value_t = 3)]
     runs: usize,
+    /// Print only the replays' wall times in seconds, sorted, as a JSON array (how
+    /// `bench all` reads a run it started in a process of its own).
+    #[arg(long)]
+    json: bool,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -155,7 +159,11 @@ async fn time_replays(
 
 async fn replay_bench(args: ReplayBenchArgs) -> anyhow::Result<()> {
     let transcript = generate(args.messages, args.channels, 1.0 / 6.0, 7);
-    let times = time_replays(&args.common, &[], &transcript, args.runs, true).await?;
+    let times = time_replays(&args.common, &[], &transcript, args.runs, !args.json).await?;
+    if args.json {
+        println!("{}", serde_json::to_string(&times)?);
+        return Ok(());
+    }
     let best = times[0];
     let median = times[times.len() / 2];
     println!(
@@ -467,6 +475,9 @@ pub struct HistoryBenchArgs {
     /// (a ratio of two runs on the same machine, not a time).
     #[arg(long)]
     min_ratio: Option<f64>,
+    /// Print only the two rates, `[empty, full]` in messages/s, as a JSON array.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Messages per second replaying `messages` on an empty store and on one that holds
@@ -486,6 +497,10 @@ async fn history_rates(messages: usize, history: usize, channels: usize, runs: u
 
 async fn history_bench(args: HistoryBenchArgs) -> anyhow::Result<()> {
     let (empty, full) = history_rates(args.messages, args.history, args.channels, args.runs).await?;
+    if args.json {
+        println!("{}", serde_json::to_string(&[empty, full])?);
+        return Ok(());
+    }
     let ratio = full / empty;
     println!(
         "history: {} messages replayed on an empty store {empty:.0} msg/s, after {} stored {full:.0} msg/s: ratio {ratio:.2}",
@@ -573,6 +588,33 @@ async fn serve_figures(requests: usize) -> anyhow::Result<Latencies> {
     figures
 }
 
+/// Runs `kuuki bench <args> --json` in a process of its own and reads the numbers it
+/// prints: each figure is measured on a fresh heap, as the command in its row would
+/// measure it, whatever ran before it.
+fn in_own_process(args: &[String]) -> anyhow::Result<Vec<f64>> {
+    let out = std::process::Command::new(std::env::current_exe()?)
+        .arg("bench")
+        .args(args)
+        .arg("--json")
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("starting a benchmark process")?;
+    if !out.status.success() {
+        bail!("`kuuki bench {}` failed: {}", args.join(" "), out.status);
+    }
+    let stdout = String::from_utf8(out.stdout)?;
+    let last = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(last)
+        .with_context(|| format!("reading the figures of `kuuki bench {}`: {last}", args.join(" ")))
+}
+
+/// The sorted wall times of `runs` replays of `messages` generated messages (rules
+/// only), measured in a process of its own.
+fn replay_times(messages: usize, runs: usize) -> anyhow::Result<Vec<f64>> {
+    let args = format!("replay --messages {messages} --runs {runs} --llm none --seed 1");
+    in_own_process(&args.split(' ').map(str::to_owned).collect::<Vec<_>>())
+}
+
 /// The benchmark table's rows: (what, command, result).
 type Row = (&'static str, &'static str, String);
 
@@ -580,14 +622,13 @@ async fn all_bench(args: AllBenchArgs) -> anyhow::Result<()> {
     // Full sizes are the README's; quick ones only prove every row can be made.
     let scale = |full: usize, quick: usize| if args.quick { quick } else { full };
     let runs = scale(3, 1);
-    let none = CommonArgs { llm: Some("none".into()), set: vec![], seed: Some(1), persona: None };
     let mut rows: Vec<Row> = Vec::new();
     // First, before other runs leave freed memory for the allocator to reuse.
     let stored = scale(200_000, 4_000);
     let per_message = memory_per_message(stored).await?;
 
     let n = scale(100_000, 2_000);
-    let times = time_replays(&none, &[], &generate(n, 50, 1.0 / 6.0, 7), runs, false).await?;
+    let times = replay_times(n, runs)?;
     rows.push((
         "replay throughput",
         "`kuuki bench replay`",
@@ -600,9 +641,8 @@ async fn all_bench(args: AllBenchArgs) -> anyhow::Result<()> {
     ));
 
     let (small, large) = (scale(10_000, 500), scale(200_000, 4_000));
-    let small_rate = small as f64 / time_replays(&none, &[], &generate(small, 50, 1.0 / 6.0, 7), runs, false).await?[0];
-    let large_rate =
-        large as f64 / time_replays(&none, &[], &generate(large, 50, 1.0 / 6.0, 7), scale(2, 1), false).await?[0];
+    let small_rate = small as f64 / replay_times(small, runs)?[0];
+    let large_rate = large as f64 / replay_times(large, scale(2, 1))?[0];
     rows.push((
         "replay rate as the transcript grows",
         "`kuuki bench replay --messages N`",
@@ -613,7 +653,9 @@ async fn all_bench(args: AllBenchArgs) -> anyhow::Result<()> {
     ));
 
     let (timed, history) = (scale(10_000, 500), scale(190_000, 4_000));
-    let (empty, full) = history_rates(timed, history, 50, runs).await?;
+    let history_run = format!("history --messages {timed} --history {history} --runs {runs}");
+    let rates = in_own_process(&history_run.split(' ').map(str::to_owned).collect::<Vec<_>>())?;
+    let [empty, full] = rates[..] else { bail!("`kuuki bench {history_run}` printed {rates:?}, not two rates") };
     rows.push((
         "replay rate with a long history stored",
         "`kuuki bench history`",
