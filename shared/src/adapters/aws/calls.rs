@@ -96,68 +96,61 @@ impl CallCounter {
     }
 }
 
-/// The tables (and index) a DynamoDB input names.
-fn tables_of(input: &Input) -> Vec<(String, Option<String>)> {
-    let one =
-        |table: &Option<String>, index: Option<&String>| vec![(table.clone().unwrap_or_default(), index.cloned())];
-    if let Some(i) = input.downcast_ref::<GetItemInput>() {
-        one(&i.table_name, None)
-    } else if let Some(i) = input.downcast_ref::<BatchGetItemInput>() {
-        i.request_items.iter().flatten().map(|(table, _)| (table.clone(), None)).collect()
-    } else if let Some(i) = input.downcast_ref::<QueryInput>() {
-        one(&i.table_name, i.index_name.as_ref())
-    } else if let Some(i) = input.downcast_ref::<ScanInput>() {
-        one(&i.table_name, i.index_name.as_ref())
-    } else if let Some(i) = input.downcast_ref::<PutItemInput>() {
-        one(&i.table_name, None)
-    } else if let Some(i) = input.downcast_ref::<UpdateItemInput>() {
-        one(&i.table_name, None)
-    } else if let Some(i) = input.downcast_ref::<DeleteItemInput>() {
-        one(&i.table_name, None)
-    } else {
-        Vec::new()
-    }
+/// The table (and index) of an operation on one table.
+fn one(table: &Option<String>, index: Option<&String>) -> Vec<(String, Option<String>)> {
+    vec![(table.clone().unwrap_or_default(), index.cloned())]
 }
 
-/// Asks DynamoDB to report what `input` consumes (only the counted clients ask).
-fn ask_for_capacity(input: &mut Input) {
-    let total = Some(ReturnConsumedCapacity::Total);
-    if let Some(i) = input.downcast_mut::<GetItemInput>() {
-        i.return_consumed_capacity = total;
-    } else if let Some(i) = input.downcast_mut::<BatchGetItemInput>() {
-        i.return_consumed_capacity = total;
-    } else if let Some(i) = input.downcast_mut::<QueryInput>() {
-        i.return_consumed_capacity = total;
-    } else if let Some(i) = input.downcast_mut::<ScanInput>() {
-        i.return_consumed_capacity = total;
-    } else if let Some(i) = input.downcast_mut::<PutItemInput>() {
-        i.return_consumed_capacity = total;
-    } else if let Some(i) = input.downcast_mut::<UpdateItemInput>() {
-        i.return_consumed_capacity = total;
-    } else if let Some(i) = input.downcast_mut::<DeleteItemInput>() {
-        i.return_consumed_capacity = total;
-    }
+/// The capacity units one report says were consumed.
+fn units(consumed: Option<&ConsumedCapacity>) -> f64 {
+    consumed.and_then(|c| c.capacity_units).unwrap_or(0.0)
 }
 
-/// (read units, write units) an output reports; `None` for an output that is not a
-/// DynamoDB item operation's.
-fn reported_units(output: &Output) -> Option<(f64, f64)> {
-    let units = |c: Option<&ConsumedCapacity>| c.and_then(|c| c.capacity_units).unwrap_or(0.0);
-    if let Some(o) = output.downcast_ref::<GetItemOutput>() {
-        Some((units(o.consumed_capacity.as_ref()), 0.0))
-    } else if let Some(o) = output.downcast_ref::<BatchGetItemOutput>() {
-        Some((o.consumed_capacity.iter().flatten().map(|c| units(Some(c))).sum(), 0.0))
-    } else if let Some(o) = output.downcast_ref::<QueryOutput>() {
-        Some((units(o.consumed_capacity.as_ref()), 0.0))
-    } else if let Some(o) = output.downcast_ref::<ScanOutput>() {
-        Some((units(o.consumed_capacity.as_ref()), 0.0))
-    } else if let Some(o) = output.downcast_ref::<PutItemOutput>() {
-        Some((0.0, units(o.consumed_capacity.as_ref())))
-    } else if let Some(o) = output.downcast_ref::<UpdateItemOutput>() {
-        Some((0.0, units(o.consumed_capacity.as_ref())))
-    } else {
-        output.downcast_ref::<DeleteItemOutput>().map(|o| (0.0, units(o.consumed_capacity.as_ref())))
-    }
+/// The DynamoDB item operations, each once: its input and output types, the tables
+/// its input names, and the (read, write) units its output reports. Makes
+/// `tables_of`, `ask_for_capacity` (only the counted clients ask) and `reported_units`
+/// (`None` for an output that is none of these).
+macro_rules! item_operations {
+    ($($input:ty => $output:ty, tables: |$i:ident| $tables:expr, units: |$o:ident| $units:expr;)*) => {
+        fn tables_of(input: &Input) -> Vec<(String, Option<String>)> {
+            $(if let Some($i) = input.downcast_ref::<$input>() {
+                return $tables;
+            })*
+            Vec::new()
+        }
+
+        fn ask_for_capacity(input: &mut Input) {
+            $(if let Some(i) = input.downcast_mut::<$input>() {
+                i.return_consumed_capacity = Some(ReturnConsumedCapacity::Total);
+                return;
+            })*
+        }
+
+        fn reported_units(output: &Output) -> Option<(f64, f64)> {
+            $(if let Some($o) = output.downcast_ref::<$output>() {
+                return Some($units);
+            })*
+            None
+        }
+    };
+}
+
+item_operations! {
+    GetItemInput => GetItemOutput,
+        tables: |i| one(&i.table_name, None), units: |o| (units(o.consumed_capacity.as_ref()), 0.0);
+    BatchGetItemInput => BatchGetItemOutput,
+        tables: |i| i.request_items.iter().flatten().map(|(table, _)| (table.clone(), None)).collect(),
+        units: |o| (o.consumed_capacity.iter().flatten().map(|c| units(Some(c))).sum(), 0.0);
+    QueryInput => QueryOutput,
+        tables: |i| one(&i.table_name, i.index_name.as_ref()), units: |o| (units(o.consumed_capacity.as_ref()), 0.0);
+    ScanInput => ScanOutput,
+        tables: |i| one(&i.table_name, i.index_name.as_ref()), units: |o| (units(o.consumed_capacity.as_ref()), 0.0);
+    PutItemInput => PutItemOutput,
+        tables: |i| one(&i.table_name, None), units: |o| (0.0, units(o.consumed_capacity.as_ref()));
+    UpdateItemInput => UpdateItemOutput,
+        tables: |i| one(&i.table_name, None), units: |o| (0.0, units(o.consumed_capacity.as_ref()));
+    DeleteItemInput => DeleteItemOutput,
+        tables: |i| one(&i.table_name, None), units: |o| (0.0, units(o.consumed_capacity.as_ref()));
 }
 
 impl Intercept for CallCounter {

@@ -70,6 +70,9 @@ const ANSWERS_LAST: &str = "last";
 const ANSWERS_LAST_AT: &str = "last_at";
 /// Optimistic updates of a channel's state retry this often on a conflict.
 const VERSION_RETRIES: usize = 8;
+/// A batch read asks again this often for keys DynamoDB left unprocessed (throttled),
+/// waiting 20 ms, doubling, in between.
+const UNPROCESSED_RETRIES: usize = 6;
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -433,6 +436,20 @@ impl DynamoStore {
     /// The newest `limit` top-level messages written at or after `since`, oldest first:
     /// the table newest first without thread replies, page by page until enough are
     /// found, one is older than `since`, or [`TOP_LEVEL_PAGES`] pages were read.
+    /// A query of `channel`'s messages, newest first.
+    fn channel_newest_first(
+        &self,
+        channel: &ChannelId,
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+        self.client
+            .query()
+            .table_name(&self.tables.messages)
+            .key_condition_expression("#p = :p")
+            .expression_attribute_names("#p", "channel")
+            .expression_attribute_values(":p", s(&*channel.0))
+            .scan_index_forward(false)
+    }
+
     async fn newest_top_level(
         &self,
         channel: &ChannelId,
@@ -441,18 +458,15 @@ impl DynamoStore {
     ) -> PortResult<Vec<Arc<Message>>> {
         let mut found: Vec<Arc<Message>> = Vec::new();
         let mut start = None;
+        // A channel without threads answers from the first page: sized by the limit,
+        // it reads (and is charged for) no more than that; later pages are full ones.
+        let mut page = (limit.saturating_mul(2).min(TOP_LEVEL_PAGE as usize) as i32).max(1);
         for _ in 0..TOP_LEVEL_PAGES {
             let out = self
-                .client
-                .query()
-                .table_name(&self.tables.messages)
-                .key_condition_expression("#p = :p")
+                .channel_newest_first(channel)
                 .filter_expression("attribute_not_exists(#root)")
-                .expression_attribute_names("#p", "channel")
                 .expression_attribute_names("#root", "thread_root")
-                .expression_attribute_values(":p", s(&*channel.0))
-                .scan_index_forward(false)
-                .limit(TOP_LEVEL_PAGE)
+                .limit(page)
                 .set_exclusive_start_key(start)
                 .send()
                 .await
@@ -469,6 +483,7 @@ impl DynamoStore {
             if older || found.len() >= limit || start.is_none() {
                 break;
             }
+            page = TOP_LEVEL_PAGE;
         }
         found.truncate(limit);
         found.reverse();
@@ -489,7 +504,7 @@ impl DynamoStore {
             .build()
             .map_err(backend("build channel state read"))?;
         let (mut main, mut judgment, mut answers) = (None, None, None);
-        for attempt in 0..VERSION_RETRIES {
+        for attempt in 0..UNPROCESSED_RETRIES {
             let out = self
                 .client
                 .batch_get_item()
@@ -787,13 +802,7 @@ impl MessageStore for DynamoStore {
         // Consistent, unlike the conversation index: a job queued right after its
         // message was stored must find it.
         let out = self
-            .client
-            .query()
-            .table_name(&self.tables.messages)
-            .key_condition_expression("#p = :p")
-            .expression_attribute_names("#p", "channel")
-            .expression_attribute_values(":p", s(&*channel.0))
-            .scan_index_forward(false)
+            .channel_newest_first(channel)
             .consistent_read(true)
             .limit(limit.clamp(1, 1000) as i32)
             .send()
