@@ -447,44 +447,65 @@ mod end_to_end {
                 &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../infra/template.yaml")).unwrap(),
             )
             .unwrap();
-            let logical = |table: &str| match table {
+            // The template's name for what a call was on, as its policies write it.
+            let logical = |resource: &str| match resource {
                 t if t == self.tables.messages => "MessagesTable",
                 t if t == self.tables.channels => "ChannelsTable",
                 t if t == self.tables.ledger => "LedgerTable",
                 t if t == self.tables.facts => "FactsTable",
-                other => panic!("a table the template does not know: {other}"),
+                q if q == self.urls.judge => "JudgeQueue",
+                q if q == self.urls.respond => "RespondQueue",
+                q if q == self.urls.summarize => "SummarizeQueue",
+                q if q == self.urls.reflect => "ReflectQueue",
+                other => panic!("a table or queue the template does not know: {other}"),
             };
             let accesses = self.counter.accesses();
             assert!(accesses.iter().any(|a| !a.function.is_empty()), "the functions' calls were seen");
             let mut missing = Vec::new();
             for access in accesses.iter().filter(|a| !a.function.is_empty()) {
-                let table = logical(&access.table);
-                let resource = match &access.index {
-                    Some(index) => format!("${{{table}.Arn}}/index/{index}"),
-                    None => format!("{table}.Arn"),
+                // Schedules are named per job; the policy allows the group's.
+                let resource = if access.resource == "schedule" {
+                    "arn:${AWS::Partition}:scheduler:${AWS::Region}:${AWS::AccountId}:schedule/${ScheduleGroup}/*"
+                        .to_owned()
+                } else {
+                    let name = logical(&access.resource);
+                    match &access.index {
+                        Some(index) => format!("${{{name}.Arn}}/index/{index}"),
+                        None => format!("{name}.Arn"),
+                    }
                 };
-                let statements = template["Resources"][&access.function]["Properties"]["Policies"]
-                    .as_sequence()
-                    .unwrap_or_else(|| panic!("{} has policies", access.function))
-                    .iter()
-                    .flat_map(|policy| policy["Statement"].as_sequence().cloned().unwrap_or_default());
-                let allowed = statements.into_iter().any(|statement| {
-                    let listed = |value: &serde_yaml::Value| -> Vec<String> {
-                        let one = |v: &serde_yaml::Value| match v {
-                            serde_yaml::Value::Tagged(tagged) => tagged.value.as_str().unwrap_or_default().to_owned(),
-                            other => other.as_str().unwrap_or_default().to_owned(),
+                let statements: Vec<serde_yaml::Value> =
+                    template["Resources"][&access.function]["Properties"]["Policies"]
+                        .as_sequence()
+                        .unwrap_or_else(|| panic!("{} has policies", access.function))
+                        .iter()
+                        .flat_map(|policy| policy["Statement"].as_sequence().cloned().unwrap_or_default())
+                        .collect();
+                let allows = |action: &str, resource: &str| {
+                    statements.iter().any(|statement| {
+                        let listed = |value: &serde_yaml::Value| -> Vec<String> {
+                            let one = |v: &serde_yaml::Value| match v {
+                                serde_yaml::Value::Tagged(tagged) => {
+                                    tagged.value.as_str().unwrap_or_default().to_owned()
+                                }
+                                other => other.as_str().unwrap_or_default().to_owned(),
+                            };
+                            match value.as_sequence() {
+                                Some(items) => items.iter().map(one).collect(),
+                                None => vec![one(value)],
+                            }
                         };
-                        match value.as_sequence() {
-                            Some(items) => items.iter().map(one).collect(),
-                            None => vec![one(value)],
-                        }
-                    };
-                    statement["Effect"] == "Allow"
-                        && listed(&statement["Action"]).contains(&access.action)
-                        && listed(&statement["Resource"]).contains(&resource)
-                });
-                if !allowed {
+                        statement["Effect"] == "Allow"
+                            && listed(&statement["Action"]).iter().any(|a| a == action)
+                            && listed(&statement["Resource"]).iter().any(|r| r == resource)
+                    })
+                };
+                if !allows(&access.action, &resource) {
                     missing.push(format!("{} {} on {resource}", access.function, access.action));
+                }
+                // A schedule is made with the role it will send as, which takes PassRole.
+                if access.action == "scheduler:CreateSchedule" && !allows("iam:PassRole", "SchedulerRole.Arn") {
+                    missing.push(format!("{} iam:PassRole on SchedulerRole.Arn", access.function));
                 }
             }
             assert!(missing.is_empty(), "infra/template.yaml does not allow what the functions do: {missing:#?}");

@@ -31,14 +31,16 @@ pub struct CapacityUnits {
     pub write: f64,
 }
 
-/// A DynamoDB action as IAM names it, with the table (and index) it was on, and the
-/// function that made it (see [`CallCounter::acting_as`]).
+/// An action as IAM names it, with what it was on (a DynamoDB table and index, an SQS
+/// queue's URL, the scheduler's schedules), and the function that made it (see
+/// [`CallCounter::acting_as`]).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct TableAccess {
+pub struct Access {
     pub function: String,
-    /// `dynamodb:PutItem`, …
+    /// `dynamodb:PutItem`, `sqs:SendMessage`, `scheduler:CreateSchedule`, …
     pub action: String,
-    pub table: String,
+    /// The table's name, the queue's URL, or `schedule` for the scheduler.
+    pub resource: String,
     pub index: Option<String>,
 }
 
@@ -46,7 +48,7 @@ pub struct TableAccess {
 pub struct CallCounter {
     calls: Arc<Mutex<BTreeMap<String, u64>>>,
     units: Arc<Mutex<CapacityUnits>>,
-    accesses: Arc<Mutex<std::collections::BTreeSet<TableAccess>>>,
+    accesses: Arc<Mutex<std::collections::BTreeSet<Access>>>,
     function: Arc<Mutex<String>>,
     service: &'static str,
 }
@@ -63,9 +65,8 @@ impl CallCounter {
         *self.function.lock().expect("counter lock") = function.to_owned();
     }
 
-    /// Every table (and index) each function touched, and how: what its IAM policy
-    /// must allow.
-    pub fn accesses(&self) -> std::collections::BTreeSet<TableAccess> {
+    /// Everything each function touched, and how: what its IAM policy must allow.
+    pub fn accesses(&self) -> std::collections::BTreeSet<Access> {
         self.accesses.lock().expect("counter lock").clone()
     }
 
@@ -99,6 +100,19 @@ impl CallCounter {
 /// The table (and index) of an operation on one table.
 fn one(table: &Option<String>, index: Option<&String>) -> Vec<(String, Option<String>)> {
     vec![(table.clone().unwrap_or_default(), index.cloned())]
+}
+
+/// The queue an SQS input names (by URL).
+fn queues_of(input: &Input) -> Vec<(String, Option<String>)> {
+    use aws_sdk_sqs::operation::{send_message::SendMessageInput, send_message_batch::SendMessageBatchInput};
+    let url = if let Some(i) = input.downcast_ref::<SendMessageInput>() {
+        i.queue_url.clone()
+    } else if let Some(i) = input.downcast_ref::<SendMessageBatchInput>() {
+        i.queue_url.clone()
+    } else {
+        None
+    };
+    url.into_iter().map(|url| (url, None)).collect()
 }
 
 /// The capacity units one report says were consumed.
@@ -165,14 +179,19 @@ impl Intercept for CallCounter {
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         let operation = cfg.load::<Metadata>().map_or("call", |m| m.name()).to_owned();
-        if self.service == "dynamodb" {
-            let function = self.function.lock().expect("counter lock").clone();
-            let mut accesses = self.accesses.lock().expect("counter lock");
-            for (table, index) in tables_of(context.input()) {
-                let action = format!("dynamodb:{operation}");
-                accesses.insert(TableAccess { function: function.clone(), action, table, index });
-            }
+        let resources = match self.service {
+            "dynamodb" => tables_of(context.input()),
+            "sqs" => queues_of(context.input()),
+            "scheduler" => vec![("schedule".to_owned(), None)],
+            _ => Vec::new(),
+        };
+        let function = self.function.lock().expect("counter lock").clone();
+        let mut accesses = self.accesses.lock().expect("counter lock");
+        for (resource, index) in resources {
+            let action = format!("{}:{operation}", self.service);
+            accesses.insert(Access { function: function.clone(), action, resource, index });
         }
+        drop(accesses);
         *self.calls.lock().expect("counter lock").entry(format!("{}.{operation}", self.service)).or_default() += 1;
         Ok(())
     }
