@@ -14,8 +14,8 @@ pub mod summarize;
 
 use crate::conversation::Window;
 use crate::deps::Deps;
-use crate::domain::{Message, ThreadKey, Ts};
-use crate::ports::{ChannelState, PortResult};
+use crate::domain::{ChannelId, EventKind, Message, Stage, ThreadKey, Ts};
+use crate::ports::{ChannelState, MemoryTask, PortResult};
 
 /// Whether stored messages feed memory at all: summaries and reflections ask a model.
 pub fn enabled(deps: &Deps) -> bool {
@@ -48,5 +48,23 @@ pub async fn remember(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()
     }
     let state = deps.channels.channel_state(&thread.channel).await?;
     queue_due(deps, &window, &target, &state).await;
+    Ok(())
+}
+
+/// A summary or reflection the model could not give: nothing changes, the claim `key`
+/// is let go, and `task` waits `wait` (so a broken model is not asked again at every
+/// message); the log says why.
+async fn give_up_for_now(
+    deps: &Deps,
+    key: &str,
+    channel: &ChannelId,
+    ts: &Ts,
+    (task, stage): (MemoryTask, Stage),
+    wait: std::time::Duration,
+    reason: String,
+) -> PortResult<()> {
+    deps.ledger.release(key).await?;
+    deps.channels.defer(channel, task, deps.clock.now() + wait).await?;
+    crate::record::record(deps, channel, None, ts.clone(), EventKind::Dropped { stage, reason });
     Ok(())
 }

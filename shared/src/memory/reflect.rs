@@ -135,19 +135,11 @@ async fn reflect_claimed(deps: &Deps, channel: &ChannelId, ts: &Ts, new: &[Arc<M
     let (facts, notes) = match answer.map_err(|e| e.to_string()).and_then(|a| parse_reflection(&a.text)) {
         Ok(parsed) => parsed,
         Err(reason) => {
-            // Nothing changes; the next try waits a lull, so a broken model is not
-            // asked again at every message.
-            deps.ledger.release(key).await?;
+            // The next try waits a lull.
             let wait = Duration::from_secs(u64::from(deps.settings.reflection_lull_minutes) * 60);
-            deps.channels.defer(channel, MemoryTask::Reflection, deps.clock.now() + wait).await?;
-            record(
-                deps,
-                channel,
-                None,
-                ts.clone(),
-                EventKind::Dropped { stage: Stage::Reflect, reason: format!("unusable reflection: {reason}") },
-            );
-            return Ok(());
+            let task = (MemoryTask::Reflection, Stage::Reflect);
+            let reason = format!("unusable reflection: {reason}");
+            return super::give_up_for_now(deps, key, channel, ts, task, wait, reason).await;
         }
     };
     let now = deps.clock.now();

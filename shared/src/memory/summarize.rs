@@ -165,19 +165,11 @@ async fn summarize_claimed(
     let mut updated = match parsed {
         Ok(updated) => updated,
         Err(reason) => {
-            // Nothing changes; the next try waits a summary period, so a broken model
-            // is not asked again at every message.
-            deps.ledger.release(key).await?;
+            // The next try waits a summary period.
             let period = Duration::from_secs(u64::from(deps.settings.summarize_every_n_minutes) * 60);
-            deps.channels.defer(channel, MemoryTask::Summary, deps.clock.now() + period).await?;
-            record(
-                deps,
-                channel,
-                None,
-                ts.clone(),
-                EventKind::Dropped { stage: Stage::Summarize, reason: format!("unusable summary: {reason}") },
-            );
-            return Ok(());
+            let task = (MemoryTask::Summary, Stage::Summarize);
+            let reason = format!("unusable summary: {reason}");
+            return super::give_up_for_now(deps, key, channel, ts, task, period, reason).await;
         }
     };
     let now = deps.clock.now();

@@ -382,6 +382,46 @@ impl DynamoStore {
         DynamoStore { client, tables, clock, retention }
     }
 
+    /// The facts table's item (`scope`, `id`), read; `what` names the read in errors.
+    async fn get_facts_item(
+        &self,
+        scope: impl Into<String>,
+        id: &str,
+        what: &'static str,
+    ) -> PortResult<aws_sdk_dynamodb::operation::get_item::GetItemOutput> {
+        self.client
+            .get_item()
+            .table_name(&self.tables.facts)
+            .key("scope", s(scope))
+            .key("id", s(id))
+            .send()
+            .await
+            .map_err(backend(what))
+    }
+
+    async fn put_facts_item(&self, item: &impl Serialize, what: &'static str) -> PortResult<()> {
+        self.client
+            .put_item()
+            .table_name(&self.tables.facts)
+            .set_item(Some(to_item(item)?))
+            .send()
+            .await
+            .map_err(backend(what))?;
+        Ok(())
+    }
+
+    async fn delete_facts_item(&self, scope: impl Into<String>, id: &str, what: &'static str) -> PortResult<()> {
+        self.client
+            .delete_item()
+            .table_name(&self.tables.facts)
+            .key("scope", s(scope))
+            .key("id", s(id))
+            .send()
+            .await
+            .map_err(backend(what))?;
+        Ok(())
+    }
+
     fn now_secs(&self) -> i64 {
         self.clock.now().as_micros() / Timestamp::MICROS_PER_SECOND
     }
@@ -1143,26 +1183,11 @@ impl FactStore for DynamoStore {
             fact: Fact { embedding: None, ..fact.clone() },
             embedding: fact.embedding.clone(),
         };
-        self.client
-            .put_item()
-            .table_name(&self.tables.facts)
-            .set_item(Some(to_item(&item)?))
-            .send()
-            .await
-            .map_err(backend("put fact"))?;
-        Ok(())
+        self.put_facts_item(&item, "put fact").await
     }
 
     async fn delete_fact(&self, channel: &ChannelId, id: &str) -> PortResult<()> {
-        self.client
-            .delete_item()
-            .table_name(&self.tables.facts)
-            .key("scope", s(&*channel.0))
-            .key("id", s(id))
-            .send()
-            .await
-            .map_err(backend("delete fact"))?;
-        Ok(())
+        self.delete_facts_item(&*channel.0, id, "delete fact").await
     }
 
     async fn fact_channels(&self) -> PortResult<Vec<ChannelId>> {
@@ -1195,52 +1220,21 @@ impl FactStore for DynamoStore {
     }
 
     async fn user_note(&self, channel: &ChannelId, user: &UserId) -> PortResult<Option<UserNote>> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.tables.facts)
-            .key("scope", s(notes_scope(channel)))
-            .key("id", s(&*user.0))
-            .send()
-            .await
-            .map_err(backend("get user note"))?;
+        let out = self.get_facts_item(notes_scope(channel), &user.0, "get user note").await?;
         Ok(out.item.map(from_item::<NoteItem>).transpose()?.map(|item| item.note))
     }
 
     async fn put_user_note(&self, note: &UserNote) -> PortResult<()> {
         let item = NoteItem { scope: notes_scope(&note.channel), id: note.user.0.to_string(), note: note.clone() };
-        self.client
-            .put_item()
-            .table_name(&self.tables.facts)
-            .set_item(Some(to_item(&item)?))
-            .send()
-            .await
-            .map_err(backend("put user note"))?;
-        Ok(())
+        self.put_facts_item(&item, "put user note").await
     }
 
     async fn delete_user_note(&self, channel: &ChannelId, user: &UserId) -> PortResult<()> {
-        self.client
-            .delete_item()
-            .table_name(&self.tables.facts)
-            .key("scope", s(notes_scope(channel)))
-            .key("id", s(&*user.0))
-            .send()
-            .await
-            .map_err(backend("delete user note"))?;
-        Ok(())
+        self.delete_facts_item(notes_scope(channel), &user.0, "delete user note").await
     }
 
     async fn profile(&self, user: &UserId) -> PortResult<Option<UserProfile>> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.tables.facts)
-            .key("scope", s(PROFILES_SCOPE))
-            .key("id", s(&*user.0))
-            .send()
-            .await
-            .map_err(backend("get profile"))?;
+        let out = self.get_facts_item(PROFILES_SCOPE, &user.0, "get profile").await?;
         let Some(item) = out.item else { return Ok(None) };
         let item: ProfileItem = from_item(item)?;
         let mut channels: Vec<ChannelId> = item.channels.into_iter().map(|c| ChannelId(c.into())).collect();
@@ -1282,15 +1276,7 @@ impl FactStore for DynamoStore {
     }
 
     async fn delete_profile(&self, user: &UserId) -> PortResult<()> {
-        self.client
-            .delete_item()
-            .table_name(&self.tables.facts)
-            .key("scope", s(PROFILES_SCOPE))
-            .key("id", s(&*user.0))
-            .send()
-            .await
-            .map_err(backend("delete profile"))?;
-        Ok(())
+        self.delete_facts_item(PROFILES_SCOPE, &user.0, "delete profile").await
     }
 }
 
