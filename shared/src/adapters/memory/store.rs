@@ -24,10 +24,10 @@ struct ChannelMessages {
     by_ts: ByTs,
     /// Conversation (top level = `None`, or a thread root) -> its messages by ts.
     threads: HashMap<Option<Ts>, ByTs>,
-    /// (written at, ts), oldest first: what the retention forgets, without a scan.
+    /// By (written at, ts), oldest first: what the retention forgets, without a scan.
     /// Messages are written as the clock moves on, so a new one goes at the back; one
     /// that does not (an edit keeps its time) is put in its place.
-    by_time: std::collections::VecDeque<(Timestamp, Ts)>,
+    by_time: std::collections::VecDeque<Arc<Message>>,
 }
 
 impl ChannelMessages {
@@ -36,13 +36,13 @@ impl ChannelMessages {
         let Err(place) = self.by_ts.search(&message.ts) else {
             return false;
         };
-        let entry = (message.at, message.ts.clone());
+        let entry = (message.at, &message.ts);
         match self.by_time.back() {
-            Some(last) if *last > entry => {
-                let at = self.by_time.partition_point(|e| *e < entry);
-                self.by_time.insert(at, entry);
+            Some(last) if (last.at, &last.ts) > entry => {
+                let at = self.by_time.partition_point(|e| (e.at, &e.ts) < entry);
+                self.by_time.insert(at, message.clone());
             }
-            _ => self.by_time.push_back(entry),
+            _ => self.by_time.push_back(message.clone()),
         }
         slot(&mut self.threads, &message.thread_root).insert(message.clone());
         self.by_ts.0.insert(place, message);
@@ -51,8 +51,8 @@ impl ChannelMessages {
 
     fn remove(&mut self, ts: &Ts) -> Option<Arc<Message>> {
         let message = self.by_ts.remove(ts)?;
-        let entry = (message.at, message.ts.clone());
-        if let Ok(at) = self.by_time.binary_search(&entry) {
+        let entry = (message.at, &message.ts);
+        if let Ok(at) = self.by_time.binary_search_by(|e| (e.at, &e.ts).cmp(&entry)) {
             self.by_time.remove(at);
         }
         if let Some(thread) = self.threads.get_mut(&message.thread_root) {
@@ -68,8 +68,7 @@ impl ChannelMessages {
     fn remove_where(&mut self, forget: impl Fn(&Message) -> bool) -> usize {
         let before = self.by_ts.0.len();
         self.by_ts.0.retain(|m| !forget(m));
-        let kept = &self.by_ts;
-        self.by_time.retain(|(_, ts)| kept.search(ts).is_ok());
+        self.by_time.retain(|m| !forget(m));
         self.threads.retain(|_, thread| {
             thread.0.retain(|m| !forget(m));
             !thread.0.is_empty()
@@ -287,10 +286,11 @@ impl MemoryStore {
         let now = clock.now();
         let oldest = now - *retention;
         for messages in inner.channels.values_mut() {
-            while let Some((at, ts)) = messages.by_time.front().cloned()
-                && at < oldest
-            {
-                messages.remove(&ts);
+            while let Some(ts) = messages.by_time.front().filter(|m| m.at < oldest).map(|m| m.ts.clone()) {
+                if messages.remove(&ts).is_none() {
+                    // Not stored under its ts (cannot happen): the time index lets go too.
+                    messages.by_time.pop_front();
+                }
             }
         }
         inner.channels.retain(|_, messages| !messages.by_ts.0.is_empty());
