@@ -179,6 +179,43 @@ async fn an_old_channel_item_moves_its_answers_out_at_its_next_update() {
         [(at(10), ""), (at(20), "what was said at 20")]
     );
     assert_eq!(moved.last_judgment, Some(note(5)));
+
+    // An answers item the version before wrote: a newer answer in full as `last` (and
+    // its compact `iv#`), with no time beside it. Neither what moves in (older) nor a
+    // resumed answer older than `last` may take its place.
+    let mixed = ChannelId("C-mixed".into());
+    let newer_compact = Intervention { excerpt: String::new(), ..answer(200) };
+    let items: [(String, Vec<(String, AttributeValue)>); 2] = [
+        (
+            mixed.0.to_string(),
+            vec![
+                ("version".into(), AttributeValue::N("1".into())),
+                ("state".into(), s(serde_json::to_string(&in_json).unwrap())),
+            ],
+        ),
+        (
+            format!("#answers#{}", mixed.0),
+            vec![
+                ("last".into(), s(serde_json::to_string(&answer(200)).unwrap())),
+                (format!("iv#{:020}#-", at(200).0), s(serde_json::to_string(&newer_compact).unwrap())),
+            ],
+        ),
+    ];
+    for (key, attributes) in items {
+        let mut put = client.put_item().table_name(&table).item("channel", s(key));
+        for (name, value) in attributes {
+            put = put.item(name, value);
+        }
+        put.send().await.unwrap();
+    }
+    store.set_muted(&mixed, None).await.unwrap();
+    store.record_intervention(&mixed, answer(150)).await.unwrap();
+    let kept = store.channel_state(&mixed).await.unwrap();
+    assert_eq!(
+        kept.interventions.iter().map(|i| (i.at, i.excerpt.as_str())).collect::<Vec<_>>(),
+        [(at(10), ""), (at(20), ""), (at(150), ""), (at(200), "what was said at 200")],
+        "the newest keeps its excerpt"
+    );
 }
 
 #[tokio::test]

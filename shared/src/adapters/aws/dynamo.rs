@@ -66,7 +66,7 @@ fn answers_key(channel: &ChannelId) -> String {
 /// attribute holds one without its excerpt and facts (only the newest's are read), so
 /// the item, and each answer's write, stays a few kilobytes.
 const ANSWERS_LAST: &str = "last";
-/// When the answer in [`ANSWERS_LAST`] was made (N, ms): an older one does not replace it.
+/// When the answer in [`ANSWERS_LAST`] was made (N, µs): an older one does not replace it.
 const ANSWERS_LAST_AT: &str = "last_at";
 /// Optimistic updates of a channel's state retry this often on a conflict.
 const VERSION_RETRIES: usize = 8;
@@ -369,7 +369,7 @@ fn conversation(channel: &ChannelId, root: &Ts) -> String {
 }
 
 /// The top level's newest messages are read from the table with thread replies
-/// filtered out, this many items a page, at most [`TOP_LEVEL_PAGES`] pages: a channel
+/// filtered out, this many items a page, at most [`TOP_LEVEL_PAGES`] pages' worth: a channel
 /// whose last top-level messages lie further back is all threads, and its top level
 /// is old news.
 const TOP_LEVEL_PAGE: i32 = 100;
@@ -473,9 +473,6 @@ impl DynamoStore {
         Ok(out.items.unwrap_or_default())
     }
 
-    /// The newest `limit` top-level messages written at or after `since`, oldest first:
-    /// the table newest first without thread replies, page by page until enough are
-    /// found, one is older than `since`, or [`TOP_LEVEL_PAGES`] pages were read.
     /// A query of `channel`'s messages, newest first.
     fn channel_newest_first(
         &self,
@@ -490,6 +487,10 @@ impl DynamoStore {
             .scan_index_forward(false)
     }
 
+    /// The newest `limit` top-level messages written at or after `since`, oldest first:
+    /// the table newest first without thread replies, page by page until enough are
+    /// found, one is older than `since`, or the newest [`TOP_LEVEL_PAGES`] ×
+    /// [`TOP_LEVEL_PAGE`] items were read.
     async fn newest_top_level(
         &self,
         channel: &ChannelId,
@@ -499,9 +500,13 @@ impl DynamoStore {
         let mut found: Vec<Arc<Message>> = Vec::new();
         let mut start = None;
         // A channel without threads answers from the first page: sized by the limit,
-        // it reads (and is charged for) no more than that; later pages are full ones.
+        // it reads (and is charged for) no more than that; later pages are full ones,
+        // until as many items as full pages would hold were read.
+        let mut left = TOP_LEVEL_PAGE * TOP_LEVEL_PAGES as i32;
         let mut page = (limit.saturating_mul(2).min(TOP_LEVEL_PAGE as usize) as i32).max(1);
-        for _ in 0..TOP_LEVEL_PAGES {
+        while left > 0 {
+            page = page.min(left);
+            left -= page;
             let out = self
                 .channel_newest_first(channel)
                 .filter_expression("attribute_not_exists(#root)")
@@ -602,6 +607,40 @@ impl DynamoStore {
         Ok((state, version, left))
     }
 
+    /// After `record_intervention` made the answer at `at` the one in full: an answers
+    /// item written before `last_at` existed held a `last` without its time, which may
+    /// have been newer; that one is put back, unless a newer answer came since.
+    async fn keep_newer_last(&self, channel: &ChannelId, before: &Item, at: Timestamp) -> PortResult<()> {
+        if before.contains_key(ANSWERS_LAST_AT) {
+            return Ok(());
+        }
+        let Some(old) = get_s(before, ANSWERS_LAST) else { return Ok(()) };
+        let previous: Intervention = serde_json::from_str(old).map_err(backend("decode last intervention"))?;
+        if previous.at <= at {
+            return Ok(());
+        }
+        let restored = self
+            .client
+            .update_item()
+            .table_name(&self.tables.channels)
+            .key("channel", s(answers_key(channel)))
+            .update_expression("SET #last = :last, #at = :previous")
+            .condition_expression("#at = :ours")
+            .expression_attribute_names("#last", ANSWERS_LAST)
+            .expression_attribute_names("#at", ANSWERS_LAST_AT)
+            .expression_attribute_values(":last", s(old))
+            .expression_attribute_values(":previous", n(previous.at.0))
+            .expression_attribute_values(":ours", n(at.0))
+            .send()
+            .await;
+        match restored {
+            Ok(_) => Ok(()),
+            // A newer answer took `last` meanwhile: it stays.
+            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => Ok(()),
+            Err(e) => Err(backend("keep the newer last intervention")(e)),
+        }
+    }
+
     /// Moves what an item written before the answers and the judgment had items of their
     /// own still holds into those items, without replacing anything newer there (a
     /// repeat writes the same), so the channel item can let go of it.
@@ -611,36 +650,52 @@ impl DynamoStore {
         interventions: &[Intervention],
         judgment: Option<&JudgmentNote>,
     ) -> PortResult<()> {
-        if let Some(newest) = interventions.iter().max_by_key(|i| i.at) {
-            let mut set =
-                vec!["#last = if_not_exists(#last, :last)".to_owned(), "#at = if_not_exists(#at, :at)".into()];
-            let mut update = self
-                .client
-                .update_item()
-                .table_name(&self.tables.channels)
-                .key("channel", s(answers_key(channel)))
-                .expression_attribute_names("#last", ANSWERS_LAST)
-                .expression_attribute_names("#at", ANSWERS_LAST_AT)
-                .expression_attribute_values(
-                    ":last",
-                    s(serde_json::to_string(newest).map_err(backend("encode intervention"))?),
-                )
-                .expression_attribute_values(":at", n(newest.at.0));
-            for (i, intervention) in interventions.iter().enumerate() {
-                let compact = Intervention { excerpt: String::new(), facts: Vec::new(), ..intervention.clone() };
+        // Each once, by its attribute (an old JSON copy may hold one twice; a SET must
+        // not name an attribute twice).
+        let apart: std::collections::BTreeMap<String, &Intervention> =
+            interventions.iter().map(|i| (intervention_attribute(i), i)).collect();
+        if !apart.is_empty() {
+            let mut set = Vec::new();
+            let mut update =
+                self.client.update_item().table_name(&self.tables.channels).key("channel", s(answers_key(channel)));
+            for (i, (attribute, intervention)) in apart.iter().enumerate() {
+                let compact = Intervention { excerpt: String::new(), facts: Vec::new(), ..(*intervention).clone() };
                 set.push(format!("#i{i} = :i{i}"));
-                update = update
-                    .expression_attribute_names(format!("#i{i}"), intervention_attribute(intervention))
-                    .expression_attribute_values(
-                        format!(":i{i}"),
-                        s(serde_json::to_string(&compact).map_err(backend("encode intervention"))?),
-                    );
+                update = update.expression_attribute_names(format!("#i{i}"), attribute).expression_attribute_values(
+                    format!(":i{i}"),
+                    s(serde_json::to_string(&compact).map_err(backend("encode intervention"))?),
+                );
             }
             update
                 .update_expression(format!("SET {}", set.join(", ")))
                 .send()
                 .await
                 .map_err(backend("move interventions"))?;
+        }
+        // The newest in full, with its time, only where no answer is there in full yet
+        // (one written before `last_at` existed has `last` alone, and is newer).
+        if let Some(newest) = interventions.iter().max_by_key(|i| i.at) {
+            let moved = self
+                .client
+                .update_item()
+                .table_name(&self.tables.channels)
+                .key("channel", s(answers_key(channel)))
+                .update_expression("SET #last = :last, #at = :at")
+                .condition_expression("attribute_not_exists(#last)")
+                .expression_attribute_names("#last", ANSWERS_LAST)
+                .expression_attribute_names("#at", ANSWERS_LAST_AT)
+                .expression_attribute_values(
+                    ":last",
+                    s(serde_json::to_string(newest).map_err(backend("encode intervention"))?),
+                )
+                .expression_attribute_values(":at", n(newest.at.0))
+                .send()
+                .await;
+            match moved {
+                Ok(_) => {}
+                Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => {}
+                Err(e) => return Err(backend("move the last intervention")(e)),
+            }
         }
         if let Some(note) = judgment {
             self.client
@@ -938,11 +993,15 @@ impl ChannelStateStore for DynamoStore {
             .expression_attribute_values(":i", s(&compact))
             .expression_attribute_values(":last", s(full))
             .expression_attribute_values(":at", n(intervention.at.0))
-            .return_values(ReturnValue::AllNew)
+            .return_values(ReturnValue::AllOld)
             .send()
             .await;
-        let out = match as_newest {
-            Ok(out) => out,
+        let before = match as_newest {
+            Ok(out) => {
+                let before = out.attributes.unwrap_or_default();
+                self.keep_newer_last(channel, &before, intervention.at).await?;
+                before
+            }
             Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => self
                 .client
                 .update_item()
@@ -951,18 +1010,24 @@ impl ChannelStateStore for DynamoStore {
                 .update_expression("SET #i = :i")
                 .expression_attribute_names("#i", &attribute)
                 .expression_attribute_values(":i", s(compact))
-                .return_values(ReturnValue::AllNew)
+                .return_values(ReturnValue::AllOld)
                 .send()
                 .await
-                .map_err(backend("record intervention"))?,
+                .map_err(backend("record intervention"))?
+                .attributes
+                .unwrap_or_default(),
             Err(e) => return Err(backend("record intervention")(e)),
         };
-        let mut recorded: Vec<String> =
-            out.attributes.unwrap_or_default().into_keys().filter(|k| k.starts_with(INTERVENTION_PREFIX)).collect();
+        let mut recorded: Vec<String> = before
+            .into_keys()
+            .filter(|k| k.starts_with(INTERVENTION_PREFIX))
+            .chain(std::iter::once(attribute))
+            .collect();
+        recorded.sort();
+        recorded.dedup();
         if recorded.len() <= ChannelState::KEPT_INTERVENTIONS + INTERVENTION_TRIM_SLACK {
             return Ok(());
         }
-        recorded.sort();
         let stale = &recorded[..recorded.len() - ChannelState::KEPT_INTERVENTIONS];
         let names: Vec<String> = (0..stale.len()).map(|i| format!("#r{i}")).collect();
         let mut trim = self
