@@ -798,6 +798,32 @@ mod end_to_end {
         );
     }
 
+    /// A judgment that waits past SQS's 15 minutes is handed to EventBridge Scheduler by
+    /// the ingress: the schedule is made, and the ingress's policy allows it (with the
+    /// PassRole it takes), so the IAM check covers the scheduler too.
+    #[tokio::test]
+    async fn a_long_judgment_wait_is_scheduled_within_the_ingress_policy() {
+        let Some((dynamo, moto)) = emulators("a_long_judgment_wait_is_scheduled_within_the_ingress_policy") else {
+            return;
+        };
+        let group = unique("kuuki");
+        let scheduler = aws_sdk_scheduler::Client::new(&sdk(&moto).await);
+        scheduler.create_schedule_group().name(&group).send().await.expect("a schedule group");
+        let settings = [
+            ("JUDGE_MIN_WAIT_SECONDS", "1200"),
+            ("SCHEDULE_GROUP", group.as_str()),
+            ("SCHEDULER_ROLE_ARN", "arn:aws:iam::123456789012:role/kuuki-scheduler"),
+            ("JUDGE_QUEUE_ARN", "arn:aws:sqs:us-east-1:123456789012:kuuki-judge"),
+        ];
+        let w = world(&dynamo, &moto, &settings).await;
+        w.counter.reset();
+        assert_eq!(w.deliver(message("C0LATE", "UBOB", "anyone around later?", &now_ts(11)), false).await, 200);
+        assert_eq!(w.counter.calls().get("scheduler.CreateSchedule"), Some(&1), "{:?}", w.counter.calls());
+        let listed = scheduler.list_schedules().group_name(&group).send().await.unwrap();
+        assert_eq!(listed.schedules().len(), 1, "the judgment waits in the scheduler");
+        w.assert_the_template_allows_what_was_done();
+    }
+
     /// `/kuuki forget-me` on DynamoDB: the person's messages, profile, notes and the
     /// facts only they taught are gone from the tables; a shared fact stays without them.
     #[tokio::test]
