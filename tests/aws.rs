@@ -114,17 +114,24 @@ async fn an_old_channel_item_moves_its_answers_out_at_its_next_update() {
     };
     let in_json = ChannelState { interventions: vec![answer(10), answer(20)], ..ChannelState::default() };
     let s = |v: String| AttributeValue::S(v);
-    client
-        .put_item()
-        .table_name(&table)
-        .item("channel", s(channel.0.to_string()))
-        .item("version", AttributeValue::N("3".into()))
-        .item("state", s(serde_json::to_string(&in_json).unwrap()))
-        .item(format!("iv#{:020}#-", at(30).0), s(serde_json::to_string(&answer(30)).unwrap()))
-        .item("last_judgment", s(serde_json::to_string(&note(5)).unwrap()))
-        .send()
-        .await
-        .unwrap();
+    // Writes an item as an older version left it.
+    let put_as_written = |key: String, attributes: Vec<(String, AttributeValue)>| {
+        let mut put = client.put_item().table_name(&table).item("channel", s(key));
+        for (name, value) in attributes {
+            put = put.item(name, value);
+        }
+        async move { put.send().await.unwrap() }
+    };
+    put_as_written(
+        channel.0.to_string(),
+        vec![
+            ("version".into(), AttributeValue::N("3".into())),
+            ("state".into(), s(serde_json::to_string(&in_json).unwrap())),
+            (format!("iv#{:020}#-", at(30).0), s(serde_json::to_string(&answer(30)).unwrap())),
+            ("last_judgment".into(), s(serde_json::to_string(&note(5)).unwrap())),
+        ],
+    )
+    .await;
     // A worker of the new layout answered and judged since (newer than what moves).
     store.record_intervention(&channel, answer(50)).await.unwrap();
     store.record_judgment(&channel, note(60)).await.unwrap();
@@ -162,16 +169,15 @@ async fn an_old_channel_item_moves_its_answers_out_at_its_next_update() {
 
     // Nothing newer where they move: the old answers and judgment are read as they were.
     let quiet = ChannelId("C-older".into());
-    client
-        .put_item()
-        .table_name(&table)
-        .item("channel", s(quiet.0.to_string()))
-        .item("version", AttributeValue::N("1".into()))
-        .item("state", s(serde_json::to_string(&in_json).unwrap()))
-        .item("last_judgment", s(serde_json::to_string(&note(5)).unwrap()))
-        .send()
-        .await
-        .unwrap();
+    put_as_written(
+        quiet.0.to_string(),
+        vec![
+            ("version".into(), AttributeValue::N("1".into())),
+            ("state".into(), s(serde_json::to_string(&in_json).unwrap())),
+            ("last_judgment".into(), s(serde_json::to_string(&note(5)).unwrap())),
+        ],
+    )
+    .await;
     store.set_muted(&quiet, None).await.unwrap();
     let moved = store.channel_state(&quiet).await.unwrap();
     assert_eq!(
@@ -202,11 +208,7 @@ async fn an_old_channel_item_moves_its_answers_out_at_its_next_update() {
         ),
     ];
     for (key, attributes) in items {
-        let mut put = client.put_item().table_name(&table).item("channel", s(key));
-        for (name, value) in attributes {
-            put = put.item(name, value);
-        }
-        put.send().await.unwrap();
+        put_as_written(key, attributes).await;
     }
     store.set_muted(&mixed, None).await.unwrap();
     store.record_intervention(&mixed, answer(150)).await.unwrap();

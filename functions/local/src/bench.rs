@@ -591,21 +591,20 @@ async fn serve_figures(requests: usize) -> anyhow::Result<Latencies> {
 /// Runs `kuuki bench <args> --json` in a process of its own and reads the numbers it
 /// prints: each figure is measured on a fresh heap, as the command in its row would
 /// measure it, whatever ran before it.
-fn in_own_process(args: &[String]) -> anyhow::Result<Vec<f64>> {
+fn in_own_process(args: &str) -> anyhow::Result<Vec<f64>> {
     let out = std::process::Command::new(std::env::current_exe()?)
         .arg("bench")
-        .args(args)
+        .args(args.split(' '))
         .arg("--json")
         .stderr(std::process::Stdio::inherit())
         .output()
         .context("starting a benchmark process")?;
     if !out.status.success() {
-        bail!("`kuuki bench {}` failed: {}", args.join(" "), out.status);
+        bail!("`kuuki bench {args}` failed: {}", out.status);
     }
     let stdout = String::from_utf8(out.stdout)?;
     let last = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(last)
-        .with_context(|| format!("reading the figures of `kuuki bench {}`: {last}", args.join(" ")))
+    serde_json::from_str(last).with_context(|| format!("reading the figures of `kuuki bench {args}`: {last}"))
 }
 
 /// The sorted wall times of `runs` replays of `messages` generated messages (rules
@@ -613,7 +612,6 @@ fn in_own_process(args: &[String]) -> anyhow::Result<Vec<f64>> {
 /// moves its rate by several percent on this machine, so one process is one draw.
 fn replay_times(messages: usize, runs: usize) -> anyhow::Result<Vec<f64>> {
     let args = format!("replay --messages {messages} --runs {runs} --llm none --seed 1");
-    let args: Vec<String> = args.split(' ').map(str::to_owned).collect();
     let mut times = in_own_process(&args)?;
     times.extend(in_own_process(&args)?);
     times.sort_by(f64::total_cmp);
@@ -659,7 +657,7 @@ async fn all_bench(args: AllBenchArgs) -> anyhow::Result<()> {
 
     let (timed, history) = (scale(10_000, 500), scale(190_000, 4_000));
     let history_run = format!("history --messages {timed} --history {history} --runs {runs}");
-    let rates = in_own_process(&history_run.split(' ').map(str::to_owned).collect::<Vec<_>>())?;
+    let rates = in_own_process(&history_run)?;
     let [empty, full] = rates[..] else { bail!("`kuuki bench {history_run}` printed {rates:?}, not two rates") };
     rows.push((
         "replay rate with a long history stored",

@@ -271,6 +271,13 @@ fn intervention_attribute(intervention: &Intervention) -> String {
     format!("{INTERVENTION_PREFIX}{:020}#{root}", intervention.at.0)
 }
 
+/// An intervention as its `iv#` attribute holds it: without its excerpt and facts
+/// (only the newest keeps those, in [`ANSWERS_LAST`]).
+fn compact_json(intervention: &Intervention) -> PortResult<String> {
+    let compact = Intervention { excerpt: String::new(), facts: Vec::new(), ..intervention.clone() };
+    serde_json::to_string(&compact).map_err(backend("encode intervention"))
+}
+
 /// Takes the `iv#` attributes out of `item`, decoded.
 fn take_interventions(item: &mut Item) -> PortResult<Vec<Intervention>> {
     let apart: Vec<String> = item.keys().filter(|k| k.starts_with(INTERVENTION_PREFIX)).cloned().collect();
@@ -607,6 +614,14 @@ impl DynamoStore {
         Ok((state, version, left))
     }
 
+    /// An update of `channel`'s answers item (see [`ANSWERS_LAST`]).
+    fn update_answers(
+        &self,
+        channel: &ChannelId,
+    ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
+        self.client.update_item().table_name(&self.tables.channels).key("channel", s(answers_key(channel)))
+    }
+
     /// After `record_intervention` made the answer at `at` the one in full: an answers
     /// item written before `last_at` existed held a `last` without its time, which may
     /// have been newer; that one is put back, unless a newer answer came since.
@@ -620,10 +635,7 @@ impl DynamoStore {
             return Ok(());
         }
         let restored = self
-            .client
-            .update_item()
-            .table_name(&self.tables.channels)
-            .key("channel", s(answers_key(channel)))
+            .update_answers(channel)
             .update_expression("SET #last = :last, #at = :previous")
             .condition_expression("#at = :ours")
             .expression_attribute_names("#last", ANSWERS_LAST)
@@ -656,15 +668,12 @@ impl DynamoStore {
             interventions.iter().map(|i| (intervention_attribute(i), i)).collect();
         if !apart.is_empty() {
             let mut set = Vec::new();
-            let mut update =
-                self.client.update_item().table_name(&self.tables.channels).key("channel", s(answers_key(channel)));
+            let mut update = self.update_answers(channel);
             for (i, (attribute, intervention)) in apart.iter().enumerate() {
-                let compact = Intervention { excerpt: String::new(), facts: Vec::new(), ..(*intervention).clone() };
                 set.push(format!("#i{i} = :i{i}"));
-                update = update.expression_attribute_names(format!("#i{i}"), attribute).expression_attribute_values(
-                    format!(":i{i}"),
-                    s(serde_json::to_string(&compact).map_err(backend("encode intervention"))?),
-                );
+                update = update
+                    .expression_attribute_names(format!("#i{i}"), attribute)
+                    .expression_attribute_values(format!(":i{i}"), s(compact_json(intervention)?));
             }
             update
                 .update_expression(format!("SET {}", set.join(", ")))
@@ -676,10 +685,7 @@ impl DynamoStore {
         // (one written before `last_at` existed has `last` alone, and is newer).
         if let Some(newest) = interventions.iter().max_by_key(|i| i.at) {
             let moved = self
-                .client
-                .update_item()
-                .table_name(&self.tables.channels)
-                .key("channel", s(answers_key(channel)))
+                .update_answers(channel)
                 .update_expression("SET #last = :last, #at = :at")
                 .condition_expression("attribute_not_exists(#last)")
                 .expression_attribute_names("#last", ANSWERS_LAST)
@@ -974,17 +980,13 @@ impl ChannelStateStore for DynamoStore {
     async fn record_intervention(&self, channel: &ChannelId, intervention: Intervention) -> PortResult<()> {
         // One blind update of its own attribute (repeating it writes the same one), and
         // of `last` unless a newer answer is there already (a resumed, older answer
-        // must not take its place). The item as it is now comes back without a read (no
-        // read capacity): when too many have piled up, the oldest go in one more update.
+        // must not take its place). The item as it was comes back without a read (no read
+        // capacity): when too many have piled up, the oldest go in one more update.
         let full = serde_json::to_string(&intervention).map_err(backend("encode intervention"))?;
-        let compact = Intervention { excerpt: String::new(), facts: Vec::new(), ..intervention.clone() };
-        let compact = serde_json::to_string(&compact).map_err(backend("encode intervention"))?;
+        let compact = compact_json(&intervention)?;
         let attribute = intervention_attribute(&intervention);
         let as_newest = self
-            .client
-            .update_item()
-            .table_name(&self.tables.channels)
-            .key("channel", s(answers_key(channel)))
+            .update_answers(channel)
             .update_expression("SET #i = :i, #last = :last, #at = :at")
             .condition_expression("attribute_not_exists(#at) OR #at <= :at")
             .expression_attribute_names("#i", &attribute)
@@ -1003,10 +1005,7 @@ impl ChannelStateStore for DynamoStore {
                 before
             }
             Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => self
-                .client
-                .update_item()
-                .table_name(&self.tables.channels)
-                .key("channel", s(answers_key(channel)))
+                .update_answers(channel)
                 .update_expression("SET #i = :i")
                 .expression_attribute_names("#i", &attribute)
                 .expression_attribute_values(":i", s(compact))
@@ -1030,12 +1029,7 @@ impl ChannelStateStore for DynamoStore {
         }
         let stale = &recorded[..recorded.len() - ChannelState::KEPT_INTERVENTIONS];
         let names: Vec<String> = (0..stale.len()).map(|i| format!("#r{i}")).collect();
-        let mut trim = self
-            .client
-            .update_item()
-            .table_name(&self.tables.channels)
-            .key("channel", s(answers_key(channel)))
-            .update_expression(format!("REMOVE {}", names.join(", ")));
+        let mut trim = self.update_answers(channel).update_expression(format!("REMOVE {}", names.join(", ")));
         for (name, attribute) in names.iter().zip(stale) {
             trim = trim.expression_attribute_names(name, attribute);
         }
