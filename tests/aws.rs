@@ -218,6 +218,17 @@ async fn an_old_channel_item_moves_its_answers_out_at_its_next_update() {
         [(at(10), ""), (at(20), ""), (at(150), ""), (at(200), "what was said at 200")],
         "the newest keeps its excerpt"
     );
+
+    // Bad input: a `last` that cannot be read is replaced by the new answer, and the
+    // answer is recorded (an error after the write would fail every redelivery).
+    let corrupt = ChannelId("C-corrupt".into());
+    put_as_written(format!("#answers#{}", corrupt.0), vec![("last".into(), s("{not json".into()))]).await;
+    store.record_intervention(&corrupt, answer(300)).await.expect("recorded despite the unreadable last answer");
+    let read = store.channel_state(&corrupt).await.unwrap();
+    assert_eq!(
+        read.interventions.iter().map(|i| (i.at, i.excerpt.as_str())).collect::<Vec<_>>(),
+        [(at(300), "what was said at 300")]
+    );
 }
 
 #[tokio::test]

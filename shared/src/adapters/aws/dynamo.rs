@@ -630,7 +630,15 @@ impl DynamoStore {
             return Ok(());
         }
         let Some(old) = get_s(before, ANSWERS_LAST) else { return Ok(()) };
-        let previous: Intervention = serde_json::from_str(old).map_err(backend("decode last intervention"))?;
+        // One that cannot be read is no answer to keep: the new one stands (failing
+        // here, after the write, would only fail every redelivery the same way).
+        let previous: Intervention = match serde_json::from_str(old) {
+            Ok(previous) => previous,
+            Err(error) => {
+                tracing::warn!(%error, %channel, "the answer in full before this one could not be read; it is replaced");
+                return Ok(());
+            }
+        };
         if previous.at <= at {
             return Ok(());
         }
