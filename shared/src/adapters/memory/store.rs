@@ -165,11 +165,15 @@ enum Claim {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 struct ClaimKey(u128);
 
-impl ClaimKey {
-    fn of(key: &str) -> Self {
+/// Makes [`ClaimKey`]s with seeds drawn for each store: claims live only in the
+/// process, and keys nobody can compute ahead are keys nobody can make collide.
+#[derive(Default)]
+struct ClaimKeys([foldhash::quality::RandomState; 2]);
+
+impl ClaimKeys {
+    fn of(&self, key: &str) -> ClaimKey {
         use std::hash::BuildHasher;
-        const SEEDS: [u64; 2] = [0x6b75_756b_695f_636c, 0x9e37_79b9_7f4a_7c15];
-        let [low, high] = SEEDS.map(|seed| foldhash::quality::FixedState::with_seed(seed).hash_one(key));
+        let [low, high] = [&self.0[0], &self.0[1]].map(|state| state.hash_one(key));
         ClaimKey(u128::from(high) << 64 | u128::from(low))
     }
 }
@@ -259,6 +263,7 @@ pub struct MemoryStore {
     /// expired claims and cache entries with them (DynamoDB's TTL does this in AWS).
     retention: Option<(Duration, Arc<dyn crate::ports::Clock>)>,
     puts: std::sync::atomic::AtomicU64,
+    claim_keys: ClaimKeys,
 }
 
 /// How often (in stored messages) a store with a retention prunes itself.
@@ -665,7 +670,7 @@ impl FactStore for MemoryStore {
 impl Ledger for MemoryStore {
     async fn claim(&self, key: &str, now: Timestamp, lease: Duration) -> PortResult<ClaimOutcome> {
         let mut inner = self.lock();
-        let key = ClaimKey::of(key);
+        let key = self.claim_keys.of(key);
         let posting = match inner.claims.get(&key) {
             Some(Claim::Completed { until }) if *until > now => return Ok(ClaimOutcome::Completed),
             Some(Claim::InProgress { until, .. }) if *until > now => {
@@ -679,14 +684,14 @@ impl Ledger for MemoryStore {
     }
 
     async fn mark_posting(&self, key: &str) -> PortResult<()> {
-        if let Some(Claim::InProgress { posting, .. }) = self.lock().claims.get_mut(&ClaimKey::of(key)) {
+        if let Some(Claim::InProgress { posting, .. }) = self.lock().claims.get_mut(&self.claim_keys.of(key)) {
             *posting = true;
         }
         Ok(())
     }
 
     async fn complete(&self, key: &str, now: Timestamp, keep: Duration) -> PortResult<()> {
-        self.set_claim(&mut self.lock(), ClaimKey::of(key), Claim::Completed { until: now + keep }, keep);
+        self.set_claim(&mut self.lock(), self.claim_keys.of(key), Claim::Completed { until: now + keep }, keep);
         Ok(())
     }
 
@@ -706,7 +711,7 @@ impl Ledger for MemoryStore {
 
     async fn release(&self, key: &str) -> PortResult<()> {
         // The lease ends now; a posting mark stays for the next holder.
-        if let Some(Claim::InProgress { until, .. }) = self.lock().claims.get_mut(&ClaimKey::of(key)) {
+        if let Some(Claim::InProgress { until, .. }) = self.lock().claims.get_mut(&self.claim_keys.of(key)) {
             *until = Timestamp(i64::MIN);
         }
         Ok(())
@@ -757,6 +762,18 @@ mod tests {
         assert_eq!(expiries.pop_due(t(3599)), None);
         assert_eq!(expiries.pop_due(t(3600)).as_deref(), Some("kept"));
         assert_eq!(expiries.pop_due(Timestamp(i64::MAX)), None, "each comes out once");
+    }
+
+    /// Claim keys are seeded for each store, and their two halves apart: the same text
+    /// maps to other bits in another store, so no one can prepare texts that collide.
+    #[test]
+    fn claim_keys_are_seeded_for_each_store() {
+        let (one, other) = (ClaimKeys::default(), ClaimKeys::default());
+        let key = "respond:C1:1767603600.000100";
+        assert_eq!(one.of(key), one.of(key), "the same store, the same key");
+        assert_ne!(one.of(key), other.of(key), "another store, other seeds");
+        let ClaimKey(bits) = one.of(key);
+        assert_ne!(bits >> 64, bits & u128::from(u64::MAX), "two differently seeded halves");
     }
 
     /// The ts index answers as a sorted list would, whatever order messages came in
