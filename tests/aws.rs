@@ -874,22 +874,47 @@ mod end_to_end {
         w.deps.facts.put_user_note(&note).await.unwrap();
         assert_eq!(w.deps.facts.profile(&alice).await.unwrap().map(|p| p.interactions), Some(2));
 
+        // Slack's way back for the answer: the stand-in's origin (hooks.slack.com in
+        // production).
+        let response_path = "/commands/T0TEAM/1/forget";
+        wiremock::Mock::given(wiremock::matchers::path(response_path))
+            .respond_with(wiremock::ResponseTemplate::new(200).set_body_string("ok"))
+            .mount(&w.slack_api)
+            .await;
         let command = SlashCommand {
             command: "/kuuki".into(),
             text: "forget-me".into(),
             channel_id: channel.0.to_string(),
             user_id: alice.0.to_string(),
             may_manage_channel: None,
+            response_url: Some(format!("{}{response_path}", w.slack_api.uri())),
+            discord_reply: None,
         };
-        // Slash commands are answered by the ingress function.
+        // Slash commands are answered by the ingress function: forgetting is queued.
         w.counter.acting_as("IngressFunction");
-        let answer = run_command(&w.deps, &command).await.unwrap();
+        let ack = run_command(&w.deps, &command).await.unwrap();
         // A manager's mute is announced in the channel once (a ledger claim).
         let mute = SlashCommand { text: "mute 30m".into(), may_manage_channel: Some(true), ..command.clone() };
         let muted = run_command(&w.deps, &mute).await.unwrap();
         w.counter.acting_as("");
+        assert!(ack.starts_with("kuuki is forgetting you"), "{ack}");
+        assert_eq!(w.deps.messages.messages_after(&channel, None, 10).await.unwrap().len(), 3, "not yet");
+        // The reflect worker carries it out and answers through the response_url; the
+        // same delivery again (SQS redelivers) neither forgets more nor answers twice.
+        let event = w.receive(&w.urls.reflect).await;
+        assert_eq!(event.records.len(), 1, "one forget job on the reflect queue");
+        w.counter.acting_as("ReflectFunction");
+        for _ in 0..2 {
+            let response = handle_sqs_event(&w.deps, JobKind::Reflect, event.clone()).await;
+            assert!(response.batch_item_failures.is_empty(), "the forget job failed");
+        }
+        w.counter.acting_as("");
         w.assert_the_template_allows_what_was_done();
         assert!(w.deps.channels.channel_state(&channel).await.unwrap().muted_until.is_some(), "{muted}");
+        let answers = w.slack_calls(response_path.trim_start_matches('/')).await;
+        assert_eq!(answers.len(), 1, "answered once: {answers:?}");
+        assert_eq!(answers[0]["response_type"], "ephemeral");
+        let answer = answers[0]["text"].as_str().unwrap();
         assert!(
             answer.starts_with("Forgotten you: 2 stored message(s), 1 fact(s) removed, 1 fact(s) kept"),
             "{answer}"
@@ -902,8 +927,9 @@ mod end_to_end {
         assert_eq!(w.deps.facts.user_note(&channel, &alice).await.unwrap(), None);
         assert_eq!(w.deps.facts.profile(&alice).await.unwrap(), None);
         assert!(w.deps.facts.profile(&bob).await.unwrap().is_some(), "bob is still known");
-        // Again: nothing left to forget, nothing else changes.
-        let again = run_command(&w.deps, &command).await.unwrap();
+        // Asked again (without a way back, so at once): nothing left, nothing changes.
+        let at_once = SlashCommand { response_url: None, ..command.clone() };
+        let again = run_command(&w.deps, &at_once).await.unwrap();
         assert_eq!(again, "kuuki had nothing stored about you.");
         assert_eq!(w.deps.facts.facts(&channel).await.unwrap().len(), 1);
     }

@@ -629,9 +629,19 @@ async fn forget_someone_is_for_members_who_manage_the_channel_and_forget_me_for_
     assert!(refused.starts_with("Sorry, only members with the Manage Channels permission"), "{refused}");
     assert!(w.deps.facts.profile(&UserId(someone.into())).await.unwrap().is_some(), "refused, so nothing forgotten");
 
-    let forgotten =
+    // Answered within Discord's 3 s; a worker forgets, then the answer replaces that
+    // first reply (the interaction's @original), once.
+    let ack =
         content(w.interaction(&command_with_permissions("forget", whom, MANAGE_CHANNELS)).await.json().await.unwrap());
+    assert!(ack.starts_with(&format!("kuuki is forgetting <@{someone}>")), "{ack}");
+    assert!(w.deps.facts.profile(&UserId(someone.into())).await.unwrap().is_some(), "the worker's to do");
+    w.run_for(1.0).await;
+    let edits = w.requests("PATCH", "/webhooks/1/interaction-token/messages/@original").await;
+    assert_eq!(edits.len(), 1, "answered once");
+    let body: Value = serde_json::from_slice(&edits[0].body).unwrap();
+    let forgotten = body["content"].as_str().unwrap();
     assert!(forgotten.starts_with(&format!("Forgotten <@{someone}>: 1 stored message(s)")), "{forgotten}");
+    assert_eq!(body["allowed_mentions"]["parse"], json!([]), "naming them pings no one");
     assert_eq!(w.deps.facts.profile(&UserId(someone.into())).await.unwrap(), None);
     let left = w.deps.messages.messages_after(&ChannelId(CHANNEL.into()), None, 10).await.unwrap();
     assert!(left.iter().all(|m| m.user.0 != someone.into()), "{left:?}");
@@ -640,5 +650,10 @@ async fn forget_someone_is_for_members_who_manage_the_channel_and_forget_me_for_
     let memory = content(w.interaction(&command("memory", json!([]))).await.json().await.unwrap());
     assert!(memory.contains("About you: 0 message(s) seen"), "{memory}");
     let me = content(w.interaction(&command("forget-me", json!([]))).await.json().await.unwrap());
-    assert_eq!(me, "kuuki had nothing stored about you.");
+    assert!(me.starts_with("kuuki is forgetting you"), "{me}");
+    w.run_for(1.0).await;
+    let edits = w.requests("PATCH", "/webhooks/1/interaction-token/messages/@original").await;
+    assert_eq!(edits.len(), 2);
+    let body: Value = serde_json::from_slice(&edits[1].body).unwrap();
+    assert_eq!(body["content"], "kuuki had nothing stored about you.");
 }

@@ -124,15 +124,16 @@ fn each_worker_runs_its_own_kind_and_sends_only_where_its_jobs_go() {
     use kuuki::budget::JobKind;
     let t = template();
     let queue_of = |kind: JobKind| format!("{kind:?}Queue");
-    // What each function queues: ingress a judgment, an answer or a REMEMBER; a judgment
-    // itself again (a wait), an answer and the memory triggers; an answer and REMEMBER the
-    // memory triggers (a summary, a reflection); a reflection nothing.
+    // What each function queues: ingress a judgment, an answer, a REMEMBER or a FORGET
+    // (on the reflect queue); a judgment itself again (a wait), an answer and the memory
+    // triggers; an answer and REMEMBER the memory triggers (a summary, a reflection); a
+    // FORGET the summaries of the channels it touched.
     let sends = [
-        ("IngressFunction", vec![JobKind::Judge, JobKind::Respond, JobKind::Summarize]),
+        ("IngressFunction", JobKind::ALL.to_vec()),
         ("JudgeFunction", JobKind::ALL.to_vec()),
         ("RespondFunction", vec![JobKind::Summarize, JobKind::Reflect]),
         ("SummarizeFunction", vec![JobKind::Summarize, JobKind::Reflect]),
-        ("ReflectFunction", vec![]),
+        ("ReflectFunction", vec![JobKind::Summarize]),
     ];
     for (name, kinds) in sends {
         let expected: BTreeSet<String> = kinds.into_iter().map(queue_of).collect();

@@ -145,6 +145,8 @@ fn mute_by(user: &str, text: &str) -> SlashCommand {
         channel_id: "general".into(),
         user_id: user.into(),
         may_manage_channel: None,
+        response_url: None,
+        discord_reply: None,
     }
 }
 
@@ -154,7 +156,7 @@ fn posts(h: &Harness) -> Vec<String> {
         .into_iter()
         .filter_map(|call| match call {
             ChatCall::Post { post, .. } => Some(post.text),
-            ChatCall::Reaction { .. } => None,
+            ChatCall::Reaction { .. } | ChatCall::CommandAnswer { .. } => None,
         })
         .collect()
 }

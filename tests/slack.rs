@@ -360,13 +360,67 @@ async fn command(w: &SlackWorld, text: &str) -> String {
     command_as(w, "UALICE", text).await
 }
 
+/// Where the fake Slack takes answers to commands (`response_url`).
+const RESPONSE_PATH: &str = "/commands/T0TEAM/1/x";
+
 async fn command_as(w: &SlackWorld, user: &str, text: &str) -> String {
-    let body = command_body(text).replace("user_id=UALICE", &format!("user_id={user}"));
+    // Answers that come later go to the fake Slack, not to hooks.slack.com.
+    let response_url = format!("{}{RESPONSE_PATH}", w.slack_api.uri()).replace(':', "%3A").replace('/', "%2F");
+    let body = command_body(text)
+        .replace("user_id=UALICE", &format!("user_id={user}"))
+        .replace("https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT0TEAM%2F1%2Fx", &response_url);
     let response = w.post_signed("/slack/commands", &body, &[]).await;
     assert_eq!(response.status(), 200);
     let answer: Value = response.json().await.unwrap();
     assert_eq!(answer["response_type"], "ephemeral");
     answer["text"].as_str().unwrap().to_owned()
+}
+
+/// A forget request whose worker fails halfway (after deleting the messages, before
+/// the channel summary is wiped) is finished by the redelivery: the summary made from
+/// them goes too, and the caller gets one answer, which says the first attempt's part
+/// is not counted.
+#[tokio::test]
+async fn a_forget_request_that_fails_halfway_is_finished_and_answered_once() {
+    use kuuki::ports::{ChannelStateStore, MessageStore};
+    let w = SlackWorld::start(&[], true).await;
+    Mock::given(method("POST"))
+        .and(path(RESPONSE_PATH))
+        .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
+        .mount(&w.slack_api)
+        .await;
+    let channel = ChannelId(CH.into());
+    w.send_event(message(CH, "UALICE", "my cat is Miso", &w.ts(0, 1)), &[]).await;
+    w.run_for(60.0).await;
+    let summarized = kuuki::domain::ChannelMemory {
+        summary: "someone has a cat".into(),
+        updated_at: Some(w.clock.now()),
+        ..Default::default()
+    };
+    w.store.set_channel_memory(&channel, summarized).await.unwrap();
+
+    let ack = command(&w, "forget-me").await;
+    assert!(ack.starts_with("kuuki is forgetting you"), "{ack}");
+    w.store.fail_next_writes(1);
+    assert_eq!(w.run_for_counting(1.0).await, 1, "the first attempt dies wiping the summary");
+    assert!(w.store.messages_after(&channel, None, 10).await.unwrap().is_empty(), "its messages went first");
+    assert_eq!(w.store.channel_state(&channel).await.unwrap().memory.summary, "someone has a cat");
+    let answers = || async {
+        let requests = w.slack_api.received_requests().await.unwrap_or_default();
+        requests
+            .iter()
+            .filter(|r| r.url.path() == RESPONSE_PATH)
+            .map(|r| r.body_json::<Value>().unwrap())
+            .collect::<Vec<_>>()
+    };
+    assert!(answers().await.is_empty(), "no answer before it is done");
+
+    w.run_for(1500.0).await;
+    assert_eq!(w.store.channel_state(&channel).await.unwrap().memory.summary, "", "wiped, to be made anew");
+    let answered = answers().await;
+    assert_eq!(answered.len(), 1, "{answered:?}");
+    let text = answered[0]["text"].as_str().unwrap();
+    assert!(text.contains("An earlier attempt was interrupted"), "{text}");
 }
 
 #[tokio::test]
@@ -663,7 +717,21 @@ async fn forget_me_over_a_signed_slash_command_removes_the_caller_only() {
     assert!(refused.starts_with("Sorry, only workspace admins and owners"), "{refused}");
     assert_eq!(stored(&w).await.len(), 2, "refused, so nothing forgotten");
 
-    let answer = command(&w, "forget-me").await;
+    Mock::given(method("POST"))
+        .and(path(RESPONSE_PATH))
+        .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
+        .mount(&w.slack_api)
+        .await;
+    let ack = command(&w, "forget-me").await;
+    assert!(ack.starts_with("kuuki is forgetting you"), "answered within Slack's 3 s: {ack}");
+    assert_eq!(stored(&w).await.len(), 2, "forgetting is the worker's");
+    w.run_for(1.0).await;
+    let answers = w.slack_api.received_requests().await.unwrap_or_default();
+    let answers: Vec<Value> =
+        answers.iter().filter(|r| r.url.path() == RESPONSE_PATH).map(|r| r.body_json().unwrap()).collect();
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    assert_eq!(answers[0]["response_type"], "ephemeral");
+    let answer = answers[0]["text"].as_str().unwrap();
     assert!(answer.starts_with("Forgotten you: 1 stored message(s)"), "{answer}");
     let left: Vec<String> = stored(&w).await.into_iter().map(|m| m.user.0.to_string()).collect();
     assert_eq!(left, ["UBOB"]);

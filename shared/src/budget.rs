@@ -132,7 +132,9 @@ impl JobKind {
             Job::Respond { .. } | Job::Open { .. } => JobKind::Respond,
             // Runs on the summarize worker; it asks no model itself.
             Job::Summarize { .. } | Job::Remember { .. } => JobKind::Summarize,
-            Job::Reflect { .. } | Job::SweepFacts => JobKind::Reflect,
+            // Forgetting someone is memory upkeep: the reflect worker may already change
+            // facts and notes; it also deletes messages and profiles for this.
+            Job::Reflect { .. } | Job::SweepFacts | Job::Forget { .. } => JobKind::Reflect,
         }
     }
 

@@ -571,6 +571,9 @@ pub trait Chat: Send + Sync {
     ) -> PortResult<Option<FoundPost>>;
     /// A display name for prompts; the id itself when the platform has none.
     async fn user_name(&self, user: &UserId) -> PortResult<String>;
+    /// Answers a slash command after the fact, the way back it gave
+    /// ([`crate::domain::CommandReply`]): the caller alone sees the answer.
+    async fn answer_command(&self, reply: &crate::domain::CommandReply, text: &str) -> PortResult<()>;
     /// Whether the platform says `user` administers the workspace (Slack: admin or
     /// owner), which lets them change how kuuki takes part. An error when it cannot
     /// tell (never a guess). Platforms whose requests carry the caller's permissions

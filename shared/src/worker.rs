@@ -31,6 +31,9 @@ pub async fn run_job(deps: &Deps, job: &Job) -> PortResult<()> {
         Job::SweepFacts => crate::memory::reflect::sweep(deps).await,
         Job::Remember { thread, ts } => crate::memory::remember(deps, thread, ts).await,
         Job::Open { thread, ts } => respond::opener::handle(deps, thread, ts).await,
+        Job::Forget { channel, user, whom, ts, reply } => {
+            crate::memory::forget::carry_out(deps, channel, user, whom, ts, reply).await
+        }
     }
 }
 
@@ -56,7 +59,11 @@ impl Pool {
             Job::Respond { mode: RespondMode::Direct, .. } => Pool::RespondDirect,
             Job::Respond { .. } | Job::Open { .. } => Pool::RespondAmbient,
             Job::Judge { .. } => Pool::Judge,
-            Job::Summarize { .. } | Job::Reflect { .. } | Job::SweepFacts | Job::Remember { .. } => Pool::Memory,
+            Job::Summarize { .. }
+            | Job::Reflect { .. }
+            | Job::SweepFacts
+            | Job::Remember { .. }
+            | Job::Forget { .. } => Pool::Memory,
         }
     }
 

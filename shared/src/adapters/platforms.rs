@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::domain::{ChannelId, Ts, UserId, is_discord_id};
+use crate::domain::{ChannelId, CommandReply, Ts, UserId, is_discord_id};
 use crate::ports::{Chat, FoundPost, PortError, PortResult, Post};
 
 pub struct PlatformChat {
@@ -50,6 +50,18 @@ impl Chat for PlatformChat {
 
     async fn is_workspace_admin(&self, user: &UserId) -> PortResult<bool> {
         self.for_id(&user.0)?.is_workspace_admin(user).await
+    }
+
+    async fn answer_command(&self, reply: &CommandReply, text: &str) -> PortResult<()> {
+        let (chat, platform) = match reply {
+            CommandReply::Slack { .. } => (&self.slack, "slack"),
+            CommandReply::Discord { .. } => (&self.discord, "discord"),
+        };
+        let chat = chat.as_ref().ok_or_else(|| PortError::Rejected {
+            backend: platform,
+            message: format!("a command answer for {platform}, which this process does not serve"),
+        })?;
+        chat.answer_command(reply, text).await
     }
 
     fn max_message_chars(&self, channel: &ChannelId) -> Option<usize> {

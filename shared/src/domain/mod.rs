@@ -320,6 +320,50 @@ pub enum Job {
         thread: ThreadKey,
         ts: Ts,
     },
+    /// Forget a person (`/kuuki forget-me`, or a manager's `/kuuki forget @user`) asked
+    /// in `channel`: done by a worker, not within the platform's 3 s for an answer, and
+    /// what was removed is then shown to whoever asked.
+    Forget {
+        channel: ChannelId,
+        user: UserId,
+        /// How the answer names them: "you", or `<@U…>`.
+        whom: String,
+        /// When it was asked: each request is carried out and answered once.
+        ts: Ts,
+        reply: CommandReply,
+    },
+}
+
+/// Where the answer to a slash command goes when a worker has it: the command's own
+/// way back to the caller, valid for a while after the command.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "platform", rename_all = "snake_case")]
+pub enum CommandReply {
+    /// Slack's `response_url` (30 minutes, 5 uses): an ephemeral message to the caller.
+    Slack { response_url: String },
+    /// Discord's interaction webhook (15 minutes): the answer replaces the command's
+    /// first reply.
+    Discord { application_id: String, token: String },
+}
+
+impl CommandReply {
+    /// Whether sending the answer again leaves one answer (Discord edits the reply in
+    /// place; Slack would show a second message).
+    pub fn safe_to_repeat(&self) -> bool {
+        matches!(self, CommandReply::Discord { .. })
+    }
+}
+
+// Both carry a credential to answer as kuuki: never in a log line.
+impl fmt::Debug for CommandReply {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CommandReply::Slack { .. } => f.write_str("CommandReply::Slack { response_url: <hidden> }"),
+            CommandReply::Discord { application_id, .. } => {
+                write!(f, "CommandReply::Discord {{ application_id: {application_id:?}, token: <hidden> }}")
+            }
+        }
+    }
 }
 
 /// A job as it travels through a queue: versioned JSON.
@@ -348,7 +392,7 @@ impl Job {
             | Job::Respond { thread, .. }
             | Job::Remember { thread, .. }
             | Job::Open { thread, .. } => &thread.channel,
-            Job::Summarize { channel, .. } | Job::Reflect { channel, .. } => channel,
+            Job::Summarize { channel, .. } | Job::Reflect { channel, .. } | Job::Forget { channel, .. } => channel,
         }
     }
 
@@ -359,7 +403,9 @@ impl Job {
             | Job::Respond { thread, .. }
             | Job::Remember { thread, .. }
             | Job::Open { thread, .. } => thread.clone(),
-            Job::Summarize { channel, .. } | Job::Reflect { channel, .. } => ThreadKey::top_level(channel.clone()),
+            Job::Summarize { channel, .. } | Job::Reflect { channel, .. } | Job::Forget { channel, .. } => {
+                ThreadKey::top_level(channel.clone())
+            }
             Job::SweepFacts => ThreadKey::top_level(self.channel().clone()),
         }
     }
@@ -373,14 +419,19 @@ impl Job {
             | Job::Summarize { ts, .. }
             | Job::Reflect { ts, .. }
             | Job::Remember { ts, .. }
-            | Job::Open { ts, .. } => ts,
+            | Job::Open { ts, .. }
+            | Job::Forget { ts, .. } => ts,
         }
     }
 
     /// The key under which a queue may deduplicate this job.
     pub fn dedup_key(&self) -> String {
         let thread = self.thread();
-        let root = thread.root.as_ref().map(Ts::as_str).unwrap_or("-");
+        // A forget request is one person's: two asked at once are two requests.
+        let root = match self {
+            Job::Forget { user, .. } => user.as_str(),
+            _ => thread.root.as_ref().map(Ts::as_str).unwrap_or("-"),
+        };
         let kind = match self {
             Job::Judge { .. } => "judge",
             Job::Respond { .. } => "respond",
@@ -389,6 +440,7 @@ impl Job {
             Job::Remember { .. } => "remember",
             Job::SweepFacts => "sweep_facts",
             Job::Open { .. } => "open",
+            Job::Forget { .. } => "forget",
         };
         format!("{kind}:{}:{root}:{}", thread.channel, self.ts())
     }
@@ -648,4 +700,28 @@ pub struct Persona {
     pub aliases: Vec<String>,
     #[serde(default)]
     pub topics: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A job's debug form (logged when it fails) hides the way back to the caller.
+    #[test]
+    fn a_command_reply_keeps_its_credential_out_of_logs() {
+        let job = Job::Forget {
+            channel: ChannelId("C1".into()),
+            user: UserId("U1".into()),
+            whom: "you".into(),
+            ts: Ts::new("1.000001"),
+            reply: CommandReply::Slack { response_url: "https://hooks.slack.com/commands/T1/2/secret".into() },
+        };
+        let logged = format!("{job:?}");
+        assert!(!logged.contains("secret") && logged.contains("<hidden>"), "{logged}");
+        let discord = CommandReply::Discord { application_id: "1".into(), token: "tok-secret".into() };
+        assert!(!format!("{discord:?}").contains("tok-secret"));
+        // The queue carries it in full.
+        let json = serde_json::to_string(&JobEnvelope::new(job.clone())).unwrap();
+        assert_eq!(serde_json::from_str::<JobEnvelope>(&json).unwrap().job, job);
+    }
 }

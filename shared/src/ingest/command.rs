@@ -11,7 +11,7 @@ use serde::Deserialize;
 use thiserror::Error;
 
 use crate::deps::Deps;
-use crate::domain::{ChannelId, Decision, Familiarity, Timestamp, UserId, is_discord_id};
+use crate::domain::{ChannelId, CommandReply, Decision, Familiarity, Timestamp, UserId, is_discord_id};
 use crate::ports::{ClaimOutcome, PortResult, Post, Shadow};
 
 /// The form fields of a slash command request that kuuki reads.
@@ -28,6 +28,23 @@ pub struct SlashCommand {
     /// request's form: a caller cannot vouch for themselves.
     #[serde(skip)]
     pub may_manage_channel: Option<bool>,
+    /// Slack's way back to the caller for an answer that takes longer than the
+    /// request may (see [`SlashCommand::reply`]).
+    #[serde(default)]
+    pub response_url: Option<String>,
+    /// Discord's way back (the interaction's webhook); Slack's is `response_url`.
+    #[serde(skip)]
+    pub discord_reply: Option<CommandReply>,
+}
+
+impl SlashCommand {
+    /// How to answer the caller later: a command without one (a replay's) is answered
+    /// in full at once.
+    pub fn reply(&self) -> Option<CommandReply> {
+        self.discord_reply
+            .clone()
+            .or_else(|| self.response_url.clone().map(|response_url| CommandReply::Slack { response_url }))
+    }
 }
 
 #[derive(Debug, Error, PartialEq)]
@@ -87,6 +104,30 @@ pub async fn caller_may_manage(deps: &Deps, command: &SlashCommand) -> PortResul
     }
 }
 
+/// Forgets `user`: queued for a worker when the command has a way back for the answer
+/// (forgetting someone who wrote much, in many channels, takes longer than the 3 s a
+/// platform waits), at once otherwise.
+async fn forget(
+    deps: &Deps,
+    command: &SlashCommand,
+    channel: &ChannelId,
+    user: UserId,
+    whom: &str,
+) -> PortResult<Answer> {
+    let Some(reply) = command.reply() else {
+        return Ok(crate::memory::forget::forget_user(deps, &user, channel, false).await?.describe(whom).into());
+    };
+    let job = crate::domain::Job::Forget {
+        channel: channel.clone(),
+        user,
+        whom: whom.to_owned(),
+        ts: crate::domain::Ts::from_timestamp(deps.clock.now()),
+        reply,
+    };
+    deps.enqueue_after(job, Duration::ZERO).await?;
+    Ok(format!("kuuki is forgetting {whom}; what was removed will show here in a moment.").into())
+}
+
 /// The polite no for someone who may not change this, naming who can.
 pub fn refusal(deps: &Deps, command: &SlashCommand) -> String {
     let platform_managers = if is_discord_id(&command.channel_id) {
@@ -137,7 +178,7 @@ async fn answer_command(deps: &Deps, command: &SlashCommand) -> PortResult<Answe
         "memory" => return Ok(memory(deps, &channel, &UserId(command.user_id.as_str().into()), now).await?.into()),
         "forget-me" => {
             let user = UserId(command.user_id.as_str().into());
-            return Ok(crate::memory::forget::forget_user(deps, &user, &channel).await?.describe("you").into());
+            return forget(deps, command, &channel, user, "you").await;
         }
         "mute" | "unmute" | "shadow" | "forget" => {}
         _ => return Ok(USAGE.into()),
@@ -158,7 +199,7 @@ async fn answer_command(deps: &Deps, command: &SlashCommand) -> PortResult<Answe
             return Ok(format!("Whom should kuuki forget? {USAGE}").into());
         };
         let whom = format!("<@{}>", user.0);
-        return Ok(crate::memory::forget::forget_user(deps, &user, &channel).await?.describe(&whom).into());
+        return forget(deps, command, &channel, user, &whom).await;
     }
     let Some(change) = parse_change(verb, &args) else { return Ok(USAGE.into()) };
     let state = deps.channels.channel_state(&channel).await?;

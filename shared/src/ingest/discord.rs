@@ -10,7 +10,7 @@ use super::command::{SlashCommand, run_command};
 use super::{Incoming, ingest, ingest_retry};
 use crate::adapters::discord::{DiscordEventError, DiscordIdentity, Normalized, normalize_dispatch};
 use crate::deps::Deps;
-use crate::domain::{Author, ChannelId, Message, Ts, UserId, deferred_interaction_key};
+use crate::domain::{Author, ChannelId, CommandReply, Message, Ts, UserId, deferred_interaction_key};
 use crate::ports::PortError;
 
 #[derive(Debug, Error)]
@@ -155,8 +155,15 @@ pub async fn handle_interaction(deps: &Deps, body: &[u8]) -> Result<Value, Disco
         (None, Some(user)) => (user, None),
         (None, None) => return Err(bad("an application command without a user".into())),
     };
+    // The interaction's webhook: a slow command's answer replaces its first reply.
+    let way_back = match (&interaction.application_id, &interaction.token) {
+        (Some(application_id), Some(token)) => {
+            Some(CommandReply::Discord { application_id: application_id.clone(), token: token.clone() })
+        }
+        _ => None,
+    };
     let Some(sub) = data.options.into_iter().next() else {
-        return Ok(reply(&run(deps, &channel_id, &user.id, may_manage, "status").await?));
+        return Ok(reply(&run(deps, &channel_id, &user.id, may_manage, "status", way_back).await?));
     };
     let text = match sub.name.as_str() {
         "ask" => {
@@ -188,20 +195,29 @@ pub async fn handle_interaction(deps: &Deps, body: &[u8]) -> Result<Value, Disco
         "forget" => format!("forget {}", option_text(&sub.options, "user").unwrap_or_default()),
         other => other.to_owned(),
     };
-    Ok(reply(&run(deps, &channel_id, &user.id, may_manage, &text).await?))
+    Ok(reply(&run(deps, &channel_id, &user.id, may_manage, &text, way_back).await?))
 }
 
 fn duration_option(options: &[CommandOption]) -> Option<String> {
     option_text(options, "duration").or_else(|| option_text(options, "minutes"))
 }
 
-async fn run(deps: &Deps, channel: &str, user: &str, may_manage: bool, text: &str) -> Result<String, PortError> {
+async fn run(
+    deps: &Deps,
+    channel: &str,
+    user: &str,
+    may_manage: bool,
+    text: &str,
+    way_back: Option<CommandReply>,
+) -> Result<String, PortError> {
     let command = SlashCommand {
         command: "/kuuki".into(),
         text: text.split_whitespace().collect::<Vec<_>>().join(" "),
         channel_id: channel.to_owned(),
         user_id: user.to_owned(),
         may_manage_channel: Some(may_manage),
+        response_url: None,
+        discord_reply: way_back,
     };
     run_command(deps, &command).await
 }

@@ -6,14 +6,113 @@
 //! is finished by running it again; the person's profile goes last because it lists
 //! the channels to look in.
 
+use std::time::Duration;
+
 use super::keywords::contains_phrase;
 use crate::deps::Deps;
-use crate::domain::{ChannelId, ChannelMemory, EventKind, Job, Ts, UserId, WorkspaceMemory};
-use crate::ports::PortResult;
+use crate::domain::{ChannelId, ChannelMemory, CommandReply, EventKind, Job, Ts, UserId, WorkspaceMemory};
+use crate::ports::{ClaimOutcome, PortResult};
 use crate::record::record;
 
+/// A request is remembered as answered (and what it removed, between attempts) past
+/// the time the caller's way back stays valid (Slack's 30 minutes).
+const REQUEST_KEEP: Duration = Duration::from_secs(24 * 60 * 60);
+/// Marks a request that began without finishing (see [`carry_out`]).
+const STARTED: &str = "started";
+
+impl std::ops::Add for Forgotten {
+    type Output = Forgotten;
+    fn add(self, more: Forgotten) -> Forgotten {
+        Forgotten {
+            messages: self.messages + more.messages,
+            facts_removed: self.facts_removed + more.facts_removed,
+            facts_edited: self.facts_edited + more.facts_edited,
+            notes: self.notes + more.notes,
+            summaries: self.summaries + more.summaries,
+            profile: self.profile || more.profile,
+        }
+    }
+}
+
+/// A queued forget request (`Job::Forget`): forgets `user` (safe to repeat) and shows
+/// what went to whoever asked, once. What a run removed is kept until the answer is
+/// out, so a redelivery after a finished run answers with it, not with "nothing
+/// stored"; a run that died halfway leaves only a mark, and the answer says its part
+/// is not counted. An answer whose sending may have gone out (a worker died after
+/// starting to send) is sent again only where that edits it (Discord), never as a
+/// second message (Slack).
+pub async fn carry_out(
+    deps: &Deps,
+    channel: &ChannelId,
+    user: &UserId,
+    whom: &str,
+    ts: &Ts,
+    reply: &CommandReply,
+) -> PortResult<()> {
+    let key = format!("forget:{channel}:{user}:{ts}");
+    let now = deps.clock.now();
+    let resumed = match deps.ledger.claim(&key, now, deps.budget.claim_lease()).await? {
+        ClaimOutcome::Completed => return Ok(()),
+        ClaimOutcome::InProgress { until } => return Err(ClaimOutcome::busy(&key, until, now)),
+        ClaimOutcome::Claimed => false,
+        ClaimOutcome::Resumed => true,
+    };
+    match forget_and_answer(deps, &key, channel, user, whom, reply, resumed).await {
+        Ok(()) => deps.ledger.complete(&key, deps.clock.now(), REQUEST_KEEP).await,
+        Err(error) => {
+            // The redelivery need not wait out this attempt's lease (a posting mark stays).
+            if let Err(release) = deps.ledger.release(&key).await {
+                tracing::warn!(error = %release, %key, "could not release a failed forget request");
+            }
+            Err(error)
+        }
+    }
+}
+
+async fn forget_and_answer(
+    deps: &Deps,
+    key: &str,
+    channel: &ChannelId,
+    user: &UserId,
+    whom: &str,
+    reply: &CommandReply,
+    resumed: bool,
+) -> PortResult<()> {
+    let now = deps.clock.now();
+    let progress = format!("{key}:removed");
+    let until = now + REQUEST_KEEP;
+    let earlier = deps.ledger.cache_get(&progress, now).await?;
+    if earlier.is_none() {
+        deps.ledger.cache_put(&progress, STARTED, until).await?;
+    }
+    // Only a run that died inside `forget_user` may have left a summary unwiped.
+    let died_halfway = earlier.as_deref() == Some(STARTED);
+    let removed = forget_user(deps, user, channel, died_halfway).await?;
+    let (removed, interrupted) = match earlier.as_deref() {
+        None => (removed, false),
+        Some(STARTED) => (removed, true),
+        Some(json) => match serde_json::from_str::<Forgotten>(json) {
+            Ok(before) => (before + removed, false),
+            Err(_) => (removed, true),
+        },
+    };
+    let json = serde_json::to_string(&removed).expect("counts encode");
+    deps.ledger.cache_put(&progress, &json, until).await?;
+    if resumed && !reply.safe_to_repeat() {
+        tracing::warn!(%channel, %user, "a forget answer may have gone out before a worker died; not sent again");
+    } else {
+        let mut text = removed.describe(whom);
+        if interrupted {
+            text.push_str(" (An earlier attempt was interrupted: what it removed is not counted here.)");
+        }
+        deps.ledger.mark_posting(key).await?;
+        deps.chat.answer_command(reply, &text).await?;
+    }
+    Ok(())
+}
+
 /// What a forget request removed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Forgotten {
     pub messages: usize,
     /// Facts they were the only source of (or that name them).
@@ -50,7 +149,10 @@ impl Forgotten {
 /// only they were the source of (or that name them), their name from the facts of
 /// several sources, and the channel summaries they appear in, which are made anew from
 /// the messages left. `requested_in` is searched even when no profile lists it.
-pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId) -> PortResult<Forgotten> {
+/// `again`: an earlier run of this request may have deleted their messages and died
+/// before making the summaries anew, so every summary is made anew (whether a channel
+/// held their messages is no longer known).
+pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId, again: bool) -> PortResult<Forgotten> {
     let mut done = Forgotten::default();
     let profile = deps.facts.profile(user).await?;
     // Older facts name people as the model wrote them: by display name.
@@ -91,7 +193,7 @@ pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId) -
         let memory = &state.memory;
         let in_memory =
             memory.active_users.iter().any(|u| mentions(u)) || mentions(&memory.summary) || mentions(&memory.history);
-        if memory.updated_at.is_some() && (messages > 0 || in_memory) {
+        if memory.updated_at.is_some() && (messages > 0 || in_memory || again) {
             remake_memory(deps, channel, memory).await?;
             done.summaries += 1;
         }

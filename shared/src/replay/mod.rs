@@ -200,6 +200,9 @@ impl Replay {
                     user_id: line.user.clone(),
                     // A transcript's managers are the ones `COMMAND_MANAGERS` names.
                     may_manage_channel: None,
+                    // No way back: the answer is logged at once.
+                    response_url: None,
+                    discord_reply: None,
                 };
                 run_command(&self.deps, &command).await?;
                 self.log.swap(&mut self.events);

@@ -23,7 +23,7 @@ use tokio::time::Instant;
 
 use super::DiscordIdentity;
 use crate::adapters::retry::{RetryPolicy, http_client};
-use crate::domain::{ChannelId, Ts, UserId};
+use crate::domain::{ChannelId, CommandReply, Ts, UserId, is_discord_id};
 use crate::ports::{Chat, FoundPost, PortError, PortResult, Post};
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -333,6 +333,32 @@ impl Chat for DiscordClient {
 
     fn max_message_chars(&self, _channel: &ChannelId) -> Option<usize> {
         Some(MAX_MESSAGE_CHARS)
+    }
+
+    /// Replaces the interaction's first reply with the answer (PATCH `@original`):
+    /// editing it again leaves one answer, so a redelivery may send it again.
+    async fn answer_command(&self, reply: &CommandReply, text: &str) -> PortResult<()> {
+        let CommandReply::Discord { application_id, token } = reply else {
+            return Err(PortError::Rejected {
+                backend: "discord",
+                message: "a command answer for another platform".into(),
+            });
+        };
+        // Both go into the path: a snowflake and a token's URL-safe characters only.
+        let url_safe = |text: &str| {
+            !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        };
+        if !is_discord_id(application_id) || !url_safe(token) {
+            return Err(PortError::Rejected {
+                backend: "discord",
+                message: "a malformed interaction to answer".into(),
+            });
+        }
+        let body = json!({ "content": clip(text), "allowed_mentions": {"parse": []} });
+        let path = format!("/webhooks/{application_id}/{token}/messages/@original");
+        let route = "PATCH /webhooks/{id}/{token}/messages/@original";
+        self.call::<Value>(Method::PATCH, &path, route, Some(&body)).await?;
+        Ok(())
     }
 
     async fn user_name(&self, user: &UserId) -> PortResult<String> {

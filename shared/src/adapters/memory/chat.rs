@@ -3,7 +3,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use super::TsMint;
-use crate::domain::{ChannelId, Ts, UserId};
+use crate::domain::{ChannelId, CommandReply, Ts, UserId};
 use crate::ports::{Chat, Clock, FoundPost, PortError, PortResult, Post};
 
 /// One call kuuki made to the chat platform.
@@ -11,6 +11,7 @@ use crate::ports::{Chat, Clock, FoundPost, PortError, PortResult, Post};
 pub enum ChatCall {
     Post { post: Post, ts: Ts },
     Reaction { channel: ChannelId, ts: Ts, emoji: String },
+    CommandAnswer { reply: CommandReply, text: String },
 }
 
 /// A chat platform that records every call (replay and tests). It can be told to fail
@@ -117,6 +118,15 @@ impl Chat for RecordingChat {
 
     async fn user_name(&self, user: &UserId) -> PortResult<String> {
         Ok(user.0.to_string())
+    }
+
+    async fn answer_command(&self, reply: &CommandReply, text: &str) -> PortResult<()> {
+        self.check_failure()?;
+        self.calls
+            .lock()
+            .expect("chat lock")
+            .push(ChatCall::CommandAnswer { reply: reply.clone(), text: text.to_owned() });
+        Ok(())
     }
 
     fn max_message_chars(&self, _channel: &ChannelId) -> Option<usize> {

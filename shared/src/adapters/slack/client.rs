@@ -16,7 +16,7 @@ use thiserror::Error;
 
 use super::SlackIdentity;
 use crate::adapters::retry::{RetryPolicy, http_client, retry_after};
-use crate::domain::{ChannelId, Ts, UserId};
+use crate::domain::{ChannelId, CommandReply, Ts, UserId};
 use crate::ports::{Chat, FoundPost, PortError, PortResult, Post};
 
 /// One call's timeout unless [`SlackClient::with_timeout`] sets `CHAT_TIMEOUT_SECONDS`.
@@ -101,6 +101,15 @@ impl SlackClient {
         self.http = http_client(timeout);
         self.timeout = timeout;
         self
+    }
+
+    /// Whether `url` is where Slack takes answers to commands: `https://hooks.slack.com`,
+    /// or the origin of the API base this client was given (a local stand-in).
+    fn may_answer_at(&self, url: &str) -> bool {
+        let origin = |url: &reqwest::Url| (url.scheme().to_owned(), url.host_str().map(str::to_owned), url.port());
+        let Ok(url) = reqwest::Url::parse(url) else { return false };
+        let slack = url.scheme() == "https" && url.host_str() == Some("hooks.slack.com") && url.port().is_none();
+        slack || reqwest::Url::parse(&self.base_url).is_ok_and(|base| origin(&base) == origin(&url))
     }
 
     /// Who the token belongs to: the bot's user id and bot id.
@@ -264,6 +273,41 @@ impl Chat for SlackClient {
         Ok(self.user_info(user).await?.name)
     }
 
+    /// POSTs the answer to the command's `response_url` (no token: the URL is the
+    /// credential). Only a URL on Slack's hooks host (or on the API base this client
+    /// was given, for a stand-in) is called: a queued job never sends kuuki's answers
+    /// elsewhere.
+    async fn answer_command(&self, reply: &CommandReply, text: &str) -> PortResult<()> {
+        let CommandReply::Slack { response_url } = reply else {
+            return Err(PortError::Rejected {
+                backend: "slack",
+                message: "a command answer for another platform".into(),
+            });
+        };
+        if !self.may_answer_at(response_url) {
+            return Err(PortError::Rejected {
+                backend: "slack",
+                message: "a response_url that is not on hooks.slack.com; not called".into(),
+            });
+        }
+        let body = json!({ "response_type": "ephemeral", "text": text });
+        let response = self.http.post(response_url).json(&body).send().await.map_err(|e| PortError::Backend {
+            backend: "slack",
+            message: format!("response_url: {}", e.without_url()),
+        })?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        // An expired or used-up URL (404 `expired_url`, `used_url`) stays so: give up.
+        let message = format!("response_url answered HTTP {status}");
+        if status.is_client_error() && status != reqwest::StatusCode::TOO_MANY_REQUESTS {
+            Err(PortError::Rejected { backend: "slack", message })
+        } else {
+            Err(PortError::Backend { backend: "slack", message })
+        }
+    }
+
     /// `users.info`'s `is_admin`, `is_owner` or `is_primary_owner`.
     async fn is_workspace_admin(&self, user: &UserId) -> PortResult<bool> {
         self.user_info(user).await?.admin.ok_or_else(|| PortError::Rejected {
@@ -344,5 +388,38 @@ mod answers {
     pub(super) struct Profile {
         pub display_name: Option<String>,
         pub real_name: Option<String>,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A queued answer goes to Slack's hooks host over https, or to the stand-in the
+    /// client was pointed at; anywhere else is refused before any request.
+    #[test]
+    fn command_answers_go_only_to_slack() {
+        let client = SlackClient::new("http://127.0.0.1:4010/api", "xoxb-test");
+        for (url, allowed) in [
+            ("https://hooks.slack.com/commands/T1/2/x", true),
+            ("http://127.0.0.1:4010/commands/T1/2/x", true),
+            ("http://hooks.slack.com/commands/T1/2/x", false),
+            ("https://hooks.slack.com:8443/commands/T1/2/x", false),
+            ("https://hooks.slack.com.example.net/commands", false),
+            ("https://example.net/commands/T1/2/x", false),
+            ("http://127.0.0.1:4011/commands/T1/2/x", false),
+            ("not a url", false),
+        ] {
+            assert_eq!(client.may_answer_at(url), allowed, "{url}");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_answer_for_elsewhere_is_refused_unsent() {
+        let client = SlackClient::new("http://127.0.0.1:9/api", "xoxb-test");
+        let reply = CommandReply::Slack { response_url: "https://example.net/hook".into() };
+        let refused = client.answer_command(&reply, "done").await.unwrap_err();
+        assert!(matches!(refused, PortError::Rejected { .. }), "{refused:?}");
+        assert!(!refused.to_string().contains("example.net"), "the URL is a credential: {refused}");
     }
 }
