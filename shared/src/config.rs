@@ -103,7 +103,7 @@ settings_doc! {
     "JUDGE_QUEUE_URL", "", "SQS queue of JUDGE jobs.";
     "RESPOND_QUEUE_URL", "", "SQS queue of RESPOND jobs.";
     "SUMMARIZE_QUEUE_URL", "", "SQS queue of SUMMARIZE jobs (and REMEMBER jobs, which queue them).";
-    "REFLECT_QUEUE_URL", "", "SQS queue of REFLECT jobs.";
+    "REFLECT_QUEUE_URL", "", "SQS queue of REFLECT jobs (and FORGET jobs: forgetting a person on request).";
     "JUDGE_QUEUE_ARN", "", "ARN of the JUDGE queue (the scheduler's target).";
     "RESPOND_QUEUE_ARN", "", "ARN of the RESPOND queue (the scheduler's target).";
     "SUMMARIZE_QUEUE_ARN", "", "ARN of the SUMMARIZE queue (the scheduler's target).";
