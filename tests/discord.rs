@@ -223,6 +223,17 @@ fn command(sub: &str, options: Value) -> Value {
     command_with_permissions(sub, options, "0")
 }
 
+/// The interaction as sent in the caller's DM with kuuki: no member, no server.
+fn sent_in_dm(mut interaction: Value) -> Value {
+    let user = interaction["member"]["user"].take();
+    let fields = interaction.as_object_mut().unwrap();
+    fields.remove("member");
+    fields.remove("guild_id");
+    interaction["user"] = user;
+    interaction["context"] = json!(1);
+    interaction
+}
+
 /// Discord's MANAGE_CHANNELS permission bit, as the member's permissions carry it.
 const MANAGE_CHANNELS: &str = "16";
 
@@ -386,12 +397,7 @@ async fn only_members_who_manage_the_channel_may_mute_or_shadow_kuuki() {
     assert_eq!(w.posts().await.len(), 1, "announced once");
 
     // In a DM with kuuki (no member) its one person manages it.
-    let mut in_dm = command("shadow", json!([{"name": "duration", "type": 3, "value": "30m"}]));
-    let dm_user = in_dm["member"]["user"].take();
-    in_dm.as_object_mut().unwrap().remove("member");
-    in_dm.as_object_mut().unwrap().remove("guild_id");
-    in_dm["user"] = dm_user;
-    in_dm["context"] = json!(1);
+    let mut in_dm = sent_in_dm(command("shadow", json!([{"name": "duration", "type": 3, "value": "30m"}])));
     let shadowed = content(w.interaction(&in_dm).await.json().await.unwrap());
     assert!(shadowed.starts_with("Shadow mode on until 2026-01-05 09:30 UTC"), "{shadowed}");
     // In a group DM nobody does (but COMMAND_MANAGERS).
@@ -612,6 +618,29 @@ async fn a_signed_interaction_kuuki_cannot_read_is_a_400_that_stores_nothing() {
     assert!(w.posts().await.is_empty());
 }
 
+/// A forget request whose way back has expired (Discord refuses the edit) is still
+/// carried out, and the job ends there instead of failing until the dead-letter queue.
+#[tokio::test]
+async fn a_forget_whose_interaction_expired_is_done_without_an_answer() {
+    let w = World::start(ANSWER).await;
+    Mock::given(method("PATCH"))
+        .and(path("/webhooks/1/expired-token/messages/@original"))
+        .respond_with(ResponseTemplate::new(404).set_body_json(json!({"message": "Unknown Webhook", "code": 10015})))
+        .with_priority(1)
+        .mount(&w.api)
+        .await;
+    assert_eq!(w.relay("MESSAGE_CREATE", message(&w.id_now(), ALICE, "my cat is Miso"), &[]).await.status(), 200);
+    let mut forget_me = command("forget-me", json!([]));
+    forget_me["token"] = json!("expired-token");
+    let ack = w.interaction(&forget_me).await.json::<Value>().await.unwrap();
+    assert!(ack["data"]["content"].as_str().unwrap().starts_with("kuuki is forgetting you"), "{ack}");
+    w.run_for(1.0).await;
+    assert_eq!(w.requests("PATCH", "/webhooks/1/expired-token/messages/@original").await.len(), 1, "tried once");
+    assert_eq!(w.deps.facts.profile(&UserId(ALICE.into())).await.unwrap(), None, "forgotten all the same");
+    w.run_for(3600.0).await;
+    assert_eq!(w.requests("PATCH", "/webhooks/1/expired-token/messages/@original").await.len(), 1, "not again");
+}
+
 #[tokio::test]
 async fn forget_someone_is_for_members_who_manage_the_channel_and_forget_me_for_everyone() {
     let w = World::start(ANSWER).await;
@@ -628,6 +657,12 @@ async fn forget_someone_is_for_members_who_manage_the_channel_and_forget_me_for_
         content(w.interaction(&command_with_permissions("forget", whom.clone(), "3072")).await.json().await.unwrap());
     assert!(refused.starts_with("Sorry, only members with the Manage Channels permission"), "{refused}");
     assert!(w.deps.facts.profile(&UserId(someone.into())).await.unwrap().is_some(), "refused, so nothing forgotten");
+    // In a DM with kuuki its one person manages that DM, not the people kuuki knows.
+    let in_dm = sent_in_dm(command("forget", whom.clone()));
+    let refused = content(w.interaction(&in_dm).await.json().await.unwrap());
+    assert!(refused.starts_with("Sorry, only"), "{refused}");
+    w.run_for(1.0).await;
+    assert!(w.deps.facts.profile(&UserId(someone.into())).await.unwrap().is_some(), "nothing forgotten from a DM");
 
     // Answered within Discord's 3 s; a worker forgets, then the answer replaces that
     // first reply (the interaction's @original), once.

@@ -369,11 +369,39 @@ async fn command_as(w: &SlackWorld, user: &str, text: &str) -> String {
     let body = command_body(text)
         .replace("user_id=UALICE", &format!("user_id={user}"))
         .replace("https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT0TEAM%2F1%2Fx", &response_url);
+    assert!(body.contains(&response_url), "answers go to the fake Slack, never to hooks.slack.com: {body}");
     let response = w.post_signed("/slack/commands", &body, &[]).await;
     assert_eq!(response.status(), 200);
     let answer: Value = response.json().await.unwrap();
     assert_eq!(answer["response_type"], "ephemeral");
     answer["text"].as_str().unwrap().to_owned()
+}
+
+/// Slack busy for a moment (a 503 at the `response_url`) does not cost the answer: it
+/// is sent again, once it is taken, and only once.
+#[tokio::test]
+async fn a_forget_answer_slack_could_not_take_at_once_is_sent_again() {
+    let w = SlackWorld::start(&[], true).await;
+    Mock::given(method("POST"))
+        .and(path(RESPONSE_PATH))
+        .respond_with(ResponseTemplate::new(503).insert_header("retry-after", "0"))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&w.slack_api)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(RESPONSE_PATH))
+        .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
+        .mount(&w.slack_api)
+        .await;
+    w.send_event(message(CH, "UALICE", "my cat is Miso", &w.ts(0, 1)), &[]).await;
+    let ack = command(&w, "forget-me").await;
+    assert!(ack.starts_with("kuuki is forgetting you"), "{ack}");
+    w.run_for(1.0).await;
+    let requests = w.slack_api.received_requests().await.unwrap_or_default();
+    let tries: Vec<&wiremock::Request> = requests.iter().filter(|r| r.url.path() == RESPONSE_PATH).collect();
+    assert_eq!(tries.len(), 2, "refused once, then taken");
+    assert_eq!(tries[0].body, tries[1].body, "the same answer");
 }
 
 /// A forget request whose worker fails halfway (after deleting the messages, before
@@ -397,7 +425,26 @@ async fn a_forget_request_that_fails_halfway_is_finished_and_answered_once() {
         updated_at: Some(w.clock.now()),
         ..Default::default()
     };
-    w.store.set_channel_memory(&channel, summarized).await.unwrap();
+    w.store.set_channel_memory(&channel, summarized.clone()).await.unwrap();
+    // A channel she never wrote in, with facts (so forgetting looks there) and a summary.
+    let elsewhere = ChannelId("C0OTHER".into());
+    let other_summary = kuuki::domain::ChannelMemory { summary: "the build is green".into(), ..summarized };
+    w.store.set_channel_memory(&elsewhere, other_summary).await.unwrap();
+    let fact = kuuki::domain::Fact {
+        id: "f1".into(),
+        channel: elsewhere.clone(),
+        content: "CI runs nightly".into(),
+        keywords: vec!["ci".into()],
+        source_users: vec!["UBOB".into()],
+        confidence: 0.9,
+        shareable: false,
+        created_at: w.clock.now(),
+        confirmed_at: w.clock.now(),
+        strength: 1,
+        source_messages: Vec::new(),
+        embedding: None,
+    };
+    kuuki::ports::FactStore::put_fact(&*w.store, &fact).await.unwrap();
 
     let ack = command(&w, "forget-me").await;
     assert!(ack.starts_with("kuuki is forgetting you"), "{ack}");
@@ -417,6 +464,8 @@ async fn a_forget_request_that_fails_halfway_is_finished_and_answered_once() {
 
     w.run_for(1500.0).await;
     assert_eq!(w.store.channel_state(&channel).await.unwrap().memory.summary, "", "wiped, to be made anew");
+    let untouched = w.store.channel_state(&elsewhere).await.unwrap().memory.summary.clone();
+    assert_eq!(untouched, "the build is green", "a channel she never wrote in keeps its memory");
     let answered = answers().await;
     assert_eq!(answered.len(), 1, "{answered:?}");
     let text = answered[0]["text"].as_str().unwrap();

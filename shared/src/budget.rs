@@ -60,7 +60,11 @@ impl TimeBudget {
         let (llm_calls, chat_calls) = match kind {
             // The conversation's display names (looked up together, bounded by one call).
             JobKind::Judge => (1, 1),
-            JobKind::Reflect => (1, 0),
+            // A reflection asks the model once; a FORGET (same worker) asks no model, and
+            // looks up the person's display name and sends the answer.
+            JobKind::Reflect => {
+                return (self.llm_call).max(self.chat_call * 2) + self.margin;
+            }
             // A lookup for an earlier attempt's post, the display names, the post.
             JobKind::Respond => (1, 3),
             // The channel's memory, then the workspace's.

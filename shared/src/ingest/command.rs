@@ -15,7 +15,7 @@ use crate::domain::{ChannelId, CommandReply, Decision, Familiarity, Timestamp, U
 use crate::ports::{ClaimOutcome, PortResult, Post, Shadow};
 
 /// The form fields of a slash command request that kuuki reads.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Clone, Deserialize)]
 pub struct SlashCommand {
     pub command: String,
     #[serde(default)]
@@ -35,6 +35,20 @@ pub struct SlashCommand {
     /// Discord's way back (the interaction's webhook); Slack's is `response_url`.
     #[serde(skip)]
     pub discord_reply: Option<CommandReply>,
+}
+
+// The way back is a credential to answer as kuuki: never in a log line.
+impl std::fmt::Debug for SlashCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlashCommand")
+            .field("command", &self.command)
+            .field("text", &self.text)
+            .field("channel_id", &self.channel_id)
+            .field("user_id", &self.user_id)
+            .field("may_manage_channel", &self.may_manage_channel)
+            .field("reply", &self.reply())
+            .finish()
+    }
 }
 
 impl SlashCommand {
@@ -115,7 +129,7 @@ async fn forget(
     whom: &str,
 ) -> PortResult<Answer> {
     let Some(reply) = command.reply() else {
-        return Ok(crate::memory::forget::forget_user(deps, &user, channel, false).await?.describe(whom).into());
+        return Ok(crate::memory::forget::forget_user(deps, &user, channel).await?.describe(whom).into());
     };
     let job = crate::domain::Job::Forget {
         channel: channel.clone(),
@@ -626,7 +640,19 @@ fn mentioned_user(arg: &str) -> Option<UserId> {
 
 #[cfg(test)]
 mod forget_argument_tests {
-    use super::mentioned_user;
+
+    /// A Slack command's `response_url` becomes its way back, and stays out of logs.
+    #[test]
+    fn a_slash_command_keeps_its_response_url_for_the_answer_and_out_of_logs() {
+        let body = "command=%2Fkuuki&text=forget-me&channel_id=C1&user_id=U1&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1%2F2%2Fsecret";
+        let command = parse_command(body.as_bytes()).unwrap();
+        let expected = "https://hooks.slack.com/commands/T1/2/secret".to_owned();
+        assert_eq!(command.reply(), Some(CommandReply::Slack { response_url: expected }));
+        let logged = format!("{command:?}");
+        assert!(!logged.contains("secret") && logged.contains("forget-me"), "{logged}");
+    }
+
+    use super::{CommandReply, mentioned_user, parse_command};
     use crate::domain::UserId;
 
     #[test]

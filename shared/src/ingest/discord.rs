@@ -150,6 +150,8 @@ pub async fn handle_interaction(deps: &Deps, body: &[u8]) -> Result<Value, Disco
     }
     let channel_id = interaction.channel_id.ok_or_else(|| bad("an application command without a channel".into()))?;
     let may_manage = may_manage_channel(interaction.member.as_ref(), interaction.context);
+    // In a server (a member), not in a DM: forgetting someone else is not a DM's business.
+    let in_server = interaction.member.is_some();
     let (user, nick) = match (interaction.member, interaction.user) {
         (Some(member), _) => (member.user, member.nick),
         (None, Some(user)) => (user, None),
@@ -191,8 +193,13 @@ pub async fn handle_interaction(deps: &Deps, body: &[u8]) -> Result<Value, Disco
             option_text(&sub.options, "state").unwrap_or_default(),
             duration_option(&sub.options).unwrap_or_default()
         ),
-        // A USER option's value is the person's snowflake.
-        "forget" => format!("forget {}", option_text(&sub.options, "user").unwrap_or_default()),
+        // A USER option's value is the person's snowflake. Forgetting someone reaches
+        // every channel they wrote in, so managing a DM (one's own) is not enough.
+        "forget" => {
+            let text = format!("forget {}", option_text(&sub.options, "user").unwrap_or_default());
+            let may_forget = may_manage && in_server;
+            return Ok(reply(&run(deps, &channel_id, &user.id, may_forget, &text, way_back).await?));
+        }
         other => other.to_owned(),
     };
     Ok(reply(&run(deps, &channel_id, &user.id, may_manage, &text, way_back).await?))

@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::keywords::contains_phrase;
 use crate::deps::Deps;
 use crate::domain::{ChannelId, ChannelMemory, CommandReply, EventKind, Job, Ts, UserId, WorkspaceMemory};
-use crate::ports::{ClaimOutcome, PortResult};
+use crate::ports::{ClaimOutcome, PortError, PortResult};
 use crate::record::record;
 
 /// A request is remembered as answered (and what it removed, between attempts) past
@@ -85,9 +85,7 @@ async fn forget_and_answer(
     if earlier.is_none() {
         deps.ledger.cache_put(&progress, STARTED, until).await?;
     }
-    // Only a run that died inside `forget_user` may have left a summary unwiped.
-    let died_halfway = earlier.as_deref() == Some(STARTED);
-    let removed = forget_user(deps, user, channel, died_halfway).await?;
+    let removed = forget_user(deps, user, channel).await?;
     let (removed, interrupted) = match earlier.as_deref() {
         None => (removed, false),
         Some(STARTED) => (removed, true),
@@ -106,7 +104,15 @@ async fn forget_and_answer(
             text.push_str(" (An earlier attempt was interrupted: what it removed is not counted here.)");
         }
         deps.ledger.mark_posting(key).await?;
-        deps.chat.answer_command(reply, &text).await?;
+        match deps.chat.answer_command(reply, &text).await {
+            Ok(()) => {}
+            // An expired or used-up way back stays so: the forget is done, and trying
+            // again would only end in the dead-letter queue.
+            Err(PortError::Rejected { message, .. }) => {
+                tracing::warn!(%channel, %user, %message, "the answer to a forget request could not be shown");
+            }
+            Err(error) => return Err(error),
+        }
     }
     Ok(())
 }
@@ -149,10 +155,7 @@ impl Forgotten {
 /// only they were the source of (or that name them), their name from the facts of
 /// several sources, and the channel summaries they appear in, which are made anew from
 /// the messages left. `requested_in` is searched even when no profile lists it.
-/// `again`: an earlier run of this request may have deleted their messages and died
-/// before making the summaries anew, so every summary is made anew (whether a channel
-/// held their messages is no longer known).
-pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId, again: bool) -> PortResult<Forgotten> {
+pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId) -> PortResult<Forgotten> {
     let mut done = Forgotten::default();
     let profile = deps.facts.profile(user).await?;
     // Older facts name people as the model wrote them: by display name.
@@ -160,7 +163,8 @@ pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId, a
         Ok(name) if *name != *user.0 => name,
         _ => String::new(),
     };
-    let mut channels: Vec<ChannelId> = profile.as_ref().map(|p| p.channels.clone()).unwrap_or_default();
+    let wrote_in: Vec<ChannelId> = profile.as_ref().map(|p| p.channels.clone()).unwrap_or_default();
+    let mut channels = wrote_in.clone();
     for channel in deps.facts.fact_channels().await?.into_iter().chain(std::iter::once(requested_in.clone())) {
         if !channels.contains(&channel) {
             channels.push(channel);
@@ -193,7 +197,11 @@ pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId, a
         let memory = &state.memory;
         let in_memory =
             memory.active_users.iter().any(|u| mentions(u)) || mentions(&memory.summary) || mentions(&memory.history);
-        if memory.updated_at.is_some() && (messages > 0 || in_memory || again) {
+        // Where they wrote, a summary may hold what they said even after their messages
+        // expired; and a run that died between deleting them and wiping it finds no
+        // message the next time, but the profile (deleted last) still lists the channel.
+        let wrote_here = wrote_in.contains(channel);
+        if memory.updated_at.is_some() && (messages > 0 || wrote_here || in_memory) {
             remake_memory(deps, channel, memory).await?;
             done.summaries += 1;
         }

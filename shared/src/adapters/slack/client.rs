@@ -61,6 +61,14 @@ impl From<SlackApiError> for PortError {
     }
 }
 
+fn hooks_client(timeout: Duration) -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("a reqwest client builds")
+}
+
 enum Body<'a> {
     Json(&'a Value),
     Form(&'a [(&'a str, &'a str)]),
@@ -68,6 +76,8 @@ enum Body<'a> {
 
 pub struct SlackClient {
     http: reqwest::Client,
+    /// For `response_url`s: follows no redirect, so the host checked is the host called.
+    hooks: reqwest::Client,
     base_url: String,
     token: String,
     timeout: Duration,
@@ -88,6 +98,7 @@ impl SlackClient {
     pub fn new(base_url: &str, token: &str) -> Self {
         SlackClient {
             http: http_client(DEFAULT_TIMEOUT),
+            hooks: hooks_client(DEFAULT_TIMEOUT),
             base_url: base_url.trim_end_matches('/').to_owned(),
             token: token.to_owned(),
             timeout: DEFAULT_TIMEOUT,
@@ -99,16 +110,20 @@ impl SlackClient {
     /// out only when Slack asks for no longer than that: the time budget counts both.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.http = http_client(timeout);
+        self.hooks = hooks_client(timeout);
         self.timeout = timeout;
         self
     }
 
-    /// Whether `url` is where Slack takes answers to commands: `https://hooks.slack.com`,
-    /// or the origin of the API base this client was given (a local stand-in).
+    /// Whether `url` is where Slack takes answers to commands: `https://hooks.slack.com`
+    /// (GovSlack's `hooks.slack-gov.com`), or the origin of the API base this client was
+    /// given (a local stand-in).
     fn may_answer_at(&self, url: &str) -> bool {
         let origin = |url: &reqwest::Url| (url.scheme().to_owned(), url.host_str().map(str::to_owned), url.port());
         let Ok(url) = reqwest::Url::parse(url) else { return false };
-        let slack = url.scheme() == "https" && url.host_str() == Some("hooks.slack.com") && url.port().is_none();
+        let slack = url.scheme() == "https"
+            && matches!(url.host_str(), Some("hooks.slack.com" | "hooks.slack-gov.com"))
+            && url.port().is_none();
         slack || reqwest::Url::parse(&self.base_url).is_ok_and(|base| origin(&base) == origin(&url))
     }
 
@@ -291,20 +306,29 @@ impl Chat for SlackClient {
             });
         }
         let body = json!({ "response_type": "ephemeral", "text": text });
-        let response = self.http.post(response_url).json(&body).send().await.map_err(|e| PortError::Backend {
-            backend: "slack",
-            message: format!("response_url: {}", e.without_url()),
-        })?;
-        let status = response.status();
-        if status.is_success() {
-            return Ok(());
-        }
-        // An expired or used-up URL (404 `expired_url`, `used_url`) stays so: give up.
-        let message = format!("response_url answered HTTP {status}");
-        if status.is_client_error() && status != reqwest::StatusCode::TOO_MANY_REQUESTS {
-            Err(PortError::Rejected { backend: "slack", message })
-        } else {
-            Err(PortError::Backend { backend: "slack", message })
+        let retry = RetryPolicy::chat(self.timeout);
+        let mut attempt = 0;
+        loop {
+            let response = self.hooks.post(response_url).json(&body).send().await.map_err(|e| PortError::Backend {
+                backend: "slack",
+                message: format!("response_url: {}", e.without_url()),
+            })?;
+            let status = response.status();
+            if status.is_success() {
+                return Ok(());
+            }
+            let message = format!("response_url answered HTTP {status}");
+            // Slack did not take it (busy, or down a moment): it may be sent again.
+            if status == reqwest::StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
+                if let Some(wait) = retry.wait_after(attempt, retry_after(response.headers())) {
+                    tokio::time::sleep(wait).await;
+                    attempt += 1;
+                    continue;
+                }
+                return Err(PortError::Backend { backend: "slack", message });
+            }
+            // An expired or used-up URL (404 `expired_url`, `used_url`) stays so.
+            return Err(PortError::Rejected { backend: "slack", message });
         }
     }
 
@@ -405,6 +429,7 @@ mod tests {
             ("http://127.0.0.1:4010/commands/T1/2/x", true),
             ("http://hooks.slack.com/commands/T1/2/x", false),
             ("https://hooks.slack.com:8443/commands/T1/2/x", false),
+            ("https://hooks.slack-gov.com/commands/T1/2/x", true),
             ("https://hooks.slack.com.example.net/commands", false),
             ("https://example.net/commands/T1/2/x", false),
             ("http://127.0.0.1:4011/commands/T1/2/x", false),
