@@ -852,6 +852,24 @@ mod end_to_end {
         {
             assert_eq!(w.deliver(message("C0FGT", user, text, &now_ts(n as u32 + 20)), false).await, 200);
         }
+        // Older ones of hers, more than one batch of deletes holds (25).
+        for i in 0..28 {
+            let at = Timestamp(w.deps.clock.now().0 - 3_600_000_000 + i * 1_000_000);
+            let older = kuuki::domain::Message {
+                channel: channel.clone(),
+                ts: Ts::from_timestamp(at),
+                thread_root: None,
+                user: alice.clone(),
+                user_name: "alice".into(),
+                text: format!("an older thought, number {i}"),
+                author: kuuki::domain::Author::Human,
+                replies_to_bot: false,
+                in_dm: false,
+                private_channel: false,
+                at,
+            };
+            w.deps.messages.put_message(&Arc::new(older)).await.unwrap();
+        }
         let now = Timestamp::from_secs_f64(1.0e9);
         let fact = |id: &str, content: &str, sources: &[&str]| Fact {
             id: id.into(),
@@ -898,7 +916,7 @@ mod end_to_end {
         let muted = run_command(&w.deps, &mute).await.unwrap();
         w.counter.acting_as("");
         assert!(ack.starts_with("kuuki is forgetting you"), "{ack}");
-        assert_eq!(w.deps.messages.messages_after(&channel, None, 10).await.unwrap().len(), 3, "not yet");
+        assert_eq!(w.deps.messages.messages_after(&channel, None, 100).await.unwrap().len(), 31, "not yet");
         // The reflect worker carries it out and answers through the response_url; the
         // same delivery again (SQS redelivers) neither forgets more nor answers twice.
         let event = w.receive(&w.urls.reflect).await;
@@ -916,10 +934,10 @@ mod end_to_end {
         assert_eq!(answers[0]["response_type"], "ephemeral");
         let answer = answers[0]["text"].as_str().unwrap();
         assert!(
-            answer.starts_with("Forgotten you: 2 stored message(s), 1 fact(s) removed, 1 fact(s) kept"),
+            answer.starts_with("Forgotten you: 30 stored message(s), 1 fact(s) removed, 1 fact(s) kept"),
             "{answer}"
         );
-        let left = w.deps.messages.messages_after(&channel, None, 10).await.unwrap();
+        let left = w.deps.messages.messages_after(&channel, None, 100).await.unwrap();
         assert_eq!(left.iter().map(|m| m.user.as_str()).collect::<Vec<_>>(), ["UBOB"]);
         let facts = w.deps.facts.facts(&channel).await.unwrap();
         assert_eq!(facts.len(), 1);

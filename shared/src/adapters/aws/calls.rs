@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use aws_sdk_dynamodb::operation::{
     batch_get_item::{BatchGetItemInput, BatchGetItemOutput},
+    batch_write_item::{BatchWriteItemInput, BatchWriteItemOutput},
     delete_item::{DeleteItemInput, DeleteItemOutput},
     get_item::{GetItemInput, GetItemOutput},
     put_item::{PutItemInput, PutItemOutput},
@@ -155,6 +156,9 @@ item_operations! {
     BatchGetItemInput => BatchGetItemOutput,
         tables: |i| i.request_items.iter().flatten().map(|(table, _)| (table.clone(), None)).collect(),
         units: |o| (o.consumed_capacity.iter().flatten().map(|c| units(Some(c))).sum(), 0.0);
+    BatchWriteItemInput => BatchWriteItemOutput,
+        tables: |i| i.request_items.iter().flatten().map(|(table, _)| (table.clone(), None)).collect(),
+        units: |o| (0.0, o.consumed_capacity.iter().flatten().map(|c| units(Some(c))).sum());
     QueryInput => QueryOutput,
         tables: |i| one(&i.table_name, i.index_name.as_ref()), units: |o| (units(o.consumed_capacity.as_ref()), 0.0);
     ScanInput => ScanOutput,

@@ -22,8 +22,9 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, ReturnValue, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TimeToLiveSpecification,
+    AttributeDefinition, AttributeValue, BillingMode, DeleteRequest, GlobalSecondaryIndex, KeySchemaElement, KeyType,
+    Projection, ProjectionType, ReturnValue, ReturnValuesOnConditionCheckFailure, ScalarAttributeType,
+    TimeToLiveSpecification, WriteRequest,
 };
 
 use serde::de::DeserializeOwned;
@@ -70,9 +71,11 @@ const ANSWERS_LAST: &str = "last";
 const ANSWERS_LAST_AT: &str = "last_at";
 /// Optimistic updates of a channel's state retry this often on a conflict.
 const VERSION_RETRIES: usize = 8;
-/// A batch read asks again this often for keys DynamoDB left unprocessed (throttled),
-/// waiting 20 ms, doubling, in between.
+/// A batch read or write asks again this often for what DynamoDB left unprocessed
+/// (throttled), waiting 20 ms, doubling, in between.
 const UNPROCESSED_RETRIES: usize = 6;
+/// The most requests one BatchWriteItem takes.
+const BATCH_WRITE_ITEMS: usize = 25;
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -959,14 +962,40 @@ impl MessageStore for DynamoStore {
                 break;
             }
         }
-        for key in &keys {
-            self.client
-                .delete_item()
-                .table_name(&self.tables.messages)
-                .set_key(Some(key.clone()))
-                .send()
-                .await
-                .map_err(backend("delete message by user"))?;
+        // 25 to a call (DynamoDB's most): someone who wrote thousands of messages is
+        // forgotten in seconds, not in one call a message.
+        for chunk in keys.chunks(BATCH_WRITE_ITEMS) {
+            let mut requests = chunk
+                .iter()
+                .map(|key| {
+                    let delete = DeleteRequest::builder().set_key(Some(key.clone())).build();
+                    delete.map(|d| WriteRequest::builder().delete_request(d).build())
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(backend("build message deletes"))?;
+            for attempt in 0.. {
+                let out = self
+                    .client
+                    .batch_write_item()
+                    .request_items(&self.tables.messages, requests)
+                    .send()
+                    .await
+                    .map_err(backend("delete messages by user"))?;
+                // Deletes DynamoDB did not get to (throttling) are sent again.
+                match out.unprocessed_items.and_then(|mut u| u.remove(&self.tables.messages)) {
+                    Some(left) if !left.is_empty() && attempt + 1 < UNPROCESSED_RETRIES => {
+                        requests = left;
+                        tokio::time::sleep(Duration::from_millis(20 << attempt)).await;
+                    }
+                    Some(left) if !left.is_empty() => {
+                        return Err(PortError::Backend {
+                            backend: "dynamodb",
+                            message: "delete messages by user: deletes left unprocessed".into(),
+                        });
+                    }
+                    _ => break,
+                }
+            }
         }
         Ok(keys.len())
     }
