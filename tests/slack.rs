@@ -363,6 +363,40 @@ async fn command(w: &SlackWorld, text: &str) -> String {
 /// Where the fake Slack takes answers to commands (`response_url`).
 const RESPONSE_PATH: &str = "/commands/T0TEAM/1/x";
 
+/// The answers sent to the command's `response_url` so far (taken or not), in order.
+async fn answers_sent(w: &SlackWorld) -> Vec<Value> {
+    let requests = w.slack_api.received_requests().await.unwrap_or_default();
+    requests.iter().filter(|r| r.url.path() == RESPONSE_PATH).map(|r| r.body_json().unwrap()).collect()
+}
+
+/// Alice says one thing and asks kuuki to forget her: the forget is queued.
+async fn alice_says_something_then_forget_me(w: &SlackWorld) {
+    w.send_event(message(CH, "UALICE", "my cat is Miso", &w.ts(0, 1)), &[]).await;
+    let ack = command(w, "forget-me").await;
+    assert!(ack.starts_with("kuuki is forgetting you"), "answered within Slack's 3 s: {ack}");
+}
+
+/// Slack answers the first `refused` answers with 503 (no wait asked), then takes them.
+async fn slack_refuses_answers_then_takes_them(w: &SlackWorld, refused: u64) {
+    Mock::given(method("POST"))
+        .and(path(RESPONSE_PATH))
+        .respond_with(ResponseTemplate::new(503).insert_header("retry-after", "0"))
+        .up_to_n_times(refused)
+        .with_priority(1)
+        .mount(&w.slack_api)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(RESPONSE_PATH))
+        .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
+        .mount(&w.slack_api)
+        .await;
+}
+
+/// The `forget` lines in the decision log so far.
+fn forget_lines(w: &SlackWorld) -> usize {
+    w.log.take().into_iter().filter(|e| matches!(e.kind, kuuki::domain::EventKind::Forget { .. })).count()
+}
+
 async fn command_as(w: &SlackWorld, user: &str, text: &str) -> String {
     // Answers that come later go to the fake Slack, not to hooks.slack.com.
     let response_url = format!("{}{RESPONSE_PATH}", w.slack_api.uri()).replace(':', "%3A").replace('/', "%2F");
@@ -382,26 +416,48 @@ async fn command_as(w: &SlackWorld, user: &str, text: &str) -> String {
 #[tokio::test]
 async fn a_forget_answer_slack_could_not_take_at_once_is_sent_again() {
     let w = SlackWorld::start(&[], true).await;
-    Mock::given(method("POST"))
-        .and(path(RESPONSE_PATH))
-        .respond_with(ResponseTemplate::new(503).insert_header("retry-after", "0"))
-        .up_to_n_times(1)
-        .with_priority(1)
-        .mount(&w.slack_api)
-        .await;
-    Mock::given(method("POST"))
-        .and(path(RESPONSE_PATH))
-        .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
-        .mount(&w.slack_api)
-        .await;
-    w.send_event(message(CH, "UALICE", "my cat is Miso", &w.ts(0, 1)), &[]).await;
-    let ack = command(&w, "forget-me").await;
-    assert!(ack.starts_with("kuuki is forgetting you"), "{ack}");
+    slack_refuses_answers_then_takes_them(&w, 1).await;
+    alice_says_something_then_forget_me(&w).await;
     w.run_for(1.0).await;
-    let requests = w.slack_api.received_requests().await.unwrap_or_default();
-    let tries: Vec<&wiremock::Request> = requests.iter().filter(|r| r.url.path() == RESPONSE_PATH).collect();
+    let tries = answers_sent(&w).await;
     assert_eq!(tries.len(), 2, "refused once, then taken");
-    assert_eq!(tries[0].body, tries[1].body, "the same answer");
+    assert_eq!(tries[0], tries[1], "the same answer");
+}
+
+/// Slack refusing the answer past every retry fails the delivery; the redelivery finds
+/// the forget done (logged once) and, knowing the answer was not shown, sends it again.
+/// A worker that died while sending (the answer may be out) does not send it twice:
+/// a second ephemeral message would be worse than none.
+#[tokio::test]
+async fn a_forget_answer_is_sent_again_only_when_it_surely_did_not_go_out() {
+    let w = SlackWorld::start(&[], true).await;
+    slack_refuses_answers_then_takes_them(&w, kuuki::budget::CHAT_ATTEMPTS as u64).await;
+    alice_says_something_then_forget_me(&w).await;
+    // The first delivery asks as often as a chat call may, is refused each time and
+    // fails; Slack asked for no wait, so the redelivery comes at once and is taken.
+    assert_eq!(w.run_for_counting(1.0).await, 1, "Slack did not take the answer, retries included");
+    let attempts = kuuki::budget::CHAT_ATTEMPTS as usize;
+    assert_eq!(answers_sent(&w).await.len(), attempts + 1, "sent again by the redelivery, and taken");
+    assert_eq!(forget_lines(&w), 1, "one forget line in the decision log");
+    w.run_for(3600.0).await;
+    assert_eq!(answers_sent(&w).await.len(), attempts + 1, "done");
+}
+
+/// An answer whose sending timed out may have been shown: the redelivery does not send
+/// it again (a second ephemeral message would be worse than none).
+#[tokio::test]
+async fn a_forget_answer_that_may_have_gone_out_is_not_sent_twice() {
+    let w = SlackWorld::start(&[("CHAT_TIMEOUT_SECONDS", "1")], true).await;
+    Mock::given(method("POST"))
+        .and(path(RESPONSE_PATH))
+        .respond_with(ResponseTemplate::new(200).set_body_string("ok").set_delay(std::time::Duration::from_secs(3)))
+        .mount(&w.slack_api)
+        .await;
+    alice_says_something_then_forget_me(&w).await;
+    assert_eq!(w.run_for_counting(1.0).await, 1, "the answer timed out");
+    assert_eq!(answers_sent(&w).await.len(), 1);
+    w.run_for(3600.0).await;
+    assert_eq!(answers_sent(&w).await.len(), 1, "not sent again");
 }
 
 /// A forget request whose worker fails halfway (after deleting the messages, before
@@ -452,24 +508,19 @@ async fn a_forget_request_that_fails_halfway_is_finished_and_answered_once() {
     assert_eq!(w.run_for_counting(1.0).await, 1, "the first attempt dies wiping the summary");
     assert!(w.store.messages_after(&channel, None, 10).await.unwrap().is_empty(), "its messages went first");
     assert_eq!(w.store.channel_state(&channel).await.unwrap().memory.summary, "someone has a cat");
-    let answers = || async {
-        let requests = w.slack_api.received_requests().await.unwrap_or_default();
-        requests
-            .iter()
-            .filter(|r| r.url.path() == RESPONSE_PATH)
-            .map(|r| r.body_json::<Value>().unwrap())
-            .collect::<Vec<_>>()
-    };
-    assert!(answers().await.is_empty(), "no answer before it is done");
+    assert!(answers_sent(&w).await.is_empty(), "no answer before it is done");
 
     w.run_for(1500.0).await;
     assert_eq!(w.store.channel_state(&channel).await.unwrap().memory.summary, "", "wiped, to be made anew");
     let untouched = w.store.channel_state(&elsewhere).await.unwrap().memory.summary.clone();
     assert_eq!(untouched, "the build is green", "a channel she never wrote in keeps its memory");
-    let answered = answers().await;
+    let answered = answers_sent(&w).await;
     assert_eq!(answered.len(), 1, "{answered:?}");
     let text = answered[0]["text"].as_str().unwrap();
     assert!(text.contains("An earlier attempt was interrupted"), "{text}");
+    assert_eq!(forget_lines(&w), 1, "one forget line in the decision log");
+    w.run_for(3600.0).await;
+    assert_eq!(answers_sent(&w).await.len(), 1, "answered once, whatever comes later");
 }
 
 #[tokio::test]
@@ -775,9 +826,7 @@ async fn forget_me_over_a_signed_slash_command_removes_the_caller_only() {
     assert!(ack.starts_with("kuuki is forgetting you"), "answered within Slack's 3 s: {ack}");
     assert_eq!(stored(&w).await.len(), 2, "forgetting is the worker's");
     w.run_for(1.0).await;
-    let answers = w.slack_api.received_requests().await.unwrap_or_default();
-    let answers: Vec<Value> =
-        answers.iter().filter(|r| r.url.path() == RESPONSE_PATH).map(|r| r.body_json().unwrap()).collect();
+    let answers = answers_sent(&w).await;
     assert_eq!(answers.len(), 1, "{answers:?}");
     assert_eq!(answers[0]["response_type"], "ephemeral");
     let answer = answers[0]["text"].as_str().unwrap();

@@ -129,7 +129,9 @@ async fn forget(
     whom: &str,
 ) -> PortResult<Answer> {
     let Some(reply) = command.reply() else {
-        return Ok(crate::memory::forget::forget_user(deps, &user, channel).await?.describe(whom).into());
+        let forgotten = crate::memory::forget::forget_user(deps, &user, channel).await?;
+        crate::memory::forget::record_forgotten(deps, channel, &user, &forgotten);
+        return Ok(forgotten.describe(whom).into());
     };
     let job = crate::domain::Job::Forget {
         channel: channel.clone(),

@@ -94,9 +94,18 @@ async fn forget_and_answer(
             Err(_) => (removed, true),
         },
     };
+    // Logged by the run that first finishes forgetting (a redelivery after it only
+    // answers).
+    let first_to_finish = !matches!(earlier.as_deref(), Some(json) if json != STARTED);
+    if first_to_finish {
+        record_forgotten(deps, channel, user, &removed);
+    }
     let json = serde_json::to_string(&removed).expect("counts encode");
     deps.ledger.cache_put(&progress, &json, until).await?;
-    if resumed && !reply.safe_to_repeat() {
+    // Whether the last send is known not to have gone out ("1"), or may have ("0").
+    let unsent_key = format!("{key}:unsent");
+    let known_unsent = resumed && deps.ledger.cache_get(&unsent_key, now).await?.as_deref() == Some("1");
+    if resumed && !reply.safe_to_repeat() && !known_unsent {
         tracing::warn!(%channel, %user, "a forget answer may have gone out before a worker died; not sent again");
     } else {
         let mut text = removed.describe(whom);
@@ -104,8 +113,14 @@ async fn forget_and_answer(
             text.push_str(" (An earlier attempt was interrupted: what it removed is not counted here.)");
         }
         deps.ledger.mark_posting(key).await?;
+        deps.ledger.cache_put(&unsent_key, "0", until).await?;
         match deps.chat.answer_command(reply, &text).await {
             Ok(()) => {}
+            // The platform said it did not take it: the redelivery may send it.
+            Err(error @ PortError::Busy { .. }) => {
+                deps.ledger.cache_put(&unsent_key, "1", until).await?;
+                return Err(error);
+            }
             // An expired or used-up way back stays so: the forget is done, and trying
             // again would only end in the dead-letter queue.
             Err(PortError::Rejected { message, .. }) => {
@@ -215,6 +230,11 @@ pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId) -
         deps.facts.delete_profile(user).await?;
         done.profile = true;
     }
+    Ok(done)
+}
+
+/// The decision record of a forget request: who, asked where, and what went.
+pub fn record_forgotten(deps: &Deps, requested_in: &ChannelId, user: &UserId, done: &Forgotten) {
     record(
         deps,
         requested_in,
@@ -229,7 +249,6 @@ pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId) -
             summaries: done.summaries,
         },
     );
-    Ok(done)
 }
 
 /// Wipes a channel's memory and queues a summary that makes it anew from the messages

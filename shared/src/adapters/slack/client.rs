@@ -318,14 +318,16 @@ impl Chat for SlackClient {
                 return Ok(());
             }
             let message = format!("response_url answered HTTP {status}");
-            // Slack did not take it (busy, or down a moment): it may be sent again.
+            // Slack did not take it (busy, or down a moment): it may be sent again, and
+            // once the retries are spent it is `Busy`: not shown, to try later.
             if status == reqwest::StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
-                if let Some(wait) = retry.wait_after(attempt, retry_after(response.headers())) {
+                let asked = retry_after(response.headers());
+                if let Some(wait) = retry.wait_after(attempt, asked) {
                     tokio::time::sleep(wait).await;
                     attempt += 1;
                     continue;
                 }
-                return Err(PortError::Backend { backend: "slack", message });
+                return Err(PortError::Busy { message, retry_after: asked.unwrap_or(retry.backoff) });
             }
             // An expired or used-up URL (404 `expired_url`, `used_url`) stays so.
             return Err(PortError::Rejected { backend: "slack", message });
