@@ -38,9 +38,9 @@ impl std::ops::Add for Forgotten {
 /// what went to whoever asked, once. What a run removed is kept until the answer is
 /// out, so a redelivery after a finished run answers with it, not with "nothing
 /// stored"; a run that died halfway leaves only a mark, and the answer says its part
-/// is not counted. An answer whose sending may have gone out (a worker died after
-/// starting to send) is sent again only where that edits it (Discord), never as a
-/// second message (Slack).
+/// is not counted. An answer the platform refused (busy) is sent by the redelivery; one
+/// that may have gone out (the call timed out, or a worker died while sending) is sent
+/// again only where that edits it (Discord), never as a second message (Slack).
 pub async fn carry_out(
     deps: &Deps,
     channel: &ChannelId,
