@@ -836,3 +836,80 @@ async fn forget_me_over_a_signed_slash_command_removes_the_caller_only() {
     assert_eq!(w.store.profile(&UserId("UALICE".into())).await.unwrap(), None);
     assert!(w.store.profile(&UserId("UBOB".into())).await.unwrap().is_some());
 }
+
+/// A model that, asked to reflect, waits while Alice is forgotten (as a slow model would
+/// while another worker carries out her request), then answers with what it learned
+/// from and about her and Bob.
+struct ForgetsAliceWhileReflecting {
+    deps: std::sync::OnceLock<std::sync::Arc<kuuki::deps::Deps>>,
+}
+
+#[async_trait::async_trait]
+impl kuuki::ports::Llm for ForgetsAliceWhileReflecting {
+    async fn complete(
+        &self,
+        request: kuuki::ports::LlmRequest,
+    ) -> Result<kuuki::ports::LlmResponse, kuuki::ports::LlmError> {
+        if request.role != kuuki::ports::LlmRole::Reflect {
+            return Err(kuuki::ports::LlmError::Failed(format!("no {:?} call expected", request.role)));
+        }
+        let deps = self.deps.get().expect("the world's deps");
+        let alice = kuuki::domain::UserId("UALICE".into());
+        kuuki::memory::forget::forget_user(deps, &alice, &ChannelId(CH.into())).await.unwrap();
+        let reply = json!({
+            "facts": [
+                {"content": "alice keeps a cat called Miso", "keywords": ["cat"], "source_users": ["alice"], "confidence": 0.9, "shareable": false},
+                {"content": "the team deploys on Mondays", "keywords": ["deploy"], "source_users": ["bob"], "confidence": 0.9, "shareable": false},
+            ],
+            "profiles": [
+                {"user": "alice", "tags": ["cats"], "summary": "has a cat"},
+                {"user": "bob", "tags": ["deploys"], "summary": "deploys on Mondays"},
+            ],
+        });
+        Ok(kuuki::ports::LlmResponse {
+            text: reply.to_string(),
+            usage: Default::default(),
+            finish: kuuki::ports::Finish::Complete,
+        })
+    }
+}
+
+/// A reflection that read Alice's messages before she was forgotten, and stores what it
+/// learned after, keeps nothing from or about her (the forget removed her facts and
+/// notes before this reflection wrote its own); what Bob said stays.
+#[tokio::test]
+async fn a_reflection_that_outlasts_a_forget_keeps_nothing_of_the_person() {
+    use kuuki::ports::FactStore;
+    let llm = std::sync::Arc::new(ForgetsAliceWhileReflecting { deps: std::sync::OnceLock::new() });
+    let w = SlackWorld::start_with(&[("REFLECTION_MIN_MESSAGES", "2")], true, Some(llm.clone())).await;
+    llm.deps.set(w.deps.clone()).ok().expect("set once");
+    let channel = ChannelId(CH.into());
+    for (n, (user, name, text)) in
+        [("UALICE", "alice", "my cat is called Miso"), ("UBOB", "bob", "we deploy on Mondays")].into_iter().enumerate()
+    {
+        let said = kuuki::domain::Message {
+            channel: channel.clone(),
+            ts: Ts::new(w.ts(0, n as u32 + 1)),
+            thread_root: None,
+            user: kuuki::domain::UserId(user.into()),
+            user_name: name.into(),
+            text: text.into(),
+            author: Author::Human,
+            replies_to_bot: false,
+            in_dm: false,
+            private_channel: false,
+            at: w.clock.now(),
+        };
+        w.store.put_message(&std::sync::Arc::new(said)).await.unwrap();
+    }
+    let newest = w.store.channel_window(&channel, 1).await.unwrap().messages[0].ts.clone();
+    w.deps
+        .enqueue_after(kuuki::domain::Job::Reflect { channel: channel.clone(), ts: newest }, std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    w.run_for(10.0).await;
+    let facts: Vec<String> = w.store.facts(&channel).await.unwrap().into_iter().map(|f| f.content).collect();
+    assert_eq!(facts, ["the team deploys on Mondays"], "nothing learned from or about her");
+    assert!(w.store.user_note(&channel, &kuuki::domain::UserId("UALICE".into())).await.unwrap().is_none());
+    assert!(w.store.user_note(&channel, &kuuki::domain::UserId("UBOB".into())).await.unwrap().is_some());
+}

@@ -19,6 +19,28 @@ use crate::record::record;
 const REQUEST_KEEP: Duration = Duration::from_secs(24 * 60 * 60);
 /// Marks a request that began without finishing (see [`carry_out`]).
 const STARTED: &str = "started";
+/// How long a forget is remembered for memory work that read the person's messages
+/// before it and stores what it learned after it (see [`forgotten_since`]): far past
+/// any job's lease.
+const FORGOTTEN_KEEP: Duration = Duration::from_secs(24 * 60 * 60);
+
+fn forgotten_key(user: &UserId) -> String {
+    format!("forgotten:{user}")
+}
+
+/// Notes that `user` is being (or was just) forgotten, with the time.
+async fn mark_forgotten(deps: &Deps, user: &UserId) -> PortResult<()> {
+    let now = deps.clock.now();
+    deps.ledger.cache_put(&forgotten_key(user), &now.0.to_string(), now + FORGOTTEN_KEEP).await
+}
+
+/// Whether `user` was forgotten at or after `read_at`: memory work that read their
+/// messages then, and stores what it learned now, must keep nothing of them (the
+/// forget may have removed their facts and notes before this work wrote its own).
+pub async fn forgotten_since(deps: &Deps, user: &UserId, read_at: crate::domain::Timestamp) -> PortResult<bool> {
+    let marked = deps.ledger.cache_get(&forgotten_key(user), deps.clock.now()).await?;
+    Ok(marked.and_then(|at| at.parse::<i64>().ok()).is_some_and(|at| at >= read_at.0))
+}
 
 impl std::ops::Add for Forgotten {
     type Output = Forgotten;
@@ -172,6 +194,9 @@ impl Forgotten {
 /// the messages left. `requested_in` is searched even when no profile lists it.
 pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId) -> PortResult<Forgotten> {
     let mut done = Forgotten::default();
+    // Before anything goes (memory work storing meanwhile sees it), and again at the
+    // end (work that read their messages during the forget sees it too).
+    mark_forgotten(deps, user).await?;
     let profile = deps.facts.profile(user).await?;
     // Older facts name people as the model wrote them: by display name.
     let name = match deps.chat.user_name(user).await {
@@ -230,6 +255,7 @@ pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId) -
         deps.facts.delete_profile(user).await?;
         done.profile = true;
     }
+    mark_forgotten(deps, user).await?;
     Ok(done)
 }
 

@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::keywords::{jaccard, keywords};
+use super::keywords::{contains_phrase, jaccard, keywords};
 use crate::conversation::Window;
 use crate::deps::Deps;
 use crate::domain::{Author, ChannelId, EventKind, Fact, Job, Message, Stage, Timestamp, Ts, UserId, UserNote};
@@ -90,6 +90,7 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
     if state.retry_after(MemoryTask::Reflection).is_some_and(|t| t > deps.clock.now()) {
         return Ok(());
     }
+    let read_at = deps.clock.now();
     let new = deps.messages.messages_after(channel, state.reflection_watermark.as_ref(), MAX_MESSAGES).await?;
     let full = new.len() >= s.reflection_max_buffer_messages as usize;
     // Not quiet after all: the newer message queued its own reflection. kuuki's own
@@ -108,14 +109,21 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
         outcome if outcome.holds() => {}
         _ => return Ok(()),
     }
-    let result = reflect_claimed(deps, channel, ts, &new, &key).await;
+    let result = reflect_claimed(deps, channel, ts, &new, read_at, &key).await;
     if result.is_err() {
         deps.ledger.release(&key).await?;
     }
     result
 }
 
-async fn reflect_claimed(deps: &Deps, channel: &ChannelId, ts: &Ts, new: &[Arc<Message>], key: &str) -> PortResult<()> {
+async fn reflect_claimed(
+    deps: &Deps,
+    channel: &ChannelId,
+    ts: &Ts,
+    new: &[Arc<Message>],
+    read_at: Timestamp,
+    key: &str,
+) -> PortResult<()> {
     let Some(llm) = &deps.llm else { return Ok(()) };
     let known = deps.facts.facts(channel).await?;
     let prompt = deps.prompts.reflect(&ReflectContext {
@@ -132,7 +140,7 @@ async fn reflect_claimed(deps: &Deps, channel: &ChannelId, ts: &Ts, new: &[Arc<M
             subject: format!("reflection on {channel}"),
         })
         .await;
-    let (facts, notes) = match answer.map_err(|e| e.to_string()).and_then(|a| parse_reflection(&a.text)) {
+    let (mut facts, mut notes) = match answer.map_err(|e| e.to_string()).and_then(|a| parse_reflection(&a.text)) {
         Ok(parsed) => parsed,
         Err(reason) => {
             // The next try waits a lull.
@@ -144,6 +152,26 @@ async fn reflect_claimed(deps: &Deps, channel: &ChannelId, ts: &Ts, new: &[Arc<M
     };
     let now = deps.clock.now();
     let speakers = Speakers(new);
+    // Someone forgotten since their messages were read (the model took a while): the
+    // forget may have removed their facts and notes already, so nothing learned from
+    // or about them is kept now.
+    let mut forgotten: Vec<(&UserId, &str)> = Vec::new();
+    for m in new.iter().filter(|m| m.author != Author::OwnBot) {
+        if !forgotten.iter().any(|(user, _)| **user == m.user)
+            && super::forget::forgotten_since(deps, &m.user, read_at).await?
+        {
+            forgotten.push((&m.user, &m.user_name));
+        }
+    }
+    if !forgotten.is_empty() {
+        let theirs =
+            |name_or_id: &str| speakers.id_of(name_or_id).is_some_and(|id| forgotten.iter().any(|(u, _)| *u == id));
+        let names_them = |text: &str| {
+            forgotten.iter().any(|(user, name)| contains_phrase(text, &user.0) || contains_phrase(text, name))
+        };
+        facts.retain(|fact| !fact.source_users.iter().any(|s| theirs(s)) && !names_them(&fact.content));
+        notes.retain(|note| !theirs(&note.user));
+    }
     let facts_merged = merge_facts(deps, channel, known, facts, &speakers, now).await?;
     // Notes only about people who spoke here, kept in this channel under their id.
     let mut noted = 0;
