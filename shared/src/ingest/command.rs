@@ -642,6 +642,8 @@ fn mentioned_user(arg: &str) -> Option<UserId> {
 
 #[cfg(test)]
 mod forget_argument_tests {
+    use super::{CommandReply, mentioned_user, parse_command};
+    use crate::domain::UserId;
 
     /// A Slack command's `response_url` becomes its way back, and stays out of logs.
     #[test]
@@ -653,9 +655,6 @@ mod forget_argument_tests {
         let logged = format!("{command:?}");
         assert!(!logged.contains("secret") && logged.contains("forget-me"), "{logged}");
     }
-
-    use super::{CommandReply, mentioned_user, parse_command};
-    use crate::domain::UserId;
 
     #[test]
     fn reads_mentions_and_ids() {
