@@ -837,9 +837,10 @@ async fn forget_me_over_a_signed_slash_command_removes_the_caller_only() {
     assert!(w.store.profile(&UserId("UBOB".into())).await.unwrap().is_some());
 }
 
-/// A model that, asked to reflect, waits while Alice is forgotten (as a slow model would
-/// while another worker carries out her request), then answers with what it learned
-/// from and about her and Bob.
+/// A model that, asked to reflect or to summarize, waits while Alice is forgotten (as a
+/// slow model would while another worker carries out her request), then answers with
+/// what it learned from and about her and Bob (a summary names her cat only when her
+/// message was in the prompt).
 struct ForgetsAliceWhileReflecting {
     deps: std::sync::OnceLock<std::sync::Arc<kuuki::deps::Deps>>,
 }
@@ -850,13 +851,34 @@ impl kuuki::ports::Llm for ForgetsAliceWhileReflecting {
         &self,
         request: kuuki::ports::LlmRequest,
     ) -> Result<kuuki::ports::LlmResponse, kuuki::ports::LlmError> {
-        if request.role != kuuki::ports::LlmRole::Reflect {
-            return Err(kuuki::ports::LlmError::Failed(format!("no {:?} call expected", request.role)));
-        }
+        use kuuki::ports::LlmRole;
         let deps = self.deps.get().expect("the world's deps");
         let alice = kuuki::domain::UserId("UALICE".into());
         kuuki::memory::forget::forget_user(deps, &alice, &ChannelId(CH.into())).await.unwrap();
-        let reply = json!({
+        let reply = match request.role {
+            LlmRole::Reflect => reflection_about_alice_and_bob(),
+            LlmRole::Summarize if request.system.contains("Miso") => json!({
+                "summary": "alice has a cat called Miso; bob deploys on Mondays", "history": "a team channel",
+                "mood": "calm", "topic_keywords": ["cat"], "active_users": ["alice", "bob"],
+            }),
+            LlmRole::Summarize => json!({
+                "summary": "bob deploys on Mondays", "history": "a team channel",
+                "mood": "calm", "topic_keywords": ["deploy"], "active_users": ["bob"],
+            }),
+            other => return Err(kuuki::ports::LlmError::Failed(format!("no {other:?} call expected"))),
+        };
+        Ok(kuuki::ports::LlmResponse {
+            text: reply.to_string(),
+            usage: Default::default(),
+            finish: kuuki::ports::Finish::Complete,
+        })
+    }
+}
+
+/// What a reflection learned from and about Alice and Bob.
+fn reflection_about_alice_and_bob() -> Value {
+    {
+        json!({
             "facts": [
                 {"content": "alice keeps a cat called Miso", "keywords": ["cat"], "source_users": ["alice"], "confidence": 0.9, "shareable": false},
                 {"content": "the team deploys on Mondays", "keywords": ["deploy"], "source_users": ["bob"], "confidence": 0.9, "shareable": false},
@@ -865,11 +887,6 @@ impl kuuki::ports::Llm for ForgetsAliceWhileReflecting {
                 {"user": "alice", "tags": ["cats"], "summary": "has a cat"},
                 {"user": "bob", "tags": ["deploys"], "summary": "deploys on Mondays"},
             ],
-        });
-        Ok(kuuki::ports::LlmResponse {
-            text: reply.to_string(),
-            usage: Default::default(),
-            finish: kuuki::ports::Finish::Complete,
         })
     }
 }
@@ -884,6 +901,53 @@ async fn a_reflection_that_outlasts_a_forget_keeps_nothing_of_the_person() {
     let w = SlackWorld::start_with(&[("REFLECTION_MIN_MESSAGES", "2")], true, Some(llm.clone())).await;
     llm.deps.set(w.deps.clone()).ok().expect("set once");
     let channel = ChannelId(CH.into());
+    alice_and_bob_said_something(&w, &channel).await;
+    let newest = w.store.channel_window(&channel, 1).await.unwrap().messages[0].ts.clone();
+    w.deps
+        .enqueue_after(kuuki::domain::Job::Reflect { channel: channel.clone(), ts: newest }, std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    w.run_for(10.0).await;
+    let facts: Vec<String> = w.store.facts(&channel).await.unwrap().into_iter().map(|f| f.content).collect();
+    assert_eq!(facts, ["the team deploys on Mondays"], "nothing learned from or about her");
+    assert!(w.store.user_note(&channel, &kuuki::domain::UserId("UALICE".into())).await.unwrap().is_none());
+    assert!(w.store.user_note(&channel, &kuuki::domain::UserId("UBOB".into())).await.unwrap().is_some());
+}
+
+/// A summary made from Alice's message, written after she was forgotten (the forget
+/// wiped the memory and queued its remake meanwhile), is dropped: the memory is made
+/// anew from what is left, without her.
+#[tokio::test]
+async fn a_summary_that_outlasts_a_forget_is_dropped_and_made_anew_without_the_person() {
+    use kuuki::ports::ChannelStateStore;
+    let llm = std::sync::Arc::new(ForgetsAliceWhileReflecting { deps: std::sync::OnceLock::new() });
+    let w = SlackWorld::start_with(&[("SUMMARIZE_EVERY_N_MESSAGES", "2")], true, Some(llm.clone())).await;
+    llm.deps.set(w.deps.clone()).ok().expect("set once");
+    let channel = ChannelId(CH.into());
+    alice_and_bob_said_something(&w, &channel).await;
+    // Summarized once before, so the forget has a memory to wipe.
+    let before = kuuki::domain::ChannelMemory {
+        summary: "a quiet channel".into(),
+        updated_at: Some(w.clock.now()),
+        ..Default::default()
+    };
+    w.store.set_channel_memory(&channel, before).await.unwrap();
+    let newest = w.store.channel_window(&channel, 1).await.unwrap().messages[0].ts.clone();
+    w.deps
+        .enqueue_after(
+            kuuki::domain::Job::Summarize { channel: channel.clone(), ts: newest },
+            std::time::Duration::ZERO,
+        )
+        .await
+        .unwrap();
+    w.run_for(10.0).await;
+    let memory = w.store.channel_state(&channel).await.unwrap().memory.clone();
+    assert_eq!(memory.summary, "bob deploys on Mondays", "made anew from what is left");
+    assert_eq!(memory.generation, 1, "the forget's generation");
+}
+
+/// Alice and Bob each said one thing in the channel (stored as they were).
+async fn alice_and_bob_said_something(w: &SlackWorld, channel: &ChannelId) {
     for (n, (user, name, text)) in
         [("UALICE", "alice", "my cat is called Miso"), ("UBOB", "bob", "we deploy on Mondays")].into_iter().enumerate()
     {
@@ -902,14 +966,4 @@ async fn a_reflection_that_outlasts_a_forget_keeps_nothing_of_the_person() {
         };
         w.store.put_message(&std::sync::Arc::new(said)).await.unwrap();
     }
-    let newest = w.store.channel_window(&channel, 1).await.unwrap().messages[0].ts.clone();
-    w.deps
-        .enqueue_after(kuuki::domain::Job::Reflect { channel: channel.clone(), ts: newest }, std::time::Duration::ZERO)
-        .await
-        .unwrap();
-    w.run_for(10.0).await;
-    let facts: Vec<String> = w.store.facts(&channel).await.unwrap().into_iter().map(|f| f.content).collect();
-    assert_eq!(facts, ["the team deploys on Mondays"], "nothing learned from or about her");
-    assert!(w.store.user_note(&channel, &kuuki::domain::UserId("UALICE".into())).await.unwrap().is_none());
-    assert!(w.store.user_note(&channel, &kuuki::domain::UserId("UBOB".into())).await.unwrap().is_some());
 }

@@ -281,8 +281,10 @@ pub trait ChannelStateStore: Send + Sync {
     async fn set_opener(&self, channel: &ChannelId, opener: OpenerState) -> PortResult<()>;
     /// Starts or replaces shadow mode; `None` ends it.
     async fn set_shadow(&self, channel: &ChannelId, shadow: Option<Shadow>) -> PortResult<()>;
-    /// Stores a new channel memory and clears the pending summary.
-    async fn set_channel_memory(&self, channel: &ChannelId, memory: ChannelMemory) -> PortResult<()>;
+    /// Stores a new channel memory and clears the pending summary; false (nothing
+    /// changes) when the stored memory is of a newer generation: a forget wiped it
+    /// while this one was being made from what it had.
+    async fn set_channel_memory(&self, channel: &ChannelId, memory: ChannelMemory) -> PortResult<bool>;
     /// The newest message reflected on: the same messages never yield facts twice.
     /// Clears the reflection's marks.
     async fn set_reflection_watermark(&self, channel: &ChannelId, ts: Ts) -> PortResult<()>;

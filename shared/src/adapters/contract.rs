@@ -322,11 +322,15 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     store.defer(&ch, MemoryTask::Summary, at(1500)).await.unwrap();
     let state = store.channel_state(&ch).await.unwrap();
     assert_eq!((state.summary_due, state.summary_retry_after), (None, Some(at(1500))));
-    store.set_channel_memory(&ch, memory.clone()).await.unwrap();
+    assert!(store.set_channel_memory(&ch, memory.clone()).await.unwrap());
     let state = store.channel_state(&ch).await.unwrap();
     assert_eq!(state.memory, memory);
     assert_eq!((state.summary_due, state.summary_retry_after), (None, None));
     assert_eq!(state.interventions.len(), ChannelState::KEPT_INTERVENTIONS, "the rest of the state stays");
+    // A memory made from an older generation (before a forget wiped it) is not stored.
+    let older = ChannelMemory { summary: "made before the wipe".into(), generation: 1, ..memory.clone() };
+    assert!(!store.set_channel_memory(&ch, older).await.unwrap());
+    assert_eq!(store.channel_state(&ch).await.unwrap().memory, memory, "the newer generation stays");
     // Reflection marks work like the summary's and the watermark clears them.
     assert!(store.mark_due(&ch, MemoryTask::Reflection, at(60), at(0)).await.unwrap());
     assert!(!store.mark_due(&ch, MemoryTask::Reflection, at(70), at(10)).await.unwrap(), "one is marked still");

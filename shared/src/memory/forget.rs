@@ -282,6 +282,7 @@ pub fn record_forgotten(deps: &Deps, requested_in: &ChannelId, user: &UserId, do
 async fn remake_memory(deps: &Deps, channel: &ChannelId, memory: &ChannelMemory) -> PortResult<()> {
     let wiped =
         ChannelMemory { generation: memory.generation + 1, private: memory.private, ..ChannelMemory::default() };
+    // A newer generation: always stored, and no summary made before it can undo it.
     deps.channels.set_channel_memory(channel, wiped).await?;
     deps.channels.set_channel_line(channel, None).await?;
     if crate::memory::enabled(deps) {

@@ -177,7 +177,12 @@ async fn summarize_claimed(
     updated.watermark = Some(newest);
     updated.private = memory.private || new.iter().any(|m| m.private_channel);
     updated.generation = memory.generation;
-    deps.channels.set_channel_memory(channel, updated.clone()).await?;
+    if !deps.channels.set_channel_memory(channel, updated.clone()).await? {
+        // A forget wiped the memory this summary grew from (and queued its remake):
+        // what was made from it is dropped.
+        tracing::info!(%channel, "a summary made before a forget wiped the memory was dropped");
+        return deps.ledger.complete(key, now, CLAIM_KEEP).await;
+    }
     deps.ledger.complete(key, now, CLAIM_KEEP).await?;
     // The other channels' judges read this line; a private channel's is removed. A
     // failure leaves the old line until the next summary.

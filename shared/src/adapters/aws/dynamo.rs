@@ -1102,12 +1102,19 @@ impl ChannelStateStore for DynamoStore {
         self.update_state(channel, |state| state.shadow = shadow).await
     }
 
-    async fn set_channel_memory(&self, channel: &ChannelId, memory: ChannelMemory) -> PortResult<()> {
+    async fn set_channel_memory(&self, channel: &ChannelId, memory: ChannelMemory) -> PortResult<bool> {
+        // Decided on the state the conditional write replaces (the last attempt's).
+        let stored = std::sync::atomic::AtomicBool::new(false);
         self.update_state(channel, |state| {
-            state.memory = memory.clone();
-            state.clear_marks(MemoryTask::Summary);
+            let newer = memory.generation >= state.memory.generation;
+            stored.store(newer, std::sync::atomic::Ordering::Relaxed);
+            if newer {
+                state.memory = memory.clone();
+                state.clear_marks(MemoryTask::Summary);
+            }
         })
-        .await
+        .await?;
+        Ok(stored.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     async fn set_reflection_watermark(&self, channel: &ChannelId, ts: Ts) -> PortResult<()> {

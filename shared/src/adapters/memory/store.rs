@@ -531,13 +531,16 @@ impl ChannelStateStore for MemoryStore {
         Ok(())
     }
 
-    async fn set_channel_memory(&self, channel: &ChannelId, memory: ChannelMemory) -> PortResult<()> {
+    async fn set_channel_memory(&self, channel: &ChannelId, memory: ChannelMemory) -> PortResult<bool> {
         self.check_write()?;
-        self.update(channel, |state| {
+        Ok(self.update(channel, |state| {
+            if memory.generation < state.memory.generation {
+                return false;
+            }
             state.memory = memory;
             state.clear_marks(MemoryTask::Summary);
-        });
-        Ok(())
+            true
+        }))
     }
 
     async fn set_reflection_watermark(&self, channel: &ChannelId, ts: Ts) -> PortResult<()> {
