@@ -28,10 +28,12 @@ fn forgotten_key(user: &UserId) -> String {
     format!("forgotten:{user}")
 }
 
-/// Notes that `user` is being (or was just) forgotten, with the time.
-async fn mark_forgotten(deps: &Deps, user: &UserId) -> PortResult<()> {
+/// Notes that `user` is being forgotten (`done: false`: whatever read their messages
+/// before the forget ends counts as before it) or was just forgotten, with the time.
+async fn mark_forgotten(deps: &Deps, user: &UserId, done: bool) -> PortResult<()> {
     let now = deps.clock.now();
-    deps.ledger.cache_put(&forgotten_key(user), &now.0.to_string(), now + FORGOTTEN_KEEP).await
+    let at = if done { now.0 } else { i64::MAX };
+    deps.ledger.cache_put(&forgotten_key(user), &at.to_string(), now + FORGOTTEN_KEEP).await
 }
 
 /// Whether `user` was forgotten at or after `read_at`: memory work that read their
@@ -194,9 +196,9 @@ impl Forgotten {
 /// the messages left. `requested_in` is searched even when no profile lists it.
 pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId) -> PortResult<Forgotten> {
     let mut done = Forgotten::default();
-    // Before anything goes (memory work storing meanwhile sees it), and again at the
-    // end (work that read their messages during the forget sees it too).
-    mark_forgotten(deps, user).await?;
+    // Before anything goes (memory work storing meanwhile drops what it learned of
+    // them), and with the time at the end (work that read their messages before then).
+    mark_forgotten(deps, user, false).await?;
     let profile = deps.facts.profile(user).await?;
     // Older facts name people as the model wrote them: by display name.
     let name = match deps.chat.user_name(user).await {
@@ -255,7 +257,7 @@ pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId) -
         deps.facts.delete_profile(user).await?;
         done.profile = true;
     }
-    mark_forgotten(deps, user).await?;
+    mark_forgotten(deps, user, true).await?;
     Ok(done)
 }
 
@@ -326,4 +328,42 @@ pub async fn forget_message(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortRe
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::adapters::memory::{InProcess, MemoryLog, RecordingChat, TsMint, VirtualClock};
+    use crate::config::Settings;
+    use crate::domain::Timestamp;
+    use crate::ports::Clock;
+
+    /// Memory work that read someone's messages before their forget ended, or while it
+    /// runs, counts them forgotten; work that read after it ended does not (what they
+    /// say after a forget is theirs to be remembered again).
+    #[tokio::test]
+    async fn a_person_counts_forgotten_for_work_that_read_before_the_forget_ended() {
+        let settings = Settings::from_vars(&HashMap::new()).unwrap();
+        let clock = Arc::new(VirtualClock::new(Timestamp(1_000_000_000)));
+        let parts = InProcess::new(clock.clone());
+        let chat = Arc::new(RecordingChat::new(clock.clone(), Arc::new(TsMint::default())));
+        let adapters = parts.adapters(chat, None, Arc::new(MemoryLog::default()));
+        let deps = Deps::new(settings.clone(), settings.persona(None), UserId("UKUUKI".into()), adapters, 1);
+        let (alice, read) = (UserId("UALICE".into()), clock.now());
+        assert!(!forgotten_since(&deps, &alice, read).await.unwrap(), "never forgotten");
+        clock.advance_to(Timestamp(read.0 + 1_000_000));
+        mark_forgotten(&deps, &alice, false).await.unwrap();
+        clock.advance_to(Timestamp(clock.now().0 + 1_000_000));
+        let during = clock.now();
+        assert!(forgotten_since(&deps, &alice, read).await.unwrap(), "read before it began");
+        assert!(forgotten_since(&deps, &alice, during).await.unwrap(), "read while it runs");
+        clock.advance_to(Timestamp(during.0 + 1_000_000));
+        mark_forgotten(&deps, &alice, true).await.unwrap();
+        assert!(forgotten_since(&deps, &alice, during).await.unwrap(), "read before it ended");
+        let after = Timestamp(clock.now().0 + 1);
+        assert!(!forgotten_since(&deps, &alice, after).await.unwrap(), "read after it ended");
+    }
 }
