@@ -376,11 +376,12 @@ async fn alice_says_something_then_forget_me(w: &SlackWorld) {
     assert!(ack.starts_with("kuuki is forgetting you"), "answered within Slack's 3 s: {ack}");
 }
 
-/// Slack answers the first `refused` answers with 503 (no wait asked), then takes them.
-async fn slack_refuses_answers_then_takes_them(w: &SlackWorld, refused: u64) {
+/// Slack answers the first `refused` answers with 503 (asking to wait `wait` seconds),
+/// then takes them.
+async fn slack_refuses_answers_then_takes_them(w: &SlackWorld, refused: u64, wait: u64) {
     Mock::given(method("POST"))
         .and(path(RESPONSE_PATH))
-        .respond_with(ResponseTemplate::new(503).insert_header("retry-after", "0"))
+        .respond_with(ResponseTemplate::new(503).insert_header("retry-after", wait.to_string()))
         .up_to_n_times(refused)
         .with_priority(1)
         .mount(&w.slack_api)
@@ -416,7 +417,7 @@ async fn command_as(w: &SlackWorld, user: &str, text: &str) -> String {
 #[tokio::test]
 async fn a_forget_answer_slack_could_not_take_at_once_is_sent_again() {
     let w = SlackWorld::start(&[], true).await;
-    slack_refuses_answers_then_takes_them(&w, 1).await;
+    slack_refuses_answers_then_takes_them(&w, 1, 0).await;
     alice_says_something_then_forget_me(&w).await;
     w.run_for(1.0).await;
     let tries = answers_sent(&w).await;
@@ -424,23 +425,25 @@ async fn a_forget_answer_slack_could_not_take_at_once_is_sent_again() {
     assert_eq!(tries[0], tries[1], "the same answer");
 }
 
-/// Slack refusing the answer past every retry fails the delivery; the redelivery finds
-/// the forget done (logged once) and, knowing the answer was not shown, sends it again.
-/// A worker that died while sending (the answer may be out) does not send it twice:
-/// a second ephemeral message would be worse than none.
+/// Slack refusing the answer fails the delivery; the redelivery finds the forget done
+/// (logged once, and what she said since is left alone) and, knowing the answer was not
+/// shown, sends it again.
 #[tokio::test]
 async fn a_forget_answer_is_sent_again_only_when_it_surely_did_not_go_out() {
     let w = SlackWorld::start(&[], true).await;
-    slack_refuses_answers_then_takes_them(&w, kuuki::budget::CHAT_ATTEMPTS as u64).await;
+    // Slack asks for a minute, longer than a chat call waits: the delivery fails.
+    slack_refuses_answers_then_takes_them(&w, 1, 60).await;
     alice_says_something_then_forget_me(&w).await;
-    // The first delivery asks as often as a chat call may, is refused each time and
-    // fails; Slack asked for no wait, so the redelivery comes at once and is taken.
-    assert_eq!(w.run_for_counting(1.0).await, 1, "Slack did not take the answer, retries included");
-    let attempts = kuuki::budget::CHAT_ATTEMPTS as usize;
-    assert_eq!(answers_sent(&w).await.len(), attempts + 1, "sent again by the redelivery, and taken");
-    assert_eq!(forget_lines(&w), 1, "one forget line in the decision log");
+    assert_eq!(w.run_for_counting(1.0).await, 1, "Slack did not take the answer");
+    assert_eq!(answers_sent(&w).await.len(), 1);
+    // Meanwhile she speaks again: forgotten already, this is hers to be remembered.
+    w.send_event(message(CH, "UALICE", "back from holiday", &w.ts(2, 1)), &[]).await;
     w.run_for(3600.0).await;
-    assert_eq!(answers_sent(&w).await.len(), attempts + 1, "done");
+    assert_eq!(answers_sent(&w).await.len(), 2, "sent again by the redelivery, and taken");
+    assert_eq!(forget_lines(&w), 1, "one forget line in the decision log");
+    let kept: Vec<String> =
+        w.store.messages_after(&ChannelId(CH.into()), None, 10).await.unwrap().iter().map(|m| m.text.clone()).collect();
+    assert_eq!(kept, ["back from holiday"], "the redelivery only answered");
 }
 
 /// An answer whose sending timed out may have been shown: the redelivery does not send
@@ -486,20 +489,7 @@ async fn a_forget_request_that_fails_halfway_is_finished_and_answered_once() {
     let elsewhere = ChannelId("C0OTHER".into());
     let other_summary = kuuki::domain::ChannelMemory { summary: "the build is green".into(), ..summarized };
     w.store.set_channel_memory(&elsewhere, other_summary).await.unwrap();
-    let fact = kuuki::domain::Fact {
-        id: "f1".into(),
-        channel: elsewhere.clone(),
-        content: "CI runs nightly".into(),
-        keywords: vec!["ci".into()],
-        source_users: vec!["UBOB".into()],
-        confidence: 0.9,
-        shareable: false,
-        created_at: w.clock.now(),
-        confirmed_at: w.clock.now(),
-        strength: 1,
-        source_messages: Vec::new(),
-        embedding: None,
-    };
+    let fact = taught(&w, &elsewhere, "CI runs nightly", &["UBOB"]);
     kuuki::ports::FactStore::put_fact(&*w.store, &fact).await.unwrap();
 
     let ack = command(&w, "forget-me").await;
@@ -897,19 +887,21 @@ fn reflection_about_alice_and_bob() -> Value {
 #[tokio::test]
 async fn a_reflection_that_outlasts_a_forget_keeps_nothing_of_the_person() {
     use kuuki::ports::FactStore;
-    let llm = std::sync::Arc::new(ForgetsAliceWhileReflecting { deps: std::sync::OnceLock::new() });
-    let w = SlackWorld::start_with(&[("REFLECTION_MIN_MESSAGES", "2")], true, Some(llm.clone())).await;
-    llm.deps.set(w.deps.clone()).ok().expect("set once");
-    let channel = ChannelId(CH.into());
-    alice_and_bob_said_something(&w, &channel).await;
+    let (w, channel) = alice_and_bob_spoke_with_a_model_that_forgets_her(("REFLECTION_MIN_MESSAGES", "2")).await;
+    // Known before: a fact both taught, which the reflection strengthens (Bob says it
+    // again) after the forget took Alice off it.
+    let known = taught(&w, &channel, "the team deploys on Mondays", &["UALICE", "UBOB"]);
+    w.store.put_fact(&known).await.unwrap();
     let newest = w.store.channel_window(&channel, 1).await.unwrap().messages[0].ts.clone();
     w.deps
         .enqueue_after(kuuki::domain::Job::Reflect { channel: channel.clone(), ts: newest }, std::time::Duration::ZERO)
         .await
         .unwrap();
     w.run_for(10.0).await;
-    let facts: Vec<String> = w.store.facts(&channel).await.unwrap().into_iter().map(|f| f.content).collect();
-    assert_eq!(facts, ["the team deploys on Mondays"], "nothing learned from or about her");
+    let facts = w.store.facts(&channel).await.unwrap();
+    let contents: Vec<&str> = facts.iter().map(|f| f.content.as_str()).collect();
+    assert_eq!(contents, ["the team deploys on Mondays"], "nothing learned from or about her");
+    assert_eq!(facts[0].source_users, ["UBOB"], "strengthened as it is now, without her");
     assert!(w.store.user_note(&channel, &kuuki::domain::UserId("UALICE".into())).await.unwrap().is_none());
     assert!(w.store.user_note(&channel, &kuuki::domain::UserId("UBOB".into())).await.unwrap().is_some());
 }
@@ -920,11 +912,7 @@ async fn a_reflection_that_outlasts_a_forget_keeps_nothing_of_the_person() {
 #[tokio::test]
 async fn a_summary_that_outlasts_a_forget_is_dropped_and_made_anew_without_the_person() {
     use kuuki::ports::ChannelStateStore;
-    let llm = std::sync::Arc::new(ForgetsAliceWhileReflecting { deps: std::sync::OnceLock::new() });
-    let w = SlackWorld::start_with(&[("SUMMARIZE_EVERY_N_MESSAGES", "2")], true, Some(llm.clone())).await;
-    llm.deps.set(w.deps.clone()).ok().expect("set once");
-    let channel = ChannelId(CH.into());
-    alice_and_bob_said_something(&w, &channel).await;
+    let (w, channel) = alice_and_bob_spoke_with_a_model_that_forgets_her(("SUMMARIZE_EVERY_N_MESSAGES", "2")).await;
     // Summarized once before, so the forget has a memory to wipe.
     let before = kuuki::domain::ChannelMemory {
         summary: "a quiet channel".into(),
@@ -944,6 +932,50 @@ async fn a_summary_that_outlasts_a_forget_is_dropped_and_made_anew_without_the_p
     let memory = w.store.channel_state(&channel).await.unwrap().memory.clone();
     assert_eq!(memory.summary, "bob deploys on Mondays", "made anew from what is left");
     assert_eq!(memory.generation, 1, "the forget's generation");
+}
+
+/// The same in a channel never summarized before: the first summary, made from her
+/// message, is not stored either (the forget moved the memory to a new generation).
+#[tokio::test]
+async fn a_first_summary_that_outlasts_a_forget_is_not_stored() {
+    use kuuki::ports::ChannelStateStore;
+    let (w, channel) = alice_and_bob_spoke_with_a_model_that_forgets_her(("SUMMARIZE_EVERY_N_MESSAGES", "2")).await;
+    let newest = w.store.channel_window(&channel, 1).await.unwrap().messages[0].ts.clone();
+    let summarize = kuuki::domain::Job::Summarize { channel: channel.clone(), ts: newest };
+    w.deps.enqueue_after(summarize, std::time::Duration::ZERO).await.unwrap();
+    w.run_for(10.0).await;
+    let memory = w.store.channel_state(&channel).await.unwrap().memory.clone();
+    assert!(!memory.summary.contains("Miso"), "{memory:?}");
+    assert_eq!(memory.generation, 1);
+}
+
+/// A world whose model forgets Alice when called (see [`ForgetsAliceWhileReflecting`]),
+/// with `setting`, where Alice and Bob each said one thing.
+async fn alice_and_bob_spoke_with_a_model_that_forgets_her(setting: (&str, &str)) -> (SlackWorld, ChannelId) {
+    let llm = std::sync::Arc::new(ForgetsAliceWhileReflecting { deps: std::sync::OnceLock::new() });
+    let w = SlackWorld::start_with(&[setting], true, Some(llm.clone())).await;
+    llm.deps.set(w.deps.clone()).ok().expect("set once");
+    let channel = ChannelId(CH.into());
+    alice_and_bob_said_something(&w, &channel).await;
+    (w, channel)
+}
+
+/// A fact `sources` taught in `channel`, under the id its content has there.
+fn taught(w: &SlackWorld, channel: &ChannelId, content: &str, sources: &[&str]) -> kuuki::domain::Fact {
+    kuuki::domain::Fact {
+        id: kuuki::memory::reflect::fact_id(channel, content),
+        channel: channel.clone(),
+        content: content.into(),
+        keywords: content.split_whitespace().map(str::to_lowercase).collect(),
+        source_users: sources.iter().map(|s| s.to_string()).collect(),
+        confidence: 0.9,
+        shareable: false,
+        created_at: w.clock.now(),
+        confirmed_at: w.clock.now(),
+        strength: 1,
+        source_messages: Vec::new(),
+        embedding: None,
+    }
 }
 
 /// Alice and Bob each said one thing in the channel (stored as they were).

@@ -32,8 +32,10 @@ fn forgotten_key(user: &UserId) -> String {
 /// before the forget ends counts as before it) or was just forgotten, with the time.
 async fn mark_forgotten(deps: &Deps, user: &UserId, done: bool) -> PortResult<()> {
     let now = deps.clock.now();
-    let at = if done { now.0 } else { i64::MAX };
-    deps.ledger.cache_put(&forgotten_key(user), &at.to_string(), now + FORGOTTEN_KEEP).await
+    // "In progress" outlives a failed attempt until its redelivery (which marks it
+    // again), not a day: a forget that never finishes does not silence memory work.
+    let (at, keep) = if done { (now.0, FORGOTTEN_KEEP) } else { (i64::MAX, deps.budget.visibility_timeout() * 2) };
+    deps.ledger.cache_put(&forgotten_key(user), &at.to_string(), now + keep).await
 }
 
 /// Whether `user` was forgotten at or after `read_at`: memory work that read their
@@ -109,23 +111,19 @@ async fn forget_and_answer(
     if earlier.is_none() {
         deps.ledger.cache_put(&progress, STARTED, until).await?;
     }
-    let removed = forget_user(deps, user, channel).await?;
-    let (removed, interrupted) = match earlier.as_deref() {
-        None => (removed, false),
-        Some(STARTED) => (removed, true),
-        Some(json) => match serde_json::from_str::<Forgotten>(json) {
-            Ok(before) => (before + removed, false),
-            Err(_) => (removed, true),
-        },
+    // A run that finished forgetting leaves only the answer to this one: what the
+    // person wrote since is theirs to be remembered again.
+    let finished = earlier.as_deref().filter(|json| *json != STARTED).and_then(|json| serde_json::from_str(json).ok());
+    let already = finished.is_some();
+    let (removed, interrupted) = match (finished, earlier.is_some()) {
+        (Some(before), _) => (before, false),
+        (None, interrupted) => (forget_user(deps, user, channel).await?, interrupted),
     };
-    // Logged by the run that first finishes forgetting (a redelivery after it only
-    // answers).
-    let first_to_finish = !matches!(earlier.as_deref(), Some(json) if json != STARTED);
-    if first_to_finish {
+    if !already {
         record_forgotten(deps, channel, user, &removed);
+        let json = serde_json::to_string(&removed).expect("counts encode");
+        deps.ledger.cache_put(&progress, &json, until).await?;
     }
-    let json = serde_json::to_string(&removed).expect("counts encode");
-    deps.ledger.cache_put(&progress, &json, until).await?;
     // Whether the last send is known not to have gone out ("1"), or may have ("0").
     let unsent_key = format!("{key}:unsent");
     let known_unsent = resumed && deps.ledger.cache_get(&unsent_key, now).await?.as_deref() == Some("1");
@@ -243,9 +241,16 @@ pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId) -
         // expired; and a run that died between deleting them and wiping it finds no
         // message the next time, but the profile (deleted last) still lists the channel.
         let wrote_here = wrote_in.contains(channel);
-        if memory.updated_at.is_some() && (messages > 0 || wrote_here || in_memory) {
-            remake_memory(deps, channel, memory).await?;
-            done.summaries += 1;
+        if messages > 0 || wrote_here || in_memory {
+            if memory.updated_at.is_some() {
+                remake_memory(deps, channel, memory).await?;
+                done.summaries += 1;
+            } else {
+                // Never summarized yet: a first summary being made from their messages
+                // must not be stored (a memory of an older generation never is).
+                let next = ChannelMemory { generation: memory.generation + 1, ..memory.clone() };
+                deps.channels.set_channel_memory(channel, next).await?;
+            }
         }
     }
     let workspace = deps.channels.workspace_memory().await?;

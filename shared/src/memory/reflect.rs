@@ -156,10 +156,13 @@ async fn reflect_claimed(
     // forget may have removed their facts and notes already, so nothing learned from
     // or about them is kept now.
     let mut forgotten: Vec<(&UserId, &str)> = Vec::new();
+    let mut checked: Vec<&UserId> = Vec::new();
     for m in new.iter().filter(|m| m.author != Author::OwnBot) {
-        if !forgotten.iter().any(|(user, _)| **user == m.user)
-            && super::forget::forgotten_since(deps, &m.user, read_at).await?
-        {
+        if checked.contains(&&m.user) {
+            continue;
+        }
+        checked.push(&m.user);
+        if super::forget::forgotten_since(deps, &m.user, read_at).await? {
             forgotten.push((&m.user, &m.user_name));
         }
     }
@@ -172,6 +175,10 @@ async fn reflect_claimed(
         facts.retain(|fact| !fact.source_users.iter().any(|s| theirs(s)) && !names_them(&fact.content));
         notes.retain(|note| !theirs(&note.user));
     }
+    // The facts as they are now, not as they were before the model call: a forget
+    // meanwhile may have removed or edited some, and a fact strengthened here is
+    // written back whole.
+    let known = deps.facts.facts(channel).await?;
     let facts_merged = merge_facts(deps, channel, known, facts, &speakers, now).await?;
     // Notes only about people who spoke here, kept in this channel under their id.
     let mut noted = 0;
@@ -483,7 +490,9 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
     if aa == 0.0 || bb == 0.0 { 0.0 } else { dot / (aa.sqrt() * bb.sqrt()) }
 }
 
-fn fact_id(channel: &ChannelId, content: &str) -> String {
+/// The id a fact's content has in a channel: the same content learned again is the
+/// same fact.
+pub fn fact_id(channel: &ChannelId, content: &str) -> String {
     let normalized: String = content.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
     hex::encode(&Sha256::digest(format!("{channel}\n{normalized}"))[..12])
 }

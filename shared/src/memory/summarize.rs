@@ -245,6 +245,11 @@ async fn refresh_workspace(deps: &Deps, channel: &ChannelId, memory: &ChannelMem
     let Ok(updated) = answer.map_err(|e| e.to_string()).and_then(|a| parse_workspace(&a.text)) else {
         return Ok(false);
     };
+    // A forget that wiped this channel's memory meanwhile may have cleared the
+    // workspace's too: what was made from the wiped memory is not written over it.
+    if deps.channels.channel_state(channel).await?.memory.generation != memory.generation {
+        return Ok(false);
+    }
     deps.channels.set_workspace_memory(WorkspaceMemory { updated_at: Some(now), ..updated }).await?;
     Ok(true)
 }

@@ -318,6 +318,10 @@ impl Chat for SlackClient {
                 return Ok(());
             }
             let message = format!("response_url answered HTTP {status}");
+            // A gateway's 502/504 may come after Slack showed it: as unknown as a timeout.
+            if matches!(status.as_u16(), 502 | 504) {
+                return Err(PortError::Backend { backend: "slack", message });
+            }
             // Slack did not take it (busy, or down a moment): it may be sent again, and
             // once the retries are spent it is `Busy`: not shown, to try later.
             if status == reqwest::StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
