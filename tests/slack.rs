@@ -379,18 +379,40 @@ async fn alice_says_something_then_forget_me(w: &SlackWorld) {
 /// Slack answers the first `refused` answers with 503 (asking to wait `wait` seconds),
 /// then takes them.
 async fn slack_refuses_answers_then_takes_them(w: &SlackWorld, refused: u64, wait: u64) {
-    Mock::given(method("POST"))
-        .and(path(RESPONSE_PATH))
-        .respond_with(ResponseTemplate::new(503).insert_header("retry-after", wait.to_string()))
-        .up_to_n_times(refused)
-        .with_priority(1)
-        .mount(&w.slack_api)
-        .await;
+    if refused > 0 {
+        Mock::given(method("POST"))
+            .and(path(RESPONSE_PATH))
+            .respond_with(ResponseTemplate::new(503).insert_header("retry-after", wait.to_string()))
+            .up_to_n_times(refused)
+            .with_priority(1)
+            .mount(&w.slack_api)
+            .await;
+    }
     Mock::given(method("POST"))
         .and(path(RESPONSE_PATH))
         .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
         .mount(&w.slack_api)
         .await;
+}
+
+/// A world (with `settings`) whose fake Slack takes command answers, where Alice said
+/// something a minute ago and the channel was summarized since: the summary.
+async fn alice_spoke_and_was_summarized(
+    settings: &[(&str, &str)],
+) -> (SlackWorld, ChannelId, kuuki::domain::ChannelMemory) {
+    use kuuki::ports::ChannelStateStore;
+    let w = SlackWorld::start(settings, true).await;
+    slack_refuses_answers_then_takes_them(&w, 0, 0).await;
+    let channel = ChannelId(CH.into());
+    w.send_event(message(CH, "UALICE", "my cat is Miso", &w.ts(0, 1)), &[]).await;
+    w.run_for(60.0).await;
+    let summarized = kuuki::domain::ChannelMemory {
+        summary: "someone has a cat".into(),
+        updated_at: Some(w.clock.now()),
+        ..Default::default()
+    };
+    w.store.set_channel_memory(&channel, summarized.clone()).await.unwrap();
+    (w, channel, summarized)
 }
 
 /// The `forget` lines in the decision log so far.
@@ -470,21 +492,7 @@ async fn a_forget_answer_that_may_have_gone_out_is_not_sent_twice() {
 #[tokio::test]
 async fn a_forget_request_that_fails_halfway_is_finished_and_answered_once() {
     use kuuki::ports::{ChannelStateStore, MessageStore};
-    let w = SlackWorld::start(&[], true).await;
-    Mock::given(method("POST"))
-        .and(path(RESPONSE_PATH))
-        .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
-        .mount(&w.slack_api)
-        .await;
-    let channel = ChannelId(CH.into());
-    w.send_event(message(CH, "UALICE", "my cat is Miso", &w.ts(0, 1)), &[]).await;
-    w.run_for(60.0).await;
-    let summarized = kuuki::domain::ChannelMemory {
-        summary: "someone has a cat".into(),
-        updated_at: Some(w.clock.now()),
-        ..Default::default()
-    };
-    w.store.set_channel_memory(&channel, summarized.clone()).await.unwrap();
+    let (w, channel, summarized) = alice_spoke_and_was_summarized(&[]).await;
     // A channel she never wrote in, with facts (so forgetting looks there) and a summary.
     let elsewhere = ChannelId("C0OTHER".into());
     let other_summary = kuuki::domain::ChannelMemory { summary: "the build is green".into(), ..summarized };
@@ -879,6 +887,22 @@ fn reflection_about_alice_and_bob() -> Value {
             ],
         })
     }
+}
+
+/// The same without profiles (`USER_PROFILE_ENABLED` off: nothing lists where she
+/// wrote): the redelivery still wipes the summary of the channel whose messages the
+/// first attempt deleted.
+#[tokio::test]
+async fn a_forget_that_fails_halfway_without_profiles_still_wipes_the_summary() {
+    use kuuki::ports::ChannelStateStore;
+    let (w, channel, _) = alice_spoke_and_was_summarized(&[("USER_PROFILE_ENABLED", "false")]).await;
+    command(&w, "forget-me").await;
+    w.store.fail_next_writes(1);
+    assert_eq!(w.run_for_counting(1.0).await, 1, "the first attempt dies wiping the summary");
+    assert!(w.store.messages_after(&channel, None, 10).await.unwrap().is_empty(), "its messages went first");
+    w.run_for(1500.0).await;
+    assert_eq!(w.store.channel_state(&channel).await.unwrap().memory.summary, "", "wiped by the redelivery");
+    assert_eq!(answers_sent(&w).await.len(), 1);
 }
 
 /// A reflection that read Alice's messages before she was forgotten, and stores what it

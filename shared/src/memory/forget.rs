@@ -213,6 +213,12 @@ pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId) -
     // Whole words: a name inside another word ("Sam" in "Samsung") is not them.
     let mentions = |text: &str| contains_phrase(text, &user.0) || contains_phrase(text, &name);
     for channel in &channels {
+        // Kept while their messages here go and the memory is wiped: a run that dies
+        // in between leaves it, and the next run wipes the memory though it finds no
+        // message of theirs (with no profile to say they wrote here).
+        let working_here = format!("forgetting:{user}:{channel}");
+        let interrupted_here = deps.ledger.cache_get(&working_here, deps.clock.now()).await?.is_some();
+        deps.ledger.cache_put(&working_here, "1", deps.clock.now() + FORGOTTEN_KEEP).await?;
         let messages = deps.messages.delete_messages_by(channel, user).await?;
         done.messages += messages;
         for mut fact in deps.facts.facts(channel).await? {
@@ -240,7 +246,7 @@ pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId) -
         // Where they wrote, a summary may hold what they said even after their messages
         // expired; and a run that died between deleting them and wiping it finds no
         // message the next time, but the profile (deleted last) still lists the channel.
-        let wrote_here = wrote_in.contains(channel);
+        let wrote_here = wrote_in.contains(channel) || interrupted_here;
         if messages > 0 || wrote_here || in_memory {
             if memory.updated_at.is_some() {
                 remake_memory(deps, channel, memory).await?;
@@ -252,6 +258,8 @@ pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId) -
                 deps.channels.set_channel_memory(channel, next).await?;
             }
         }
+        // Done here: the mark expires at once.
+        deps.ledger.cache_put(&working_here, "", deps.clock.now()).await?;
     }
     let workspace = deps.channels.workspace_memory().await?;
     if mentions(&workspace.history) || mentions(&workspace.recent_events) {
