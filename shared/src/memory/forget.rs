@@ -24,6 +24,12 @@ const STARTED: &str = "started";
 /// any job's lease.
 const FORGOTTEN_KEEP: Duration = Duration::from_secs(24 * 60 * 60);
 
+/// Whether `text` names the person by id or by display name (`name`, may be empty):
+/// whole words, so a name inside another word ("Sam" in "Samsung") is not them.
+pub fn names_person(text: &str, user: &UserId, name: &str) -> bool {
+    contains_phrase(text, &user.0) || contains_phrase(text, name)
+}
+
 fn forgotten_key(user: &UserId) -> String {
     format!("forgotten:{user}")
 }
@@ -210,8 +216,7 @@ pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId) -
             channels.push(channel);
         }
     }
-    // Whole words: a name inside another word ("Sam" in "Samsung") is not them.
-    let mentions = |text: &str| contains_phrase(text, &user.0) || contains_phrase(text, &name);
+    let mentions = |text: &str| names_person(text, user, &name);
     for channel in &channels {
         // Kept while their messages here go and the memory is wiped: a run that dies
         // in between leaves it, and the next run wipes the memory though it finds no

@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::keywords::{contains_phrase, jaccard, keywords};
+use super::keywords::{jaccard, keywords};
 use crate::conversation::Window;
 use crate::deps::Deps;
 use crate::domain::{Author, ChannelId, EventKind, Fact, Job, Message, Stage, Timestamp, Ts, UserId, UserNote};
@@ -169,9 +169,8 @@ async fn reflect_claimed(
     if !forgotten.is_empty() {
         let theirs =
             |name_or_id: &str| speakers.id_of(name_or_id).is_some_and(|id| forgotten.iter().any(|(u, _)| *u == id));
-        let names_them = |text: &str| {
-            forgotten.iter().any(|(user, name)| contains_phrase(text, &user.0) || contains_phrase(text, name))
-        };
+        let names_them =
+            |text: &str| forgotten.iter().any(|(user, name)| super::forget::names_person(text, user, name));
         facts.retain(|fact| !fact.source_users.iter().any(|s| theirs(s)) && !names_them(&fact.content));
         notes.retain(|note| !theirs(&note.user));
     }
