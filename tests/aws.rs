@@ -389,6 +389,8 @@ mod end_to_end {
         pub(super) deps: Arc<Deps>,
         sqs: aws_sdk_sqs::Client,
         pub(super) urls: kuuki::adapters::aws::sqs::QueueUrls,
+        /// The workers' SQS adapter (counted), which settles failed messages.
+        queue: Arc<kuuki::adapters::aws::sqs::SqsQueue>,
         slack_api: wiremock::MockServer,
         base_url: String,
         pub(super) counter: CallCounter,
@@ -462,7 +464,8 @@ mod end_to_end {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base_url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, kuuki_ingress::app(ingress)).await.unwrap() });
-        World { deps, sqs, urls, slack_api, base_url, counter, secret: SigningSecret::new("e2e-secret"), tables }
+        let queue = aws.queue.clone();
+        World { deps, sqs, urls, queue, slack_api, base_url, counter, secret: SigningSecret::new("e2e-secret"), tables }
     }
 
     impl World {
@@ -619,14 +622,23 @@ mod end_to_end {
             }
         }
 
-        /// What SQS would hand the Lambda: the queue's visible messages as an event.
+        /// What SQS would hand the Lambda: the queue's visible messages as an event,
+        /// visible again at once (so a test can deliver them again when it likes).
         pub(super) async fn receive(&self, url: &str) -> SqsEvent {
+            self.receive_for(url, 0).await
+        }
+
+        /// Like [`World::receive`], invisible for `visibility` seconds as a Lambda poller
+        /// takes them (the queue's visibility timeout).
+        pub(super) async fn receive_for(&self, url: &str, visibility: i32) -> SqsEvent {
+            use aws_sdk_sqs::types::MessageSystemAttributeName;
             let out = self
                 .sqs
                 .receive_message()
                 .queue_url(url)
                 .max_number_of_messages(10)
-                .visibility_timeout(0)
+                .visibility_timeout(visibility)
+                .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
                 .send()
                 .await
                 .unwrap();
@@ -640,6 +652,12 @@ mod end_to_end {
                     record.message_id = m.message_id;
                     record.receipt_handle = m.receipt_handle;
                     record.body = m.body;
+                    record.attributes = m
+                        .attributes
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|(name, value)| (name.as_str().to_owned(), value))
+                        .collect();
                     record
                 })
                 .collect();
@@ -666,7 +684,7 @@ mod end_to_end {
                         JobKind::Judge => "JudgeFunction",
                         _ => "RespondFunction",
                     });
-                    let response = handle_sqs_event(&self.deps, kind, event.clone()).await;
+                    let response = handle_sqs_event(&self.deps, &self.queue, kind, event.clone()).await;
                     self.counter.acting_as("");
                     failed += response.batch_item_failures.len();
                     for record in &event.records {
@@ -745,7 +763,7 @@ mod end_to_end {
             (JobKind::Reflect, "ReflectFunction", Job::SweepFacts),
         ] {
             w.counter.acting_as(function);
-            let response = handle_sqs_event(&w.deps, kind, event_of(std::slice::from_ref(&job))).await;
+            let response = handle_sqs_event(&w.deps, &w.queue, kind, event_of(std::slice::from_ref(&job))).await;
             w.counter.acting_as("");
             assert!(response.batch_item_failures.is_empty(), "{job:?} failed");
         }
@@ -782,15 +800,58 @@ mod end_to_end {
         assert!(!event.records.is_empty());
         // The batch's records run at once: one answers; a copy that meets its claim
         // still held fails for a retry instead of being dropped.
-        let response = handle_sqs_event(&w.deps, JobKind::Respond, event.clone()).await;
+        let response = handle_sqs_event(&w.deps, &w.queue, JobKind::Respond, event.clone()).await;
         assert!(response.batch_item_failures.len() < event.records.len(), "one copy answered");
         // SQS delivers the same records again (a visibility timeout ran out): every copy
         // finds the answer done.
-        let again = handle_sqs_event(&w.deps, JobKind::Respond, event).await;
+        let again = handle_sqs_event(&w.deps, &w.queue, JobKind::Respond, event).await;
         assert!(again.batch_item_failures.is_empty());
         let posts = w.slack_calls("chat.postMessage").await;
         assert_eq!(posts.len(), 1, "{posts:?}");
         assert_eq!(posts[0]["channel"], "C0E2E");
+    }
+
+    /// A job that fails because Slack is busy comes back when Slack asked (here 2 s),
+    /// not at the queue's visibility timeout (24 minutes): the worker Lambda tells SQS,
+    /// and its policy lets it.
+    #[tokio::test]
+    async fn a_job_that_failed_on_a_busy_slack_comes_back_when_slack_asked() {
+        let Some((dynamo, moto)) = emulators("a_job_that_failed_on_a_busy_slack_comes_back_when_slack_asked") else {
+            return;
+        };
+        let w = world(&dynamo, &moto, &[]).await;
+        // Two 429s: the one the post waits out within the delivery, and the one that fails it.
+        wiremock::Mock::given(wiremock::matchers::path("/chat.postMessage"))
+            .respond_with(wiremock::ResponseTemplate::new(429).insert_header("retry-after", "2"))
+            .up_to_n_times(2)
+            .with_priority(1)
+            .mount(&w.slack_api)
+            .await;
+        // The next delivery looks for a post an earlier one may have made: none.
+        wiremock::Mock::given(wiremock::matchers::path("/conversations.history"))
+            .respond_with(wiremock::ResponseTemplate::new(200).set_body_json(json!({"ok": true, "messages": []})))
+            .mount(&w.slack_api)
+            .await;
+        assert_eq!(w.deliver(message("C0BUSY", "UALICE", "<@UKUUKI> hi", &now_ts(4)), false).await, 200);
+        let visibility = w.deps.budget.visibility_timeout().as_secs() as i32;
+        let event = w.receive_for(&w.urls.respond, visibility).await;
+        assert_eq!(event.records.len(), 1);
+        w.counter.acting_as("RespondFunction");
+        let response = handle_sqs_event(&w.deps, &w.queue, JobKind::Respond, event).await;
+        w.counter.acting_as("");
+        assert_eq!(response.batch_item_failures.len(), 1, "Slack was busy: the job failed");
+        assert!(w.receive_for(&w.urls.respond, visibility).await.records.is_empty(), "not back at once");
+        tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+        let again = w.receive_for(&w.urls.respond, visibility).await;
+        assert_eq!(again.records.len(), 1, "back after Slack's 2 s, not the visibility timeout");
+        assert_eq!(again.records[0].attributes.get("ApproximateReceiveCount").map(String::as_str), Some("2"));
+        w.counter.acting_as("RespondFunction");
+        let response = handle_sqs_event(&w.deps, &w.queue, JobKind::Respond, again).await;
+        w.counter.acting_as("");
+        assert!(response.batch_item_failures.is_empty(), "the second delivery answered");
+        let posts = w.slack_calls("chat.postMessage").await;
+        assert_eq!(posts.len(), 3, "two refused, one posted: {posts:?}");
+        w.assert_the_template_allows_what_was_done();
     }
 
     #[tokio::test]
@@ -801,9 +862,9 @@ mod end_to_end {
         let w = world(&dynamo, &moto, &[("JUDGE_MIN_WAIT_SECONDS", "0"), ("JUDGE_SCORE_THRESHOLD", "0")]).await;
         let ts = now_ts(9);
         assert_eq!(w.deliver(message("C0AMB", "UBOB", "deploy done 🎉", &ts), false).await, 200);
-        let judged = handle_sqs_event(&w.deps, JobKind::Judge, w.receive(&w.urls.judge).await).await;
+        let judged = handle_sqs_event(&w.deps, &w.queue, JobKind::Judge, w.receive(&w.urls.judge).await).await;
         assert!(judged.batch_item_failures.is_empty());
-        let answered = handle_sqs_event(&w.deps, JobKind::Respond, w.receive(&w.urls.respond).await).await;
+        let answered = handle_sqs_event(&w.deps, &w.queue, JobKind::Respond, w.receive(&w.urls.respond).await).await;
         assert!(answered.batch_item_failures.is_empty());
         assert_eq!(
             w.slack_calls("reactions.add").await,
@@ -923,7 +984,7 @@ mod end_to_end {
         assert_eq!(event.records.len(), 1, "one forget job on the reflect queue");
         w.counter.acting_as("ReflectFunction");
         for _ in 0..2 {
-            let response = handle_sqs_event(&w.deps, JobKind::Reflect, event.clone()).await;
+            let response = handle_sqs_event(&w.deps, &w.queue, JobKind::Reflect, event.clone()).await;
             assert!(response.batch_item_failures.is_empty(), "the forget job failed");
         }
         w.counter.acting_as("");
@@ -962,7 +1023,7 @@ mod end_to_end {
         bad.message_id = Some("not-a-job".into());
         bad.body = Some("{\"hello\": 1}".into());
         event.records.push(bad);
-        let response = handle_sqs_event(&w.deps, JobKind::Respond, event).await;
+        let response = handle_sqs_event(&w.deps, &w.queue, JobKind::Respond, event).await;
         let failed: Vec<_> = response.batch_item_failures.iter().map(|f| f.item_identifier.clone()).collect();
         assert_eq!(failed, vec!["not-a-job".to_string()]);
         assert_eq!(w.slack_calls("chat.postMessage").await.len(), 1, "the good record was answered");

@@ -95,15 +95,27 @@ fn every_worker_and_its_queue_run_on_the_one_time_budget() {
         }
         let queue_visibility = &t["Resources"][queue]["Properties"]["VisibilityTimeout"];
         assert_eq!(find_in_map(queue_visibility), visibility, "{queue}'s VisibilityTimeout");
+        // SAM's SQS event source lets it receive and delete, not set when a failed job
+        // comes back (kuuki::worker::redelivery_delay).
+        assert_eq!(
+            queues_allowed(function, "sqs:ChangeMessageVisibility"),
+            BTreeSet::from([queue]),
+            "{name} sets the visibility of its own queue's messages only"
+        );
     }
 }
 
 /// The queues a function's policy lets it send to.
 fn sends_to(function: &Value) -> BTreeSet<&str> {
+    queues_allowed(function, "sqs:SendMessage")
+}
+
+/// The queues a function's policy allows `action` on (statements naming it alone).
+fn queues_allowed<'t>(function: &'t Value, action: &str) -> BTreeSet<&'t str> {
     let mut queues = BTreeSet::new();
     for policy in function["Properties"]["Policies"].as_sequence().into_iter().flatten() {
         for statement in policy["Statement"].as_sequence().into_iter().flatten() {
-            if statement["Action"] != "sqs:SendMessage" {
+            if statement["Action"] != action {
                 continue;
             }
             let resources = match &statement["Resource"] {

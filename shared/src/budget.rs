@@ -4,7 +4,7 @@
 //! so a job whose worker died comes back to find the claim expired and takes it over.
 //!
 //! ```text
-//! LLM calls × (LLM_TIMEOUT_SECONDS × attempts + retry waits) + post + margin
+//! LLM calls × (LLM_TIMEOUT_SECONDS × attempts + retry waits) + post + margin + settle
 //!   < WORKER_TIMEOUT_SECONDS < claim lease < visibility timeout (6 × the worker timeout)
 //! ```
 //!
@@ -38,6 +38,9 @@ pub struct TimeBudget {
     pub chat_call: Duration,
     /// Store reads and writes around the calls.
     pub margin: Duration,
+    /// After a batch's jobs: telling SQS when its failed messages should come back
+    /// (one ChangeMessageVisibilityBatch call), before the worker's timeout stops it.
+    pub settle: Duration,
 }
 
 impl TimeBudget {
@@ -50,10 +53,12 @@ impl TimeBudget {
             llm_call: settings.llm_timeout * attempts + llm_wait * settings.llm_max_retries,
             chat_call: settings.chat_timeout * CHAT_ATTEMPTS + chat_wait * (CHAT_ATTEMPTS - 1),
             margin: settings.worker_timeout / 8,
+            settle: settings.worker_timeout / 32,
         }
     }
 
-    /// The most one job of this kind may spend: its LLM calls, its posts, the margin.
+    /// The most one job of this kind may spend (its LLM calls, its posts, the margin),
+    /// and the settling of its batch after it.
     /// A reply's first part is what the budget must cover: once it is posted the
     /// answer is complete, and a later part lost to a timeout is not posted twice.
     pub fn needed_for(&self, kind: JobKind) -> Duration {
@@ -63,14 +68,14 @@ impl TimeBudget {
             // A reflection asks the model once; a FORGET (same worker) asks no model, and
             // looks up the person's display name and sends the answer.
             JobKind::Reflect => {
-                return (self.llm_call).max(self.chat_call * 2) + self.margin;
+                return (self.llm_call).max(self.chat_call * 2) + self.margin + self.settle;
             }
             // A lookup for an earlier attempt's post, the display names, the post.
             JobKind::Respond => (1, 3),
             // The channel's memory, then the workspace's.
             JobKind::Summarize => (2, 0),
         };
-        self.llm_call * llm_calls + self.chat_call * chat_calls + self.margin
+        self.llm_call * llm_calls + self.chat_call * chat_calls + self.margin + self.settle
     }
 
     /// How long a claim protects work in progress: one attempt and a margin, so it
@@ -90,12 +95,13 @@ impl TimeBudget {
             let needed = self.needed_for(kind);
             if needed >= self.worker_timeout {
                 return Err(format!(
-                    "a {} job may need {} s (LLM calls of up to {} s each with LLM_TIMEOUT_SECONDS and LLM_MAX_RETRIES, chat calls of up to {} s, a margin of {} s), not less than WORKER_TIMEOUT_SECONDS ({} s)",
+                    "a {} job may need {} s (LLM calls of up to {} s each with LLM_TIMEOUT_SECONDS and LLM_MAX_RETRIES, chat calls of up to {} s, a margin of {} s, {} s to settle its batch), not less than WORKER_TIMEOUT_SECONDS ({} s)",
                     kind.as_str(),
                     needed.as_secs(),
                     self.llm_call.as_secs(),
                     self.chat_call.as_secs(),
                     self.margin.as_secs(),
+                    self.settle.as_secs_f64(),
                     self.worker_timeout.as_secs()
                 ));
             }
@@ -182,8 +188,9 @@ mod tests {
         assert_eq!(budget.llm_call, Duration::from_secs(100));
         // 10 s × 2 attempts + one wait of 10 s.
         assert_eq!(budget.chat_call, Duration::from_secs(30));
-        assert_eq!(budget.needed_for(JobKind::Respond), Duration::from_secs(100 + 90 + 30));
-        assert_eq!(budget.needed_for(JobKind::Summarize), Duration::from_secs(200 + 30));
+        assert_eq!(budget.settle, Duration::from_millis(7500));
+        assert_eq!(budget.needed_for(JobKind::Respond), Duration::from_millis((100 + 90 + 30) * 1000 + 7500));
+        assert_eq!(budget.needed_for(JobKind::Summarize), Duration::from_millis((200 + 30) * 1000 + 7500));
         assert!(budget.check().is_ok());
         assert!(budget.needed_for(JobKind::Summarize) < budget.worker_timeout);
         assert!(budget.worker_timeout < budget.claim_lease());
@@ -195,7 +202,7 @@ mod tests {
     fn llm_settings_that_outlast_the_worker_are_refused_at_start_up() {
         let error = settings(&[("LLM_TIMEOUT_SECONDS", "60")]).unwrap_err().to_string();
         assert!(error.contains("WORKER_TIMEOUT_SECONDS"), "{error}");
-        assert!(error.contains("a judge job may need 250 s"), "{error}");
+        assert!(error.contains("a judge job may need 257 s"), "{error}");
         let error = settings(&[("WORKER_TIMEOUT_SECONDS", "200")]).unwrap_err().to_string();
         assert!(error.contains("WORKER_TIMEOUT_SECONDS"), "{error}");
         // A longer worker timeout makes room for them.

@@ -17,8 +17,9 @@ use crate::domain::{
 
 /// A backend failed. `Backend` may pass (queues redeliver the job); `Rejected` will
 /// not (the platform said no: a missing channel, a revoked token), so the work is
-/// given up and logged instead of retried; `Busy` is work another delivery holds, to
-/// be tried again once that delivery's claim has run out.
+/// given up and logged instead of retried; `Busy` is work another delivery holds, or
+/// a service that said when to ask again (a rate limit): the job is delivered again
+/// after `retry_after`.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum PortError {
     #[error("{backend}: {message}")]

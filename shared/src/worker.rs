@@ -14,7 +14,8 @@ use crate::ports::{Delivery, InProcessQueue, PortError, PortResult};
 use crate::record::record;
 use crate::{judge, respond};
 
-/// Like an SQS visibility timeout: a failed job comes back after this long.
+/// A failed job's first redelivery comes this long after the failure; each later one
+/// waits four times longer (see [`redelivery_delay`]).
 pub const REDELIVERY_DELAY: Duration = Duration::from_secs(30);
 /// Deliveries before a job goes to the dead letters (SQS maxReceiveCount).
 pub const MAX_DELIVERIES: u32 = 5;
@@ -124,7 +125,7 @@ pub async fn run_due(deps: &Deps, queue: &dyn InProcessQueue, until: Timestamp, 
     failures
 }
 
-/// One delivery: a failed job comes back after [`REDELIVERY_DELAY`] (or, when another
+/// One delivery: a failed job comes back after [`redelivery_delay`] (when another
 /// delivery holds its claim, once that claim has run out), until [`MAX_DELIVERIES`]
 /// send it to the dead letters. Returns whether it succeeded.
 pub async fn deliver(deps: &Deps, queue: &dyn InProcessQueue, delivery: Delivery) -> bool {
@@ -146,13 +147,24 @@ pub async fn deliver(deps: &Deps, queue: &dyn InProcessQueue, delivery: Delivery
         dead_letter(deps, &delivery.job, &error.to_string());
         queue.ack(&delivery);
     } else {
-        let after = match &error {
-            PortError::Busy { retry_after, .. } => *retry_after,
-            _ => REDELIVERY_DELAY,
-        };
+        let after = redelivery_delay(&error, delivery.deliveries, deps.budget.visibility_timeout());
         queue.redeliver(delivery, after);
     }
     false
+}
+
+/// When a job that failed on its `deliveries`+1st delivery comes back: after the wait a
+/// busy service asked for (or a held claim's remaining lease), else after
+/// [`REDELIVERY_DELAY`] growing fourfold with each delivery (30 s, 2 min, 8 min, …), so a
+/// short outage is ridden out within a minute and a long one is not hammered; never
+/// later than `longest` (the visibility timeout, which a delivery that dies waits
+/// anyway). In process and on SQS alike.
+pub fn redelivery_delay(error: &PortError, deliveries: u32, longest: Duration) -> Duration {
+    let wait = match error {
+        PortError::Busy { retry_after, .. } => *retry_after,
+        _ => REDELIVERY_DELAY.saturating_mul(4u32.saturating_pow(deliveries)),
+    };
+    wait.min(longest)
 }
 
 fn dead_letter(deps: &Deps, job: &Job, error: &str) {
@@ -172,31 +184,45 @@ fn dead_letter(deps: &Deps, job: &Job, error: &str) {
 pub struct QueueMessage {
     pub id: String,
     pub job: Result<Job, String>,
+    /// Deliveries of this message before this one (SQS's ApproximateReceiveCount - 1).
+    pub deliveries: u32,
+}
+
+/// A message of a batch that failed, and when it should come back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedMessage {
+    pub id: String,
+    /// [`redelivery_delay`] for a job that failed; `None` (the queue's visibility
+    /// timeout) for a body this build cannot run, which a newer build being deployed
+    /// may: it waits longest before it tries again on its way to the dead letters.
+    pub retry_after: Option<Duration>,
 }
 
 /// Runs a batch from the queue of the `kind` worker, each job on its own and all at
 /// once (so a batch takes as long as its slowest job, which the time budget bounds):
-/// returns the ids of the ones that failed (SQS `batchItemFailures`), so only those are
-/// delivered again. A body that is not a job, or a job of another kind (whose worker
+/// returns the ones that failed (SQS `batchItemFailures`) and when each should come
+/// back, so only those are delivered again. A body that is not a job, or a job of another kind (whose worker
 /// has other permissions), fails alone and goes to the dead letters after its
 /// deliveries.
-pub async fn run_batch(deps: &Deps, kind: JobKind, messages: &[QueueMessage]) -> Vec<String> {
+pub async fn run_batch(deps: &Deps, kind: JobKind, messages: &[QueueMessage]) -> Vec<FailedMessage> {
     use tracing::Instrument;
+    let longest = deps.budget.visibility_timeout();
     let outcomes = messages.iter().map(|message| {
         let span = tracing::info_span!("job", message_id = %message.id);
         async move {
-            let job = message.job.clone().map_err(|reason| {
+            let job = message.job.as_ref().map_err(|reason| {
                 tracing::error!(%reason, "a queue message that is not a kuuki job");
-                reason
+                None
             })?;
-            if JobKind::of(&job) != kind {
-                let reason = format!("a {} job on the {} worker's queue", JobKind::of(&job).as_str(), kind.as_str());
+            if JobKind::of(job) != kind {
+                let reason = format!("a {} job on the {} worker's queue", JobKind::of(job).as_str(), kind.as_str());
                 tracing::error!(%reason, ?job, "a job for another worker; it is not run");
-                return Err(reason);
+                return Err(None);
             }
-            run_job(deps, &job).await.map_err(|error| {
-                tracing::warn!(%error, ?job, "job failed; SQS will deliver it again");
-                error.to_string()
+            run_job(deps, job).await.map_err(|error| {
+                let after = redelivery_delay(&error, message.deliveries, longest);
+                tracing::warn!(%error, ?job, ?after, "job failed; SQS will deliver it again");
+                Some(after)
             })
         }
         .instrument(span)
@@ -205,7 +231,25 @@ pub async fn run_batch(deps: &Deps, kind: JobKind, messages: &[QueueMessage]) ->
         .await
         .into_iter()
         .zip(messages)
-        .filter(|(outcome, _)| outcome.is_err())
-        .map(|(_, message)| message.id.clone())
+        .filter_map(|(outcome, message)| {
+            outcome.err().map(|retry_after| FailedMessage { id: message.id.clone(), retry_after })
+        })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_job_comes_back_sooner_than_the_visibility_timeout_and_later_each_time() {
+        let longest = Duration::from_secs(1440);
+        let failed = PortError::Backend { backend: "dynamodb", message: "throttled".into() };
+        let waits: Vec<u64> = (0..5).map(|n| redelivery_delay(&failed, n, longest).as_secs()).collect();
+        assert_eq!(waits, [30, 120, 480, 1440, 1440], "fourfold, up to the visibility timeout");
+        let busy = PortError::Busy { message: "rate limited".into(), retry_after: Duration::from_secs(2) };
+        assert_eq!(redelivery_delay(&busy, 3, longest), Duration::from_secs(2), "as the service asked");
+        let held = PortError::Busy { message: "claim".into(), retry_after: Duration::from_secs(9000) };
+        assert_eq!(redelivery_delay(&held, 0, longest), longest, "never past the visibility timeout");
+    }
 }

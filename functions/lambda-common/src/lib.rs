@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use kuuki::adapters::aws::emf::EmfLog;
-use kuuki::adapters::aws::sqs::queue_message;
+use kuuki::adapters::aws::sqs::{SqsQueue, queue_message, retry_later};
 use kuuki::adapters::aws::{AwsAdapters, secrets};
 use kuuki::adapters::llm::{CountingLlm, embedder_from_settings};
 use kuuki::adapters::platforms::{self, Connected, Role};
@@ -22,12 +22,20 @@ use kuuki::worker::{QueueMessage, run_batch};
 /// What a Lambda's `main` returns.
 pub use lambda_runtime::Error;
 
+/// What a cold start makes, once per Lambda instance.
+pub struct Started {
+    pub deps: Arc<Deps>,
+    pub connected: Connected,
+    /// The SQS client and queue URLs, for settling a worker's failed messages.
+    pub queue: Arc<SqsQueue>,
+}
+
 /// Everything a Lambda needs, from its environment: validated settings, the AWS
 /// adapters, the chat platforms signed in with kuuki's identity on each (`auth.test`,
 /// `GET /users/@me`, which also open the connections the first request would
 /// otherwise pay for), the LLM. Errors stop the cold start with a message naming what
 /// is wrong.
-pub async fn cold_start(vars: &HashMap<String, String>, role: Role) -> Result<(Arc<Deps>, Connected), String> {
+pub async fn cold_start(vars: &HashMap<String, String>, role: Role) -> Result<Started, String> {
     let function = vars.get("AWS_LAMBDA_FUNCTION_NAME").cloned().unwrap_or_else(|| "kuuki".into());
     let mut vars = vars.clone();
     let config = kuuki::adapters::aws::config::load().await;
@@ -48,24 +56,38 @@ pub async fn cold_start(vars: &HashMap<String, String>, role: Role) -> Result<(A
     let mut ids = connected.bot_ids().into_iter();
     let first = ids.next().expect("connect serves at least one platform");
     let deps = ids.fold(Deps::new(settings, persona, first, adapters, fastrand::u64(..)), Deps::also_known_as);
-    Ok((Arc::new(deps), connected))
+    Ok(Started { deps: Arc::new(deps), connected, queue: aws.queue.clone() })
 }
 
 /// An SQS event from the queue of the `kind` worker; failed records (a job of
-/// another kind among them) are reported, not the batch.
-pub async fn handle_sqs_event(deps: &Deps, kind: JobKind, event: SqsEvent) -> SqsBatchResponse {
+/// another kind among them) are reported, not the batch, and each is set to come back
+/// after its [`kuuki::worker::redelivery_delay`] rather than the visibility timeout.
+pub async fn handle_sqs_event(deps: &Deps, queue: &SqsQueue, kind: JobKind, event: SqsEvent) -> SqsBatchResponse {
     let messages: Vec<QueueMessage> = event
         .records
-        .into_iter()
-        .map(|r| queue_message(r.message_id.unwrap_or_default(), r.body.as_deref().unwrap_or_default()))
+        .iter()
+        .map(|r| {
+            queue_message(
+                r.message_id.clone().unwrap_or_default(),
+                r.body.as_deref().unwrap_or_default(),
+                r.attributes.get("ApproximateReceiveCount").map(String::as_str),
+            )
+        })
         .collect();
     let failed = run_batch(deps, kind, &messages).await;
+    let handle_of = |id: &str| {
+        event.records.iter().find(|r| r.message_id.as_deref() == Some(id)).and_then(|r| r.receipt_handle.as_deref())
+    };
+    let later: Vec<(&str, std::time::Duration)> =
+        failed.iter().filter_map(|f| Some((handle_of(&f.id)?, f.retry_after?))).collect();
+    // The budget leaves this much of the Lambda timeout after the jobs.
+    retry_later(queue.client(), queue.urls().for_kind(kind), &later, deps.budget.settle).await;
     let mut response = SqsBatchResponse::default();
     response.batch_item_failures = failed
         .into_iter()
-        .map(|id| {
+        .map(|failed| {
             let mut failure = BatchItemFailure::default();
-            failure.item_identifier = id;
+            failure.item_identifier = failed.id;
             failure
         })
         .collect();
@@ -76,10 +98,10 @@ pub async fn handle_sqs_event(deps: &Deps, kind: JobKind, event: SqsEvent) -> Sq
 /// the runtime stops. Each worker function runs only its own kind: its queue and IAM
 /// policy are that kind's, so a job sent to the wrong queue goes to its dead letters.
 pub async fn run_sqs_worker(kind: JobKind) -> Result<(), Error> {
-    let (deps, _) = cold_start(&std::env::vars().collect(), Role::Worker).await?;
+    let Started { deps, queue, .. } = cold_start(&std::env::vars().collect(), Role::Worker).await?;
     lambda_runtime::run(lambda_runtime::service_fn(|event: lambda_runtime::LambdaEvent<SqsEvent>| {
-        let deps = deps.clone();
-        async move { Ok::<SqsBatchResponse, Error>(handle_sqs_event(&deps, kind, event.payload).await) }
+        let (deps, queue) = (deps.clone(), queue.clone());
+        async move { Ok::<SqsBatchResponse, Error>(handle_sqs_event(&deps, &queue, kind, event.payload).await) }
     }))
     .await
 }

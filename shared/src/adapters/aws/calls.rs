@@ -105,10 +105,15 @@ fn one(table: &Option<String>, index: Option<&String>) -> Vec<(String, Option<St
 
 /// The queue an SQS input names (by URL).
 fn queues_of(input: &Input) -> Vec<(String, Option<String>)> {
-    use aws_sdk_sqs::operation::{send_message::SendMessageInput, send_message_batch::SendMessageBatchInput};
+    use aws_sdk_sqs::operation::{
+        change_message_visibility_batch::ChangeMessageVisibilityBatchInput, send_message::SendMessageInput,
+        send_message_batch::SendMessageBatchInput,
+    };
     let url = if let Some(i) = input.downcast_ref::<SendMessageInput>() {
         i.queue_url.clone()
     } else if let Some(i) = input.downcast_ref::<SendMessageBatchInput>() {
+        i.queue_url.clone()
+    } else if let Some(i) = input.downcast_ref::<ChangeMessageVisibilityBatchInput>() {
         i.queue_url.clone()
     } else {
         None
@@ -191,8 +196,14 @@ impl Intercept for CallCounter {
         };
         let function = self.function.lock().expect("counter lock").clone();
         let mut accesses = self.accesses.lock().expect("counter lock");
+        // IAM has no actions of its own for SQS's batch calls: SendMessageBatch needs
+        // sqs:SendMessage, and so on.
+        let permission = match self.service {
+            "sqs" => operation.strip_suffix("Batch").unwrap_or(&operation),
+            _ => &operation,
+        };
         for (resource, index) in resources {
-            let action = format!("{}:{operation}", self.service);
+            let action = format!("{}:{permission}", self.service);
             accesses.insert(Access { function: function.clone(), action, resource, index });
         }
         drop(accesses);

@@ -61,16 +61,22 @@ const CONCURRENT_BATCHES: usize = 4;
 
 /// Receives from the `kind` worker's queue and runs what arrives until the task is dropped: the
 /// in-process stand-in for Lambda's event source mapping (`kuuki serve --aws`).
-/// Succeeded messages are deleted; failed ones become visible again after the
-/// queue's visibility timeout, as with `ReportBatchItemFailures`. A batch that runs
+/// Succeeded messages are deleted; failed ones become visible again after their
+/// [`crate::worker::redelivery_delay`], as the worker Lambdas set it. A batch that runs
 /// past `WORKER_TIMEOUT_SECONDS` is stopped, as Lambda would stop it, and its messages
 /// come back after the visibility timeout.
 pub async fn poll_forever(deps: std::sync::Arc<crate::deps::Deps>, client: Client, kind: JobKind, url: String) {
     let batches = std::sync::Arc::new(tokio::sync::Semaphore::new(CONCURRENT_BATCHES));
     loop {
         let slot = batches.clone().acquire_owned().await.expect("the semaphore is never closed");
-        let received =
-            client.receive_message().queue_url(&url).max_number_of_messages(10).wait_time_seconds(5).send().await;
+        let received = client
+            .receive_message()
+            .queue_url(&url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(5)
+            .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount)
+            .send()
+            .await;
         let messages = match received {
             Ok(out) => out.messages.unwrap_or_default(),
             Err(error) => {
@@ -98,18 +104,33 @@ async fn run_received(
     messages: Vec<aws_sdk_sqs::types::Message>,
 ) {
     use crate::worker::{QueueMessage, run_batch};
+    use aws_sdk_sqs::types::MessageSystemAttributeName;
 
     let batch: Vec<QueueMessage> = messages
         .iter()
-        .map(|m| queue_message(m.message_id.clone().unwrap_or_default(), m.body.as_deref().unwrap_or_default()))
+        .map(|m| {
+            let receives =
+                m.attributes.as_ref().and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount));
+            queue_message(
+                m.message_id.clone().unwrap_or_default(),
+                m.body.as_deref().unwrap_or_default(),
+                receives.map(String::as_str),
+            )
+        })
         .collect();
     let timeout = deps.settings.worker_timeout;
     let Ok(failed) = tokio::time::timeout(timeout, run_batch(deps, kind, &batch)).await else {
         tracing::error!(?timeout, %url, "a batch was stopped at the worker timeout; SQS will deliver it again");
         return;
     };
+    let handle_of = |id: &str| {
+        messages.iter().find(|m| m.message_id.as_deref() == Some(id)).and_then(|m| m.receipt_handle.as_deref())
+    };
+    let later: Vec<(&str, Duration)> =
+        failed.iter().filter_map(|f| Some((handle_of(&f.id)?, f.retry_after?))).collect();
+    retry_later(client, url, &later, deps.budget.settle).await;
     for m in &messages {
-        if failed.iter().any(|id| Some(id) == m.message_id.as_ref()) {
+        if failed.iter().any(|f| Some(&f.id) == m.message_id.as_ref()) {
             continue;
         }
         if let Some(handle) = &m.receipt_handle
@@ -117,6 +138,37 @@ async fn run_received(
         {
             tracing::warn!(?error, "deleting a handled SQS message failed; it may be delivered again");
         }
+    }
+}
+
+/// Makes each failed message (by receipt handle) visible again after its delay, ten to
+/// a ChangeMessageVisibilityBatch call, instead of after the visibility timeout every
+/// delivery starts with, which must outlast the longest job and would hold a job that
+/// failed in a second for 24 minutes. A message this does not reach (the call fails or
+/// runs past `within`, which the time budget leaves for it) comes back at the
+/// visibility timeout: later, never lost.
+pub async fn retry_later(client: &Client, url: &str, failed: &[(&str, Duration)], within: Duration) {
+    use aws_sdk_sqs::types::ChangeMessageVisibilityBatchRequestEntry as Entry;
+    let calls = failed.chunks(10).map(|chunk| async move {
+        let entries = chunk.iter().enumerate().map(|(i, (handle, after))| {
+            // SQS takes whole seconds up to 12 hours; a failed job never asks for more.
+            let seconds = i32::try_from(after.as_secs()).unwrap_or(i32::MAX).min(43_200);
+            Entry::builder().id(i.to_string()).receipt_handle(*handle).visibility_timeout(seconds).build()
+        });
+        let entries = entries.collect::<Result<Vec<_>, _>>().expect("id and receipt handle are set");
+        match client.change_message_visibility_batch().queue_url(url).set_entries(Some(entries)).send().await {
+            Ok(out) => {
+                for refused in out.failed {
+                    tracing::warn!(code = %refused.code, message = ?refused.message, %url,
+                        "SQS kept a failed message's visibility timeout; it comes back later");
+                }
+            }
+            Err(error) => tracing::warn!(?error, %url,
+                "setting when failed messages come back failed; they come back at the visibility timeout"),
+        }
+    });
+    if tokio::time::timeout(within, futures_util::future::join_all(calls)).await.is_err() {
+        tracing::warn!(?within, %url, "setting when failed messages come back took too long; they come back at the visibility timeout");
     }
 }
 
@@ -192,9 +244,12 @@ pub fn encode_job(job: &Job) -> String {
     serde_json::to_string(&JobEnvelope::new(job.clone())).expect("jobs serialize")
 }
 
-/// A received message as the worker takes it: its id and its decoded job.
-pub fn queue_message(id: String, body: &str) -> crate::worker::QueueMessage {
-    crate::worker::QueueMessage { id, job: decode_job(body) }
+/// A received message as the worker takes it: its id, its decoded job, and how often
+/// it was delivered before (from SQS's `ApproximateReceiveCount`, which counts this
+/// delivery; none read as a first delivery).
+pub fn queue_message(id: String, body: &str, receive_count: Option<&str>) -> crate::worker::QueueMessage {
+    let deliveries = receive_count.and_then(|n| n.parse::<u32>().ok()).map_or(0, |n| n.saturating_sub(1));
+    crate::worker::QueueMessage { id, job: decode_job(body), deliveries }
 }
 
 /// A queue message body back to a job; a body of another version or shape is an error.

@@ -50,6 +50,10 @@ impl From<DiscordApiError> for PortError {
             DiscordApiError::Refused { status, .. } if status < 500 => {
                 PortError::Rejected { backend: "discord", message: e.to_string() }
             }
+            // Discord said when to ask again: the queue brings the job back then.
+            DiscordApiError::RateLimited { retry_after_ms, .. } => {
+                PortError::Busy { message: e.to_string(), retry_after: Duration::from_millis(retry_after_ms) }
+            }
             _ => PortError::Backend { backend: "discord", message: e.to_string() },
         }
     }

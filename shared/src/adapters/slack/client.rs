@@ -56,6 +56,10 @@ impl From<SlackApiError> for PortError {
             SlackApiError::Refused { .. } if !e.is_transient() => {
                 PortError::Rejected { backend: "slack", message: e.to_string() }
             }
+            // Slack said when to ask again: the queue brings the job back then.
+            SlackApiError::RateLimited { retry_after_seconds, .. } => {
+                PortError::Busy { message: e.to_string(), retry_after: Duration::from_secs(retry_after_seconds) }
+            }
             _ => PortError::Backend { backend: "slack", message: e.to_string() },
         }
     }
