@@ -841,6 +841,8 @@ async fn forget_me_over_a_signed_slash_command_removes_the_caller_only() {
 /// message was in the prompt).
 struct ForgetsAliceWhileReflecting {
     deps: std::sync::OnceLock<std::sync::Arc<kuuki::deps::Deps>>,
+    /// What the reflection answers.
+    reflection: fn() -> Value,
 }
 
 #[async_trait::async_trait]
@@ -854,7 +856,7 @@ impl kuuki::ports::Llm for ForgetsAliceWhileReflecting {
         let alice = kuuki::domain::UserId("UALICE".into());
         kuuki::memory::forget::forget_user(deps, &alice, &ChannelId(CH.into())).await.unwrap();
         let reply = match request.role {
-            LlmRole::Reflect => reflection_about_alice_and_bob(),
+            LlmRole::Reflect => (self.reflection)(),
             LlmRole::Summarize if request.system.contains("Miso") => json!({
                 "summary": "alice has a cat called Miso; bob deploys on Mondays", "history": "a team channel",
                 "mood": "calm", "topic_keywords": ["cat"], "active_users": ["alice", "bob"],
@@ -976,12 +978,72 @@ async fn a_first_summary_that_outlasts_a_forget_is_not_stored() {
 /// A world whose model forgets Alice when called (see [`ForgetsAliceWhileReflecting`]),
 /// with `setting`, where Alice and Bob each said one thing.
 async fn alice_and_bob_spoke_with_a_model_that_forgets_her(setting: (&str, &str)) -> (SlackWorld, ChannelId) {
-    let llm = std::sync::Arc::new(ForgetsAliceWhileReflecting { deps: std::sync::OnceLock::new() });
+    let said = [("UALICE", "alice", "my cat is called Miso"), ("UBOB", "bob", "we deploy on Mondays")];
+    world_with_a_model_that_forgets_alice(setting, reflection_about_alice_and_bob, &said).await
+}
+
+/// A world whose model forgets Alice when called and reflects `reflection`, where
+/// each of `said` (id, name, text) was written in the channel.
+async fn world_with_a_model_that_forgets_alice(
+    setting: (&str, &str),
+    reflection: fn() -> Value,
+    said: &[(&str, &str, &str)],
+) -> (SlackWorld, ChannelId) {
+    let llm = std::sync::Arc::new(ForgetsAliceWhileReflecting { deps: std::sync::OnceLock::new(), reflection });
     let w = SlackWorld::start_with(&[setting], true, Some(llm.clone())).await;
     llm.deps.set(w.deps.clone()).ok().expect("set once");
     let channel = ChannelId(CH.into());
-    alice_and_bob_said_something(&w, &channel).await;
+    for (n, (user, name, text)) in said.iter().enumerate() {
+        let message = kuuki::domain::Message {
+            channel: channel.clone(),
+            ts: Ts::new(w.ts(0, n as u32 + 1)),
+            thread_root: None,
+            user: kuuki::domain::UserId((*user).into()),
+            user_name: (*name).into(),
+            text: (*text).into(),
+            author: Author::Human,
+            replies_to_bot: false,
+            in_dm: false,
+            private_channel: false,
+            at: w.clock.now(),
+        };
+        w.store.put_message(&std::sync::Arc::new(message)).await.unwrap();
+    }
     (w, channel)
+}
+
+/// A reflection on what Bob and Carol said about Alice, who did not speak.
+fn reflection_about_alice_from_others() -> Value {
+    json!({
+        "facts": [
+            {"content": "<@UALICE> keeps a cat called Miso", "keywords": ["cat"], "source_users": ["bob"], "confidence": 0.9, "shareable": false},
+            {"content": "Alice is on leave next week", "keywords": ["leave"], "source_users": ["carol"], "confidence": 0.9, "shareable": false},
+            {"content": "the team deploys on Mondays", "keywords": ["deploy"], "source_users": ["carol"], "confidence": 0.9, "shareable": false},
+        ],
+        "profiles": [],
+    })
+}
+
+/// A reflection on what others said about Alice (mentioned, silent herself), stored
+/// after she was forgotten, keeps nothing about her either: by her id or her name.
+#[tokio::test]
+async fn a_reflection_that_outlasts_a_forget_keeps_nothing_others_said_about_the_person() {
+    use kuuki::ports::FactStore;
+    let said = [
+        ("UBOB", "bob", "<@UALICE> has a cat called Miso"),
+        ("UCAROL", "carol", "she is on leave next week; we deploy on Mondays"),
+    ];
+    let setting = ("REFLECTION_MIN_MESSAGES", "2");
+    let (w, channel) = world_with_a_model_that_forgets_alice(setting, reflection_about_alice_from_others, &said).await;
+    let newest = w.store.channel_window(&channel, 1).await.unwrap().messages[0].ts.clone();
+    w.deps
+        .enqueue_after(kuuki::domain::Job::Reflect { channel: channel.clone(), ts: newest }, std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    w.run_for(10.0).await;
+    let facts = w.store.facts(&channel).await.unwrap();
+    let contents: Vec<&str> = facts.iter().map(|f| f.content.as_str()).collect();
+    assert_eq!(contents, ["the team deploys on Mondays"], "nothing about her");
 }
 
 /// A fact `sources` taught in `channel`, under the id its content has there.
@@ -999,27 +1061,5 @@ fn taught(w: &SlackWorld, channel: &ChannelId, content: &str, sources: &[&str]) 
         strength: 1,
         source_messages: Vec::new(),
         embedding: None,
-    }
-}
-
-/// Alice and Bob each said one thing in the channel (stored as they were).
-async fn alice_and_bob_said_something(w: &SlackWorld, channel: &ChannelId) {
-    for (n, (user, name, text)) in
-        [("UALICE", "alice", "my cat is called Miso"), ("UBOB", "bob", "we deploy on Mondays")].into_iter().enumerate()
-    {
-        let said = kuuki::domain::Message {
-            channel: channel.clone(),
-            ts: Ts::new(w.ts(0, n as u32 + 1)),
-            thread_root: None,
-            user: kuuki::domain::UserId(user.into()),
-            user_name: name.into(),
-            text: text.into(),
-            author: Author::Human,
-            replies_to_bot: false,
-            in_dm: false,
-            private_channel: false,
-            at: w.clock.now(),
-        };
-        w.store.put_message(&std::sync::Arc::new(said)).await.unwrap();
     }
 }

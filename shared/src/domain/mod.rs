@@ -137,6 +137,19 @@ pub struct Message {
     pub at: Timestamp,
 }
 
+/// The people `text` mentions by id, in order: `<@id>` (Slack, transcripts) and
+/// `<@!id>` (Discord), with Slack's legacy `<@id|name>` cut at the bar. Discord role
+/// mentions (`<@&id>`) name no one person and are left out.
+pub fn mentioned_ids(text: &str) -> impl Iterator<Item = &str> {
+    text.match_indices("<@").filter_map(|(i, _)| {
+        let rest = &text[i + 2..];
+        let rest = rest.strip_prefix('!').unwrap_or(rest);
+        let id = &rest[..rest.find('>')?];
+        let id = id.split('|').next().unwrap_or(id);
+        (!id.is_empty() && !id.starts_with('&') && !id.contains(char::is_whitespace)).then_some(id)
+    })
+}
+
 impl Message {
     pub fn thread_key(&self) -> ThreadKey {
         ThreadKey { channel: self.channel.clone(), root: self.thread_root.clone() }

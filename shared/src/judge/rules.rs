@@ -99,20 +99,9 @@ fn mentions_name(text: &str, name: &str) -> bool {
     })
 }
 
-/// The people `text` mentions other than kuuki: the ids of `<@id>` (Slack, transcripts)
-/// and `<@!id>` (Discord), with Slack's legacy `<@id|name>` cut at the bar. Discord role
-/// mentions (`<@&id>`) name no one person and are left out.
+/// The people `text` mentions other than kuuki ([`crate::domain::mentioned_ids`]).
 pub fn mentioned_others<'t>(text: &'t str, bot: &BotIdentity) -> Vec<&'t str> {
-    text.match_indices("<@")
-        .filter_map(|(i, _)| {
-            let rest = &text[i + 2..];
-            let rest = rest.strip_prefix('!').unwrap_or(rest);
-            let id = &rest[..rest.find('>')?];
-            let id = id.split('|').next().unwrap_or(id);
-            let plain = !id.is_empty() && !id.starts_with('&') && !id.contains(char::is_whitespace);
-            (plain && !bot.is_me(id)).then_some(id)
-        })
-        .collect()
+    crate::domain::mentioned_ids(text).filter(|id| !bot.is_me(id)).collect()
 }
 
 /// Who the last turn of `conversation` is meant for when it is someone else's: a

@@ -34,22 +34,30 @@ fn forgotten_key(user: &UserId) -> String {
     format!("forgotten:{user}")
 }
 
-/// Notes that `user` is being forgotten (`done: false`: whatever read their messages
-/// before the forget ends counts as before it) or was just forgotten, with the time.
-async fn mark_forgotten(deps: &Deps, user: &UserId, done: bool) -> PortResult<()> {
+/// Notes that `user` (display name `name`, may be empty) is being forgotten (`done:
+/// false`: whatever read their messages before the forget ends counts as before it)
+/// or was just forgotten, with the time.
+async fn mark_forgotten(deps: &Deps, user: &UserId, name: &str, done: bool) -> PortResult<()> {
     let now = deps.clock.now();
     // "In progress" outlives a failed attempt until its redelivery (which marks it
     // again), not a day: a forget that never finishes does not silence memory work.
     let (at, keep) = if done { (now.0, FORGOTTEN_KEEP) } else { (i64::MAX, deps.budget.visibility_timeout() * 2) };
-    deps.ledger.cache_put(&forgotten_key(user), &at.to_string(), now + keep).await
+    deps.ledger.cache_put(&forgotten_key(user), &format!("{at}\t{name}"), now + keep).await
 }
 
-/// Whether `user` was forgotten at or after `read_at`: memory work that read their
-/// messages then, and stores what it learned now, must keep nothing of them (the
-/// forget may have removed their facts and notes before this work wrote its own).
-pub async fn forgotten_since(deps: &Deps, user: &UserId, read_at: crate::domain::Timestamp) -> PortResult<bool> {
-    let marked = deps.ledger.cache_get(&forgotten_key(user), deps.clock.now()).await?;
-    Ok(marked.and_then(|at| at.parse::<i64>().ok()).is_some_and(|at| at >= read_at.0))
+/// Whether `user` was forgotten at or after `read_at`, and then by which display name
+/// (empty when unknown): memory work that read their messages, or messages about them,
+/// then and stores what it learned now must keep nothing of them (the forget may have
+/// removed their facts and notes before this work wrote its own).
+pub async fn forgotten_since(
+    deps: &Deps,
+    user: &UserId,
+    read_at: crate::domain::Timestamp,
+) -> PortResult<Option<String>> {
+    let Some(marked) = deps.ledger.cache_get(&forgotten_key(user), deps.clock.now()).await? else { return Ok(None) };
+    // Marks written before the name was kept hold the time alone.
+    let (at, name) = marked.split_once('\t').unwrap_or((&marked, ""));
+    Ok(at.parse::<i64>().ok().filter(|at| *at >= read_at.0).map(|_| name.to_owned()))
 }
 
 impl std::ops::Add for Forgotten {
@@ -202,13 +210,13 @@ pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId) -
     let mut done = Forgotten::default();
     // Before anything goes (memory work storing meanwhile drops what it learned of
     // them), and with the time at the end (work that read their messages before then).
-    mark_forgotten(deps, user, false).await?;
-    let profile = deps.facts.profile(user).await?;
     // Older facts name people as the model wrote them: by display name.
     let name = match deps.chat.user_name(user).await {
         Ok(name) if *name != *user.0 => name,
         _ => String::new(),
     };
+    mark_forgotten(deps, user, &name, false).await?;
+    let profile = deps.facts.profile(user).await?;
     let wrote_in: Vec<ChannelId> = profile.as_ref().map(|p| p.channels.clone()).unwrap_or_default();
     let mut channels = wrote_in.clone();
     for channel in deps.facts.fact_channels().await?.into_iter().chain(std::iter::once(requested_in.clone())) {
@@ -275,7 +283,7 @@ pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId) -
         deps.facts.delete_profile(user).await?;
         done.profile = true;
     }
-    mark_forgotten(deps, user, true).await?;
+    mark_forgotten(deps, user, &name, true).await?;
     Ok(done)
 }
 
@@ -371,17 +379,18 @@ mod tests {
         let adapters = parts.adapters(chat, None, Arc::new(MemoryLog::default()));
         let deps = Deps::new(settings.clone(), settings.persona(None), UserId("UKUUKI".into()), adapters, 1);
         let (alice, read) = (UserId("UALICE".into()), clock.now());
-        assert!(!forgotten_since(&deps, &alice, read).await.unwrap(), "never forgotten");
+        assert_eq!(forgotten_since(&deps, &alice, read).await.unwrap(), None, "never forgotten");
         clock.advance_to(Timestamp(read.0 + 1_000_000));
-        mark_forgotten(&deps, &alice, false).await.unwrap();
+        mark_forgotten(&deps, &alice, "Alice", false).await.unwrap();
         clock.advance_to(Timestamp(clock.now().0 + 1_000_000));
         let during = clock.now();
-        assert!(forgotten_since(&deps, &alice, read).await.unwrap(), "read before it began");
-        assert!(forgotten_since(&deps, &alice, during).await.unwrap(), "read while it runs");
+        let alice_named = Some("Alice".to_owned());
+        assert_eq!(forgotten_since(&deps, &alice, read).await.unwrap(), alice_named, "read before it began");
+        assert_eq!(forgotten_since(&deps, &alice, during).await.unwrap(), alice_named, "read while it runs");
         clock.advance_to(Timestamp(during.0 + 1_000_000));
-        mark_forgotten(&deps, &alice, true).await.unwrap();
-        assert!(forgotten_since(&deps, &alice, during).await.unwrap(), "read before it ended");
+        mark_forgotten(&deps, &alice, "Alice", true).await.unwrap();
+        assert_eq!(forgotten_since(&deps, &alice, during).await.unwrap(), alice_named, "read before it ended");
         let after = Timestamp(clock.now().0 + 1);
-        assert!(!forgotten_since(&deps, &alice, after).await.unwrap(), "read after it ended");
+        assert_eq!(forgotten_since(&deps, &alice, after).await.unwrap(), None, "read after it ended");
     }
 }

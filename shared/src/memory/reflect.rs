@@ -154,21 +154,26 @@ async fn reflect_claimed(
     let speakers = Speakers(new);
     // Someone forgotten since their messages were read (the model took a while): the
     // forget may have removed their facts and notes already, so nothing learned from
-    // or about them is kept now.
-    let mut forgotten: Vec<(&UserId, &str)> = Vec::new();
-    let mut checked: Vec<&UserId> = Vec::new();
-    for m in new.iter().filter(|m| m.author != Author::OwnBot) {
-        if checked.contains(&&m.user) {
+    // or about them is kept now. That is anyone who spoke here, or whom a message here
+    // mentions (a fact about them may come from what others said).
+    let mut forgotten: Vec<(UserId, String)> = Vec::new();
+    let mut checked: Vec<&str> = Vec::new();
+    let spoke = new.iter().filter(|m| m.author != Author::OwnBot).map(|m| (m.user.as_str(), m.user_name.as_str()));
+    let mentioned = new.iter().flat_map(|m| crate::domain::mentioned_ids(&m.text)).map(|id| (id, ""));
+    for (id, spoken_name) in spoke.chain(mentioned) {
+        if checked.contains(&id) || deps.bot.is_me(id) {
             continue;
         }
-        checked.push(&m.user);
-        if super::forget::forgotten_since(deps, &m.user, read_at).await? {
-            forgotten.push((&m.user, &m.user_name));
+        checked.push(id);
+        let user = UserId(id.into());
+        if let Some(name) = super::forget::forgotten_since(deps, &user, read_at).await? {
+            let name = if spoken_name.is_empty() { name } else { spoken_name.to_owned() };
+            forgotten.push((user, name));
         }
     }
     if !forgotten.is_empty() {
         let theirs =
-            |name_or_id: &str| speakers.id_of(name_or_id).is_some_and(|id| forgotten.iter().any(|(u, _)| *u == id));
+            |name_or_id: &str| speakers.id_of(name_or_id).is_some_and(|id| forgotten.iter().any(|(u, _)| u == id));
         let names_them =
             |text: &str| forgotten.iter().any(|(user, name)| super::forget::names_person(text, user, name));
         facts.retain(|fact| !fact.source_users.iter().any(|s| theirs(s)) && !names_them(&fact.content));
