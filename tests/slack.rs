@@ -918,13 +918,7 @@ async fn a_reflection_that_outlasts_a_forget_keeps_nothing_of_the_person() {
     // again) after the forget took Alice off it.
     let known = taught(&w, &channel, "the team deploys on Mondays", &["UALICE", "UBOB"]);
     w.store.put_fact(&known).await.unwrap();
-    let newest = w.store.channel_window(&channel, 1).await.unwrap().messages[0].ts.clone();
-    w.deps
-        .enqueue_after(kuuki::domain::Job::Reflect { channel: channel.clone(), ts: newest }, std::time::Duration::ZERO)
-        .await
-        .unwrap();
-    w.run_for(10.0).await;
-    let facts = w.store.facts(&channel).await.unwrap();
+    let facts = reflect_now(&w, &channel).await;
     let contents: Vec<&str> = facts.iter().map(|f| f.content.as_str()).collect();
     assert_eq!(contents, ["the team deploys on Mondays"], "nothing learned from or about her");
     assert_eq!(facts[0].source_users, ["UBOB"], "strengthened as it is now, without her");
@@ -1012,6 +1006,18 @@ async fn world_with_a_model_that_forgets_alice(
     (w, channel)
 }
 
+/// Reflects on `channel` now (up to its newest message); the facts it has after.
+async fn reflect_now(w: &SlackWorld, channel: &ChannelId) -> Vec<kuuki::domain::Fact> {
+    use kuuki::ports::FactStore;
+    let newest = w.store.channel_window(channel, 1).await.unwrap().messages[0].ts.clone();
+    w.deps
+        .enqueue_after(kuuki::domain::Job::Reflect { channel: channel.clone(), ts: newest }, std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    w.run_for(10.0).await;
+    w.store.facts(channel).await.unwrap()
+}
+
 /// A reflection on what Bob and Carol said about Alice, who did not speak.
 fn reflection_about_alice_from_others() -> Value {
     json!({
@@ -1028,20 +1034,13 @@ fn reflection_about_alice_from_others() -> Value {
 /// after she was forgotten, keeps nothing about her either: by her id or her name.
 #[tokio::test]
 async fn a_reflection_that_outlasts_a_forget_keeps_nothing_others_said_about_the_person() {
-    use kuuki::ports::FactStore;
     let said = [
         ("UBOB", "bob", "<@UALICE> has a cat called Miso"),
         ("UCAROL", "carol", "she is on leave next week; we deploy on Mondays"),
     ];
     let setting = ("REFLECTION_MIN_MESSAGES", "2");
     let (w, channel) = world_with_a_model_that_forgets_alice(setting, reflection_about_alice_from_others, &said).await;
-    let newest = w.store.channel_window(&channel, 1).await.unwrap().messages[0].ts.clone();
-    w.deps
-        .enqueue_after(kuuki::domain::Job::Reflect { channel: channel.clone(), ts: newest }, std::time::Duration::ZERO)
-        .await
-        .unwrap();
-    w.run_for(10.0).await;
-    let facts = w.store.facts(&channel).await.unwrap();
+    let facts = reflect_now(&w, &channel).await;
     let contents: Vec<&str> = facts.iter().map(|f| f.content.as_str()).collect();
     assert_eq!(contents, ["the team deploys on Mondays"], "nothing about her");
 }
