@@ -45,6 +45,12 @@ impl Ts {
         &self.raw
     }
 
+    /// The ts as one number that grows with it (Slack's seconds, a Discord snowflake),
+    /// near enough to guess where it falls among others; `None` when it is no number.
+    pub fn approximate(&self) -> Option<f64> {
+        self.key.map(|(int, nanos)| int as f64 + nanos as f64 / 1e9)
+    }
+
     /// A text key that sorts like the ts does (for stores that sort text, like a
     /// DynamoDB sort key): zero-padded integer and fraction.
     pub fn sort_key(&self) -> String {

@@ -77,6 +77,29 @@ impl ChannelMessages {
     }
 }
 
+/// Gallop steps back from the newest end before [`ByTs::search`] guesses instead.
+const NEWEST_GALLOP: usize = 16;
+/// Guesses from the times before [`ByTs::search`] bisects what is left.
+const GUESSES: usize = 4;
+
+/// Binary search of `messages[lo..hi]` for `ts`, as `slice::binary_search` answers.
+fn bisect(
+    messages: &std::collections::VecDeque<Arc<Message>>,
+    ts: &Ts,
+    mut lo: usize,
+    mut hi: usize,
+) -> Result<usize, usize> {
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        match messages[mid].ts.cmp(ts) {
+            std::cmp::Ordering::Less => lo = mid + 1,
+            std::cmp::Ordering::Greater => hi = mid,
+            std::cmp::Ordering::Equal => return Ok(mid),
+        }
+    }
+    Err(lo)
+}
+
 /// Messages in ts order. They arrive nearly in order, so a new one goes at the back
 /// without allocating a node, and nearly every question is about the newest ones: a
 /// search starts there.
@@ -84,33 +107,61 @@ impl ChannelMessages {
 struct ByTs(std::collections::VecDeque<Arc<Message>>);
 
 impl ByTs {
-    /// Where the message with `ts` is (`Ok`) or would go (`Err`): a gallop back from
-    /// the newest end, then a binary search over the stretch it found.
+    /// Where the message with `ts` is (`Ok`) or would go (`Err`): a short gallop back
+    /// from the newest end (where nearly every question is), then, for an older ts, a
+    /// guess from the times at the ends of the stretch left (messages come at a rate,
+    /// so a ts a third of the way between two is about a third of the way along), then
+    /// a binary search. Every probe reads a message of its own, far from the others
+    /// in memory: a guess needs a few whatever the history, a bisection one per halving.
     fn search(&self, ts: &Ts) -> Result<usize, usize> {
+        use std::cmp::Ordering::{Equal, Greater, Less};
         let messages = &self.0;
-        // Every index from `hi` on holds a later ts.
+        // Every index below `lo` holds an earlier ts, every one from `hi` on a later one.
         let (mut lo, mut hi, mut step) = (0, messages.len(), 1);
         while hi > 0 {
             let probe = hi.saturating_sub(step);
             match messages[probe].ts.cmp(ts) {
-                std::cmp::Ordering::Greater => hi = probe,
-                std::cmp::Ordering::Equal => return Ok(probe),
-                std::cmp::Ordering::Less => {
+                Greater => hi = probe,
+                Equal => return Ok(probe),
+                Less => {
                     lo = probe + 1;
                     break;
                 }
             }
+            if step == NEWEST_GALLOP && probe > 0 {
+                return self.guess_then_bisect(ts, hi);
+            }
             step *= 2;
         }
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            match messages[mid].ts.cmp(ts) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Ok(mid),
+        bisect(messages, ts, lo, hi)
+    }
+
+    /// [`ByTs::search`] for a ts before index `hi`, whose message is later.
+    fn guess_then_bisect(&self, ts: &Ts, hi: usize) -> Result<usize, usize> {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        let messages = &self.0;
+        let value = |i: usize| messages[i].ts.approximate();
+        match messages[0].ts.cmp(ts) {
+            Greater => return Err(0),
+            Equal => return Ok(0),
+            Less => {}
+        }
+        // Messages `below` and `above` bracket it: earlier and later.
+        let (mut below, mut above) = (0, hi);
+        for _ in 0..GUESSES {
+            let (Some(asked), Some(low), Some(high)) = (ts.approximate(), value(below), value(above)) else { break };
+            if above - below <= 2 || high <= low {
+                break;
+            }
+            let share = ((asked - low) / (high - low)).clamp(0.0, 1.0);
+            let guess = (below + 1 + (share * (above - below - 1) as f64) as usize).min(above - 1);
+            match messages[guess].ts.cmp(ts) {
+                Less => below = guess,
+                Greater => above = guess,
+                Equal => return Ok(guess),
             }
         }
-        Err(lo)
+        bisect(messages, ts, below + 1, above)
     }
 
     fn get(&self, ts: &Ts) -> Option<&Arc<Message>> {
@@ -780,7 +831,8 @@ mod tests {
     }
 
     /// The ts index answers as a sorted list would, whatever order messages came in
-    /// (mostly in order, some late, some again) and wherever the asked ts falls.
+    /// (mostly in order, some late, some again), at whatever pace, and wherever the
+    /// asked ts falls.
     #[test]
     fn the_ts_index_finds_what_a_sorted_list_finds() {
         let mut rng = fastrand::Rng::with_seed(3);
@@ -789,7 +841,8 @@ mod tests {
             let mut reference: Vec<i64> = Vec::new();
             let mut clock = 0;
             for _ in 0..rng.usize(0..300) {
-                clock += rng.i64(1..4);
+                // Mostly steady, now and then a lull (the guesses from the times err).
+                clock += if rng.u8(..20) == 0 { rng.i64(100..2000) } else { rng.i64(1..4) };
                 // Now and then a late one, now and then a repeat.
                 let secs = if rng.u8(..10) == 0 { rng.i64(0..=clock) } else { clock };
                 let m = Arc::new(message("c", secs));
