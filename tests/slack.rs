@@ -1030,19 +1030,24 @@ fn reflection_about_alice_from_others() -> Value {
     })
 }
 
-/// A reflection on what others said about Alice (mentioned, silent herself), stored
-/// after she was forgotten, keeps nothing about her either: by her id or her name.
+/// A reflection on what others said about Alice, stored after she was forgotten,
+/// keeps nothing about her either, by her id or her display name: whether she only
+/// was mentioned, or also spoke under the name Slack gives her messages (her id).
 #[tokio::test]
 async fn a_reflection_that_outlasts_a_forget_keeps_nothing_others_said_about_the_person() {
-    let said = [
+    let others = [
         ("UBOB", "bob", "<@UALICE> has a cat called Miso"),
         ("UCAROL", "carol", "she is on leave next week; we deploy on Mondays"),
     ];
-    let setting = ("REFLECTION_MIN_MESSAGES", "2");
-    let (w, channel) = world_with_a_model_that_forgets_alice(setting, reflection_about_alice_from_others, &said).await;
-    let facts = reflect_now(&w, &channel).await;
-    let contents: Vec<&str> = facts.iter().map(|f| f.content.as_str()).collect();
-    assert_eq!(contents, ["the team deploys on Mondays"], "nothing about her");
+    let she_spoke = [("UALICE", "UALICE", "see you all in two weeks"), others[0], others[1]];
+    for (case, said) in [("mentioned only", &others[..]), ("spoke too", &she_spoke[..])] {
+        let setting = ("REFLECTION_MIN_MESSAGES", "2");
+        let (w, channel) =
+            world_with_a_model_that_forgets_alice(setting, reflection_about_alice_from_others, said).await;
+        let facts = reflect_now(&w, &channel).await;
+        let contents: Vec<&str> = facts.iter().map(|f| f.content.as_str()).collect();
+        assert_eq!(contents, ["the team deploys on Mondays"], "{case}: nothing about her");
+    }
 }
 
 /// A fact `sources` taught in `channel`, under the id its content has there.

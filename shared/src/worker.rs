@@ -153,16 +153,18 @@ pub async fn deliver(deps: &Deps, queue: &dyn InProcessQueue, delivery: Delivery
     false
 }
 
-/// When a job that failed on its `deliveries`+1st delivery comes back: after the wait a
-/// busy service asked for (or a held claim's remaining lease), else after
+/// When a job that failed on its `deliveries`+1st delivery comes back: after
 /// [`REDELIVERY_DELAY`] growing fourfold with each delivery (30 s, 2 min, 8 min, …), so a
-/// short outage is ridden out within a minute and a long one is not hammered; never
-/// later than `longest` (the visibility timeout, which a delivery that dies waits
-/// anyway). In process and on SQS alike.
+/// short outage is ridden out within a minute and a long one is not hammered, or later
+/// when a busy service asked for longer (a rate limit that outlasted the wait inside
+/// the call: coming back at once would spend the deliveries on it) or another delivery
+/// holds the job's claim for longer; never later than `longest` (the visibility
+/// timeout, which a delivery that dies waits anyway). In process and on SQS alike.
 pub fn redelivery_delay(error: &PortError, deliveries: u32, longest: Duration) -> Duration {
+    let backoff = REDELIVERY_DELAY.saturating_mul(4u32.saturating_pow(deliveries));
     let wait = match error {
-        PortError::Busy { retry_after, .. } => *retry_after,
-        _ => REDELIVERY_DELAY.saturating_mul(4u32.saturating_pow(deliveries)),
+        PortError::Busy { retry_after, .. } => backoff.max(*retry_after),
+        _ => backoff,
     };
     wait.min(longest)
 }
@@ -248,7 +250,9 @@ mod tests {
         let waits: Vec<u64> = (0..5).map(|n| redelivery_delay(&failed, n, longest).as_secs()).collect();
         assert_eq!(waits, [30, 120, 480, 1440, 1440], "fourfold, up to the visibility timeout");
         let busy = PortError::Busy { message: "rate limited".into(), retry_after: Duration::from_secs(2) };
-        assert_eq!(redelivery_delay(&busy, 3, longest), Duration::from_secs(2), "as the service asked");
+        assert_eq!(redelivery_delay(&busy, 0, longest), Duration::from_secs(30), "no sooner than a failure");
+        let busy = PortError::Busy { message: "rate limited".into(), retry_after: Duration::from_secs(90) };
+        assert_eq!(redelivery_delay(&busy, 0, longest), Duration::from_secs(90), "as late as the service asked");
         let held = PortError::Busy { message: "claim".into(), retry_after: Duration::from_secs(9000) };
         assert_eq!(redelivery_delay(&held, 0, longest), longest, "never past the visibility timeout");
     }

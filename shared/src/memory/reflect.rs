@@ -167,7 +167,11 @@ async fn reflect_claimed(
         checked.push(id);
         let user = UserId(id.into());
         if let Some(name) = super::forget::forgotten_since(deps, &user, read_at).await? {
-            let name = if spoken_name.is_empty() { name } else { spoken_name.to_owned() };
+            // By the display name the forget looked up (a message's name may be the id,
+            // as Slack gives people's), and by the name they wrote under here.
+            if !spoken_name.is_empty() && spoken_name != name {
+                forgotten.push((user.clone(), spoken_name.to_owned()));
+            }
             forgotten.push((user, name));
         }
     }

@@ -151,8 +151,8 @@ pub async fn retry_later(client: &Client, url: &str, failed: &[(&str, Duration)]
     use aws_sdk_sqs::types::ChangeMessageVisibilityBatchRequestEntry as Entry;
     let calls = failed.chunks(10).map(|chunk| async move {
         let entries = chunk.iter().enumerate().map(|(i, (handle, after))| {
-            // SQS takes whole seconds up to 12 hours; a failed job never asks for more.
-            let seconds = i32::try_from(after.as_secs()).unwrap_or(i32::MAX).min(43_200);
+            // SQS takes whole seconds up to 12 hours: rounded up, never sooner than asked.
+            let seconds = i32::try_from(after.as_secs_f64().ceil() as u64).unwrap_or(i32::MAX).min(43_200);
             Entry::builder().id(i.to_string()).receipt_handle(*handle).visibility_timeout(seconds).build()
         });
         let entries = entries.collect::<Result<Vec<_>, _>>().expect("id and receipt handle are set");
