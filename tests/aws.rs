@@ -1277,3 +1277,42 @@ async fn assert_calls_within(
         cost.total()
     );
 }
+
+/// An AWS endpoint that takes the connection and never answers (a hung network path)
+/// fails the call within kuuki's AWS call timeout, with a timeout error, instead of
+/// holding the job until Lambda kills its whole batch. Needs no emulator.
+#[tokio::test]
+async fn an_aws_call_that_gets_no_answer_fails_within_its_timeout() {
+    use kuuki::budget::{AWS_ATTEMPT_TIMEOUT, AWS_CALL_TIMEOUT};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((connection, _)) = listener.accept().await {
+            held.push(connection);
+        }
+    });
+    let config = kuuki::adapters::aws::config::load().await;
+    // On the client's own config: it wins over AWS_ENDPOINT_URL_DYNAMODB (the emulators').
+    let config = aws_sdk_dynamodb::config::Builder::from(&config)
+        .endpoint_url(endpoint)
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new("test", "test", None, None, "test"))
+        .build();
+    let client = aws_sdk_dynamodb::Client::from_conf(config);
+    let started = std::time::Instant::now();
+    let call = client
+        .get_item()
+        .table_name("messages")
+        .key("pk", aws_sdk_dynamodb::types::AttributeValue::S("C1".into()))
+        .send();
+    let outcome = tokio::time::timeout(AWS_CALL_TIMEOUT + Duration::from_secs(15), call)
+        .await
+        .expect("the call ended by its own timeout, not the test's");
+    let error = outcome.expect_err("no answer came");
+    assert!(
+        matches!(error, aws_sdk_dynamodb::error::SdkError::TimeoutError(_)),
+        "a timeout, not another failure: {error:?}"
+    );
+    assert!(started.elapsed() >= AWS_ATTEMPT_TIMEOUT, "it waited for an answer first");
+}

@@ -27,6 +27,14 @@ pub const CHAT_ATTEMPTS: u32 = 2;
 /// The longest `Retry-After` one LLM call waits out between attempts.
 pub const MAX_LLM_RETRY_WAIT: Duration = Duration::from_secs(5);
 
+/// One attempt of an AWS call (DynamoDB, SQS, the scheduler, Secrets Manager) is cut
+/// off after this long; SQS's long polls (5 s) fit inside.
+pub const AWS_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
+/// One AWS call with the SDK's retries at its worst: inside a job's margin with the
+/// default budget (30 s), so a call that never gets an answer fails its job well before
+/// the worker's timeout.
+pub const AWS_CALL_TIMEOUT: Duration = Duration::from_secs(20);
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimeBudget {
     /// How long a worker may run one delivery (a batch) before it is stopped (Lambda's
@@ -196,6 +204,7 @@ mod tests {
         assert!(budget.worker_timeout < budget.claim_lease());
         assert!(budget.claim_lease() < budget.visibility_timeout());
         assert_eq!(budget.visibility_timeout(), Duration::from_secs(1440));
+        assert!(AWS_CALL_TIMEOUT <= budget.margin, "an AWS call at its worst fits in a job's margin");
     }
 
     #[test]
