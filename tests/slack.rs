@@ -1067,3 +1067,50 @@ fn taught(w: &SlackWorld, channel: &ChannelId, content: &str, sources: &[&str]) 
         embedding: None,
     }
 }
+
+/// A model that never answers and honours no timeout (a bug the budget cannot see).
+struct NeverAnswers;
+
+#[async_trait::async_trait]
+impl kuuki::ports::Llm for NeverAnswers {
+    async fn complete(
+        &self,
+        _request: kuuki::ports::LlmRequest,
+    ) -> Result<kuuki::ports::LlmResponse, kuuki::ports::LlmError> {
+        std::future::pending().await
+    }
+}
+
+/// A job of a queue batch that runs past its budget is stopped before the worker's
+/// timeout and reported failed, to come back after its redelivery delay, beside a job
+/// that finished (Lambda would otherwise kill the whole batch at its timeout and SQS
+/// bring every message back after 24 minutes).
+#[tokio::test]
+async fn a_job_that_overruns_is_stopped_before_the_worker_timeout_and_retried() {
+    use kuuki::budget::JobKind;
+    use kuuki::ports::InProcessQueue;
+    use kuuki::worker::{QueueMessage, REDELIVERY_DELAY, run_batch};
+    let budget = [
+        ("WORKER_TIMEOUT_SECONDS", "12"),
+        ("LLM_TIMEOUT_SECONDS", "1"),
+        ("LLM_MAX_RETRIES", "0"),
+        ("CHAT_TIMEOUT_SECONDS", "1"),
+    ];
+    let w = SlackWorld::start_with(&budget, true, Some(std::sync::Arc::new(NeverAnswers))).await;
+    w.send_event(message(CH, "UALICE", "<@UKUUKI> how do I deploy?", &w.ts(0, 1)), &[]).await;
+    let job = w.queue.pop_due(w.clock.now()).expect("the mention queued an answer").job;
+    assert!(matches!(job, kuuki::domain::Job::Respond { .. }), "{job:?}");
+    let stuck = QueueMessage { id: "stuck".into(), job: Ok(job), deliveries: 0 };
+    let not_a_job = QueueMessage { id: "garbage".into(), job: Err("not json".into()), deliveries: 0 };
+    let started = std::time::Instant::now();
+    let messages = [stuck, not_a_job];
+    let batch = run_batch(&w.deps, JobKind::Respond, &messages);
+    let limit = w.deps.budget.worker_timeout + std::time::Duration::from_secs(5);
+    let failed = tokio::time::timeout(limit, batch).await.expect("the batch ended by itself");
+    let deadline = w.deps.budget.job_deadline();
+    assert!(started.elapsed() >= deadline, "it ran until the deadline");
+    assert!(started.elapsed() < w.deps.budget.worker_timeout, "stopped before the worker's timeout");
+    let failed: Vec<_> = failed.iter().map(|f| (f.id.as_str(), f.retry_after)).collect();
+    assert_eq!(failed, [("stuck", Some(REDELIVERY_DELAY)), ("garbage", None)], "both reported");
+    assert!(w.calls("chat.postMessage").await.is_empty(), "nothing posted");
+}

@@ -86,6 +86,13 @@ impl TimeBudget {
         self.llm_call * llm_calls + self.chat_call * chat_calls + self.margin + self.settle
     }
 
+    /// How long one job of a queue batch may run before the worker stops it: the worker
+    /// timeout less the time it leaves to settle the batch. A job within its budget
+    /// ([`TimeBudget::needed_for`]) never reaches it.
+    pub fn job_deadline(&self) -> Duration {
+        self.worker_timeout.saturating_sub(self.settle)
+    }
+
     /// How long a claim protects work in progress: one attempt and a margin, so it
     /// has run out by the time the queue delivers the job again.
     pub fn claim_lease(&self) -> Duration {

@@ -221,7 +221,19 @@ pub async fn run_batch(deps: &Deps, kind: JobKind, messages: &[QueueMessage]) ->
                 tracing::error!(%reason, ?job, "a job for another worker; it is not run");
                 return Err(None);
             }
-            run_job(deps, job).await.map_err(|error| {
+            // Stopped before the worker's own timeout, as a crash would stop it (claims
+            // and posting marks make that safe): the batch's other jobs are still
+            // reported, and this one comes back after its delay, not the visibility
+            // timeout. Only a job that ignores its budget gets here.
+            let deadline = deps.budget.job_deadline();
+            let outcome = match tokio::time::timeout(deadline, run_job(deps, job)).await {
+                Ok(outcome) => outcome,
+                Err(_) => Err(PortError::Backend {
+                    backend: "worker",
+                    message: format!("stopped after {} s, before the worker's timeout", deadline.as_secs_f64()),
+                }),
+            };
+            outcome.map_err(|error| {
                 let after = redelivery_delay(&error, message.deliveries, longest);
                 tracing::warn!(%error, ?job, ?after, "job failed; SQS will deliver it again");
                 Some(after)
