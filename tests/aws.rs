@@ -684,7 +684,7 @@ mod end_to_end {
                         JobKind::Judge => "JudgeFunction",
                         _ => "RespondFunction",
                     });
-                    let response = handle_sqs_event(&self.deps, &self.queue, kind, event.clone()).await;
+                    let response = handle_sqs_event(&self.deps, &self.queue, kind, event.clone(), None).await;
                     self.counter.acting_as("");
                     failed += response.batch_item_failures.len();
                     for record in &event.records {
@@ -763,7 +763,7 @@ mod end_to_end {
             (JobKind::Reflect, "ReflectFunction", Job::SweepFacts),
         ] {
             w.counter.acting_as(function);
-            let response = handle_sqs_event(&w.deps, &w.queue, kind, event_of(std::slice::from_ref(&job))).await;
+            let response = handle_sqs_event(&w.deps, &w.queue, kind, event_of(std::slice::from_ref(&job)), None).await;
             w.counter.acting_as("");
             assert!(response.batch_item_failures.is_empty(), "{job:?} failed");
         }
@@ -800,11 +800,11 @@ mod end_to_end {
         assert!(!event.records.is_empty());
         // The batch's records run at once: one answers; a copy that meets its claim
         // still held fails for a retry instead of being dropped.
-        let response = handle_sqs_event(&w.deps, &w.queue, JobKind::Respond, event.clone()).await;
+        let response = handle_sqs_event(&w.deps, &w.queue, JobKind::Respond, event.clone(), None).await;
         assert!(response.batch_item_failures.len() < event.records.len(), "one copy answered");
         // SQS delivers the same records again (a visibility timeout ran out): every copy
         // finds the answer done.
-        let again = handle_sqs_event(&w.deps, &w.queue, JobKind::Respond, event).await;
+        let again = handle_sqs_event(&w.deps, &w.queue, JobKind::Respond, event, None).await;
         assert!(again.batch_item_failures.is_empty());
         let posts = w.slack_calls("chat.postMessage").await;
         assert_eq!(posts.len(), 1, "{posts:?}");
@@ -838,7 +838,7 @@ mod end_to_end {
         let event = w.receive_for(&w.urls.respond, visibility).await;
         assert_eq!(event.records.len(), 1);
         w.counter.acting_as("RespondFunction");
-        let response = handle_sqs_event(&w.deps, &w.queue, JobKind::Respond, event).await;
+        let response = handle_sqs_event(&w.deps, &w.queue, JobKind::Respond, event, None).await;
         w.counter.acting_as("");
         assert_eq!(response.batch_item_failures.len(), 1, "Slack was busy: the job failed");
         // Back after the first redelivery delay (30 s; Slack's 2 s is sooner, and a limit
@@ -858,12 +858,46 @@ mod end_to_end {
         assert_eq!(again.records.len(), 1);
         assert_eq!(again.records[0].attributes.get("ApproximateReceiveCount").map(String::as_str), Some("2"));
         w.counter.acting_as("RespondFunction");
-        let response = handle_sqs_event(&w.deps, &w.queue, JobKind::Respond, again).await;
+        let response = handle_sqs_event(&w.deps, &w.queue, JobKind::Respond, again, None).await;
         w.counter.acting_as("");
         assert!(response.batch_item_failures.is_empty(), "the second delivery answered");
         let posts = w.slack_calls("chat.postMessage").await;
         assert_eq!(posts.len(), 3, "two refused, one posted: {posts:?}");
         w.assert_the_template_allows_what_was_done();
+    }
+
+    /// A model that never answers and honours no timeout (a bug the budget cannot see).
+    struct NeverAnswers;
+
+    #[async_trait::async_trait]
+    impl kuuki::ports::Llm for NeverAnswers {
+        async fn complete(
+            &self,
+            _request: kuuki::ports::LlmRequest,
+        ) -> Result<kuuki::ports::LlmResponse, kuuki::ports::LlmError> {
+            std::future::pending().await
+        }
+    }
+
+    /// An invocation with little time left (Lambda's deadline, from its context) stops
+    /// a job that overruns early enough to settle the batch and answer, and reports it.
+    #[tokio::test]
+    async fn a_job_is_stopped_within_the_time_the_invocation_has_left() {
+        let Some((dynamo, moto)) = emulators("a_job_is_stopped_within_the_time_the_invocation_has_left") else {
+            return;
+        };
+        let w = world_with(&dynamo, &moto, &[], Some(Arc::new(NeverAnswers))).await;
+        assert_eq!(w.deliver(message("C0LATE", "UALICE", "<@UKUUKI> hi", &now_ts(5)), false).await, 200);
+        let event = w.receive(&w.urls.respond).await;
+        assert_eq!(event.records.len(), 1);
+        // 10 s left: the settle share (7.5 s) and a second for the answer leave 1.5 s.
+        let started = std::time::Instant::now();
+        let left = Some(std::time::Duration::from_secs(10));
+        let response = handle_sqs_event(&w.deps, &w.queue, JobKind::Respond, event, left).await;
+        let took = started.elapsed();
+        assert_eq!(response.batch_item_failures.len(), 1, "the stopped job is reported");
+        assert!(took >= std::time::Duration::from_millis(1500), "it ran until then: {took:?}");
+        assert!(took < std::time::Duration::from_secs(9), "and no longer: {took:?}");
     }
 
     #[tokio::test]
@@ -874,9 +908,10 @@ mod end_to_end {
         let w = world(&dynamo, &moto, &[("JUDGE_MIN_WAIT_SECONDS", "0"), ("JUDGE_SCORE_THRESHOLD", "0")]).await;
         let ts = now_ts(9);
         assert_eq!(w.deliver(message("C0AMB", "UBOB", "deploy done 🎉", &ts), false).await, 200);
-        let judged = handle_sqs_event(&w.deps, &w.queue, JobKind::Judge, w.receive(&w.urls.judge).await).await;
+        let judged = handle_sqs_event(&w.deps, &w.queue, JobKind::Judge, w.receive(&w.urls.judge).await, None).await;
         assert!(judged.batch_item_failures.is_empty());
-        let answered = handle_sqs_event(&w.deps, &w.queue, JobKind::Respond, w.receive(&w.urls.respond).await).await;
+        let answered =
+            handle_sqs_event(&w.deps, &w.queue, JobKind::Respond, w.receive(&w.urls.respond).await, None).await;
         assert!(answered.batch_item_failures.is_empty());
         assert_eq!(
             w.slack_calls("reactions.add").await,
@@ -996,7 +1031,7 @@ mod end_to_end {
         assert_eq!(event.records.len(), 1, "one forget job on the reflect queue");
         w.counter.acting_as("ReflectFunction");
         for _ in 0..2 {
-            let response = handle_sqs_event(&w.deps, &w.queue, JobKind::Reflect, event.clone()).await;
+            let response = handle_sqs_event(&w.deps, &w.queue, JobKind::Reflect, event.clone(), None).await;
             assert!(response.batch_item_failures.is_empty(), "the forget job failed");
         }
         w.counter.acting_as("");
@@ -1035,7 +1070,7 @@ mod end_to_end {
         bad.message_id = Some("not-a-job".into());
         bad.body = Some("{\"hello\": 1}".into());
         event.records.push(bad);
-        let response = handle_sqs_event(&w.deps, &w.queue, JobKind::Respond, event).await;
+        let response = handle_sqs_event(&w.deps, &w.queue, JobKind::Respond, event, None).await;
         let failed: Vec<_> = response.batch_item_failures.iter().map(|f| f.item_identifier.clone()).collect();
         assert_eq!(failed, vec!["not-a-job".to_string()]);
         assert_eq!(w.slack_calls("chat.postMessage").await.len(), 1, "the good record was answered");
@@ -1314,5 +1349,7 @@ async fn an_aws_call_that_gets_no_answer_fails_within_its_timeout() {
         matches!(error, aws_sdk_dynamodb::error::SdkError::TimeoutError(_)),
         "a timeout, not another failure: {error:?}"
     );
-    assert!(started.elapsed() >= AWS_ATTEMPT_TIMEOUT, "it waited for an answer first");
+    let took = started.elapsed();
+    assert!(took >= AWS_ATTEMPT_TIMEOUT, "it waited for an answer first");
+    assert!(took < AWS_CALL_TIMEOUT + Duration::from_secs(3), "cut off at the call's timeout: {took:?}");
 }

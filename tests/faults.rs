@@ -740,7 +740,7 @@ async fn poison_message() -> Observed {
         queue_message("good".into(), &job, Some("1")),
         queue_message("garbage".into(), "not json", None),
     ];
-    let failed = run_batch(&world.w.deps, JobKind::Respond, &batch).await;
+    let failed = run_batch(&world.w.deps, JobKind::Respond, &batch, world.w.deps.budget.job_deadline()).await;
     let failed: Vec<_> = failed.iter().map(|f| (f.id.as_str(), f.retry_after)).collect();
     // They wait the visibility timeout each time: a newer build being deployed may read them.
     assert_eq!(
@@ -767,7 +767,7 @@ async fn a_job_on_another_workers_queue_fails_and_runs_nothing() {
     let (llm, world, job) = a_mention_to_batch().await;
     let batch = [queue_message("respond".into(), &job, None)];
     for other in [JobKind::Judge, JobKind::Summarize, JobKind::Reflect] {
-        let failed = run_batch(&world.w.deps, other, &batch).await;
+        let failed = run_batch(&world.w.deps, other, &batch, world.w.deps.budget.job_deadline()).await;
         assert_eq!(
             failed.iter().map(|f| f.id.as_str()).collect::<Vec<_>>(),
             ["respond"],
@@ -777,7 +777,10 @@ async fn a_job_on_another_workers_queue_fails_and_runs_nothing() {
     }
     assert!(world.slack.posts().is_empty(), "nothing posted");
     assert!(llm.received_requests().await.unwrap_or_default().is_empty(), "no model asked");
-    assert!(run_batch(&world.w.deps, JobKind::Respond, &batch).await.is_empty(), "the respond worker runs it");
+    assert!(
+        run_batch(&world.w.deps, JobKind::Respond, &batch, world.w.deps.budget.job_deadline()).await.is_empty(),
+        "the respond worker runs it"
+    );
     assert_eq!(world.slack.texts(), [ANSWER]);
 }
 

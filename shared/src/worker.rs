@@ -206,7 +206,15 @@ pub struct FailedMessage {
 /// back, so only those are delivered again. A body that is not a job, or a job of another kind (whose worker
 /// has other permissions), fails alone and goes to the dead letters after its
 /// deliveries.
-pub async fn run_batch(deps: &Deps, kind: JobKind, messages: &[QueueMessage]) -> Vec<FailedMessage> {
+///
+/// A job still running after `stop_after` (at most [`crate::budget::TimeBudget::job_deadline`];
+/// less when the platform says the worker has less time left) is stopped.
+pub async fn run_batch(
+    deps: &Deps,
+    kind: JobKind,
+    messages: &[QueueMessage],
+    stop_after: Duration,
+) -> Vec<FailedMessage> {
     use tracing::Instrument;
     let longest = deps.budget.visibility_timeout();
     let outcomes = messages.iter().map(|message| {
@@ -223,14 +231,14 @@ pub async fn run_batch(deps: &Deps, kind: JobKind, messages: &[QueueMessage]) ->
             }
             // Stopped before the worker's own timeout, as a crash would stop it (claims
             // and posting marks make that safe): the batch's other jobs are still
-            // reported, and this one comes back after its delay, not the visibility
-            // timeout. Only a job that ignores its budget gets here.
-            let deadline = deps.budget.job_deadline();
-            let outcome = match tokio::time::timeout(deadline, run_job(deps, job)).await {
+            // reported, and this one comes back once any claim it took has run out
+            // (a stopped job releases none), not after the visibility timeout. Only a
+            // job that ignores its budget gets here.
+            let outcome = match tokio::time::timeout(stop_after, run_job(deps, job)).await {
                 Ok(outcome) => outcome,
-                Err(_) => Err(PortError::Backend {
-                    backend: "worker",
-                    message: format!("stopped after {} s, before the worker's timeout", deadline.as_secs_f64()),
+                Err(_) => Err(PortError::Busy {
+                    message: format!("stopped after {:.1} s, before the worker's timeout", stop_after.as_secs_f64()),
+                    retry_after: deps.budget.claim_lease() + Duration::from_secs(1),
                 }),
             };
             outcome.map_err(|error| {

@@ -62,7 +62,16 @@ pub async fn cold_start(vars: &HashMap<String, String>, role: Role) -> Result<St
 /// An SQS event from the queue of the `kind` worker; failed records (a job of
 /// another kind among them) are reported, not the batch, and each is set to come back
 /// after its [`kuuki::worker::redelivery_delay`] rather than the visibility timeout.
-pub async fn handle_sqs_event(deps: &Deps, queue: &SqsQueue, kind: JobKind, event: SqsEvent) -> SqsBatchResponse {
+///
+/// `time_left` is what the invocation has before Lambda stops it (from its context);
+/// jobs are stopped early enough to leave the settle call and the answer a second.
+pub async fn handle_sqs_event(
+    deps: &Deps,
+    queue: &SqsQueue,
+    kind: JobKind,
+    event: SqsEvent,
+    time_left: Option<std::time::Duration>,
+) -> SqsBatchResponse {
     let messages: Vec<QueueMessage> = event
         .records
         .iter()
@@ -74,7 +83,11 @@ pub async fn handle_sqs_event(deps: &Deps, queue: &SqsQueue, kind: JobKind, even
             )
         })
         .collect();
-    let failed = run_batch(deps, kind, &messages).await;
+    let mut stop_after = deps.budget.job_deadline();
+    if let Some(left) = time_left {
+        stop_after = stop_after.min(left.saturating_sub(deps.budget.settle + std::time::Duration::from_secs(1)));
+    }
+    let failed = run_batch(deps, kind, &messages, stop_after).await;
     let handle_of = |id: &str| {
         event.records.iter().find(|r| r.message_id.as_deref() == Some(id)).and_then(|r| r.receipt_handle.as_deref())
     };
@@ -101,7 +114,11 @@ pub async fn run_sqs_worker(kind: JobKind) -> Result<(), Error> {
     let Started { deps, queue, .. } = cold_start(&std::env::vars().collect(), Role::Worker).await?;
     lambda_runtime::run(lambda_runtime::service_fn(|event: lambda_runtime::LambdaEvent<SqsEvent>| {
         let (deps, queue) = (deps.clone(), queue.clone());
-        async move { Ok::<SqsBatchResponse, Error>(handle_sqs_event(&deps, &queue, kind, event.payload).await) }
+        // The invocation's deadline (ms since the epoch): a cold start that ran long, or a
+        // batch received late, has less than the whole timeout.
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let left = std::time::Duration::from_millis(event.context.deadline.saturating_sub(now.as_millis() as u64));
+        async move { Ok::<SqsBatchResponse, Error>(handle_sqs_event(&deps, &queue, kind, event.payload, Some(left)).await) }
     }))
     .await
 }
