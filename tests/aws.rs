@@ -866,19 +866,6 @@ mod end_to_end {
         w.assert_the_template_allows_what_was_done();
     }
 
-    /// A model that never answers and honours no timeout (a bug the budget cannot see).
-    struct NeverAnswers;
-
-    #[async_trait::async_trait]
-    impl kuuki::ports::Llm for NeverAnswers {
-        async fn complete(
-            &self,
-            _request: kuuki::ports::LlmRequest,
-        ) -> Result<kuuki::ports::LlmResponse, kuuki::ports::LlmError> {
-            std::future::pending().await
-        }
-    }
-
     /// An invocation with little time left (Lambda's deadline, from its context) stops
     /// a job that overruns early enough to settle the batch and answer, and reports it.
     #[tokio::test]
@@ -886,7 +873,7 @@ mod end_to_end {
         let Some((dynamo, moto)) = emulators("a_job_is_stopped_within_the_time_the_invocation_has_left") else {
             return;
         };
-        let w = world_with(&dynamo, &moto, &[], Some(Arc::new(NeverAnswers))).await;
+        let w = world_with(&dynamo, &moto, &[], Some(Arc::new(kuuki_e2e::NeverAnswers))).await;
         assert_eq!(w.deliver(message("C0LATE", "UALICE", "<@UKUUKI> hi", &now_ts(5)), false).await, 200);
         let event = w.receive(&w.urls.respond).await;
         assert_eq!(event.records.len(), 1);

@@ -1068,19 +1068,6 @@ fn taught(w: &SlackWorld, channel: &ChannelId, content: &str, sources: &[&str]) 
     }
 }
 
-/// A model that never answers and honours no timeout (a bug the budget cannot see).
-struct NeverAnswers;
-
-#[async_trait::async_trait]
-impl kuuki::ports::Llm for NeverAnswers {
-    async fn complete(
-        &self,
-        _request: kuuki::ports::LlmRequest,
-    ) -> Result<kuuki::ports::LlmResponse, kuuki::ports::LlmError> {
-        std::future::pending().await
-    }
-}
-
 /// A job of a queue batch that runs past its budget is stopped before the worker's
 /// timeout and reported failed, to come back once the claim it took has run out,
 /// beside the batch's other messages (Lambda would otherwise kill the whole batch at its timeout and SQS
@@ -1096,7 +1083,7 @@ async fn a_job_that_overruns_is_stopped_before_the_worker_timeout_and_retried() 
         ("LLM_MAX_RETRIES", "0"),
         ("CHAT_TIMEOUT_SECONDS", "1"),
     ];
-    let w = SlackWorld::start_with(&budget, true, Some(std::sync::Arc::new(NeverAnswers))).await;
+    let w = SlackWorld::start_with(&budget, true, Some(std::sync::Arc::new(kuuki_e2e::NeverAnswers))).await;
     w.send_event(message(CH, "UALICE", "<@UKUUKI> how do I deploy?", &w.ts(0, 1)), &[]).await;
     let job = w.queue.pop_due(w.clock.now()).expect("the mention queued an answer").job;
     assert!(matches!(job, kuuki::domain::Job::Respond { .. }), "{job:?}");

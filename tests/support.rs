@@ -517,3 +517,17 @@ impl Llm for RecordingLlm {
         self.inner.complete(request).await
     }
 }
+
+/// A model that never answers and honours no timeout: a bug the time budget cannot see,
+/// for tests of the worker's own deadline.
+pub struct NeverAnswers;
+
+#[async_trait::async_trait]
+impl kuuki::ports::Llm for NeverAnswers {
+    async fn complete(
+        &self,
+        _request: kuuki::ports::LlmRequest,
+    ) -> Result<kuuki::ports::LlmResponse, kuuki::ports::LlmError> {
+        std::future::pending().await
+    }
+}
