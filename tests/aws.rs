@@ -11,7 +11,7 @@ use kuuki::adapters::aws::sqs::{QueueUrls, SqsQueue, decode_job};
 use kuuki::adapters::contract;
 use kuuki::adapters::memory::VirtualClock;
 use kuuki::domain::{ChannelId, Job, ThreadKey, Timestamp, Ts};
-use kuuki::ports::{Queue, Scheduler};
+use kuuki::ports::{ClaimOutcome, Clock, Ledger, Queue, Scheduler};
 use kuuki::replay::REPLAY_EPOCH;
 
 /// The emulators' endpoints, or `None` (and a line saying the test was skipped).
@@ -1339,4 +1339,88 @@ async fn an_aws_call_that_gets_no_answer_fails_within_its_timeout() {
     let took = started.elapsed();
     assert!(took >= AWS_ATTEMPT_TIMEOUT, "it waited for an answer first");
     assert!(took < AWS_CALL_TIMEOUT + Duration::from_secs(3), "cut off at the call's timeout: {took:?}");
+}
+
+/// A proxy to `upstream` that forwards every HTTP/1.1 request and its answer, except
+/// that the first request whose body contains `marker` reaches the upstream and its
+/// answer is dropped with the connection (an answer lost on the way back).
+async fn proxy_losing_one_answer(upstream: String, marker: &'static str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// One whole HTTP message (headers and a Content-Length body), or None at the end.
+    async fn read_message(stream: &mut tokio::net::TcpStream) -> Option<Vec<u8>> {
+        let mut data = Vec::new();
+        let mut buf = [0u8; 8192];
+        loop {
+            if let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
+                let length = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .map_or(0, |v| v.trim().parse::<usize>().unwrap());
+                if data.len() >= end + 4 + length {
+                    return Some(data);
+                }
+            }
+            let read = stream.read(&mut buf).await.ok()?;
+            if read == 0 {
+                return None;
+            }
+            data.extend_from_slice(&buf[..read]);
+        }
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    let upstream = upstream.trim_start_matches("http://").to_owned();
+    let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            let (upstream, dropped) = (upstream.clone(), dropped.clone());
+            tokio::spawn(async move {
+                while let Some(request) = read_message(&mut client).await {
+                    let mut server = tokio::net::TcpStream::connect(&upstream).await.unwrap();
+                    server.write_all(&request).await.unwrap();
+                    let Some(answer) = read_message(&mut server).await else { return };
+                    let lose = String::from_utf8_lossy(&request).contains(marker)
+                        && !dropped.swap(true, std::sync::atomic::Ordering::SeqCst);
+                    if lose {
+                        return;
+                    }
+                    client.write_all(&answer).await.unwrap();
+                }
+            });
+        }
+    });
+    address
+}
+
+/// A claim whose first attempt DynamoDB applied but whose answer was lost is retried
+/// by the SDK; the retry finds the claim its own call took and holds it, instead of
+/// reading it as another delivery's and waiting out the lease.
+#[tokio::test]
+async fn a_claim_retried_after_its_answer_was_lost_is_held_by_its_caller() {
+    let Some((dynamo, _)) = emulators("a_claim_retried_after_its_answer_was_lost_is_held_by_its_caller") else {
+        return;
+    };
+    let clock = Arc::new(VirtualClock::new(Timestamp(1_700_000_000 * Timestamp::MICROS_PER_SECOND)));
+    let names = TableNames {
+        messages: unique("messages"),
+        channels: unique("channels"),
+        ledger: unique("ledger"),
+        facts: unique("facts"),
+    };
+    let direct = aws_sdk_dynamodb::Client::new(&sdk(&dynamo).await);
+    create_tables(&direct, &names).await.unwrap();
+    let proxy = proxy_losing_one_answer(dynamo.clone(), "respond:CLOST:1.000001").await;
+    // On the client's own config: it wins over AWS_ENDPOINT_URL_DYNAMODB (the emulator's).
+    let config = aws_sdk_dynamodb::config::Builder::from(&sdk(&dynamo).await).endpoint_url(proxy).build();
+    let store = DynamoStore::new(
+        aws_sdk_dynamodb::Client::from_conf(config),
+        names,
+        clock.clone(),
+        Duration::from_secs(3650 * 86_400),
+    );
+    let outcome = store.claim("respond:CLOST:1.000001", clock.now(), Duration::from_secs(270)).await.unwrap();
+    assert_eq!(outcome, ClaimOutcome::Claimed, "the caller holds its own claim");
+    let again = store.claim("respond:CLOST:1.000001", clock.now(), Duration::from_secs(270)).await.unwrap();
+    assert!(matches!(again, ClaimOutcome::InProgress { .. }), "another call still finds it held: {again:?}");
 }

@@ -371,6 +371,10 @@ struct LedgerItem {
     value: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     posting: Option<bool>,
+    /// Which `claim` call took it: a retry of that very call (its first attempt was
+    /// applied, its answer lost) finds its own claim, not another delivery's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    holder: Option<String>,
 }
 
 /// A thread's partition key in the conversation index.
@@ -1398,6 +1402,7 @@ impl DynamoStore {
             expires_at: until.as_micros() / Timestamp::MICROS_PER_SECOND + LEDGER_GRACE_SECONDS,
             value: value.map(str::to_owned),
             posting: None,
+            holder: None,
         };
         self.client
             .put_item()
@@ -1415,12 +1420,15 @@ impl Ledger for DynamoStore {
     async fn claim(&self, key: &str, now: Timestamp, lease: Duration) -> PortResult<ClaimOutcome> {
         // An update, not a put: a posting mark of an earlier holder must survive.
         let until = now + lease;
+        let holder = format!("{:016x}", fastrand::u64(..));
         let result = self
             .client
             .update_item()
             .table_name(&self.tables.ledger)
             .key("key", s(key))
-            .update_expression("SET #status = :in_progress, #until = :until, expires_at = :expires_at")
+            .update_expression(
+                "SET #status = :in_progress, #until = :until, expires_at = :expires_at, holder = :holder",
+            )
             // Free, or a claim whose lease ran out (a crashed or released holder's).
             .condition_expression("attribute_not_exists(#k) OR (#status = :in_progress AND #until <= :now)")
             .expression_attribute_names("#k", "key")
@@ -1433,6 +1441,7 @@ impl Ledger for DynamoStore {
                 n(until.as_micros() / Timestamp::MICROS_PER_SECOND + LEDGER_GRACE_SECONDS),
             )
             .expression_attribute_values(":now", n(now.as_micros()))
+            .expression_attribute_values(":holder", s(&holder))
             .return_values(ReturnValue::AllOld)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
@@ -1465,6 +1474,14 @@ impl Ledger for DynamoStore {
         };
         Ok(match old.filter(|item| !item.is_empty()).map(from_item::<LedgerItem>).transpose()? {
             Some(old) if old.status == COMPLETED => ClaimOutcome::Completed,
+            // This call took it: the SDK retried an attempt whose answer was lost.
+            Some(old) if old.holder.as_deref() == Some(holder.as_str()) => {
+                if old.posting == Some(true) {
+                    ClaimOutcome::Resumed
+                } else {
+                    ClaimOutcome::Claimed
+                }
+            }
             Some(old) => ClaimOutcome::InProgress { until: old.until },
             None => ClaimOutcome::InProgress { until: now + lease },
         })
@@ -1844,6 +1861,7 @@ mod tests {
             expires_at: 7 + LEDGER_GRACE_SECONDS,
             value: Some("v".into()),
             posting: None,
+            holder: None,
         };
         let expected = item(&[
             ("key", s("k")),
