@@ -88,13 +88,11 @@ pub async fn handle_sqs_event(
         stop_after = stop_after.min(left.saturating_sub(deps.budget.settle + std::time::Duration::from_secs(1)));
     }
     let failed = run_batch(deps, kind, &messages, stop_after).await;
-    let handle_of = |id: &str| {
+    let receipt_of = |id: &str| {
         event.records.iter().find(|r| r.message_id.as_deref() == Some(id)).and_then(|r| r.receipt_handle.as_deref())
     };
-    let later: Vec<(&str, std::time::Duration)> =
-        failed.iter().filter_map(|f| Some((handle_of(&f.id)?, f.retry_after?))).collect();
     // The budget leaves this much of the Lambda timeout after the jobs.
-    retry_later(queue.client(), queue.urls().for_kind(kind), &later, deps.budget.settle).await;
+    retry_later(queue.client(), queue.urls().for_kind(kind), &failed, receipt_of, deps.budget.settle).await;
     let mut response = SqsBatchResponse::default();
     response.batch_item_failures = failed
         .into_iter()

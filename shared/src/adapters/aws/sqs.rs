@@ -124,12 +124,10 @@ async fn run_received(
         tracing::error!(?timeout, %url, "a batch was stopped at the worker timeout; SQS will deliver it again");
         return;
     };
-    let handle_of = |id: &str| {
+    let receipt_of = |id: &str| {
         messages.iter().find(|m| m.message_id.as_deref() == Some(id)).and_then(|m| m.receipt_handle.as_deref())
     };
-    let later: Vec<(&str, Duration)> =
-        failed.iter().filter_map(|f| Some((handle_of(&f.id)?, f.retry_after?))).collect();
-    retry_later(client, url, &later, deps.budget.settle).await;
+    retry_later(client, url, &failed, receipt_of, deps.budget.settle).await;
     for m in &messages {
         if failed.iter().any(|f| Some(&f.id) == m.message_id.as_ref()) {
             continue;
@@ -142,14 +140,23 @@ async fn run_received(
     }
 }
 
-/// Makes each failed message (by receipt handle) visible again after its delay, ten to
-/// a ChangeMessageVisibilityBatch call, instead of after the visibility timeout every
-/// delivery starts with, which must outlast the longest job and would hold a job that
-/// failed in a second for 24 minutes. A message this does not reach (the call fails or
-/// runs past `within`, which the time budget leaves for it) comes back at the
-/// visibility timeout: later, never lost.
-pub async fn retry_later(client: &Client, url: &str, failed: &[(&str, Duration)], within: Duration) {
+/// Makes each failed message of a batch visible again after its delay (its receipt
+/// handle found by `receipt_of` from its id), ten to a ChangeMessageVisibilityBatch
+/// call, instead of after the visibility timeout every delivery starts with, which must
+/// outlast the longest job and would hold a job that failed in a second for 24 minutes.
+/// A message this does not reach (no delay, no receipt handle, a call that fails or runs
+/// past `within`, which the time budget leaves for it) comes back at the visibility
+/// timeout: later, never lost.
+pub async fn retry_later<'m>(
+    client: &Client,
+    url: &str,
+    failed: &[crate::worker::FailedMessage],
+    receipt_of: impl Fn(&str) -> Option<&'m str>,
+    within: Duration,
+) {
     use aws_sdk_sqs::types::ChangeMessageVisibilityBatchRequestEntry as Entry;
+    let failed: Vec<(&str, Duration)> =
+        failed.iter().filter_map(|f| Some((receipt_of(&f.id)?, f.retry_after?))).collect();
     let calls = failed.chunks(10).map(|chunk| async move {
         let entries = chunk.iter().enumerate().map(|(i, (handle, after))| {
             // SQS takes whole seconds up to 12 hours: rounded up, never sooner than asked.
@@ -289,6 +296,19 @@ impl Queue for SqsQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// SQS counts the delivery in hand; a count that is missing or unreadable reads as
+    /// a first delivery (the shortest redelivery delay), never as an error.
+    #[test]
+    fn a_receive_count_is_the_deliveries_before_this_one() {
+        let body = encode_job(&Job::SweepFacts);
+        let deliveries = |count| queue_message("m".into(), &body, count).deliveries;
+        assert_eq!(deliveries(Some("1")), 0);
+        assert_eq!(deliveries(Some("3")), 2);
+        assert_eq!(deliveries(None), 0);
+        assert_eq!(deliveries(Some("many")), 0);
+        assert_eq!(deliveries(Some("0")), 0);
+    }
 
     #[test]
     fn the_templates_sweep_message_is_a_job() {
