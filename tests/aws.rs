@@ -10,6 +10,7 @@ use kuuki::adapters::aws::scheduler::{EventBridgeScheduler, ScheduleTargets, sch
 use kuuki::adapters::aws::sqs::{QueueUrls, SqsQueue, decode_job};
 use kuuki::adapters::contract;
 use kuuki::adapters::memory::VirtualClock;
+use kuuki::budget::JobKind;
 use kuuki::domain::{ChannelId, Job, ThreadKey, Timestamp, Ts};
 use kuuki::ports::{ClaimOutcome, Clock, Ledger, Queue, Scheduler};
 use kuuki::replay::REPLAY_EPOCH;
@@ -277,7 +278,7 @@ async fn expired_messages_are_not_read_though_ttl_deletes_late() {
 async fn queue_urls(moto: &str) -> (aws_sdk_sqs::Client, QueueUrls) {
     let client = aws_sdk_sqs::Client::new(&sdk(moto).await);
     let mut urls = Vec::new();
-    for name in ["judge", "respond", "summarize", "reflect"] {
+    for name in JobKind::ALL.map(JobKind::as_str) {
         let out = client.create_queue().queue_name(unique(name)).send().await.expect("a queue");
         urls.push(out.queue_url.unwrap());
     }
@@ -288,6 +289,7 @@ async fn queue_urls(moto: &str) -> (aws_sdk_sqs::Client, QueueUrls) {
             respond: urls[1].clone(),
             summarize: urls[2].clone(),
             reflect: urls[3].clone(),
+            forget: urls[4].clone(),
         },
     )
 }
@@ -340,6 +342,7 @@ async fn long_delays_become_one_time_schedules_that_delete_themselves() {
             respond_queue_arn: "arn:aws:sqs:us-east-1:123456789012:kuuki-respond".into(),
             summarize_queue_arn: "arn:aws:sqs:us-east-1:123456789012:kuuki-summarize".into(),
             reflect_queue_arn: "arn:aws:sqs:us-east-1:123456789012:kuuki-reflect".into(),
+            forget_queue_arn: "arn:aws:sqs:us-east-1:123456789012:kuuki-forget".into(),
         },
     );
     let at = REPLAY_EPOCH + Duration::from_secs(3600);
@@ -438,6 +441,7 @@ mod end_to_end {
             ("RESPOND_QUEUE_URL", &urls.respond),
             ("SUMMARIZE_QUEUE_URL", &urls.summarize),
             ("REFLECT_QUEUE_URL", &urls.reflect),
+            ("FORGET_QUEUE_URL", &urls.forget),
             ("FACTS_TABLE", &tables.facts),
         ] {
             vars.insert(k.into(), v.clone());
@@ -510,6 +514,7 @@ mod end_to_end {
                 q if q == self.urls.respond => "RespondQueue",
                 q if q == self.urls.summarize => "SummarizeQueue",
                 q if q == self.urls.reflect => "ReflectQueue",
+                q if q == self.urls.forget => "ForgetQueue",
                 other => panic!("a table or queue the template does not know: {other}"),
             };
             let accesses = self.counter.accesses();
@@ -651,6 +656,9 @@ mod end_to_end {
                     let mut record = SqsMessage::default();
                     record.message_id = m.message_id;
                     record.receipt_handle = m.receipt_handle;
+                    // As Lambda names the queue a record came from (moto's account and region).
+                    record.event_source_arn =
+                        Some(format!("arn:aws:sqs:us-east-1:123456789012:{}", url.rsplit('/').next().unwrap()));
                     record.body = m.body;
                     record.attributes = m
                         .attributes
@@ -1012,13 +1020,17 @@ mod end_to_end {
         w.counter.acting_as("");
         assert!(ack.starts_with("kuuki is forgetting you"), "{ack}");
         assert_eq!(w.deps.messages.messages_after(&channel, None, 100).await.unwrap().len(), 31, "not yet");
-        // The reflect worker carries it out and answers through the response_url; the
-        // same delivery again (SQS redelivers) neither forgets more nor answers twice.
-        let event = w.receive(&w.urls.reflect).await;
-        assert_eq!(event.records.len(), 1, "one forget job on the reflect queue");
+        // The reflect worker carries it out from the forget queue (never behind
+        // reflections) and answers through the response_url; the same delivery again
+        // (SQS redelivers) neither forgets more nor answers twice.
+        assert!(w.receive(&w.urls.reflect).await.records.is_empty(), "nothing on the reflect queue");
+        let event = w.receive(&w.urls.forget).await;
+        assert_eq!(event.records.len(), 1, "one forget job on the forget queue");
+        let kind = kuuki_lambda::event_kind(&w.queue, &[JobKind::Reflect, JobKind::Forget], &event);
+        assert_eq!(kind, JobKind::Forget, "the reflect worker knows the event's queue by its source");
         w.counter.acting_as("ReflectFunction");
         for _ in 0..2 {
-            let response = handle_sqs_event(&w.deps, &w.queue, JobKind::Reflect, event.clone(), None).await;
+            let response = handle_sqs_event(&w.deps, &w.queue, kind, event.clone(), None).await;
             assert!(response.batch_item_failures.is_empty(), "the forget job failed");
         }
         w.counter.acting_as("");

@@ -766,7 +766,7 @@ async fn a_job_on_another_workers_queue_fails_and_runs_nothing() {
     use kuuki::worker::run_batch;
     let (llm, world, job) = a_mention_to_batch().await;
     let batch = [queue_message("respond".into(), &job, None)];
-    for other in [JobKind::Judge, JobKind::Summarize, JobKind::Reflect] {
+    for other in [JobKind::Judge, JobKind::Summarize, JobKind::Reflect, JobKind::Forget] {
         let failed = run_batch(&world.w.deps, other, &batch, world.w.deps.budget.job_deadline()).await;
         assert_eq!(
             failed.iter().map(|f| f.id.as_str()).collect::<Vec<_>>(),

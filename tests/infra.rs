@@ -14,7 +14,7 @@ const WORKER_TIMEOUT_SECONDS: u64 = kuuki::budget::DEFAULT_WORKER_TIMEOUT_SECOND
 /// advice for SQS event sources). `shared/src/budget.rs` must agree.
 const VISIBILITY_TIMEOUT_FACTOR: u64 = kuuki::budget::VISIBILITY_PER_WORKER_TIMEOUT as u64;
 
-const WORKER_QUEUES: [&str; 4] = ["JudgeQueue", "RespondQueue", "SummarizeQueue", "ReflectQueue"];
+const WORKER_QUEUES: [&str; 5] = ["JudgeQueue", "RespondQueue", "SummarizeQueue", "ReflectQueue", "ForgetQueue"];
 
 fn template() -> Value {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../infra/template.yaml");
@@ -80,8 +80,9 @@ fn every_worker_and_its_queue_run_on_the_one_time_budget() {
     let visibility = Some(vec!["Budget", "Worker", "VisibilityTimeoutSeconds"]);
     let workers = worker_functions(&t);
     let queues: BTreeSet<&str> = workers.iter().map(|(_, _, queue)| *queue).collect();
-    assert_eq!(queues, BTreeSet::from(WORKER_QUEUES), "one worker per queue");
-    for (name, function, queue) in workers {
+    assert_eq!(queues, BTreeSet::from(WORKER_QUEUES), "a worker for every queue");
+    assert_eq!(workers.len(), WORKER_QUEUES.len(), "one worker per queue");
+    for (name, function, queue) in workers.iter().copied() {
         let properties = &function["Properties"];
         assert_eq!(find_in_map(&properties["Timeout"]), timeout, "{name}'s Timeout");
         let variable = &properties["Environment"]["Variables"]["WORKER_TIMEOUT_SECONDS"];
@@ -97,10 +98,11 @@ fn every_worker_and_its_queue_run_on_the_one_time_budget() {
         assert_eq!(find_in_map(queue_visibility), visibility, "{queue}'s VisibilityTimeout");
         // SAM's SQS event source lets it receive and delete, not set when a failed job
         // comes back (kuuki::worker::redelivery_delay).
+        let own: BTreeSet<&str> = workers.iter().filter(|(other, ..)| *other == name).map(|(.., q)| *q).collect();
         assert_eq!(
             queues_allowed(function, "sqs:ChangeMessageVisibility"),
-            BTreeSet::from([queue]),
-            "{name} sets the visibility of its own queue's messages only"
+            own,
+            "{name} sets the visibility of its own queues' messages only"
         );
     }
 }
@@ -128,21 +130,22 @@ fn queues_allowed<'t>(function: &'t Value, action: &str) -> BTreeSet<&'t str> {
     queues
 }
 
-/// Each worker function runs the one job kind its binary names, fed by that kind's
-/// queue, and may send to exactly the queues of the jobs its work queues (least
+/// Each worker function runs the job kinds its binary declares (the kind it is named
+/// after, and for the reflect worker forget requests too), fed by exactly those kinds'
+/// queues, and may send to exactly the queues of the jobs its work queues (least
 /// privilege, and no job that fails for want of a permission).
 #[test]
 fn each_worker_runs_its_own_kind_and_sends_only_where_its_jobs_go() {
     use kuuki::budget::JobKind;
     let t = template();
     let queue_of = |kind: JobKind| format!("{kind:?}Queue");
-    // What each function queues: ingress a judgment, an answer, a REMEMBER or a FORGET
-    // (on the reflect queue); a judgment itself again (a wait), an answer and the memory
-    // triggers; an answer and REMEMBER the memory triggers (a summary, a reflection); a
-    // FORGET the summaries of the channels it touched.
+    // What each function queues: ingress a judgment, an answer, a REMEMBER or a FORGET;
+    // a judgment itself again (a wait), an answer and the memory triggers; an answer
+    // and REMEMBER the memory triggers (a summary, a reflection); a FORGET the
+    // summaries of the channels it touched.
     let sends = [
-        ("IngressFunction", JobKind::ALL.to_vec()),
-        ("JudgeFunction", JobKind::ALL.to_vec()),
+        ("IngressFunction", vec![JobKind::Judge, JobKind::Respond, JobKind::Summarize, JobKind::Forget]),
+        ("JudgeFunction", vec![JobKind::Judge, JobKind::Respond, JobKind::Summarize, JobKind::Reflect]),
         ("RespondFunction", vec![JobKind::Summarize, JobKind::Reflect]),
         ("SummarizeFunction", vec![JobKind::Summarize, JobKind::Reflect]),
         ("ReflectFunction", vec![JobKind::Summarize]),
@@ -152,15 +155,25 @@ fn each_worker_runs_its_own_kind_and_sends_only_where_its_jobs_go() {
         let actual: BTreeSet<String> = sends_to(&t["Resources"][name]).into_iter().map(str::to_owned).collect();
         assert_eq!(actual, expected, "the queues {name} may send to");
     }
-    for (name, function, queue) in worker_functions(&t) {
+    let workers = worker_functions(&t);
+    let names: BTreeSet<&str> = workers.iter().map(|(name, ..)| *name).collect();
+    for name in names {
+        let function = &t["Resources"][name];
         let binary = function["Metadata"]["BuildProperties"]["Binary"].as_str().expect("a worker's Binary");
-        let kind =
-            JobKind::ALL.into_iter().find(|k| k.as_str() == binary).unwrap_or_else(|| panic!("{name} runs a job kind"));
-        assert_eq!(queue, queue_of(kind), "{name} is fed by the {} queue", kind.as_str());
+        assert!(JobKind::ALL.iter().any(|k| k.as_str() == binary), "{name} is named after a job kind");
         let main = std::fs::read_to_string(format!("{}/../functions/{binary}/src/main.rs", env!("CARGO_MANIFEST_DIR")))
             .unwrap();
-        let declared = format!("run_sqs_worker(kuuki::budget::JobKind::{kind:?})");
-        assert!(main.contains(&declared), "functions/{binary} calls {declared}");
+        // `run_sqs_worker(&[kuuki::budget::JobKind::A, kuuki::budget::JobKind::B])`
+        let call = main.split("run_sqs_worker(&[").nth(1).and_then(|rest| rest.split("])").next());
+        let call = call.unwrap_or_else(|| panic!("functions/{binary} calls run_sqs_worker(&[…])"));
+        let declared: BTreeSet<String> = call
+            .split(',')
+            .map(|kind| kind.trim().trim_start_matches("kuuki::budget::JobKind::").to_owned() + "Queue")
+            .collect();
+        assert!(declared.contains(&queue_of(JobKind::ALL.into_iter().find(|k| k.as_str() == binary).unwrap())));
+        let fed: BTreeSet<String> =
+            workers.iter().filter(|(other, ..)| *other == name).map(|(.., queue)| queue.to_string()).collect();
+        assert_eq!(fed, declared, "{name} is fed by the queues of the kinds functions/{binary} runs");
     }
 }
 

@@ -1104,3 +1104,62 @@ async fn a_job_that_overruns_is_stopped_before_the_worker_timeout_and_retried() 
     assert_eq!(failed, [("stuck", Some(after_its_claim)), ("garbage", None)], "both reported");
     assert!(w.calls("chat.postMessage").await.is_empty(), "nothing posted");
 }
+
+/// A model that never answers, counting the requests waiting on it.
+#[derive(Default)]
+struct CountsAndNeverAnswers(std::sync::atomic::AtomicUsize);
+
+#[async_trait::async_trait]
+impl kuuki::ports::Llm for CountsAndNeverAnswers {
+    async fn complete(
+        &self,
+        _request: kuuki::ports::LlmRequest,
+    ) -> Result<kuuki::ports::LlmResponse, kuuki::ports::LlmError> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        std::future::pending().await
+    }
+}
+
+/// `kuuki serve`: a forget request is answered while reflections wait for a model that
+/// does not answer and hold every memory slot (forget requests have slots of their own,
+/// as in AWS they have a queue and a concurrency of their own).
+#[tokio::test]
+async fn a_forget_is_answered_while_reflections_wait_for_the_model() {
+    use kuuki::domain::Job;
+    use kuuki::worker::Pool;
+    use std::sync::atomic::Ordering;
+    let llm = std::sync::Arc::new(CountsAndNeverAnswers::default());
+    let w = SlackWorld::start_with(&[("REFLECTION_MIN_MESSAGES", "1")], true, Some(llm.clone())).await;
+    slack_refuses_answers_then_takes_them(&w, 0, 0).await;
+    // Something to reflect on in more channels than the memory pool has slots.
+    let reflections = Pool::Memory.slots() + 1;
+    for n in 0..reflections {
+        let (channel, ts) = (format!("CREFLECT{n}"), w.ts(0, n as u32 + 1));
+        w.send_event(message(&channel, "UBOB", "the deploy lock stalls staging", &ts), &[]).await;
+        let reflect = Job::Reflect { channel: ChannelId(channel.as_str().into()), ts: kuuki::domain::Ts::new(&ts) };
+        w.deps.queue.enqueue(reflect, std::time::Duration::ZERO).await.unwrap();
+    }
+    let workers = tokio::spawn(kuuki::worker::run_forever(w.deps.clone(), w.queue.clone()));
+    for _ in 0..250 {
+        if llm.0.load(Ordering::SeqCst) >= Pool::Memory.slots() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(llm.0.load(Ordering::SeqCst), Pool::Memory.slots(), "the reflections reached the model");
+    // Alice asks to be forgotten; her answer comes while the model still keeps them.
+    alice_says_something_then_forget_me(&w).await;
+    let mut answers = Vec::new();
+    for _ in 0..250 {
+        answers = answers_sent(&w).await;
+        if !answers.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let waiting = llm.0.load(Ordering::SeqCst);
+    workers.abort();
+    assert_eq!(answers.len(), 1, "the forget was answered: {answers:?}");
+    assert!(answers[0]["text"].as_str().unwrap().starts_with("Forgotten you: 1 stored message(s)"), "{answers:?}");
+    assert_eq!(waiting, Pool::Memory.slots(), "while every memory slot waited for the model");
+}

@@ -73,11 +73,11 @@ impl TimeBudget {
         let (llm_calls, chat_calls) = match kind {
             // The conversation's display names (looked up together, bounded by one call).
             JobKind::Judge => (1, 1),
-            // A reflection asks the model once; a FORGET (same worker) asks no model, and
-            // looks up the person's display name and sends the answer.
-            JobKind::Reflect => {
-                return (self.llm_call).max(self.chat_call * 2) + self.margin + self.settle;
-            }
+            // A reflection asks the model once.
+            JobKind::Reflect => (1, 0),
+            // Forgetting someone asks no model: it looks up the person's display name and
+            // sends the answer.
+            JobKind::Forget => (0, 2),
             // A lookup for an earlier attempt's post, the display names, the post.
             JobKind::Respond => (1, 3),
             // The channel's memory, then the workspace's.
@@ -145,10 +145,15 @@ pub enum JobKind {
     Respond,
     Summarize,
     Reflect,
+    /// Forgetting a person on request: a queue of its own, so an answer the person
+    /// waits for never queues behind reflections that wait for the model; the reflect
+    /// worker runs it (it already changes facts and notes).
+    Forget,
 }
 
 impl JobKind {
-    pub const ALL: [JobKind; 4] = [JobKind::Judge, JobKind::Respond, JobKind::Summarize, JobKind::Reflect];
+    pub const ALL: [JobKind; 5] =
+        [JobKind::Judge, JobKind::Respond, JobKind::Summarize, JobKind::Reflect, JobKind::Forget];
 
     pub fn of(job: &Job) -> Self {
         match job {
@@ -157,10 +162,17 @@ impl JobKind {
             Job::Respond { .. } | Job::Open { .. } => JobKind::Respond,
             // Runs on the summarize worker; it asks no model itself.
             Job::Summarize { .. } | Job::Remember { .. } => JobKind::Summarize,
-            // Forgetting someone is memory upkeep: the reflect worker may already change
-            // facts and notes; it also deletes messages and profiles for this.
-            Job::Reflect { .. } | Job::SweepFacts | Job::Forget { .. } => JobKind::Reflect,
+            Job::Reflect { .. } | Job::SweepFacts => JobKind::Reflect,
+            Job::Forget { .. } => JobKind::Forget,
         }
+    }
+
+    /// Whether a worker reading this kind's queue runs `job`: jobs of its kind, and on
+    /// the reflect queue also FORGET jobs queued there before forgetting had a queue of
+    /// its own (the reflect worker runs both).
+    pub fn runs(self, job: &Job) -> bool {
+        let of = JobKind::of(job);
+        of == self || (self == JobKind::Reflect && of == JobKind::Forget)
     }
 
     /// The stage whose work this is, in decision records.
@@ -170,7 +182,8 @@ impl JobKind {
             JobKind::Judge => Stage::Judge,
             JobKind::Respond => Stage::Respond,
             JobKind::Summarize => Stage::Summarize,
-            JobKind::Reflect => Stage::Reflect,
+            // Forgetting is memory upkeep, recorded with the reflections.
+            JobKind::Reflect | JobKind::Forget => Stage::Reflect,
         }
     }
 
@@ -180,6 +193,7 @@ impl JobKind {
             JobKind::Respond => "respond",
             JobKind::Summarize => "summarize",
             JobKind::Reflect => "reflect",
+            JobKind::Forget => "forget",
         }
     }
 }
@@ -206,12 +220,34 @@ mod tests {
         assert_eq!(budget.settle, Duration::from_millis(7500));
         assert_eq!(budget.needed_for(JobKind::Respond), Duration::from_millis((100 + 90 + 30) * 1000 + 7500));
         assert_eq!(budget.needed_for(JobKind::Summarize), Duration::from_millis((200 + 30) * 1000 + 7500));
+        assert_eq!(budget.needed_for(JobKind::Reflect), Duration::from_millis((100 + 30) * 1000 + 7500));
+        assert_eq!(budget.needed_for(JobKind::Forget), Duration::from_millis((60 + 30) * 1000 + 7500));
         assert!(budget.check().is_ok());
         assert!(budget.needed_for(JobKind::Summarize) < budget.worker_timeout);
         assert!(budget.worker_timeout < budget.claim_lease());
         assert!(budget.claim_lease() < budget.visibility_timeout());
         assert_eq!(budget.visibility_timeout(), Duration::from_secs(1440));
         assert!(AWS_CALL_TIMEOUT <= budget.margin, "an AWS call at its worst fits in a job's margin");
+    }
+
+    /// Forget requests have a queue of their own; the reflect worker runs them, and
+    /// also those queued on its own queue before that queue existed.
+    #[test]
+    fn forget_requests_have_their_own_queue_and_the_reflect_worker_runs_them() {
+        use crate::domain::{ChannelId, CommandReply, Ts, UserId};
+        let forget = Job::Forget {
+            channel: ChannelId("C1".into()),
+            user: UserId("U1".into()),
+            whom: "you".into(),
+            ts: Ts::new("1700000000.000100"),
+            reply: CommandReply::Slack { response_url: "https://hooks.slack.com/commands/T1/2/x".into() },
+        };
+        assert_eq!(JobKind::of(&forget), JobKind::Forget);
+        assert!(JobKind::Forget.runs(&forget) && JobKind::Reflect.runs(&forget));
+        assert!(JobKind::Reflect.runs(&Job::SweepFacts) && !JobKind::Forget.runs(&Job::SweepFacts));
+        for other in [JobKind::Judge, JobKind::Respond, JobKind::Summarize] {
+            assert!(!other.runs(&forget), "{}", other.as_str());
+        }
     }
 
     #[test]

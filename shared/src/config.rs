@@ -103,11 +103,13 @@ settings_doc! {
     "JUDGE_QUEUE_URL", "", "SQS queue of JUDGE jobs.";
     "RESPOND_QUEUE_URL", "", "SQS queue of RESPOND jobs.";
     "SUMMARIZE_QUEUE_URL", "", "SQS queue of SUMMARIZE jobs (and REMEMBER jobs, which queue them).";
-    "REFLECT_QUEUE_URL", "", "SQS queue of REFLECT jobs (and FORGET jobs: forgetting a person on request).";
+    "REFLECT_QUEUE_URL", "", "SQS queue of REFLECT jobs (and the daily fact sweep).";
+    "FORGET_QUEUE_URL", "", "SQS queue of FORGET jobs (forgetting a person on request); the reflect worker runs them, apart from reflections so an answer never waits behind the model.";
     "JUDGE_QUEUE_ARN", "", "ARN of the JUDGE queue (the scheduler's target).";
     "RESPOND_QUEUE_ARN", "", "ARN of the RESPOND queue (the scheduler's target).";
     "SUMMARIZE_QUEUE_ARN", "", "ARN of the SUMMARIZE queue (the scheduler's target).";
     "REFLECT_QUEUE_ARN", "", "ARN of the REFLECT queue (the scheduler's target).";
+    "FORGET_QUEUE_ARN", "", "ARN of the FORGET queue (the scheduler's target).";
     "FACTS_TABLE", "kuuki-facts", "DynamoDB table of facts and notes about people (long-term memory).";
     "SCHEDULE_GROUP", "kuuki", "EventBridge Scheduler group of one-time schedules.";
     "SCHEDULER_ROLE_ARN", "", "Role EventBridge Scheduler assumes to send to the queues.";
@@ -222,6 +224,8 @@ pub struct Settings {
     pub summarize_queue_url: String,
     pub reflect_queue_url: String,
     pub reflect_queue_arn: String,
+    pub forget_queue_url: String,
+    pub forget_queue_arn: String,
     pub facts_table: String,
     pub judge_queue_arn: String,
     pub respond_queue_arn: String,
@@ -469,6 +473,8 @@ impl Settings {
             summarize_queue_url: r.string("SUMMARIZE_QUEUE_URL", ""),
             reflect_queue_url: r.string("REFLECT_QUEUE_URL", ""),
             reflect_queue_arn: r.string("REFLECT_QUEUE_ARN", ""),
+            forget_queue_url: r.string("FORGET_QUEUE_URL", ""),
+            forget_queue_arn: r.string("FORGET_QUEUE_ARN", ""),
             facts_table: r.string("FACTS_TABLE", "kuuki-facts"),
             judge_queue_arn: r.string("JUDGE_QUEUE_ARN", ""),
             respond_queue_arn: r.string("RESPOND_QUEUE_ARN", ""),

@@ -50,21 +50,22 @@ pub enum Pool {
     Judge,
     /// Summaries, reflections, the fact sweep.
     Memory,
+    /// Forget requests: someone waits for the answer, so they never wait for slots
+    /// that reflections hold while the model thinks (in AWS, the forget queue's own
+    /// concurrency).
+    Forget,
 }
 
 impl Pool {
-    pub const ALL: [Pool; 4] = [Pool::RespondDirect, Pool::RespondAmbient, Pool::Judge, Pool::Memory];
+    pub const ALL: [Pool; 5] = [Pool::RespondDirect, Pool::RespondAmbient, Pool::Judge, Pool::Memory, Pool::Forget];
 
     pub fn of(job: &Job) -> Self {
         match job {
             Job::Respond { mode: RespondMode::Direct, .. } => Pool::RespondDirect,
             Job::Respond { .. } | Job::Open { .. } => Pool::RespondAmbient,
             Job::Judge { .. } => Pool::Judge,
-            Job::Summarize { .. }
-            | Job::Reflect { .. }
-            | Job::SweepFacts
-            | Job::Remember { .. }
-            | Job::Forget { .. } => Pool::Memory,
+            Job::Summarize { .. } | Job::Reflect { .. } | Job::SweepFacts | Job::Remember { .. } => Pool::Memory,
+            Job::Forget { .. } => Pool::Forget,
         }
     }
 
@@ -75,6 +76,7 @@ impl Pool {
             Pool::RespondAmbient => 4,
             Pool::Judge => 8,
             Pool::Memory => 2,
+            Pool::Forget => 2,
         }
     }
 }
@@ -224,7 +226,7 @@ pub async fn run_batch(
                 tracing::error!(%reason, "a queue message that is not a kuuki job");
                 None
             })?;
-            if JobKind::of(job) != kind {
+            if !kind.runs(job) {
                 let reason = format!("a {} job on the {} worker's queue", JobKind::of(job).as_str(), kind.as_str());
                 tracing::error!(%reason, ?job, "a job for another worker; it is not run");
                 return Err(None);

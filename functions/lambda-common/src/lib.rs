@@ -105,10 +105,25 @@ pub async fn handle_sqs_event(
     response
 }
 
-/// A worker Lambda's whole life: the cold start, then SQS batches of `kind` jobs until
-/// the runtime stops. Each worker function runs only its own kind: its queue and IAM
-/// policy are that kind's, so a job sent to the wrong queue goes to its dead letters.
-pub async fn run_sqs_worker(kind: JobKind) -> Result<(), Error> {
+/// The kind of the queue an SQS event came from, among the worker's `kinds`: by its
+/// records' source ARN (one event source mapping, one queue, per event); the first of
+/// `kinds` when the event names none of their queues.
+pub fn event_kind(queue: &SqsQueue, kinds: &[JobKind], event: &SqsEvent) -> JobKind {
+    let source = event.records.iter().find_map(|r| r.event_source_arn.as_deref());
+    match source.and_then(|arn| queue.urls().kind_of_arn(arn)).filter(|kind| kinds.contains(kind)) {
+        Some(kind) => kind,
+        None => {
+            tracing::warn!(?source, expected = ?kinds, "an SQS event from a queue this worker does not read");
+            kinds[0]
+        }
+    }
+}
+
+/// A worker Lambda's whole life: the cold start, then SQS batches of its `kinds` of
+/// jobs until the runtime stops. Each worker function runs only its own kinds (the
+/// reflect worker: reflections and forget requests, from two queues): its queues and
+/// IAM policy are theirs, so a job sent to the wrong queue goes to its dead letters.
+pub async fn run_sqs_worker(kinds: &'static [JobKind]) -> Result<(), Error> {
     let Started { deps, queue, .. } = cold_start(&std::env::vars().collect(), Role::Worker).await?;
     lambda_runtime::run(lambda_runtime::service_fn(|event: lambda_runtime::LambdaEvent<SqsEvent>| {
         let (deps, queue) = (deps.clone(), queue.clone());
@@ -116,7 +131,10 @@ pub async fn run_sqs_worker(kind: JobKind) -> Result<(), Error> {
         // batch received late, has less than the whole timeout.
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         let left = std::time::Duration::from_millis(event.context.deadline.saturating_sub(now.as_millis() as u64));
-        async move { Ok::<SqsBatchResponse, Error>(handle_sqs_event(&deps, &queue, kind, event.payload, Some(left)).await) }
+        async move {
+            let kind = event_kind(&queue, kinds, &event.payload);
+            Ok::<SqsBatchResponse, Error>(handle_sqs_event(&deps, &queue, kind, event.payload, Some(left)).await)
+        }
     }))
     .await
 }

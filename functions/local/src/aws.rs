@@ -57,9 +57,11 @@ pub async fn setup_aws(args: SetupArgs) -> anyhow::Result<()> {
     println!("export RESPOND_QUEUE_URL={}", urls.respond);
     println!("export SUMMARIZE_QUEUE_URL={}", urls.summarize);
     println!("export REFLECT_QUEUE_URL={}", urls.reflect);
+    println!("export FORGET_QUEUE_URL={}", urls.forget);
     println!("export JUDGE_QUEUE_ARN={}", arns[0]);
     println!("export RESPOND_QUEUE_ARN={}", arns[1]);
     println!("export SUMMARIZE_QUEUE_ARN={}", arns[2]);
     println!("export REFLECT_QUEUE_ARN={}", arns[3]);
+    println!("export FORGET_QUEUE_ARN={}", arns[4]);
     Ok(())
 }

@@ -69,10 +69,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             &settings.respond_queue_url,
             &settings.summarize_queue_url,
             &settings.reflect_queue_url,
+            &settings.forget_queue_url,
         ];
         if urls.iter().any(|u| u.is_empty()) {
             bail!(
-                "--aws needs JUDGE_QUEUE_URL, RESPOND_QUEUE_URL, SUMMARIZE_QUEUE_URL and REFLECT_QUEUE_URL (kuuki setup-aws prints them)"
+                "--aws needs JUDGE_QUEUE_URL, RESPOND_QUEUE_URL, SUMMARIZE_QUEUE_URL, REFLECT_QUEUE_URL and FORGET_QUEUE_URL (kuuki setup-aws prints them)"
             );
         }
         let aws = AwsAdapters::build(&settings, clock).await;

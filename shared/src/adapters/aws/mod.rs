@@ -65,6 +65,7 @@ impl AwsAdapters {
                 respond: settings.respond_queue_url.clone(),
                 summarize: settings.summarize_queue_url.clone(),
                 reflect: settings.reflect_queue_url.clone(),
+                forget: settings.forget_queue_url.clone(),
             },
         );
         let scheduler = EventBridgeScheduler::new(
@@ -76,6 +77,7 @@ impl AwsAdapters {
                 respond_queue_arn: settings.respond_queue_arn.clone(),
                 summarize_queue_arn: settings.summarize_queue_arn.clone(),
                 reflect_queue_arn: settings.reflect_queue_arn.clone(),
+                forget_queue_arn: settings.forget_queue_arn.clone(),
             },
         );
         AwsAdapters { store: Arc::new(store), queue: Arc::new(queue), scheduler: Arc::new(scheduler), clock }

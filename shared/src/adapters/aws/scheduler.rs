@@ -24,6 +24,7 @@ pub struct ScheduleTargets {
     pub respond_queue_arn: String,
     pub summarize_queue_arn: String,
     pub reflect_queue_arn: String,
+    pub forget_queue_arn: String,
 }
 
 pub struct EventBridgeScheduler {
@@ -62,6 +63,7 @@ impl Scheduler for EventBridgeScheduler {
             JobKind::Respond => &self.targets.respond_queue_arn,
             JobKind::Summarize => &self.targets.summarize_queue_arn,
             JobKind::Reflect => &self.targets.reflect_queue_arn,
+            JobKind::Forget => &self.targets.forget_queue_arn,
         };
         let target = Target::builder()
             .arn(arn)

@@ -1,5 +1,5 @@
 //! SQS behind the queue port: one standard queue per job kind (judge, respond,
-//! summarize, reflect), jobs as versioned JSON, per-message `DelaySeconds` up to 900
+//! summarize, reflect, forget), jobs as versioned JSON, per-message `DelaySeconds` up to 900
 //! (longer waits go through the scheduler, see `Deps::enqueue_after`).
 
 use std::time::Duration;
@@ -18,6 +18,7 @@ pub struct QueueUrls {
     pub respond: String,
     pub summarize: String,
     pub reflect: String,
+    pub forget: String,
 }
 
 impl QueueUrls {
@@ -28,7 +29,15 @@ impl QueueUrls {
             JobKind::Respond => &self.respond,
             JobKind::Summarize => &self.summarize,
             JobKind::Reflect => &self.reflect,
+            JobKind::Forget => &self.forget,
         }
+    }
+
+    /// The kind whose queue has the ARN `arn` (an SQS event record's source), by the
+    /// queue's name, the last part of both its URL and its ARN.
+    pub fn kind_of_arn(&self, arn: &str) -> Option<JobKind> {
+        let name = arn.rsplit(':').next()?;
+        JobKind::ALL.into_iter().find(|kind| self.for_kind(*kind).rsplit('/').next() == Some(name))
     }
 
     /// The queue of the worker that runs `job` ([`JobKind::of`] says which).
@@ -221,7 +230,7 @@ pub async fn create_queues(
     // As in the SAM template: a dead-letter queue after five deliveries, and the
     // budget's visibility timeout.
     let visibility = visibility.as_secs();
-    for name in ["judge", "respond", "summarize", "reflect"] {
+    for name in JobKind::ALL.map(JobKind::as_str) {
         let (_, dead_letters) = create(client, &format!("{prefix}-{name}-dead-letters"), &[]).await?;
         let redrive = format!(r#"{{"deadLetterTargetArn":"{dead_letters}","maxReceiveCount":"5"}}"#);
         let (url, arn) = create(
@@ -242,6 +251,7 @@ pub async fn create_queues(
             respond: urls[1].clone(),
             summarize: urls[2].clone(),
             reflect: urls[3].clone(),
+            forget: urls[4].clone(),
         },
         arns,
     ))
@@ -335,9 +345,12 @@ mod tests {
             respond: "respond".into(),
             summarize: "summarize".into(),
             reflect: "reflect".into(),
+            forget: "https://sqs.eu-west-1.amazonaws.com/123456789012/kuuki-forget".into(),
         };
         assert_eq!(urls.for_job(&remember), "summarize");
         assert_eq!(crate::budget::JobKind::of(&remember), crate::budget::JobKind::Summarize);
         assert_eq!(crate::worker::Pool::of(&remember), crate::worker::Pool::Memory);
+        assert_eq!(urls.kind_of_arn("arn:aws:sqs:eu-west-1:123456789012:kuuki-forget"), Some(JobKind::Forget));
+        assert_eq!(urls.kind_of_arn("arn:aws:sqs:eu-west-1:123456789012:kuuki-forget-dead-letters"), None);
     }
 }
