@@ -1010,6 +1010,7 @@ mod end_to_end {
             may_manage_channel: None,
             response_url: Some(format!("{}{response_path}", w.slack_api.uri())),
             discord_reply: None,
+            server: None,
         };
         // Slash commands are answered by the ingress function: forgetting is queued.
         w.counter.acting_as("IngressFunction");

@@ -147,6 +147,7 @@ fn mute_by(user: &str, text: &str) -> SlashCommand {
         may_manage_channel: None,
         response_url: None,
         discord_reply: None,
+        server: None,
     }
 }
 
@@ -194,4 +195,27 @@ async fn the_manager_check_other_commands_use() {
     assert!(caller_may_manage(&h.deps, &vouched).await.unwrap(), "the platform's answer counts");
     let denied = SlashCommand { may_manage_channel: Some(false), ..mute_by("bob", "") };
     assert!(caller_may_manage(&h.deps, &denied).await.unwrap(), "the allow-list wins over the platform");
+}
+
+/// `forget @user` from a Discord server: a member who manages channels there forgets
+/// the person in that server only; someone in `COMMAND_MANAGERS` (the deployment's
+/// operators) everywhere.
+#[tokio::test]
+async fn an_operators_forget_reaches_every_server_and_a_server_managers_only_theirs() {
+    use kuuki::domain::Job;
+    use kuuki::ports::{Clock, InProcessQueue};
+    let h = Harness::new(&[("COMMAND_MANAGERS", "bob")]);
+    let asked_by = |user: &str| SlashCommand {
+        server: Some("G1".into()),
+        may_manage_channel: Some(user == "carol"),
+        response_url: Some("https://hooks.slack.com/commands/T1/2/x".into()),
+        ..mute_by(user, "forget <@alice>")
+    };
+    for (user, reach) in [("bob", None), ("carol", Some("G1".to_owned()))] {
+        let ack = run_command(&h.deps, &asked_by(user)).await.unwrap();
+        assert!(ack.starts_with("kuuki is forgetting <@alice>"), "{ack}");
+        let job = h.queue.pop_due(h.clock.now()).expect("the forget is queued").job;
+        let Job::Forget { server, .. } = job else { panic!("{job:?}") };
+        assert_eq!(server, reach, "{user}'s forget");
+    }
 }

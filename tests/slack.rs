@@ -854,7 +854,7 @@ impl kuuki::ports::Llm for ForgetsAliceWhileReflecting {
         use kuuki::ports::LlmRole;
         let deps = self.deps.get().expect("the world's deps");
         let alice = kuuki::domain::UserId("UALICE".into());
-        kuuki::memory::forget::forget_user(deps, &alice, &ChannelId(CH.into())).await.unwrap();
+        kuuki::memory::forget::forget_user(deps, &alice, &ChannelId(CH.into()), None).await.unwrap();
         let reply = match request.role {
             LlmRole::Reflect => (self.reflection)(),
             LlmRole::Summarize if request.system.contains("Miso") => json!({

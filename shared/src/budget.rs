@@ -241,6 +241,7 @@ mod tests {
             whom: "you".into(),
             ts: Ts::new("1700000000.000100"),
             reply: CommandReply::Slack { response_url: "https://hooks.slack.com/commands/T1/2/x".into() },
+            server: None,
         };
         assert_eq!(JobKind::of(&forget), JobKind::Forget);
         assert!(JobKind::Forget.runs(&forget) && JobKind::Reflect.runs(&forget));

@@ -584,6 +584,12 @@ pub trait Chat: Send + Sync {
     async fn is_workspace_admin(&self, _user: &UserId) -> PortResult<bool> {
         Ok(false)
     }
+    /// The server (a Discord guild) `channel` belongs to, where one deployment serves
+    /// several; `None` where the platform is one workspace (Slack) or for a DM. An
+    /// error when the platform cannot say just now.
+    async fn server_of(&self, _channel: &ChannelId) -> PortResult<Option<String>> {
+        Ok(None)
+    }
     /// The longest message the platform takes in `channel`; longer replies are split.
     fn max_message_chars(&self, _channel: &ChannelId) -> Option<usize> {
         None

@@ -32,8 +32,8 @@ pub async fn run_job(deps: &Deps, job: &Job) -> PortResult<()> {
         Job::SweepFacts => crate::memory::reflect::sweep(deps).await,
         Job::Remember { thread, ts } => crate::memory::remember(deps, thread, ts).await,
         Job::Open { thread, ts } => respond::opener::handle(deps, thread, ts).await,
-        Job::Forget { channel, user, whom, ts, reply } => {
-            crate::memory::forget::carry_out(deps, channel, user, whom, ts, reply).await
+        Job::Forget { channel, user, whom, ts, reply, server } => {
+            crate::memory::forget::carry_out(deps, channel, user, whom, ts, reply, server.as_deref()).await
         }
     }
 }

@@ -64,6 +64,10 @@ impl Chat for PlatformChat {
         chat.answer_command(reply, text).await
     }
 
+    async fn server_of(&self, channel: &ChannelId) -> PortResult<Option<String>> {
+        self.for_id(&channel.0)?.server_of(channel).await
+    }
+
     fn max_message_chars(&self, channel: &ChannelId) -> Option<usize> {
         self.for_id(&channel.0).ok()?.max_message_chars(channel)
     }

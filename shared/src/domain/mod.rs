@@ -344,6 +344,11 @@ pub enum Job {
         /// When it was asked: each request is carried out and answered once.
         ts: Ts,
         reply: CommandReply,
+        /// Only the channels of this Discord server: a member who manages channels
+        /// there asked, and their right reaches no further. `None`: everywhere (the
+        /// person themselves, someone in `COMMAND_MANAGERS`, a Slack admin).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        server: Option<String>,
     },
 }
 
@@ -728,6 +733,7 @@ mod tests {
             whom: "you".into(),
             ts: Ts::new("1.000001"),
             reply: CommandReply::Slack { response_url: "https://hooks.slack.com/commands/T1/2/secret".into() },
+            server: None,
         };
         let logged = format!("{job:?}");
         assert!(!logged.contains("secret") && logged.contains("<hidden>"), "{logged}");

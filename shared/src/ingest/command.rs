@@ -35,6 +35,10 @@ pub struct SlashCommand {
     /// Discord's way back (the interaction's webhook); Slack's is `response_url`.
     #[serde(skip)]
     pub discord_reply: Option<CommandReply>,
+    /// The Discord server the command was given in (the interaction's `guild_id`): the
+    /// Manage Channels permission of `may_manage_channel` holds there only.
+    #[serde(skip)]
+    pub server: Option<String>,
 }
 
 // The way back is a credential to answer as kuuki: never in a log line.
@@ -46,6 +50,7 @@ impl std::fmt::Debug for SlashCommand {
             .field("channel_id", &self.channel_id)
             .field("user_id", &self.user_id)
             .field("may_manage_channel", &self.may_manage_channel)
+            .field("server", &self.server)
             .field("reply", &self.reply())
             .finish()
     }
@@ -121,17 +126,19 @@ pub async fn caller_may_manage(deps: &Deps, command: &SlashCommand) -> PortResul
 /// Forgets `user`: queued for a worker when the command has a way back for the answer
 /// (forgetting someone who wrote much, in many channels, takes longer than the 3 s a
 /// platform waits), at once otherwise.
+/// `server`: only that Discord server's channels (see [`crate::domain::Job::Forget`]).
 async fn forget(
     deps: &Deps,
     command: &SlashCommand,
     channel: &ChannelId,
     user: UserId,
     whom: &str,
+    server: Option<String>,
 ) -> PortResult<Answer> {
     let Some(reply) = command.reply() else {
-        let forgotten = crate::memory::forget::forget_user(deps, &user, channel).await?;
+        let forgotten = crate::memory::forget::forget_user(deps, &user, channel, server.as_deref()).await?;
         crate::memory::forget::record_forgotten(deps, channel, &user, &forgotten);
-        return Ok(forgotten.describe(whom).into());
+        return Ok(crate::memory::forget::answer(&forgotten, whom, server.is_some()).into());
     };
     let job = crate::domain::Job::Forget {
         channel: channel.clone(),
@@ -139,9 +146,11 @@ async fn forget(
         whom: whom.to_owned(),
         ts: crate::domain::Ts::from_timestamp(deps.clock.now()),
         reply,
+        server: server.clone(),
     };
     deps.enqueue_after(job, Duration::ZERO).await?;
-    Ok(format!("kuuki is forgetting {whom}; what was removed will show here in a moment.").into())
+    let here = if server.is_some() { " in this server" } else { "" };
+    Ok(format!("kuuki is forgetting {whom}{here}; what was removed will show here in a moment.").into())
 }
 
 /// The polite no for someone who may not change this, naming who can.
@@ -194,7 +203,8 @@ async fn answer_command(deps: &Deps, command: &SlashCommand) -> PortResult<Answe
         "memory" => return Ok(memory(deps, &channel, &UserId(command.user_id.as_str().into()), now).await?.into()),
         "forget-me" => {
             let user = UserId(command.user_id.as_str().into());
-            return forget(deps, command, &channel, user, "you").await;
+            // Their own request reaches everywhere they wrote.
+            return forget(deps, command, &channel, user, "you", None).await;
         }
         "mute" | "unmute" | "shadow" | "forget" => {}
         _ => return Ok(USAGE.into()),
@@ -215,7 +225,11 @@ async fn answer_command(deps: &Deps, command: &SlashCommand) -> PortResult<Answe
             return Ok(format!("Whom should kuuki forget? {USAGE}").into());
         };
         let whom = format!("<@{}>", user.0);
-        return forget(deps, command, &channel, user, &whom).await;
+        // Managing channels in one Discord server is no right over what the person
+        // said in another; an operator's (COMMAND_MANAGERS) reaches everywhere.
+        let operator = deps.settings.command_managers.contains(&command.user_id);
+        let server = if operator { None } else { command.server.clone() };
+        return forget(deps, command, &channel, user, &whom, server).await;
     }
     let Some(change) = parse_change(verb, &args) else { return Ok(USAGE.into()) };
     let state = deps.channels.channel_state(&channel).await?;

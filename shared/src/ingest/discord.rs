@@ -152,6 +152,7 @@ pub async fn handle_interaction(deps: &Deps, body: &[u8]) -> Result<Value, Disco
     let may_manage = may_manage_channel(interaction.member.as_ref(), interaction.context);
     // In a server (a member), not in a DM: forgetting someone else is not a DM's business.
     let in_server = interaction.member.is_some();
+    let server = interaction.guild_id.clone();
     let (user, nick) = match (interaction.member, interaction.user) {
         (Some(member), _) => (member.user, member.nick),
         (None, Some(user)) => (user, None),
@@ -165,7 +166,7 @@ pub async fn handle_interaction(deps: &Deps, body: &[u8]) -> Result<Value, Disco
         _ => None,
     };
     let Some(sub) = data.options.into_iter().next() else {
-        return Ok(reply(&run(deps, &channel_id, &user.id, may_manage, "status", way_back).await?));
+        return Ok(reply(&run(deps, &channel_id, &user.id, may_manage, "status", way_back, server).await?));
     };
     let text = match sub.name.as_str() {
         "ask" => {
@@ -194,15 +195,17 @@ pub async fn handle_interaction(deps: &Deps, body: &[u8]) -> Result<Value, Disco
             duration_option(&sub.options).unwrap_or_default()
         ),
         // A USER option's value is the person's snowflake. Forgetting someone reaches
-        // every channel they wrote in, so managing a DM (one's own) is not enough.
+        // every channel they wrote in this server, so managing a DM (one's own) is not
+        // enough.
         "forget" => {
             let text = format!("forget {}", option_text(&sub.options, "user").unwrap_or_default());
-            let may_forget = may_manage && in_server;
-            return Ok(reply(&run(deps, &channel_id, &user.id, may_forget, &text, way_back).await?));
+            // The server bounds what a manager's forget reaches: none named, none done.
+            let may_forget = may_manage && in_server && server.is_some();
+            return Ok(reply(&run(deps, &channel_id, &user.id, may_forget, &text, way_back, server).await?));
         }
         other => other.to_owned(),
     };
-    Ok(reply(&run(deps, &channel_id, &user.id, may_manage, &text, way_back).await?))
+    Ok(reply(&run(deps, &channel_id, &user.id, may_manage, &text, way_back, server).await?))
 }
 
 fn duration_option(options: &[CommandOption]) -> Option<String> {
@@ -216,8 +219,10 @@ async fn run(
     may_manage: bool,
     text: &str,
     way_back: Option<CommandReply>,
+    server: Option<String>,
 ) -> Result<String, PortError> {
     let command = SlashCommand {
+        server,
         command: "/kuuki".into(),
         text: text.split_whitespace().collect::<Vec<_>>().join(" "),
         channel_id: channel.to_owned(),

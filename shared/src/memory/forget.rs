@@ -1,6 +1,7 @@
 //! Forgetting (DESIGN §6): a person who asks (`/kuuki forget-me`, or a manager's
 //! `/kuuki forget @user`) is removed from every memory tier, and a deleted message is
-//! removed from the facts it was the only source of.
+//! removed from the facts it was the only source of. A Discord member who manages
+//! channels in one server forgets the person in that server's channels only.
 //!
 //! Every step deletes or rewrites what is still there, so a request that dies halfway
 //! is finished by running it again; the person's profile goes last because it lists
@@ -70,6 +71,7 @@ impl std::ops::Add for Forgotten {
             notes: self.notes + more.notes,
             summaries: self.summaries + more.summaries,
             profile: self.profile || more.profile,
+            profile_kept: self.profile_kept || more.profile_kept,
         }
     }
 }
@@ -88,6 +90,7 @@ pub async fn carry_out(
     whom: &str,
     ts: &Ts,
     reply: &CommandReply,
+    server: Option<&str>,
 ) -> PortResult<()> {
     let key = format!("forget:{channel}:{user}:{ts}");
     let now = deps.clock.now();
@@ -97,7 +100,8 @@ pub async fn carry_out(
         ClaimOutcome::Claimed => false,
         ClaimOutcome::Resumed => true,
     };
-    match forget_and_answer(deps, &key, channel, user, whom, reply, resumed).await {
+    let asked = Asked { channel, user, whom, reply, server };
+    match forget_and_answer(deps, &key, &asked, resumed).await {
         Ok(()) => deps.ledger.complete(&key, deps.clock.now(), REQUEST_KEEP).await,
         Err(error) => {
             // The redelivery need not wait out this attempt's lease (a posting mark stays).
@@ -109,15 +113,17 @@ pub async fn carry_out(
     }
 }
 
-async fn forget_and_answer(
-    deps: &Deps,
-    key: &str,
-    channel: &ChannelId,
-    user: &UserId,
-    whom: &str,
-    reply: &CommandReply,
-    resumed: bool,
-) -> PortResult<()> {
+/// A forget request as a [`Job::Forget`] carries it.
+struct Asked<'a> {
+    channel: &'a ChannelId,
+    user: &'a UserId,
+    whom: &'a str,
+    reply: &'a CommandReply,
+    server: Option<&'a str>,
+}
+
+async fn forget_and_answer(deps: &Deps, key: &str, asked: &Asked<'_>, resumed: bool) -> PortResult<()> {
+    let Asked { channel, user, whom, reply, server } = *asked;
     let now = deps.clock.now();
     let progress = format!("{key}:removed");
     let until = now + REQUEST_KEEP;
@@ -131,7 +137,7 @@ async fn forget_and_answer(
     let already = finished.is_some();
     let (removed, interrupted) = match (finished, earlier.is_some()) {
         (Some(before), _) => (before, false),
-        (None, interrupted) => (forget_user(deps, user, channel).await?, interrupted),
+        (None, interrupted) => (forget_user(deps, user, channel, server).await?, interrupted),
     };
     if !already {
         record_forgotten(deps, channel, user, &removed);
@@ -144,7 +150,7 @@ async fn forget_and_answer(
     if resumed && !reply.safe_to_repeat() && !known_unsent {
         tracing::warn!(%channel, %user, "a forget answer may have gone out before a worker died; not sent again");
     } else {
-        let mut text = removed.describe(whom);
+        let mut text = answer(&removed, whom, server.is_some());
         if interrupted {
             text.push_str(" (An earlier attempt was interrupted: what it removed is not counted here.)");
         }
@@ -180,6 +186,10 @@ pub struct Forgotten {
     /// Channels whose memory is being made anew without them.
     pub summaries: usize,
     pub profile: bool,
+    /// A forget in one server left the profile (counters and the channels they wrote
+    /// in, no content): they wrote in other servers' channels too.
+    #[serde(default)]
+    pub profile_kept: bool,
 }
 
 impl Forgotten {
@@ -195,18 +205,57 @@ impl Forgotten {
             self.facts_removed,
             self.facts_edited,
             self.notes,
-            if self.profile { "" } else { " (there was none)" },
+            match (self.profile, self.profile_kept) {
+                (true, _) => "",
+                (false, true) => " (kept: they wrote in other servers too)",
+                (false, false) => " (there was none)",
+            },
             self.summaries,
             if self.summaries == 1 { "y is" } else { "ies are" },
         )
     }
 }
 
+/// The answer to whoever asked; a forget in one server says what it did not reach.
+pub fn answer(forgotten: &Forgotten, whom: &str, in_one_server: bool) -> String {
+    let mut text = forgotten.describe(whom);
+    if in_one_server {
+        text.push_str(" Only this server's channels were searched: what was said in other servers stays.");
+    }
+    text
+}
+
+/// Among `channels`, those of the Discord server `server` (all of them when `None`):
+/// `requested_in` is one, and the platform is asked about each other channel once.
+async fn in_server(
+    deps: &Deps,
+    channels: Vec<ChannelId>,
+    server: Option<&str>,
+    requested_in: &ChannelId,
+) -> PortResult<Vec<ChannelId>> {
+    let Some(server) = server else { return Ok(channels) };
+    let mut kept = Vec::new();
+    for channel in channels {
+        if channel == *requested_in || deps.chat.server_of(&channel).await?.as_deref() == Some(server) {
+            kept.push(channel);
+        }
+    }
+    Ok(kept)
+}
+
 /// Removes everything stored about `user`: their messages, notes and profile, the facts
 /// only they were the source of (or that name them), their name from the facts of
 /// several sources, and the channel summaries they appear in, which are made anew from
 /// the messages left. `requested_in` is searched even when no profile lists it.
-pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId) -> PortResult<Forgotten> {
+/// `server`: only in that Discord server's channels; the profile (counters and where
+/// they wrote, no content) then stays when they wrote elsewhere too, so a later
+/// request of their own still finds every channel.
+pub async fn forget_user(
+    deps: &Deps,
+    user: &UserId,
+    requested_in: &ChannelId,
+    server: Option<&str>,
+) -> PortResult<Forgotten> {
     let mut done = Forgotten::default();
     // Before anything goes (memory work storing meanwhile drops what it learned of
     // them), and with the time at the end (work that read their messages before then).
@@ -224,6 +273,8 @@ pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId) -
             channels.push(channel);
         }
     }
+    let channels = in_server(deps, channels, server, requested_in).await?;
+    let wrote_elsewhere = wrote_in.iter().any(|channel| !channels.contains(channel));
     let mentions = |text: &str| names_person(text, user, &name);
     for channel in &channels {
         // Kept while their messages here go and the memory is wiped: a run that dies
@@ -279,7 +330,9 @@ pub async fn forget_user(deps: &Deps, user: &UserId, requested_in: &ChannelId) -
         // Made anew from the channel memories at the next summary.
         deps.channels.set_workspace_memory(WorkspaceMemory::default()).await?;
     }
-    if profile.is_some() {
+    if profile.is_some() && wrote_elsewhere {
+        done.profile_kept = true;
+    } else if profile.is_some() {
         deps.facts.delete_profile(user).await?;
         done.profile = true;
     }

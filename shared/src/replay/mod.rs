@@ -203,6 +203,7 @@ impl Replay {
                     // No way back: the answer is logged at once.
                     response_url: None,
                     discord_reply: None,
+                    server: None,
                 };
                 run_command(&self.deps, &command).await?;
                 self.log.swap(&mut self.events);

@@ -76,6 +76,8 @@ pub struct DiscordClient {
     buckets: Mutex<HashMap<String, Bucket>>,
     global_until: Mutex<Option<Instant>>,
     names: Mutex<HashMap<String, String>>,
+    /// Each channel's server, as `GET /channels/{id}` said (a channel never moves).
+    servers: Mutex<HashMap<String, Option<String>>>,
 }
 
 impl DiscordClient {
@@ -90,6 +92,7 @@ impl DiscordClient {
             buckets: Mutex::new(HashMap::new()),
             global_until: Mutex::new(None),
             names: Mutex::new(HashMap::new()),
+            servers: Mutex::new(HashMap::new()),
         }
     }
 
@@ -381,6 +384,26 @@ impl Chat for DiscordClient {
         self.names.lock().expect("names lock").insert(user.0.to_string(), name.clone());
         Ok(name)
     }
+
+    /// `GET /channels/{id}`'s `guild_id` (a thread's is its server's too; a DM has
+    /// none). A channel kuuki may no longer see (deleted, or access taken away) is in no
+    /// server it can name: a forget bounded to a server leaves it alone.
+    async fn server_of(&self, channel: &ChannelId) -> PortResult<Option<String>> {
+        if let Some(server) = self.servers.lock().expect("servers lock").get(channel.as_str()) {
+            return Ok(server.clone());
+        }
+        let path = format!("/channels/{}", channel.0);
+        let server = match self.call::<answers::Channel>(Method::GET, &path, "GET /channels/{id}", None).await {
+            Ok(found) => found.guild_id,
+            Err(DiscordApiError::Refused { status: status @ (403 | 404), .. }) => {
+                tracing::warn!(%channel, status, "a channel Discord does not show: taken to be in no server");
+                None
+            }
+            Err(e) => return Err(e.into()),
+        };
+        self.servers.lock().expect("servers lock").insert(channel.0.to_string(), server.clone());
+        Ok(server)
+    }
 }
 
 fn nonce_text(v: &Value) -> Option<String> {
@@ -429,6 +452,12 @@ mod answers {
     #[serde(default)]
     pub(super) struct Guild {
         pub id: String,
+    }
+
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    pub(super) struct Channel {
+        pub guild_id: Option<String>,
     }
 
     #[derive(Deserialize, Default)]
