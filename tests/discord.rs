@@ -695,13 +695,20 @@ async fn forget_someone_is_for_members_who_manage_the_channel_and_forget_me_for_
 
 /// Managing channels in one server is no right over what someone said in another: a
 /// manager's forget reaches that server's channels only (its answer says so, and the
-/// profile that lists their other channels stays); the person's own forget-me reaches
+/// profile that lists their other channels stays); a channel Discord no longer shows
+/// kuuki is not searched, and the answer counts it; the person's own forget-me reaches
 /// every channel.
 #[tokio::test]
 async fn a_managers_forget_stays_in_their_server_and_forget_me_reaches_everywhere() {
     const OTHER_GUILD: &str = "51771983423143937";
     const OTHER_CHANNEL: &str = "51771983423143938";
+    const HIDDEN_CHANNEL: &str = "41771983423143940";
     let w = World::start(ANSWER).await;
+    Mock::given(method("GET"))
+        .and(path(format!("/channels/{HIDDEN_CHANNEL}")))
+        .respond_with(ResponseTemplate::new(403).set_body_json(json!({"code": 50001, "message": "Missing Access"})))
+        .mount(&w.api)
+        .await;
     Mock::given(method("GET"))
         .and(path(format!("/channels/{OTHER_CHANNEL}")))
         .respond_with(ResponseTemplate::new(200).set_body_json(json!({"id": OTHER_CHANNEL, "guild_id": OTHER_GUILD})))
@@ -720,10 +727,12 @@ async fn a_managers_forget_stays_in_their_server_and_forget_me_reaches_everywher
     let mut elsewhere = message(&w.id_now(), someone, "my dog is called Pochi");
     elsewhere["channel_id"] = json!(OTHER_CHANNEL);
     elsewhere["guild_id"] = json!(OTHER_GUILD);
-    for event in [here, elsewhere] {
+    let mut hidden = message(&w.id_now(), someone, "my fish is called Kin");
+    hidden["channel_id"] = json!(HIDDEN_CHANNEL);
+    for event in [here, elsewhere, hidden] {
         assert_eq!(w.relay("MESSAGE_CREATE", event, &[]).await.status(), 200);
     }
-    assert_eq!((said(CHANNEL).await, said(OTHER_CHANNEL).await), (1, 1));
+    assert_eq!((said(CHANNEL).await, said(OTHER_CHANNEL).await, said(HIDDEN_CHANNEL).await), (1, 1, 1));
 
     let whom = json!([{"name": "user", "type": 6, "value": someone}]);
     let ack =
@@ -731,6 +740,7 @@ async fn a_managers_forget_stays_in_their_server_and_forget_me_reaches_everywher
     assert!(ack.starts_with(&format!("kuuki is forgetting <@{someone}> in this server")), "{ack}");
     w.run_for(1.0).await;
     assert_eq!((said(CHANNEL).await, said(OTHER_CHANNEL).await), (0, 1), "this server's channel only");
+    assert_eq!(said(HIDDEN_CHANNEL).await, 1, "a channel Discord would not place is left");
     assert_eq!(w.requests("GET", &format!("/channels/{OTHER_CHANNEL}")).await.len(), 1, "asked where it is, once");
     let profile = w.deps.facts.profile(&UserId(someone.into())).await.unwrap().expect("kept: they wrote elsewhere");
     assert!(profile.channels.contains(&ChannelId(OTHER_CHANNEL.into())), "{profile:?}");
@@ -738,8 +748,14 @@ async fn a_managers_forget_stays_in_their_server_and_forget_me_reaches_everywher
     let body: Value = serde_json::from_slice(&edits[0].body).unwrap();
     let answer = body["content"].as_str().unwrap();
     assert!(answer.starts_with(&format!("Forgotten <@{someone}>: 1 stored message(s)")), "{answer}");
-    assert!(answer.contains("the profile (kept: they wrote in other servers too)"), "{answer}");
-    assert!(answer.ends_with("Only this server's channels were searched: what was said in other servers stays."));
+    assert!(answer.contains("the profile (kept: they also wrote elsewhere)"), "{answer}");
+    assert!(
+        answer.ends_with(
+            "Only this server's channels were searched: what was said elsewhere stays. \
+             1 channel(s) Discord no longer shows kuuki could not be placed, so were not searched."
+        ),
+        "{answer}"
+    );
 
     // Their own request, asked in this server, reaches the other one too.
     let mut forget_me = command("forget-me", json!([]));
@@ -748,13 +764,13 @@ async fn a_managers_forget_stays_in_their_server_and_forget_me_reaches_everywher
     let ack = content(w.interaction(&forget_me).await.json().await.unwrap());
     assert!(ack.starts_with("kuuki is forgetting you;"), "{ack}");
     w.run_for(1.0).await;
-    assert_eq!(said(OTHER_CHANNEL).await, 0, "everywhere they wrote");
+    assert_eq!((said(OTHER_CHANNEL).await, said(HIDDEN_CHANNEL).await), (0, 0), "everywhere they wrote");
     assert_eq!(w.deps.facts.profile(&UserId(someone.into())).await.unwrap(), None);
     let edits = w.requests("PATCH", "/webhooks/1/their-token/messages/@original").await;
     let body: Value = serde_json::from_slice(&edits[0].body).unwrap();
     let answer = body["content"].as_str().unwrap();
     assert!(
-        answer.starts_with("Forgotten you: 1 stored message(s)") && !answer.contains("Only this server"),
+        answer.starts_with("Forgotten you: 2 stored message(s)") && !answer.contains("Only this server"),
         "{answer}"
     );
 }

@@ -197,23 +197,32 @@ async fn the_manager_check_other_commands_use() {
     assert!(caller_may_manage(&h.deps, &denied).await.unwrap(), "the allow-list wins over the platform");
 }
 
-/// `forget @user` from a Discord server: a member who manages channels there forgets
-/// the person in that server only; someone in `COMMAND_MANAGERS` (the deployment's
+/// `forget @user`: a member who manages channels in a Discord server forgets the person
+/// in that server only, a Slack admin in the Slack workspace only (not a Discord server
+/// the same deployment serves); someone in `COMMAND_MANAGERS` (the deployment's
 /// operators) everywhere.
 #[tokio::test]
 async fn an_operators_forget_reaches_every_server_and_a_server_managers_only_theirs() {
-    use kuuki::domain::Job;
+    use kuuki::domain::{Job, SLACK_WORKSPACE};
     use kuuki::ports::{Clock, InProcessQueue};
     let h = Harness::new(&[("COMMAND_MANAGERS", "bob")]);
-    let asked_by = |user: &str| SlashCommand {
-        server: Some("G1".into()),
+    let asked_by = |user: &str, channel: &str| SlashCommand {
+        channel_id: channel.into(),
+        server: channel.starts_with('4').then(|| "G1".into()),
         may_manage_channel: Some(user == "carol"),
         response_url: Some("https://hooks.slack.com/commands/T1/2/x".into()),
         ..mute_by(user, "forget <@alice>")
     };
-    for (user, reach) in [("bob", None), ("carol", Some("G1".to_owned()))] {
-        let ack = run_command(&h.deps, &asked_by(user)).await.unwrap();
+    let discord = "41771983423143938";
+    for (user, channel, reach) in [
+        ("bob", discord, None),
+        ("bob", "general", None),
+        ("carol", discord, Some("G1")),
+        ("carol", "general", Some(SLACK_WORKSPACE)),
+    ] {
+        let ack = run_command(&h.deps, &asked_by(user, channel)).await.unwrap();
         assert!(ack.starts_with("kuuki is forgetting <@alice>"), "{ack}");
+        let reach = reach.map(str::to_owned);
         let job = h.queue.pop_due(h.clock.now()).expect("the forget is queued").job;
         let Job::Forget { server, .. } = job else { panic!("{job:?}") };
         assert_eq!(server, reach, "{user}'s forget");

@@ -585,8 +585,9 @@ pub trait Chat: Send + Sync {
         Ok(false)
     }
     /// The server (a Discord guild) `channel` belongs to, where one deployment serves
-    /// several; `None` where the platform is one workspace (Slack) or for a DM. An
-    /// error when the platform cannot say just now.
+    /// several; `None` where the platform is one workspace (Slack) or for a DM.
+    /// `Rejected` for a channel the platform no longer shows (deleted, or access taken
+    /// away); another error when it cannot say just now.
     async fn server_of(&self, _channel: &ChannelId) -> PortResult<Option<String>> {
         Ok(None)
     }

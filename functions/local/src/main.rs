@@ -26,8 +26,17 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// returns what a spike left behind; `MIMALLOC_PURGE_DELAY` overrides it.
 const PURGE_DELAY_MS: std::ffi::c_long = 10_000;
 
+/// Whether the environment sets the purge delay itself (mimalloc reads its variables in
+/// any case, and the older name too).
+fn purge_delay_set_by_environment() -> bool {
+    std::env::vars_os().any(|(name, _)| {
+        let name = name.to_string_lossy().to_ascii_uppercase();
+        name == "MIMALLOC_PURGE_DELAY" || name == "MIMALLOC_RESET_DELAY"
+    })
+}
+
 fn keep_freed_memory_a_while() {
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+    if !purge_delay_set_by_environment() {
         // SAFETY: sets a plain option value, which mimalloc reads on later purges.
         unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
     }
@@ -63,7 +72,7 @@ mod tests {
     fn the_purge_delay_option_is_the_one_set() {
         // Read before anything sets it: mimalloc v3's default for purge_delay is 1000 ms
         // and no neighbouring option defaults to it, so a renumbered enum fails here.
-        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        if !purge_delay_set_by_environment() {
             // SAFETY: reads an option value.
             assert_eq!(unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) }, 1000);
             keep_freed_memory_a_while();

@@ -344,13 +344,18 @@ pub enum Job {
         /// When it was asked: each request is carried out and answered once.
         ts: Ts,
         reply: CommandReply,
-        /// Only the channels of this Discord server: a member who manages channels
-        /// there asked, and their right reaches no further. `None`: everywhere (the
-        /// person themselves, someone in `COMMAND_MANAGERS`, a Slack admin).
+        /// Only the channels of this Discord server (or of the Slack workspace,
+        /// [`SLACK_WORKSPACE`]): someone who manages channels there asked, and their
+        /// right reaches no further. `None`: everywhere (the person themselves, or
+        /// someone in `COMMAND_MANAGERS`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         server: Option<String>,
     },
 }
+
+/// The one Slack workspace a deployment serves, as the reach of a Slack admin's forget
+/// (its channels, not those of a Discord server the same deployment serves).
+pub const SLACK_WORKSPACE: &str = "slack";
 
 /// Where the answer to a slash command goes when a worker has it: the command's own
 /// way back to the caller, valid for a while after the command.

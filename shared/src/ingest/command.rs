@@ -138,7 +138,7 @@ async fn forget(
     let Some(reply) = command.reply() else {
         let forgotten = crate::memory::forget::forget_user(deps, &user, channel, server.as_deref()).await?;
         crate::memory::forget::record_forgotten(deps, channel, &user, &forgotten);
-        return Ok(crate::memory::forget::answer(&forgotten, whom, server.is_some()).into());
+        return Ok(crate::memory::forget::answer(&forgotten, whom, server.as_deref()).into());
     };
     let job = crate::domain::Job::Forget {
         channel: channel.clone(),
@@ -149,7 +149,10 @@ async fn forget(
         server: server.clone(),
     };
     deps.enqueue_after(job, Duration::ZERO).await?;
-    let here = if server.is_some() { " in this server" } else { "" };
+    let here = match server.as_deref() {
+        None | Some(crate::domain::SLACK_WORKSPACE) => "",
+        Some(_) => " in this server",
+    };
     Ok(format!("kuuki is forgetting {whom}{here}; what was removed will show here in a moment.").into())
 }
 
@@ -225,10 +228,16 @@ async fn answer_command(deps: &Deps, command: &SlashCommand) -> PortResult<Answe
             return Ok(format!("Whom should kuuki forget? {USAGE}").into());
         };
         let whom = format!("<@{}>", user.0);
-        // Managing channels in one Discord server is no right over what the person
-        // said in another; an operator's (COMMAND_MANAGERS) reaches everywhere.
-        let operator = deps.settings.command_managers.contains(&command.user_id);
-        let server = if operator { None } else { command.server.clone() };
+        // Managing channels in one Discord server (or administering the Slack
+        // workspace) is no right over what the person said elsewhere; an operator's
+        // (COMMAND_MANAGERS) forget reaches everywhere.
+        let server = if deps.settings.command_managers.contains(&command.user_id) {
+            None
+        } else if is_discord_id(&command.channel_id) {
+            command.server.clone()
+        } else {
+            Some(crate::domain::SLACK_WORKSPACE.to_owned())
+        };
         return forget(deps, command, &channel, user, &whom, server).await;
     }
     let Some(change) = parse_change(verb, &args) else { return Ok(USAGE.into()) };

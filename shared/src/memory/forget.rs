@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use super::keywords::contains_phrase;
 use crate::deps::Deps;
-use crate::domain::{ChannelId, ChannelMemory, CommandReply, EventKind, Job, Ts, UserId, WorkspaceMemory};
+use crate::domain::{
+    ChannelId, ChannelMemory, CommandReply, EventKind, Job, SLACK_WORKSPACE, Ts, UserId, WorkspaceMemory, is_discord_id,
+};
 use crate::ports::{ClaimOutcome, PortError, PortResult};
 use crate::record::record;
 
@@ -72,6 +74,7 @@ impl std::ops::Add for Forgotten {
             summaries: self.summaries + more.summaries,
             profile: self.profile || more.profile,
             profile_kept: self.profile_kept || more.profile_kept,
+            unplaced: self.unplaced + more.unplaced,
         }
     }
 }
@@ -150,7 +153,7 @@ async fn forget_and_answer(deps: &Deps, key: &str, asked: &Asked<'_>, resumed: b
     if resumed && !reply.safe_to_repeat() && !known_unsent {
         tracing::warn!(%channel, %user, "a forget answer may have gone out before a worker died; not sent again");
     } else {
-        let mut text = answer(&removed, whom, server.is_some());
+        let mut text = answer(&removed, whom, server);
         if interrupted {
             text.push_str(" (An earlier attempt was interrupted: what it removed is not counted here.)");
         }
@@ -187,9 +190,13 @@ pub struct Forgotten {
     pub summaries: usize,
     pub profile: bool,
     /// A forget in one server left the profile (counters and the channels they wrote
-    /// in, no content): they wrote in other servers' channels too.
+    /// in, no content): they wrote outside it too.
     #[serde(default)]
     pub profile_kept: bool,
+    /// Channels whose server the platform would not tell (deleted, or hidden from
+    /// kuuki): a forget in one server could not search them.
+    #[serde(default)]
+    pub unplaced: usize,
 }
 
 impl Forgotten {
@@ -207,7 +214,7 @@ impl Forgotten {
             self.notes,
             match (self.profile, self.profile_kept) {
                 (true, _) => "",
-                (false, true) => " (kept: they wrote in other servers too)",
+                (false, true) => " (kept: they also wrote elsewhere)",
                 (false, false) => " (there was none)",
             },
             self.summaries,
@@ -216,40 +223,80 @@ impl Forgotten {
     }
 }
 
-/// The answer to whoever asked; a forget in one server says what it did not reach.
-pub fn answer(forgotten: &Forgotten, whom: &str, in_one_server: bool) -> String {
+/// The answer to whoever asked; a forget in one Discord server says what it did not
+/// reach.
+pub fn answer(forgotten: &Forgotten, whom: &str, server: Option<&str>) -> String {
     let mut text = forgotten.describe(whom);
-    if in_one_server {
-        text.push_str(" Only this server's channels were searched: what was said in other servers stays.");
+    if server.is_some_and(|server| server != SLACK_WORKSPACE) {
+        text.push_str(" Only this server's channels were searched: what was said elsewhere stays.");
+        if forgotten.unplaced > 0 {
+            text.push_str(&format!(
+                " {} channel(s) Discord no longer shows kuuki could not be placed, so were not searched.",
+                forgotten.unplaced
+            ));
+        }
     }
     text
 }
 
-/// Among `channels`, those of the Discord server `server` (all of them when `None`):
-/// `requested_in` is one, and the platform is asked about each other channel once.
-async fn in_server(
+/// Discord lookups of a channel's server at once.
+const SERVER_LOOKUPS: usize = 8;
+
+/// Whether `channel` is in the Discord server `server`; `None` when Discord would not
+/// say (a channel it no longer shows kuuki).
+async fn in_discord_server(
+    deps: &Deps,
+    channel: &ChannelId,
+    server: &str,
+    requested_in: &ChannelId,
+) -> PortResult<Option<bool>> {
+    if channel == requested_in {
+        return Ok(Some(true));
+    }
+    if !is_discord_id(&channel.0) {
+        return Ok(Some(false));
+    }
+    match deps.chat.server_of(channel).await {
+        Ok(found) => Ok(Some(found.as_deref() == Some(server))),
+        Err(PortError::Rejected { message, .. }) => {
+            tracing::warn!(%channel, %message, "a channel Discord does not show: not searched");
+            Ok(None)
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// Among `channels`, those `server` reaches (all of them when `None`), and how many
+/// could not be placed. `requested_in` is always one; the Slack workspace reaches its
+/// own channels (a deployment serves one); a Discord server the channels Discord puts
+/// in it, asked a few at a time (cached by the client).
+async fn in_reach(
     deps: &Deps,
     channels: Vec<ChannelId>,
     server: Option<&str>,
     requested_in: &ChannelId,
-) -> PortResult<Vec<ChannelId>> {
-    let Some(server) = server else { return Ok(channels) };
-    let mut kept = Vec::new();
-    for channel in channels {
-        if channel == *requested_in || deps.chat.server_of(&channel).await?.as_deref() == Some(server) {
-            kept.push(channel);
-        }
+) -> PortResult<(Vec<ChannelId>, usize)> {
+    let Some(server) = server else { return Ok((channels, 0)) };
+    if server == SLACK_WORKSPACE {
+        return Ok((channels.into_iter().filter(|c| c == requested_in || !is_discord_id(&c.0)).collect(), 0));
     }
-    Ok(kept)
+    let mut placed = Vec::with_capacity(channels.len());
+    for some in channels.chunks(SERVER_LOOKUPS) {
+        let lookups = some.iter().map(|channel| in_discord_server(deps, channel, server, requested_in));
+        placed.extend(futures_util::future::try_join_all(lookups).await?);
+    }
+    let unplaced = placed.iter().filter(|p| p.is_none()).count();
+    let kept = channels.into_iter().zip(placed).filter(|(_, p)| *p == Some(true)).map(|(c, _)| c).collect();
+    Ok((kept, unplaced))
 }
 
 /// Removes everything stored about `user`: their messages, notes and profile, the facts
 /// only they were the source of (or that name them), their name from the facts of
 /// several sources, and the channel summaries they appear in, which are made anew from
 /// the messages left. `requested_in` is searched even when no profile lists it.
-/// `server`: only in that Discord server's channels; the profile (counters and where
-/// they wrote, no content) then stays when they wrote elsewhere too, so a later
-/// request of their own still finds every channel.
+/// `server`: only in that Discord server's (or the Slack workspace's) channels; the
+/// profile (counters and where they wrote, no content) then stays when they wrote
+/// elsewhere too, so a later request of their own still finds every channel.
 pub async fn forget_user(
     deps: &Deps,
     user: &UserId,
@@ -264,7 +311,6 @@ pub async fn forget_user(
         Ok(name) if *name != *user.0 => name,
         _ => String::new(),
     };
-    mark_forgotten(deps, user, &name, false).await?;
     let profile = deps.facts.profile(user).await?;
     let wrote_in: Vec<ChannelId> = profile.as_ref().map(|p| p.channels.clone()).unwrap_or_default();
     let mut channels = wrote_in.clone();
@@ -273,8 +319,11 @@ pub async fn forget_user(
             channels.push(channel);
         }
     }
-    let channels = in_server(deps, channels, server, requested_in).await?;
+    // Placed before the mark: an attempt that fails here has silenced no memory work.
+    let (channels, unplaced) = in_reach(deps, channels, server, requested_in).await?;
+    done.unplaced = unplaced;
     let wrote_elsewhere = wrote_in.iter().any(|channel| !channels.contains(channel));
+    mark_forgotten(deps, user, &name, false).await?;
     let mentions = |text: &str| names_person(text, user, &name);
     for channel in &channels {
         // Kept while their messages here go and the memory is wiped: a run that dies
@@ -419,6 +468,24 @@ mod tests {
     use crate::config::Settings;
     use crate::domain::Timestamp;
     use crate::ports::Clock;
+
+    /// A Slack admin's forget reaches the Slack workspace's channels (its DMs too), not
+    /// the Discord channels of a deployment serving both, and asks no platform.
+    #[tokio::test]
+    async fn a_slack_admins_forget_reaches_the_slack_workspace_only() {
+        let settings = Settings::from_vars(&HashMap::new()).unwrap();
+        let clock = Arc::new(VirtualClock::new(Timestamp(1_000_000_000)));
+        let parts = InProcess::new(clock.clone());
+        let chat = Arc::new(RecordingChat::new(clock.clone(), Arc::new(TsMint::default())));
+        let adapters = parts.adapters(chat, None, Arc::new(MemoryLog::default()));
+        let deps = Deps::new(settings.clone(), settings.persona(None), UserId("UKUUKI".into()), adapters, 1);
+        let ids = |ids: &[&str]| ids.iter().map(|id| ChannelId((*id).into())).collect::<Vec<_>>();
+        let all = ids(&["C1", "41771983423143938", "D9", "C2"]);
+        let asked_in = ChannelId("C2".into());
+        let (reached, unplaced) = in_reach(&deps, all.clone(), Some(SLACK_WORKSPACE), &asked_in).await.unwrap();
+        assert_eq!((reached, unplaced), (ids(&["C1", "D9", "C2"]), 0));
+        assert_eq!(in_reach(&deps, all.clone(), None, &asked_in).await.unwrap(), (all, 0), "everywhere");
+    }
 
     /// Memory work that read someone's messages before their forget ended, or while it
     /// runs, counts them forgotten; work that read after it ended does not (what they

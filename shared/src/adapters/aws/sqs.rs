@@ -189,7 +189,7 @@ pub async fn retry_later<'m>(
     }
 }
 
-/// Creates kuuki's four queues where they do not exist and returns their URLs and
+/// Creates kuuki's queues (one per [`JobKind`]) where they do not exist and returns their URLs and
 /// ARNs (`kuuki setup-aws`; in AWS the SAM template owns them), each made visible
 /// again `visibility` after a delivery that did not finish (the time budget's).
 pub async fn create_queues(

@@ -386,21 +386,16 @@ impl Chat for DiscordClient {
     }
 
     /// `GET /channels/{id}`'s `guild_id` (a thread's is its server's too; a DM has
-    /// none). A channel kuuki may no longer see (deleted, or access taken away) is in no
-    /// server it can name: a forget bounded to a server leaves it alone.
+    /// none). A channel kuuki may no longer see (deleted, or access taken away) is a
+    /// `Rejected` error, not cached: its server cannot be told.
     async fn server_of(&self, channel: &ChannelId) -> PortResult<Option<String>> {
         if let Some(server) = self.servers.lock().expect("servers lock").get(channel.as_str()) {
             return Ok(server.clone());
         }
         let path = format!("/channels/{}", channel.0);
-        let server = match self.call::<answers::Channel>(Method::GET, &path, "GET /channels/{id}", None).await {
-            Ok(found) => found.guild_id,
-            Err(DiscordApiError::Refused { status: status @ (403 | 404), .. }) => {
-                tracing::warn!(%channel, status, "a channel Discord does not show: taken to be in no server");
-                None
-            }
-            Err(e) => return Err(e.into()),
-        };
+        // The channel is the route's major parameter: its own rate-limit bucket.
+        let route = format!("GET /channels/{}", channel.0);
+        let server = self.call::<answers::Channel>(Method::GET, &path, &route, None).await?.guild_id;
         self.servers.lock().expect("servers lock").insert(channel.0.to_string(), server.clone());
         Ok(server)
     }
