@@ -469,16 +469,21 @@ mod tests {
     use crate::domain::Timestamp;
     use crate::ports::Clock;
 
-    /// A Slack admin's forget reaches the Slack workspace's channels (its DMs too), not
-    /// the Discord channels of a deployment serving both, and asks no platform.
-    #[tokio::test]
-    async fn a_slack_admins_forget_reaches_the_slack_workspace_only() {
+    /// Deps over the in-process store and a recording chat, on a virtual clock.
+    fn in_process() -> (Deps, Arc<VirtualClock>) {
         let settings = Settings::from_vars(&HashMap::new()).unwrap();
         let clock = Arc::new(VirtualClock::new(Timestamp(1_000_000_000)));
         let parts = InProcess::new(clock.clone());
         let chat = Arc::new(RecordingChat::new(clock.clone(), Arc::new(TsMint::default())));
         let adapters = parts.adapters(chat, None, Arc::new(MemoryLog::default()));
-        let deps = Deps::new(settings.clone(), settings.persona(None), UserId("UKUUKI".into()), adapters, 1);
+        (Deps::new(settings.clone(), settings.persona(None), UserId("UKUUKI".into()), adapters, 1), clock)
+    }
+
+    /// A Slack admin's forget reaches the Slack workspace's channels (its DMs too), not
+    /// the Discord channels of a deployment serving both, and asks no platform.
+    #[tokio::test]
+    async fn a_slack_admins_forget_reaches_the_slack_workspace_only() {
+        let (deps, _) = in_process();
         let ids = |ids: &[&str]| ids.iter().map(|id| ChannelId((*id).into())).collect::<Vec<_>>();
         let all = ids(&["C1", "41771983423143938", "D9", "C2"]);
         let asked_in = ChannelId("C2".into());
@@ -492,12 +497,7 @@ mod tests {
     /// say after a forget is theirs to be remembered again).
     #[tokio::test]
     async fn a_person_counts_forgotten_for_work_that_read_before_the_forget_ended() {
-        let settings = Settings::from_vars(&HashMap::new()).unwrap();
-        let clock = Arc::new(VirtualClock::new(Timestamp(1_000_000_000)));
-        let parts = InProcess::new(clock.clone());
-        let chat = Arc::new(RecordingChat::new(clock.clone(), Arc::new(TsMint::default())));
-        let adapters = parts.adapters(chat, None, Arc::new(MemoryLog::default()));
-        let deps = Deps::new(settings.clone(), settings.persona(None), UserId("UKUUKI".into()), adapters, 1);
+        let (deps, clock) = in_process();
         let (alice, read) = (UserId("UALICE".into()), clock.now());
         assert_eq!(forgotten_since(&deps, &alice, read).await.unwrap(), None, "never forgotten");
         clock.advance_to(Timestamp(read.0 + 1_000_000));
