@@ -748,7 +748,7 @@ async fn a_managers_forget_stays_in_their_server_and_forget_me_reaches_everywher
     let body: Value = serde_json::from_slice(&edits[0].body).unwrap();
     let answer = body["content"].as_str().unwrap();
     assert!(answer.starts_with(&format!("Forgotten <@{someone}>: 1 stored message(s)")), "{answer}");
-    assert!(answer.contains("the profile (kept: they also wrote elsewhere)"), "{answer}");
+    assert!(answer.contains("the profile (kept: they wrote where this request does not reach)"), "{answer}");
     assert!(
         answer.ends_with(
             "Only this server's channels were searched: what was said elsewhere stays. \
@@ -773,4 +773,46 @@ async fn a_managers_forget_stays_in_their_server_and_forget_me_reaches_everywher
         answer.starts_with("Forgotten you: 2 stored message(s)") && !answer.contains("Only this server"),
         "{answer}"
     );
+}
+
+/// A channel's server, as a forget in one server asks it: a DM has none; a channel
+/// Discord no longer shows kuuki (403, 404) cannot be placed (Rejected, asked again
+/// next time); any other refusal (a revoked token) is a failure to retry, never taken
+/// for "not in this server"; an answer is asked for once.
+#[tokio::test]
+async fn a_channels_server_is_asked_once_and_only_a_hidden_channel_is_unplaced() {
+    use kuuki::ports::{Chat, PortError};
+    let api = MockServer::start().await;
+    for (channel, status, body) in [
+        ("11", 200, json!({"id": "11", "guild_id": GUILD})),
+        ("12", 200, json!({"id": "12", "type": 1})),
+        ("13", 403, json!({"code": 50001, "message": "Missing Access"})),
+        ("14", 401, json!({"code": 0, "message": "401: Unauthorized"})),
+    ] {
+        Mock::given(method("GET"))
+            .and(path(format!("/channels/{channel}")))
+            .respond_with(ResponseTemplate::new(status).set_body_json(body))
+            .mount(&api)
+            .await;
+    }
+    let discord = DiscordClient::new(&api.uri(), "bot-token");
+    let server_of = |id: &str| {
+        let channel = ChannelId(id.into());
+        let discord = &discord;
+        async move { discord.server_of(&channel).await }
+    };
+    for _ in 0..2 {
+        assert_eq!(server_of("11").await.unwrap(), Some(GUILD.to_owned()));
+        assert_eq!(server_of("12").await.unwrap(), None, "a DM");
+        assert!(matches!(server_of("13").await, Err(PortError::Rejected { .. })), "hidden");
+        assert!(matches!(server_of("14").await, Err(PortError::Backend { .. })), "a bad token is no answer");
+    }
+    let asked = |id: &'static str| {
+        let api = &api;
+        async move {
+            let requests = api.received_requests().await.unwrap_or_default();
+            requests.iter().filter(|r| r.url.path() == format!("/channels/{id}")).count()
+        }
+    };
+    assert_eq!((asked("11").await, asked("12").await, asked("13").await), (1, 1, 2), "answers are kept");
 }

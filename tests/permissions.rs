@@ -227,4 +227,9 @@ async fn an_operators_forget_reaches_every_server_and_a_server_managers_only_the
         let Job::Forget { server, .. } = job else { panic!("{job:?}") };
         assert_eq!(server, reach, "{user}'s forget");
     }
+    // A Discord manager's right is their server's: a command that names none is refused.
+    let nameless = SlashCommand { server: None, ..asked_by("carol", discord) };
+    let refused = run_command(&h.deps, &nameless).await.unwrap();
+    assert!(refused.starts_with("Sorry, only"), "{refused}");
+    assert!(h.queue.pop_due(h.clock.now()).is_none(), "nothing queued");
 }

@@ -126,7 +126,8 @@ pub async fn caller_may_manage(deps: &Deps, command: &SlashCommand) -> PortResul
 /// Forgets `user`: queued for a worker when the command has a way back for the answer
 /// (forgetting someone who wrote much, in many channels, takes longer than the 3 s a
 /// platform waits), at once otherwise.
-/// `server`: only that Discord server's channels (see [`crate::domain::Job::Forget`]).
+/// `server`: only that Discord server's (or the Slack workspace's) channels; `None`
+/// everywhere (see [`crate::domain::Job::Forget`]).
 async fn forget(
     deps: &Deps,
     command: &SlashCommand,
@@ -234,7 +235,9 @@ async fn answer_command(deps: &Deps, command: &SlashCommand) -> PortResult<Answe
         let server = if deps.settings.command_managers.contains(&command.user_id) {
             None
         } else if is_discord_id(&command.channel_id) {
-            command.server.clone()
+            // A Discord manager's right is their server's: none named, none granted.
+            let Some(server) = command.server.clone() else { return Ok(refusal(deps, command).into()) };
+            Some(server)
         } else {
             Some(crate::domain::SLACK_WORKSPACE.to_owned())
         };

@@ -214,7 +214,7 @@ impl Forgotten {
             self.notes,
             match (self.profile, self.profile_kept) {
                 (true, _) => "",
-                (false, true) => " (kept: they also wrote elsewhere)",
+                (false, true) => " (kept: they wrote where this request does not reach)",
                 (false, false) => " (there was none)",
             },
             self.summaries,
@@ -314,10 +314,21 @@ pub async fn forget_user(
     let profile = deps.facts.profile(user).await?;
     let wrote_in: Vec<ChannelId> = profile.as_ref().map(|p| p.channels.clone()).unwrap_or_default();
     let mut channels = wrote_in.clone();
+    // Each channel a forget in one Discord server places is a call to Discord: there,
+    // only the channels with a fact from or about them (the loop below changes nothing
+    // in the others but a summary that names them without a fact).
+    let placing = server.is_some_and(|server| server != SLACK_WORKSPACE);
     for channel in deps.facts.fact_channels().await?.into_iter().chain(std::iter::once(requested_in.clone())) {
-        if !channels.contains(&channel) {
-            channels.push(channel);
+        if channels.contains(&channel) {
+            continue;
         }
+        if placing && channel != *requested_in {
+            let facts = deps.facts.facts(&channel).await?;
+            if !facts.iter().any(|f| f.is_from(user, &name) || names_person(&f.content, user, &name)) {
+                continue;
+            }
+        }
+        channels.push(channel);
     }
     // Placed before the mark: an attempt that fails here has silenced no memory work.
     let (channels, unplaced) = in_reach(deps, channels, server, requested_in).await?;

@@ -395,7 +395,19 @@ impl Chat for DiscordClient {
         let path = format!("/channels/{}", channel.0);
         // The channel is the route's major parameter: its own rate-limit bucket.
         let route = format!("GET /channels/{}", channel.0);
-        let server = self.call::<answers::Channel>(Method::GET, &path, &route, None).await?.guild_id;
+        let server = match self.call::<answers::Channel>(Method::GET, &path, &route, None).await {
+            Ok(found) => found.guild_id,
+            // Gone, or hidden from kuuki: its server cannot be told.
+            Err(e @ DiscordApiError::Refused { status: 403 | 404, .. }) => {
+                return Err(PortError::Rejected { backend: "discord", message: e.to_string() });
+            }
+            // Any other refusal (a bad token, say) is no answer about the channel: the
+            // job fails and comes back, rather than skipping channels.
+            Err(e @ DiscordApiError::Refused { .. }) => {
+                return Err(PortError::Backend { backend: "discord", message: e.to_string() });
+            }
+            Err(e) => return Err(e.into()),
+        };
         self.servers.lock().expect("servers lock").insert(channel.0.to_string(), server.clone());
         Ok(server)
     }
