@@ -398,10 +398,17 @@ pub struct JobEnvelope {
 }
 
 impl JobEnvelope {
+    /// The version jobs travel as, unless they need [`JobEnvelope::NEWEST`].
     pub const VERSION: u32 = 1;
+    /// The newest version this build reads. 2: a FORGET bounded to one server or
+    /// workspace, which a build from before the bound would carry out everywhere (it
+    /// ignores a field it does not know), so it must refuse it and leave it for a newer
+    /// worker instead.
+    pub const NEWEST: u32 = 2;
 
     pub fn new(job: Job) -> Self {
-        Self { v: Self::VERSION, job }
+        let v = if matches!(job, Job::Forget { server: Some(_), .. }) { Self::NEWEST } else { Self::VERSION };
+        Self { v, job }
     }
 }
 
@@ -744,8 +751,15 @@ mod tests {
         assert!(!logged.contains("secret") && logged.contains("<hidden>"), "{logged}");
         let discord = CommandReply::Discord { application_id: "1".into(), token: "tok-secret".into() };
         assert!(!format!("{discord:?}").contains("tok-secret"));
-        // The queue carries it in full.
+        // The queue carries it in full, as version 1 (builds before the bound read it).
         let json = serde_json::to_string(&JobEnvelope::new(job.clone())).unwrap();
+        assert!(json.starts_with(r#"{"v":1,"#) && !json.contains("server"), "{json}");
         assert_eq!(serde_json::from_str::<JobEnvelope>(&json).unwrap().job, job);
+        // Bounded to a server: version 2, which a build that would forget everywhere refuses.
+        let Job::Forget { channel, user, whom, ts, reply, .. } = job else { unreachable!() };
+        let bounded = Job::Forget { channel, user, whom, ts, reply, server: Some("G1".into()) };
+        let json = serde_json::to_string(&JobEnvelope::new(bounded.clone())).unwrap();
+        assert!(json.starts_with(r#"{"v":2,"#) && json.contains(r#""server":"G1""#), "{json}");
+        assert_eq!(serde_json::from_str::<JobEnvelope>(&json).unwrap().job, bounded);
     }
 }

@@ -273,8 +273,13 @@ pub fn queue_message(id: String, body: &str, receive_count: Option<&str>) -> cra
 /// A queue message body back to a job; a body of another version or shape is an error.
 pub fn decode_job(body: &str) -> Result<Job, String> {
     let envelope: JobEnvelope = serde_json::from_str(body).map_err(|e| format!("not a kuuki job: {e}"))?;
-    if envelope.v != JobEnvelope::VERSION {
-        return Err(format!("job version {} (this build reads {})", envelope.v, JobEnvelope::VERSION));
+    if !(JobEnvelope::VERSION..=JobEnvelope::NEWEST).contains(&envelope.v) {
+        return Err(format!(
+            "job version {} (this build reads {} to {})",
+            envelope.v,
+            JobEnvelope::VERSION,
+            JobEnvelope::NEWEST
+        ));
     }
     Ok(envelope.job)
 }
@@ -351,6 +356,18 @@ mod tests {
         assert_eq!(crate::budget::JobKind::of(&remember), crate::budget::JobKind::Summarize);
         assert_eq!(crate::worker::Pool::of(&remember), crate::worker::Pool::Memory);
         assert_eq!(urls.kind_of_arn("arn:aws:sqs:eu-west-1:123456789012:kuuki-forget"), Some(JobKind::Forget));
+        // A forget bounded to a server travels as version 2, and this build reads it.
+        let bounded = Job::Forget {
+            channel: ChannelId("41771983423143938".into()),
+            user: crate::domain::UserId("1111".into()),
+            whom: "<@1111>".into(),
+            ts: Ts::new("1700000000.000100"),
+            reply: crate::domain::CommandReply::Discord { application_id: "1".into(), token: "t".into() },
+            server: Some("41771983423143937".into()),
+        };
+        let body = encode_job(&bounded);
+        assert!(body.starts_with(r#"{"v":2,"job":"forget","#), "{body}");
+        assert_eq!(decode_job(&body), Ok(bounded));
         assert_eq!(urls.kind_of_arn("arn:aws:sqs:eu-west-1:123456789012:kuuki-forget-dead-letters"), None);
     }
 }
