@@ -741,6 +741,16 @@ async fn a_managers_forget_stays_in_their_server_and_forget_me_reaches_everywher
     w.run_for(1.0).await;
     assert_eq!((said(CHANNEL).await, said(OTHER_CHANNEL).await), (0, 1), "this server's channel only");
     assert_eq!(said(HIDDEN_CHANNEL).await, 1, "a channel Discord would not place is left");
+    let logged: Vec<_> = w
+        .log
+        .take()
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            kuuki::domain::EventKind::Forget { server, unplaced, messages, .. } => Some((server, unplaced, messages)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(logged, [(Some(GUILD.to_owned()), 1, 1)], "the log says how far it reached");
     assert_eq!(w.requests("GET", &format!("/channels/{OTHER_CHANNEL}")).await.len(), 1, "asked where it is, once");
     let profile = w.deps.facts.profile(&UserId(someone.into())).await.unwrap().expect("kept: they wrote elsewhere");
     assert!(profile.channels.contains(&ChannelId(OTHER_CHANNEL.into())), "{profile:?}");

@@ -130,6 +130,10 @@ pub enum EventKind {
         facts_edited: usize,
         notes: usize,
         summaries: usize,
+        /// A request bounded to one Discord server (its id) or the Slack workspace
+        /// (`slack`), and the channels it could not place there; `None` everywhere.
+        server: Option<String>,
+        unplaced: usize,
     },
     /// A `/kuuki` command someone ran in the channel, and kuuki's answer to them.
     Command {

@@ -138,7 +138,7 @@ async fn forget(
 ) -> PortResult<Answer> {
     let Some(reply) = command.reply() else {
         let forgotten = crate::memory::forget::forget_user(deps, &user, channel, server.as_deref()).await?;
-        crate::memory::forget::record_forgotten(deps, channel, &user, &forgotten);
+        crate::memory::forget::record_forgotten(deps, channel, &user, &forgotten, server.as_deref());
         return Ok(crate::memory::forget::answer(&forgotten, whom, server.as_deref()).into());
     };
     let job = crate::domain::Job::Forget {

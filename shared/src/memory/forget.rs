@@ -143,7 +143,7 @@ async fn forget_and_answer(deps: &Deps, key: &str, asked: &Asked<'_>, resumed: b
         (None, interrupted) => (forget_user(deps, user, channel, server).await?, interrupted),
     };
     if !already {
-        record_forgotten(deps, channel, user, &removed);
+        record_forgotten(deps, channel, user, &removed, server);
         let json = serde_json::to_string(&removed).expect("counts encode");
         deps.ledger.cache_put(&progress, &json, until).await?;
     }
@@ -401,7 +401,7 @@ pub async fn forget_user(
 }
 
 /// The decision record of a forget request: who, asked where, and what went.
-pub fn record_forgotten(deps: &Deps, requested_in: &ChannelId, user: &UserId, done: &Forgotten) {
+pub fn record_forgotten(deps: &Deps, requested_in: &ChannelId, user: &UserId, done: &Forgotten, server: Option<&str>) {
     record(
         deps,
         requested_in,
@@ -414,6 +414,8 @@ pub fn record_forgotten(deps: &Deps, requested_in: &ChannelId, user: &UserId, do
             facts_edited: done.facts_edited,
             notes: done.notes,
             summaries: done.summaries,
+            server: server.map(str::to_owned),
+            unplaced: done.unplaced,
         },
     );
 }
@@ -463,6 +465,8 @@ pub async fn forget_message(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortRe
                 facts_edited: edited,
                 notes: 0,
                 summaries: 0,
+                server: None,
+                unplaced: 0,
             },
         );
     }

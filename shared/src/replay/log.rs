@@ -288,6 +288,10 @@ enum Body<'a> {
         facts_edited: usize,
         notes: usize,
         summaries: usize,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        server: Option<&'a str>,
+        #[serde(skip_serializing_if = "is_zero")]
+        unplaced: usize,
     },
     Command {
         user: &'a UserId,
@@ -375,14 +379,18 @@ fn body(event: &Event) -> Body<'_> {
             profiles: *profiles,
             embedding_error: embedding_error.as_deref(),
         },
-        EventKind::Forget { user, messages, facts_removed, facts_edited, notes, summaries } => Body::Forget {
-            user: user.as_ref(),
-            messages: *messages,
-            facts_removed: *facts_removed,
-            facts_edited: *facts_edited,
-            notes: *notes,
-            summaries: *summaries,
-        },
+        EventKind::Forget { user, messages, facts_removed, facts_edited, notes, summaries, server, unplaced } => {
+            Body::Forget {
+                user: user.as_ref(),
+                messages: *messages,
+                facts_removed: *facts_removed,
+                facts_edited: *facts_edited,
+                notes: *notes,
+                summaries: *summaries,
+                server: server.as_deref(),
+                unplaced: *unplaced,
+            }
+        }
         EventKind::Command { user, command, answer, announced } => {
             Body::Command { user, command, answer, announced: announced.as_deref() }
         }
@@ -418,4 +426,9 @@ fn ts_seconds(ts: &Ts) -> MsgT<'_> {
         (Ok(secs), Ok(frac)) => MsgT::Seconds(seconds(Timestamp::from_secs_f64(secs as f64 + frac))),
         _ => MsgT::Raw(ts.as_str()),
     }
+}
+
+/// Leaves a zero count out of a line (`serde(skip_serializing_if)`).
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }

@@ -558,6 +558,8 @@ fn one_of_every_kind() -> Vec<crate::domain::Event> {
             facts_edited: 1,
             notes: 1,
             summaries: 1,
+            server: None,
+            unplaced: 0,
         },
     ];
     let mut seen = [false; 12];
