@@ -242,6 +242,11 @@ pub fn answer(forgotten: &Forgotten, whom: &str, server: Option<&str>) -> String
 /// Discord lookups of a channel's server at once.
 const SERVER_LOOKUPS: usize = 8;
 
+/// How long the ledger remembers a channel's server: a channel never moves, and any
+/// worker (not only the one whose client asked) reads it, so a forget that ran out of
+/// time goes on from where it stopped.
+const SERVER_KEEP: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+
 /// Whether `channel` is in the Discord server `server`; `None` when Discord would not
 /// say (a channel it no longer shows kuuki).
 async fn in_discord_server(
@@ -256,8 +261,17 @@ async fn in_discord_server(
     if !is_discord_id(&channel.0) {
         return Ok(Some(false));
     }
+    let key = format!("server-of:{channel}");
+    // "" for a channel in no server (a DM).
+    if let Some(known) = deps.ledger.cache_get(&key, deps.clock.now()).await? {
+        return Ok(Some(known == server));
+    }
     match deps.chat.server_of(channel).await {
-        Ok(found) => Ok(Some(found.as_deref() == Some(server))),
+        Ok(found) => {
+            let found = found.unwrap_or_default();
+            deps.ledger.cache_put(&key, &found, deps.clock.now() + SERVER_KEEP).await?;
+            Ok(Some(found == server))
+        }
         Err(PortError::Rejected { message, .. }) => {
             tracing::warn!(%channel, %message, "a channel Discord does not show: not searched");
             Ok(None)
@@ -505,6 +519,63 @@ mod tests {
         let (reached, unplaced) = in_reach(&deps, all.clone(), Some(SLACK_WORKSPACE), &asked_in).await.unwrap();
         assert_eq!((reached, unplaced), (ids(&["C1", "D9", "C2"]), 0));
         assert_eq!(in_reach(&deps, all.clone(), None, &asked_in).await.unwrap(), (all, 0), "everywhere");
+    }
+
+    /// A chat that places two Discord channels in two servers, counting the lookups.
+    #[derive(Default)]
+    struct Placing(std::sync::atomic::AtomicUsize);
+
+    #[async_trait::async_trait]
+    impl crate::ports::Chat for Placing {
+        async fn post_message(&self, _: &crate::ports::Post) -> PortResult<Ts> {
+            unreachable!("placing channels posts nothing")
+        }
+        async fn add_reaction(&self, _: &ChannelId, _: &Ts, _: &str) -> PortResult<()> {
+            unreachable!("placing channels reacts to nothing")
+        }
+        async fn find_post(
+            &self,
+            _: &ChannelId,
+            _: Option<&Ts>,
+            _: &Ts,
+            _: &str,
+        ) -> PortResult<Option<crate::ports::FoundPost>> {
+            unreachable!("placing channels looks for no post")
+        }
+        async fn user_name(&self, user: &UserId) -> PortResult<String> {
+            Ok(user.0.to_string())
+        }
+        async fn answer_command(&self, _: &CommandReply, _: &str) -> PortResult<()> {
+            unreachable!("placing channels answers nothing")
+        }
+        async fn server_of(&self, channel: &ChannelId) -> PortResult<Option<String>> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(match channel.as_str() {
+                "111" => Some("G1".into()),
+                "222" => Some("G2".into()),
+                _ => None,
+            })
+        }
+    }
+
+    /// A channel's server is asked of the platform once and then read from the ledger,
+    /// by any worker: a forget that ran out of time does not ask again elsewhere.
+    #[tokio::test]
+    async fn a_channels_server_is_remembered_in_the_ledger_for_every_worker() {
+        let settings = Settings::from_vars(&HashMap::new()).unwrap();
+        let clock = Arc::new(VirtualClock::new(Timestamp(1_000_000_000)));
+        let parts = InProcess::new(clock.clone());
+        let ids = |ids: &[&str]| ids.iter().map(|id| ChannelId((*id).into())).collect::<Vec<_>>();
+        let (all, asked_in) = (ids(&["111", "222", "333", "C1"]), ChannelId("444".into()));
+        for expected_lookups in [3, 0] {
+            // Another worker: its own client, the same ledger.
+            let chat = Arc::new(Placing::default());
+            let adapters = parts.adapters(chat.clone(), None, Arc::new(MemoryLog::default()));
+            let deps = Deps::new(settings.clone(), settings.persona(None), UserId("UKUUKI".into()), adapters, 1);
+            let reached = in_reach(&deps, all.clone(), Some("G1"), &asked_in).await.unwrap();
+            assert_eq!(reached, (ids(&["111"]), 0), "G1's channel only (C1 is Slack's)");
+            assert_eq!(chat.0.load(std::sync::atomic::Ordering::SeqCst), expected_lookups);
+        }
     }
 
     /// Memory work that read someone's messages before their forget ended, or while it
