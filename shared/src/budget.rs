@@ -234,15 +234,7 @@ mod tests {
     /// also those queued on its own queue before that queue existed.
     #[test]
     fn forget_requests_have_their_own_queue_and_the_reflect_worker_runs_them() {
-        use crate::domain::{ChannelId, CommandReply, Ts, UserId};
-        let forget = Job::Forget {
-            channel: ChannelId("C1".into()),
-            user: UserId("U1".into()),
-            whom: "you".into(),
-            ts: Ts::new("1700000000.000100"),
-            reply: CommandReply::Slack { response_url: "https://hooks.slack.com/commands/T1/2/x".into() },
-            server: None,
-        };
+        let forget = Job::sample_forget(None);
         assert_eq!(JobKind::of(&forget), JobKind::Forget);
         assert!(JobKind::Forget.runs(&forget) && JobKind::Reflect.runs(&forget));
         assert!(JobKind::Reflect.runs(&Job::SweepFacts) && !JobKind::Forget.runs(&Job::SweepFacts));

@@ -357,6 +357,28 @@ pub enum Job {
 /// (its channels, not those of a Discord server the same deployment serves).
 pub const SLACK_WORKSPACE: &str = "slack";
 
+/// The Discord server a forget's reach (`Job::Forget`'s `server`) names, if it names
+/// one rather than everywhere or the Slack workspace.
+pub fn discord_server(reach: Option<&str>) -> Option<&str> {
+    reach.filter(|reach| *reach != SLACK_WORKSPACE)
+}
+
+impl Job {
+    /// A forget request in a test, reaching `server` (`None`: everywhere); its way back
+    /// holds the word "secret".
+    #[cfg(test)]
+    pub(crate) fn sample_forget(server: Option<&str>) -> Job {
+        Job::Forget {
+            channel: ChannelId("C1".into()),
+            user: UserId("U1".into()),
+            whom: "you".into(),
+            ts: Ts::new("1.000001"),
+            reply: CommandReply::Slack { response_url: "https://hooks.slack.com/commands/T1/2/secret".into() },
+            server: server.map(str::to_owned),
+        }
+    }
+}
+
 /// Where the answer to a slash command goes when a worker has it: the command's own
 /// way back to the caller, valid for a while after the command.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
@@ -739,14 +761,7 @@ mod tests {
     /// A job's debug form (logged when it fails) hides the way back to the caller.
     #[test]
     fn a_command_reply_keeps_its_credential_out_of_logs() {
-        let job = Job::Forget {
-            channel: ChannelId("C1".into()),
-            user: UserId("U1".into()),
-            whom: "you".into(),
-            ts: Ts::new("1.000001"),
-            reply: CommandReply::Slack { response_url: "https://hooks.slack.com/commands/T1/2/secret".into() },
-            server: None,
-        };
+        let job = Job::sample_forget(None);
         let logged = format!("{job:?}");
         assert!(!logged.contains("secret") && logged.contains("<hidden>"), "{logged}");
         let discord = CommandReply::Discord { application_id: "1".into(), token: "tok-secret".into() };
@@ -756,8 +771,7 @@ mod tests {
         assert!(json.starts_with(r#"{"v":1,"#) && !json.contains("server"), "{json}");
         assert_eq!(serde_json::from_str::<JobEnvelope>(&json).unwrap().job, job);
         // Bounded to a server: version 2, which a build that would forget everywhere refuses.
-        let Job::Forget { channel, user, whom, ts, reply, .. } = job else { unreachable!() };
-        let bounded = Job::Forget { channel, user, whom, ts, reply, server: Some("G1".into()) };
+        let bounded = Job::sample_forget(Some("G1"));
         let json = serde_json::to_string(&JobEnvelope::new(bounded.clone())).unwrap();
         assert!(json.starts_with(r#"{"v":2,"#) && json.contains(r#""server":"G1""#), "{json}");
         assert_eq!(serde_json::from_str::<JobEnvelope>(&json).unwrap().job, bounded);

@@ -150,10 +150,7 @@ async fn forget(
         server: server.clone(),
     };
     deps.enqueue_after(job, Duration::ZERO).await?;
-    let here = match server.as_deref() {
-        None | Some(crate::domain::SLACK_WORKSPACE) => "",
-        Some(_) => " in this server",
-    };
+    let here = if crate::domain::discord_server(server.as_deref()).is_some() { " in this server" } else { "" };
     Ok(format!("kuuki is forgetting {whom}{here}; what was removed will show here in a moment.").into())
 }
 

@@ -12,7 +12,8 @@ use std::time::Duration;
 use super::keywords::contains_phrase;
 use crate::deps::Deps;
 use crate::domain::{
-    ChannelId, ChannelMemory, CommandReply, EventKind, Job, SLACK_WORKSPACE, Ts, UserId, WorkspaceMemory, is_discord_id,
+    ChannelId, ChannelMemory, CommandReply, EventKind, Job, SLACK_WORKSPACE, Ts, UserId, WorkspaceMemory,
+    discord_server, is_discord_id,
 };
 use crate::ports::{ClaimOutcome, PortError, PortResult};
 use crate::record::record;
@@ -227,7 +228,7 @@ impl Forgotten {
 /// reach.
 pub fn answer(forgotten: &Forgotten, whom: &str, server: Option<&str>) -> String {
     let mut text = forgotten.describe(whom);
-    if server.is_some_and(|server| server != SLACK_WORKSPACE) {
+    if discord_server(server).is_some() {
         text.push_str(" Only this server's channels were searched: what was said elsewhere stays.");
         if forgotten.unplaced > 0 {
             text.push_str(&format!(
@@ -283,7 +284,7 @@ async fn in_discord_server(
 /// Among `channels`, those `server` reaches (all of them when `None`), and how many
 /// could not be placed. `requested_in` is always one; the Slack workspace reaches its
 /// own channels (a deployment serves one); a Discord server the channels Discord puts
-/// in it, asked a few at a time (cached by the client).
+/// in it, asked a few at a time (remembered in the ledger, see [`in_discord_server`]).
 async fn in_reach(
     deps: &Deps,
     channels: Vec<ChannelId>,
@@ -331,7 +332,7 @@ pub async fn forget_user(
     // Each channel a forget in one Discord server places is a call to Discord: there,
     // only the channels with a fact from or about them (the loop below changes nothing
     // in the others but a summary that names them without a fact).
-    let placing = server.is_some_and(|server| server != SLACK_WORKSPACE);
+    let placing = discord_server(server).is_some();
     for channel in deps.facts.fact_channels().await?.into_iter().chain(std::iter::once(requested_in.clone())) {
         if channels.contains(&channel) {
             continue;
