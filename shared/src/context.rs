@@ -325,10 +325,82 @@ pub const EXCERPT_MESSAGES: usize = 5;
 /// The conversation as kuuki stepped in, for the intervention history.
 pub fn excerpt<M: std::borrow::Borrow<Message>>(conversation: &[M]) -> String {
     let start = conversation.len().saturating_sub(EXCERPT_MESSAGES);
-    let joined = conversation[start..]
-        .iter()
-        .map(|m| format!("{}: {}", m.borrow().user_name, m.borrow().text))
-        .collect::<Vec<_>>()
-        .join(" / ");
-    joined.chars().take(EXCERPT_CHARS).collect()
+    // "name: text / name: text", cut at EXCERPT_CHARS characters, written once.
+    let mut out = String::new();
+    let mut room = EXCERPT_CHARS;
+    for (i, m) in conversation[start..].iter().enumerate() {
+        let m = m.borrow();
+        let separator = if i == 0 { "" } else { " / " };
+        for part in [separator, m.user_name.as_str(), ": ", m.text.as_str()] {
+            if !push_within(&mut out, part, &mut room) {
+                return out;
+            }
+        }
+    }
+    out
+}
+
+/// Appends as much of `text` as `room` characters allow, and takes them off `room`;
+/// false when `text` did not fit whole.
+fn push_within(out: &mut String, text: &str, room: &mut usize) -> bool {
+    match text.char_indices().nth(*room) {
+        Some((cut, _)) => {
+            out.push_str(&text[..cut]);
+            *room = 0;
+            false
+        }
+        None => {
+            out.push_str(text);
+            *room -= text.chars().count();
+            true
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Author, ChannelId, Timestamp, Ts, UserId};
+
+    fn said(user: &str, text: &str) -> Message {
+        Message {
+            channel: ChannelId("C1".into()),
+            ts: Ts::new("1.0"),
+            thread_root: None,
+            user: UserId(user.into()),
+            user_name: user.to_owned(),
+            text: text.to_owned(),
+            author: Author::Human,
+            replies_to_bot: false,
+            in_dm: false,
+            private_channel: false,
+            at: Timestamp(0),
+        }
+    }
+
+    #[test]
+    fn an_excerpt_is_the_last_lines_joined_and_cut_at_its_length() {
+        // What it has always been: joined, then cut at EXCERPT_CHARS characters.
+        let joined_then_cut = |conversation: &[Message]| {
+            let start = conversation.len().saturating_sub(EXCERPT_MESSAGES);
+            let joined: Vec<String> =
+                conversation[start..].iter().map(|m| format!("{}: {}", m.user_name, m.text)).collect();
+            joined.join(" / ").chars().take(EXCERPT_CHARS).collect::<String>()
+        };
+        let long = "デプロイ".repeat(60);
+        let cases: Vec<Vec<Message>> = vec![
+            vec![],
+            vec![said("sato", "おはよう")],
+            (0..8).map(|i| said("sato", &format!("line {i}"))).collect(),
+            vec![said("sato", &long)],
+            vec![said("sato", &"a".repeat(EXCERPT_CHARS - 6)), said("suzuki", "cut in the separator")],
+            vec![said("sato", &"x".repeat(EXCERPT_CHARS - 6)), said("suzuki", "b")],
+            (0..5).map(|_| said("tanaka", &"é".repeat(39))).collect(),
+        ];
+        for conversation in &cases {
+            let excerpt = excerpt(conversation);
+            assert_eq!(excerpt, joined_then_cut(conversation));
+            assert!(excerpt.chars().count() <= EXCERPT_CHARS);
+        }
+    }
 }

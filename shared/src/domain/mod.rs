@@ -137,11 +137,23 @@ pub struct Message {
     pub at: Timestamp,
 }
 
+/// Where `needle` (not empty) starts in `text`, overlapping matches included. Chat
+/// lines are short: finding the needle's first byte and comparing there is quicker
+/// than preparing a substring searcher for each line, as `str::contains` does.
+pub fn positions_of<'t>(text: &'t str, needle: &'t str) -> impl Iterator<Item = usize> + 't {
+    let (text, needle) = (text.as_bytes(), needle.as_bytes());
+    let first = needle.first().copied();
+    first
+        .into_iter()
+        .flat_map(move |first| memchr::memchr_iter(first, text))
+        .filter(move |&at| text[at..].starts_with(needle))
+}
+
 /// The people `text` mentions by id, in order: `<@id>` (Slack, transcripts) and
 /// `<@!id>` (Discord), with Slack's legacy `<@id|name>` cut at the bar. Discord role
 /// mentions (`<@&id>`) name no one person and are left out.
 pub fn mentioned_ids(text: &str) -> impl Iterator<Item = &str> {
-    text.match_indices("<@").filter_map(|(i, _)| {
+    positions_of(text, "<@").filter_map(|i| {
         let rest = &text[i + 2..];
         let rest = rest.strip_prefix('!').unwrap_or(rest);
         let id = &rest[..rest.find('>')?];
@@ -704,7 +716,7 @@ pub fn is_discord_id(id: &str) -> bool {
 /// Who kuuki is: its user id on each platform it serves (for `<@id>` mentions and its
 /// own stored posts) and the names people call it by. The patterns are prepared once:
 /// every judgment looks for them.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct BotIdentity {
     /// The first platform's id, then any other's ([`BotIdentity::also`]).
     pub user_ids: Vec<UserId>,
@@ -712,16 +724,35 @@ pub struct BotIdentity {
     pub mention_patterns: Vec<String>,
     /// The name and the aliases, lowercased, empty ones left out.
     pub names_lowercase: Vec<String>,
+    /// A searcher for each of `names_lowercase`, in its order.
+    name_finders: Vec<memchr::memmem::Finder<'static>>,
+}
+
+/// Equal when the ids and names are (the searchers are made from the names).
+impl PartialEq for BotIdentity {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.user_ids, &self.mention_patterns, &self.names_lowercase)
+            == (&other.user_ids, &other.mention_patterns, &other.names_lowercase)
+    }
 }
 
 impl BotIdentity {
     pub fn new(user_id: UserId, name: &str, aliases: &[String]) -> Self {
-        let names_lowercase = std::iter::once(name)
+        let names_lowercase: Vec<String> = std::iter::once(name)
             .chain(aliases.iter().map(String::as_str))
             .filter(|n| !n.trim().is_empty())
             .map(str::to_lowercase)
             .collect();
-        BotIdentity { user_ids: Vec::new(), mention_patterns: Vec::new(), names_lowercase }.also(user_id)
+        let name_finders = names_lowercase.iter().map(|n| memchr::memmem::Finder::new(n).into_owned()).collect();
+        BotIdentity { user_ids: Vec::new(), mention_patterns: Vec::new(), names_lowercase, name_finders }.also(user_id)
+    }
+
+    /// Each name (lowercase) with where it starts in `text_lower`.
+    pub fn names_in<'t>(&'t self, text_lower: &'t str) -> impl Iterator<Item = (&'t str, usize)> + 't {
+        self.names_lowercase
+            .iter()
+            .zip(&self.name_finders)
+            .flat_map(move |(name, finder)| finder.find_iter(text_lower.as_bytes()).map(move |at| (name.as_str(), at)))
     }
 
     /// The same bot under another platform's id.
@@ -730,6 +761,12 @@ impl BotIdentity {
         self.mention_patterns.push(format!("<@!{}>", user_id.0));
         self.user_ids.push(user_id);
         self
+    }
+
+    /// `text` holds one of [`BotIdentity::mention_patterns`]. Each begins `<@`, so
+    /// only the places of that pair are tried (most lines have none).
+    pub fn is_mentioned_in(&self, text: &str) -> bool {
+        positions_of(text, "<@").any(|at| self.mention_patterns.iter().any(|p| text[at..].starts_with(p.as_str())))
     }
 
     pub fn is_me(&self, id: &str) -> bool {

@@ -62,16 +62,26 @@ impl Ts {
 
     /// The Slack-style ts of a moment: seconds, a dot, six digits of microseconds.
     pub fn from_timestamp(at: Timestamp) -> Ts {
-        use std::io::Write;
         let micros = at.as_micros();
         let (secs, frac) =
             (micros.div_euclid(Timestamp::MICROS_PER_SECOND), micros.rem_euclid(Timestamp::MICROS_PER_SECOND));
-        // Written on the stack: the ts's one allocation is its shared text.
-        let mut text = [0u8; 32];
-        let mut cursor = std::io::Cursor::new(&mut text[..]);
-        write!(cursor, "{secs}.{frac:06}").expect("an i64 and six digits fit");
-        let len = cursor.position() as usize;
-        Ts::new(std::str::from_utf8(&text[..len]).expect("digits"))
+        // Written on the stack: the ts's one allocation is its shared text. Every
+        // message minted in replay and serve comes here, so no formatter is run and
+        // the key is not parsed back from the text.
+        let mut digits = itoa::Buffer::new();
+        let secs_text = digits.format(secs);
+        let mut text = [b'0'; 40];
+        let dot = secs_text.len();
+        text[..dot].copy_from_slice(secs_text.as_bytes());
+        text[dot] = b'.';
+        let mut frac_digits = itoa::Buffer::new();
+        let frac_text = frac_digits.format(frac).as_bytes();
+        text[dot + 1 + 6 - frac_text.len()..dot + 7].copy_from_slice(frac_text);
+        let raw = std::str::from_utf8(&text[..dot + 7]).expect("digits");
+        // Scaled from micros to the key's nanos; a time before 1970 has no numeric key.
+        let key = u64::try_from(secs).ok().map(|secs| (secs, frac as u64 * 1_000));
+        debug_assert_eq!(key, numeric_key(raw), "{raw}");
+        Ts { raw: raw.into(), key }
     }
 }
 
@@ -220,6 +230,14 @@ mod tests {
     #[test]
     fn from_timestamp_is_slack_shaped() {
         assert_eq!(Ts::from_timestamp(Timestamp(1_712_345_678_000_042)).as_str(), "1712345678.000042");
+        for (micros, text) in
+            [(0, "0.000000"), (1_500_000, "1.500000"), (-1, "-1.999999"), (i64::MAX, "9223372036854.775807")]
+        {
+            let minted = Ts::from_timestamp(Timestamp(micros));
+            assert_eq!(minted.as_str(), text);
+            // The same ts, key and order as one read from the text.
+            assert_eq!((&minted.raw, minted.key), (&Ts::new(text).raw, Ts::new(text).key), "{text}");
+        }
     }
 
     #[test]

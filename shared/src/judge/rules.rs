@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::config::Settings;
 use crate::domain::{
     Author, BotIdentity, Breakdown, Decision, DirectTrigger, Message, Pending, ResponseType, RuleScore, Timestamp,
+    positions_of,
 };
 
 /// Points of each rule, as the source documents give them.
@@ -36,13 +37,21 @@ const BUSY_MESSAGES: usize = 5;
 /// `text` in lowercase, borrowed when it already is: most chat lines (Japanese, or
 /// lowercase English) are, and the rules lowercase every message of the window.
 pub(crate) fn lowercase(text: &str) -> std::borrow::Cow<'_, str> {
-    // Bytes first (vectorized): ASCII upper case needs lowering, plain ASCII does not.
     let bytes = text.as_bytes();
-    if bytes.iter().any(u8::is_ascii_uppercase) {
-        return std::borrow::Cow::Owned(text.to_lowercase());
+    // One pass over the bytes says whether any is an ASCII capital and whether any
+    // leads a character outside ASCII and U+3000..=U+9FFF.
+    let class = bytes.iter().fold(0u8, |class, &b| class | BYTE_CLASS[usize::from(b)]);
+    let upper = class & ASCII_CAPITAL != 0;
+    if class & OTHER_LEAD == 0 || only_ascii_letters_have_case(bytes) {
+        // Only ASCII letters can change here.
+        return if upper {
+            std::borrow::Cow::Owned(text.to_ascii_lowercase())
+        } else {
+            std::borrow::Cow::Borrowed(text)
+        };
     }
-    if bytes.is_ascii() {
-        return std::borrow::Cow::Borrowed(text);
+    if upper {
+        return std::borrow::Cow::Owned(text.to_lowercase());
     }
     let unchanged = |c: char| {
         if c.is_ascii() {
@@ -62,11 +71,55 @@ pub(crate) fn lowercase(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// [`BYTE_CLASS`] bits.
+const ASCII_CAPITAL: u8 = 1;
+const OTHER_LEAD: u8 = 2;
+
+/// For each byte value: [`ASCII_CAPITAL`] for A..=Z, [`OTHER_LEAD`] for a byte that
+/// leads a character other than ASCII or U+3000..=U+9FFF (C0..=E2, EA..=FF).
+static BYTE_CLASS: [u8; 256] = {
+    let mut class = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        class[b] = match b as u8 {
+            b'A'..=b'Z' => ASCII_CAPITAL,
+            0xC0..=0xE2 | 0xEA..=0xFF => OTHER_LEAD,
+            _ => 0,
+        };
+        b += 1;
+    }
+    class
+};
+
+/// Whether, of the characters in UTF-8 `bytes`, only ASCII letters can change when
+/// lowercased: besides ASCII, the text is kana, CJK ideographs and punctuation
+/// (U+3000..=U+9FFF, led by E3..=E9), general punctuation (U+2000..=U+203F, E2 80) or
+/// full-width forms other than Ａ..Ｚ (U+FF00..=U+FFFF, EF BC..=BF). Read off the bytes
+/// without decoding; anything else answers no, and the caller decodes.
+fn only_ascii_letters_have_case(bytes: &[u8]) -> bool {
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            0..0x80 => i += 1,
+            0xE3..=0xE9 => i += 3,
+            0xE2 if bytes[i + 1] == 0x80 => i += 3,
+            // U+FF21..=U+FF3A (Ａ..Ｚ) is EF BC A1..=BA.
+            0xEF if matches!(bytes[i + 1], 0xBC..=0xBF)
+                && !(bytes[i + 1] == 0xBC && matches!(bytes[i + 2], 0xA1..=0xBA)) =>
+            {
+                i += 3
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
 /// Whether `message` is addressed to kuuki, and how. A reply to the bot is known from
 /// the platform (`replies_to_bot`); a mention is `<@id>` (Discord also `<@!id>`).
 pub fn direct_trigger(message: &Message, bot: &BotIdentity) -> Option<DirectTrigger> {
     let text = message.text.as_str();
-    if bot.mention_patterns.iter().any(|p| text.contains(p.as_str())) {
+    if bot.is_mentioned_in(text) {
         return Some(DirectTrigger::Mention);
     }
     if message.replies_to_bot {
@@ -79,23 +132,22 @@ pub fn direct_trigger(message: &Message, bot: &BotIdentity) -> Option<DirectTrig
         return None;
     }
     let text = lowercase(text);
-    if bot.names_lowercase.iter().any(|name| mentions_name(&text, name)) {
+    if mentions_name(&text, bot) {
         return Some(DirectTrigger::Name);
     }
     None
 }
 
-/// `text` and `name` are lowercase. An ASCII name must stand as a word ("kuuki," yes,
-/// "kuukiness" no); other names (くうき) match anywhere since Japanese has no spaces.
-fn mentions_name(text: &str, name: &str) -> bool {
-    if !name.is_ascii() {
-        return text.contains(name);
-    }
+/// `text` is lowercase. An ASCII name must stand as a word ("kuuki," yes, "kuukiness"
+/// no); other names (くうき) match anywhere since Japanese has no spaces.
+fn mentions_name(text: &str, bot: &BotIdentity) -> bool {
     let is_word_char = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
-    text.match_indices(&name).any(|(i, _)| {
-        let before = text[..i].chars().next_back();
-        let after = text[i + name.len()..].chars().next();
-        !is_word_char(before) && !is_word_char(after)
+    bot.names_in(text).any(|(name, i)| {
+        !name.is_ascii() || {
+            let before = text[..i].chars().next_back();
+            let after = text[i + name.len()..].chars().next();
+            !is_word_char(before) && !is_word_char(after)
+        }
     })
 }
 
@@ -215,16 +267,22 @@ fn called_by_name(message: &Message, conversation: &[Arc<Message>], bot: &BotIde
     if asks_you && !NOT_NAMES.contains(&word) && word.chars().all(char::is_alphabetic) {
         return Some(word.to_owned());
     }
-    let known = conversation.iter().any(|m| {
-        let n = lowercase(&m.user_name);
-        m.author == Author::Human && m.user != message.user && (n == word || n.split_whitespace().next() == Some(word))
-    });
     let calls = rest.starts_with([',', '、', ':']) || ASKING.iter().any(|a| after_name.starts_with(a));
-    (known && calls).then(|| word.to_owned())
+    // Only a line that calls someone is worth checking against everyone's names.
+    let known = || {
+        conversation.iter().any(|m| {
+            m.author == Author::Human && m.user != message.user && {
+                let n = lowercase(&m.user_name);
+                n == word || n.split_whitespace().next() == Some(word)
+            }
+        })
+    };
+    (calls && known()).then(|| word.to_owned())
 }
 
 fn contains_ignore_case(text_lower: &str, needle: &str) -> bool {
-    !needle.is_empty() && text_lower.contains(&*lowercase(needle))
+    let needle = lowercase(needle);
+    !needle.is_empty() && positions_of(text_lower, &needle).next().is_some()
 }
 
 /// The text asks something. People often leave out the question mark ("how do I undo
@@ -240,7 +298,7 @@ pub fn is_question(text: &str) -> bool {
         return true;
     }
     let lower = lowercase(t);
-    if question_phrases::ASKING.iter().any(|p| lower.contains(p)) {
+    if question_phrases::asking().is_match(&*lower) {
         return true;
     }
     let mut sentence_start = 0;
@@ -269,11 +327,13 @@ fn asks(sentence: &str) -> bool {
     while let Some(rest) = question_phrases::FILLERS.iter().find_map(|f| s.strip_prefix(f)) {
         s = rest.trim_start();
     }
-    if question_phrases::OPENINGS.iter().any(|o| s.starts_with(o)) {
+    // The openings are English and the endings Japanese: a sentence that starts or
+    // ends in another script is not compared with them one by one.
+    if s.as_bytes().first().is_some_and(u8::is_ascii) && question_phrases::OPENINGS.iter().any(|o| s.starts_with(o)) {
         return true;
     }
     let end = s.trim_end_matches(|c: char| !c.is_alphanumeric());
-    question_phrases::JA_ENDINGS.iter().any(|e| end.ends_with(e))
+    !end.as_bytes().last().is_some_and(u8::is_ascii) && question_phrases::JA_ENDINGS.iter().any(|e| end.ends_with(e))
 }
 
 mod question_phrases {
@@ -344,6 +404,13 @@ mod question_phrases {
         "んだろう",
         "教えて",
     ];
+    /// [`ASKING`] as one automaton: a text is read once, not once a phrase.
+    pub fn asking() -> &'static aho_corasick::AhoCorasick {
+        static ASKING_MATCHER: std::sync::LazyLock<aho_corasick::AhoCorasick> =
+            std::sync::LazyLock::new(|| aho_corasick::AhoCorasick::new(ASKING).expect("fixed phrases"));
+        &ASKING_MATCHER
+    }
+
     /// Asking for help without a question.
     pub const ASKING: &[&str] = &[
         "anyone know",
@@ -1133,14 +1200,39 @@ mod tests {
     }
 
     #[test]
+    fn the_ranges_read_as_caseless_do_not_change_when_lowercased() {
+        let ranges = [0x3000..=0x9FFF, 0x2000..=0x203F, 0xFF00..=0xFF20, 0xFF3B..=0xFFFF];
+        for c in ranges.into_iter().flatten().filter_map(char::from_u32) {
+            let text = c.to_string();
+            assert!(only_ascii_letters_have_case(text.as_bytes()), "{c:?} U+{:04X}", c as u32);
+            assert_eq!(text.to_lowercase(), text, "U+{:04X}", c as u32);
+        }
+        for text in ["Ａ", "Ｚ", "Ω", "Ⅰ", "É", "ǅ"] {
+            assert!(!only_ascii_letters_have_case(text.as_bytes()), "{text}");
+        }
+    }
+
+    #[test]
+    fn question_openings_are_english_and_endings_japanese() {
+        // `asks` skips each list by the script a sentence starts or ends in.
+        assert!(question_phrases::OPENINGS.iter().all(|o| o.as_bytes()[0].is_ascii()));
+        assert!(question_phrases::JA_ENDINGS.iter().all(|e| !e.as_bytes()[e.len() - 1].is_ascii()));
+    }
+
+    #[test]
     fn lowercase_borrows_only_what_is_lowercase_already() {
         use std::borrow::Cow;
-        for text in ["おはよう、デプロイは？", "lunch anyone?", "", "ｋｕｕｋｉ"] {
+        for text in ["おはよう、デプロイは？", "lunch anyone?", "", "ｋｕｕｋｉ", "日本語の café"]
+        {
             assert!(matches!(lowercase(text), Cow::Borrowed(t) if t == text), "{text}");
         }
-        for (text, lower) in
-            [("Hello", "hello"), ("ＫＵＵＫＩ さん", "ｋｕｕｋｉ さん"), ("ǅemal", "ǆemal"), ("ÉCOLE", "école")]
-        {
+        for (text, lower) in [
+            ("Hello", "hello"),
+            ("ＫＵＵＫＩ さん", "ｋｕｕｋｉ さん"),
+            ("ǅemal", "ǆemal"),
+            ("ÉCOLE", "école"),
+            ("日本語の Éc", "日本語の éc"),
+        ] {
             assert!(matches!(lowercase(text), Cow::Owned(ref t) if t == lower), "{text}");
         }
     }

@@ -409,21 +409,12 @@ enum MsgT<'a> {
     Raw(&'a str),
 }
 
-/// A replay ts back to transcript seconds (replay ts are minted from the virtual clock).
+/// A replay ts back to transcript seconds (replay ts are minted from the virtual clock),
+/// from the number the ts holds (no text parsed: every line has one).
 fn ts_seconds(ts: &Ts) -> MsgT<'_> {
-    let (int, frac) = ts.as_str().split_once('.').unwrap_or((ts.as_str(), "0"));
-    // "0.<frac>" parsed as written (on the stack: every line has one).
-    let mut text = [0u8; 48];
-    let fraction = match text.get_mut(..frac.len() + 2) {
-        Some(room) => {
-            room[..2].copy_from_slice(b"0.");
-            room[2..].copy_from_slice(frac.as_bytes());
-            std::str::from_utf8(room).ok().and_then(|t| t.parse::<f64>().ok())
-        }
-        None => format!("0.{frac}").parse::<f64>().ok(),
-    };
-    match (int.parse::<i64>(), fraction.ok_or(())) {
-        (Ok(secs), Ok(frac)) => MsgT::Seconds(seconds(Timestamp::from_secs_f64(secs as f64 + frac))),
+    match ts.approximate() {
+        // Past i64 seconds a time cannot be a replay's.
+        Some(secs) if secs < i64::MAX as f64 => MsgT::Seconds(seconds(Timestamp::from_secs_f64(secs))),
         _ => MsgT::Raw(ts.as_str()),
     }
 }

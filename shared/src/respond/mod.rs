@@ -480,7 +480,7 @@ async fn message_embedding(deps: &Deps, facts: &[crate::domain::Fact], target: &
 
 /// With `--llm none`: a visible stand-in that says what kuuki would have said.
 fn placeholder(deps: &Deps, target: &Message, response_type: ResponseType) -> String {
-    let quoted: String = target.text.chars().take(40).collect();
+    let quoted = target.text.char_indices().nth(40).map_or(target.text.as_str(), |(cut, _)| &target.text[..cut]);
     format!("[{} {} to {}: \"{}\"]", deps.persona.name, response_type.as_str(), target.user_name, quoted)
 }
 

@@ -1,5 +1,8 @@
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
+
+// foldhash, not SipHash: every delivery is looked up by its number a few times.
+use foldhash::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -49,7 +52,7 @@ struct Jobs {
     invisible: VecDeque<(Timestamp, u64)>,
     /// Deliveries settled after they had come back (a late acknowledgement): their
     /// visible copies are dropped when reached, as SQS deletes the message.
-    settled_late: std::collections::HashSet<u64>,
+    settled_late: HashSet<u64>,
 }
 
 impl Jobs {
