@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::config::Settings;
 use crate::domain::{
     Author, BotIdentity, Breakdown, Decision, DirectTrigger, Message, Pending, ResponseType, RuleScore, Timestamp,
-    positions_of,
+    UserId, positions_of,
 };
 
 /// Points of each rule, as the source documents give them.
@@ -322,18 +322,20 @@ pub fn is_question(text: &str) -> bool {
 
 /// One sentence (lowercase) opens like an English question or ends like a Japanese one.
 fn asks(sentence: &str) -> bool {
+    use aho_corasick::{Anchored, Input};
     let mut s = sentence.trim_start();
     // "so how do I …", "ok quick question: is there …"
-    while let Some(rest) = question_phrases::FILLERS.iter().find_map(|f| s.strip_prefix(f)) {
-        s = rest.trim_start();
+    while let Some(filler) = question_phrases::fillers().find(Input::new(s).anchored(Anchored::Yes)) {
+        s = s[filler.end()..].trim_start();
     }
-    // The openings are English and the endings Japanese: a sentence that starts or
-    // ends in another script is not compared with them one by one.
-    if s.as_bytes().first().is_some_and(u8::is_ascii) && question_phrases::OPENINGS.iter().any(|o| s.starts_with(o)) {
+    if question_phrases::openings().is_match(Input::new(s).anchored(Anchored::Yes)) {
         return true;
     }
     let end = s.trim_end_matches(|c: char| !c.is_alphanumeric());
-    !end.as_bytes().last().is_some_and(u8::is_ascii) && question_phrases::JA_ENDINGS.iter().any(|e| end.ends_with(e))
+    // Only endings with the sentence's last character are compared whole.
+    end.chars()
+        .next_back()
+        .is_some_and(|last| question_phrases::JA_ENDINGS.iter().any(|e| e.ends_with(last) && end.ends_with(e)))
 }
 
 mod question_phrases {
@@ -404,6 +406,28 @@ mod question_phrases {
         "んだろう",
         "教えて",
     ];
+    /// [`OPENINGS`] matched at the start of a sentence, in one pass.
+    pub fn openings() -> &'static aho_corasick::AhoCorasick {
+        static OPENINGS_MATCHER: std::sync::LazyLock<aho_corasick::AhoCorasick> =
+            std::sync::LazyLock::new(|| at_the_start(OPENINGS));
+        &OPENINGS_MATCHER
+    }
+
+    /// [`FILLERS`] matched at the start of a sentence, the first listed winning.
+    pub fn fillers() -> &'static aho_corasick::AhoCorasick {
+        static FILLERS_MATCHER: std::sync::LazyLock<aho_corasick::AhoCorasick> =
+            std::sync::LazyLock::new(|| at_the_start(FILLERS));
+        &FILLERS_MATCHER
+    }
+
+    fn at_the_start(phrases: &[&str]) -> aho_corasick::AhoCorasick {
+        aho_corasick::AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+            .start_kind(aho_corasick::StartKind::Anchored)
+            .build(phrases)
+            .expect("fixed phrases")
+    }
+
     /// [`ASKING`] as one automaton: a text is read once, not once a phrase.
     pub fn asking() -> &'static aho_corasick::AhoCorasick {
         static ASKING_MATCHER: std::sync::LazyLock<aho_corasick::AhoCorasick> =
@@ -514,9 +538,16 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
 
     let window = recent_window(input.conversation, settings.judge_recent_messages);
     let humans: Vec<&Message> = window.iter().map(|m| &**m).filter(|m| m.author == Author::Human).collect();
-    let mut speakers: Vec<&str> = humans.iter().map(|m| m.user.as_str()).collect();
-    speakers.sort_unstable();
-    speakers.dedup();
+    // Only whether there are exactly two matters: counting stops at a third.
+    let mut speakers: Vec<&UserId> = Vec::with_capacity(3);
+    for m in &humans {
+        if speakers.len() == 3 {
+            break;
+        }
+        if !speakers.contains(&&m.user) {
+            speakers.push(&m.user);
+        }
+    }
     let kuuki_addressed = window.iter().any(|m| direct_trigger(m, input.bot).is_some());
     if !kuuki_addressed {
         breakdown.add("no_mention", points::NO_MENTION);
@@ -1213,10 +1244,32 @@ mod tests {
     }
 
     #[test]
-    fn question_openings_are_english_and_endings_japanese() {
-        // `asks` skips each list by the script a sentence starts or ends in.
-        assert!(question_phrases::OPENINGS.iter().all(|o| o.as_bytes()[0].is_ascii()));
-        assert!(question_phrases::JA_ENDINGS.iter().all(|e| !e.as_bytes()[e.len() - 1].is_ascii()));
+    fn a_sentence_asks_by_its_opening_or_its_ending_after_fillers() {
+        // Each phrase list read as it is written, one phrase at a time.
+        let one_by_one = |sentence: &str| {
+            let mut s = sentence.trim_start();
+            while let Some(rest) = question_phrases::FILLERS.iter().find_map(|f| s.strip_prefix(f)) {
+                s = rest.trim_start();
+            }
+            let end = s.trim_end_matches(|c: char| !c.is_alphanumeric());
+            question_phrases::OPENINGS.iter().any(|o| s.starts_with(o))
+                || question_phrases::JA_ENDINGS.iter().any(|e| end.ends_with(e))
+        };
+        let mut sentences =
+            vec!["", "so ok how do i undo", "okay  also is there a way", "dumb questionwhy is it", "どこだっけ!!"];
+        for phrase in
+            question_phrases::OPENINGS.iter().chain(question_phrases::FILLERS).chain(question_phrases::JA_ENDINGS)
+        {
+            sentences.push(phrase);
+        }
+        let variants: Vec<String> = sentences
+            .iter()
+            .flat_map(|s| [s.to_string(), format!("so {s}"), format!("x{s}"), format!("{s} x"), format!("今日は{s}。")])
+            .collect();
+        for sentence in &variants {
+            assert_eq!(asks(sentence), one_by_one(sentence), "{sentence:?}");
+        }
+        assert!(asks("ok so how do i undo") && asks("デプロイどうすればいいのかな") && !asks("lunch"));
     }
 
     #[test]

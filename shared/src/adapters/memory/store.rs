@@ -284,6 +284,14 @@ impl<K: Ord> Expiries<K> {
     }
 }
 
+/// A profile with its channels also as a set: every message asks whether its channel
+/// is listed, and a person may write in many.
+#[derive(Default)]
+struct StoredProfile {
+    profile: UserProfile,
+    channels: foldhash::HashSet<ChannelId>,
+}
+
 #[derive(Default)]
 struct Inner {
     channels: HashMap<ChannelId, ChannelMessages>,
@@ -301,7 +309,7 @@ struct Inner {
     channel_lines: HashMap<ChannelId, ChannelLine>,
     facts: HashMap<ChannelId, BTreeMap<String, Fact>>,
     notes: HashMap<(ChannelId, UserId), UserNote>,
-    profiles: HashMap<UserId, UserProfile>,
+    profiles: HashMap<UserId, StoredProfile>,
 }
 
 /// Every memory tier in maps behind one lock: the embedded store of replay and serve.
@@ -689,7 +697,7 @@ impl FactStore for MemoryStore {
     }
 
     async fn profile(&self, user: &UserId) -> PortResult<Option<UserProfile>> {
-        Ok(self.lock().profiles.get(user).cloned())
+        Ok(self.lock().profiles.get(user).map(|stored| stored.profile.clone()))
     }
 
     async fn count_message(
@@ -700,13 +708,18 @@ impl FactStore for MemoryStore {
         called_bot: bool,
     ) -> PortResult<()> {
         let mut inner = self.lock();
-        let profile = inner
-            .profiles
-            .entry(user.clone())
-            .or_insert_with(|| UserProfile { user: user.clone(), ..Default::default() });
+        let stored = match inner.profiles.get_mut(user) {
+            Some(stored) => stored,
+            None => inner.profiles.entry(user.clone()).or_insert_with(|| StoredProfile {
+                profile: UserProfile { user: user.clone(), ..Default::default() },
+                channels: Default::default(),
+            }),
+        };
+        let profile = &mut stored.profile;
         profile.interactions += 1;
         profile.bot_mentions += u64::from(called_bot);
-        if !profile.channels.contains(channel) {
+        if !stored.channels.contains(channel) {
+            stored.channels.insert(channel.clone());
             profile.channels.push(channel.clone());
         }
         profile.first_interaction.get_or_insert(at);
