@@ -224,7 +224,7 @@ async fn an_operators_forget_reaches_every_server_and_a_server_managers_only_the
         assert!(ack.starts_with("kuuki is forgetting <@alice>"), "{ack}");
         let reach = reach.map(str::to_owned);
         let job = h.queue.pop_due(h.clock.now()).expect("the forget is queued").job;
-        let Job::Forget { server, .. } = job else { panic!("{job:?}") };
+        let Job::Forget { server, .. } = Job::clone(&job) else { panic!("{job:?}") };
         assert_eq!(server, reach, "{user}'s forget");
     }
     // A Discord manager's right is their server's: a command that names none is refused.

@@ -456,7 +456,7 @@ async fn two_conversations_handled_at_once_queue_one_summary() {
     while let Some(scheduled) = h.queue.pop_due(h.now()) {
         due.push(scheduled);
     }
-    assert!(due.iter().all(|s| matches!(s.job, Job::Remember { .. })) && due.len() == 3, "{due:?}");
+    assert!(due.iter().all(|s| matches!(*s.job, Job::Remember { .. })) && due.len() == 3, "{due:?}");
     for scheduled in &due {
         run_job(&h.deps, &scheduled.job).await.unwrap();
         h.queue.ack(scheduled);
@@ -466,7 +466,7 @@ async fn two_conversations_handled_at_once_queue_one_summary() {
         queued.push(scheduled.job.clone());
         h.queue.ack(&scheduled);
     }
-    let summaries: Vec<_> = queued.iter().filter(|j| matches!(j, Job::Summarize { .. })).collect();
+    let summaries: Vec<_> = queued.iter().filter(|j| matches!(***j, Job::Summarize { .. })).collect();
     assert_eq!(summaries.len(), 1, "the second conversation found the first one's summary in flight: {queued:?}");
     run_job(&h.deps, summaries[0]).await.unwrap();
     h.run_until(3600.0).await;

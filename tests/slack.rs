@@ -1086,6 +1086,7 @@ async fn a_job_that_overruns_is_stopped_before_the_worker_timeout_and_retried() 
     let w = SlackWorld::start_with(&budget, true, Some(std::sync::Arc::new(kuuki_e2e::NeverAnswers))).await;
     w.send_event(message(CH, "UALICE", "<@UKUUKI> how do I deploy?", &w.ts(0, 1)), &[]).await;
     let job = w.queue.pop_due(w.clock.now()).expect("the mention queued an answer").job;
+    let job = kuuki::domain::Job::clone(&job);
     assert!(matches!(job, kuuki::domain::Job::Respond { .. }), "{job:?}");
     let stuck = QueueMessage { id: "stuck".into(), job: Ok(job), deliveries: 0 };
     let not_a_job = QueueMessage { id: "garbage".into(), job: Err("not json".into()), deliveries: 0 };

@@ -412,7 +412,8 @@ pub trait Scheduler: Send + Sync {
 /// One delivery of a queued job to an in-process worker.
 #[derive(Debug, Clone)]
 pub struct Delivery {
-    pub job: Job,
+    /// Shared with the queue's copy of the message: handing a job out copies nothing.
+    pub job: std::sync::Arc<Job>,
     /// Deliveries of this job before this one.
     pub deliveries: u32,
     /// Which queue message this is, for the queue that handed it out.

@@ -20,8 +20,8 @@ pub struct RecordingChat {
     clock: Arc<dyn Clock>,
     mint: Arc<TsMint>,
     calls: Mutex<Vec<ChatCall>>,
-    failures_left: Mutex<u32>,
-    lost_answers_left: Mutex<u32>,
+    failures_left: super::FaultsToInject,
+    lost_answers_left: super::FaultsToInject,
     max_chars: Option<usize>,
 }
 
@@ -31,8 +31,8 @@ impl RecordingChat {
             clock,
             mint,
             calls: Mutex::new(Vec::new()),
-            failures_left: Mutex::new(0),
-            lost_answers_left: Mutex::new(0),
+            failures_left: Default::default(),
+            lost_answers_left: Default::default(),
             max_chars: None,
         }
     }
@@ -49,19 +49,17 @@ impl RecordingChat {
 
     /// The next `n` calls fail as if the platform were down.
     pub fn fail_next(&self, n: u32) {
-        *self.failures_left.lock().expect("chat lock") = n;
+        self.failures_left.set(n);
     }
 
     /// The next `n` posts go out, but their answers are lost (a timeout after Slack
     /// posted): kuuki cannot tell whether they were posted.
     pub fn lose_next_answers(&self, n: u32) {
-        *self.lost_answers_left.lock().expect("chat lock") = n;
+        self.lost_answers_left.set(n);
     }
 
     fn check_failure(&self) -> PortResult<()> {
-        let mut left = self.failures_left.lock().expect("chat lock");
-        if *left > 0 {
-            *left -= 1;
+        if self.failures_left.take() {
             return Err(PortError::Backend { backend: "chat", message: "simulated outage".into() });
         }
         Ok(())
@@ -74,9 +72,7 @@ impl Chat for RecordingChat {
         self.check_failure()?;
         let ts = self.mint.mint(self.clock.now());
         self.calls.lock().expect("chat lock").push(ChatCall::Post { post: post.clone(), ts: ts.clone() });
-        let mut lost = self.lost_answers_left.lock().expect("chat lock");
-        if *lost > 0 {
-            *lost -= 1;
+        if self.lost_answers_left.take() {
             return Err(PortError::Backend {
                 backend: "chat",
                 message: "simulated timeout after the post went out".into(),

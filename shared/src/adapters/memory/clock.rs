@@ -1,4 +1,3 @@
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use crate::domain::{Timestamp, Ts};
@@ -30,14 +29,14 @@ impl Clock for VirtualClock {
 /// written at the same instant (users and kuuki share one channel timeline).
 #[derive(Default)]
 pub struct TsMint {
-    last: Mutex<i64>,
+    /// The last ts handed out, in microseconds.
+    last: AtomicI64,
 }
 
 impl TsMint {
     pub fn mint(&self, at: Timestamp) -> Ts {
-        let mut last = self.last.lock().expect("ts mint lock");
-        let micros = at.0.max(*last + 1);
-        *last = micros;
-        Ts::from_timestamp(Timestamp(micros))
+        let next = |last: i64| at.0.max(last + 1);
+        let last = self.last.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |last| Some(next(last)));
+        Ts::from_timestamp(Timestamp(next(last.expect("the update always answers"))))
     }
 }

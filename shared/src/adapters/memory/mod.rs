@@ -18,6 +18,23 @@ use std::sync::Arc;
 use crate::deps::{Adapters, Surroundings};
 use crate::ports::{Chat, Clock, DecisionLog, Llm};
 
+/// How many of the next calls a test told to fail. Read without a locked instruction
+/// while it is zero, as it always is outside tests: every write asks.
+#[derive(Default)]
+pub(crate) struct FaultsToInject(std::sync::atomic::AtomicU32);
+
+impl FaultsToInject {
+    pub(crate) fn set(&self, n: u32) {
+        self.0.store(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether this call is one of those to fail (and counts it).
+    pub(crate) fn take(&self) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.0.load(Relaxed) > 0 && self.0.fetch_update(Relaxed, Relaxed, |left| left.checked_sub(1)).is_ok()
+    }
+}
+
 /// The in-process adapters wired together: one store for every memory tier, one timer
 /// queue that is also the scheduler (replay, serve, tests, benchmarks).
 pub struct InProcess {

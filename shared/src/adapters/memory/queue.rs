@@ -50,6 +50,8 @@ struct Jobs {
     /// (visible again at, seq) of the deliveries, oldest first (one visibility timeout
     /// for all keeps them in order); a settled one is skipped when reached.
     invisible: VecDeque<(Timestamp, u64)>,
+    /// How long a delivered job stays invisible (read with the jobs, under one lock).
+    visibility_timeout: Duration,
     /// Deliveries settled after they had come back (a late acknowledgement): their
     /// visible copies are dropped when reached, as SQS deletes the message.
     settled_late: HashSet<u64>,
@@ -105,7 +107,6 @@ impl Jobs {
 pub struct MemoryQueue {
     clock: Arc<dyn Clock>,
     inner: Mutex<Jobs>,
-    visibility_timeout: Mutex<Duration>,
     scheduled_once: std::sync::atomic::AtomicU64,
     /// Wakes a real-time driver when a job arrives.
     arrived: tokio::sync::Notify,
@@ -116,18 +117,20 @@ impl MemoryQueue {
         let default_budget = Duration::from_secs(crate::budget::DEFAULT_WORKER_TIMEOUT_SECONDS);
         Self {
             clock,
-            inner: Mutex::new(Jobs::default()),
-            visibility_timeout: Mutex::new(default_budget * crate::budget::VISIBILITY_PER_WORKER_TIMEOUT),
+            inner: Mutex::new(Jobs {
+                visibility_timeout: default_budget * crate::budget::VISIBILITY_PER_WORKER_TIMEOUT,
+                ..Jobs::default()
+            }),
             scheduled_once: Default::default(),
             arrived: tokio::sync::Notify::new(),
         }
     }
 
-    fn push(&self, job: Job, due: Timestamp, deliveries: u32) {
+    fn push(&self, job: Arc<Job>, due: Timestamp, deliveries: u32) {
         let mut inner = self.inner.lock().expect("queue lock");
         inner.next_seq += 1;
         let seq = inner.next_seq;
-        inner.heap.push(Scheduled { due, seq, job: Arc::new(job), deliveries });
+        inner.heap.push(Scheduled { due, seq, job, deliveries });
         drop(inner);
         self.arrived.notify_one();
     }
@@ -152,7 +155,7 @@ impl MemoryQueue {
 impl InProcessQueue for MemoryQueue {
     /// The time budget's visibility timeout.
     fn set_visibility_timeout(&self, timeout: Duration) {
-        *self.visibility_timeout.lock().expect("queue lock") = timeout;
+        self.inner.lock().expect("queue lock").visibility_timeout = timeout;
     }
 
     fn next_due(&self) -> Option<Timestamp> {
@@ -172,8 +175,8 @@ impl InProcessQueue for MemoryQueue {
 
     /// The job stays in the queue, invisible, until acknowledged or put back.
     fn pop_due(&self, now: Timestamp) -> Option<Delivery> {
-        let visibility = *self.visibility_timeout.lock().expect("queue lock");
         let mut inner = self.inner.lock().expect("queue lock");
+        let visibility = inner.visibility_timeout;
         inner.settle(now);
         if inner.heap.peek().is_none_or(|s| s.due > now) {
             return None;
@@ -184,7 +187,7 @@ impl InProcessQueue for MemoryQueue {
             return self.pop_due(now);
         }
         let delivery =
-            Delivery { job: Job::clone(&delivered.job), deliveries: delivered.deliveries, receipt: delivered.seq };
+            Delivery { job: delivered.job.clone(), deliveries: delivered.deliveries, receipt: delivered.seq };
         inner.deliver(delivered, now + visibility);
         Some(delivery)
     }
@@ -212,7 +215,7 @@ impl InProcessQueue for MemoryQueue {
 impl Scheduler for MemoryQueue {
     async fn schedule_once(&self, job: Job, at: Timestamp) -> PortResult<()> {
         self.scheduled_once.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.push(job, at, 0);
+        self.push(Arc::new(job), at, 0);
         Ok(())
     }
 }
@@ -221,7 +224,7 @@ impl Scheduler for MemoryQueue {
 impl Queue for MemoryQueue {
     async fn enqueue(&self, job: Job, delay: Duration) -> PortResult<()> {
         let due = self.clock.now() + delay;
-        self.push(job, due, 0);
+        self.push(Arc::new(job), due, 0);
         Ok(())
     }
 }
@@ -253,7 +256,7 @@ mod tests {
         assert!(queue.pop_due(at(5)).is_none(), "not due yet");
 
         let first = queue.pop_due(at(10)).expect("due");
-        assert_eq!((first.job.clone(), first.deliveries), (job(1), 0));
+        assert_eq!((Job::clone(&first.job), first.deliveries), (job(1), 0));
         assert_eq!(queue.len(), 2, "delivered, not gone");
         assert_eq!(queue.next_due(), Some(at(20)));
         let second = queue.pop_due(at(20)).expect("due");
@@ -263,7 +266,7 @@ mod tests {
         assert_eq!(queue.next_due(), Some(at(110)));
         assert!(queue.pop_due(at(109)).is_none());
         let again = queue.pop_due(at(110)).expect("visible again");
-        assert_eq!((again.job.clone(), again.deliveries, again.receipt), (job(1), 1, first.receipt));
+        assert_eq!((Job::clone(&again.job), again.deliveries, again.receipt), (job(1), 1, first.receipt));
         queue.ack(&again);
         assert!(queue.is_empty());
         assert_eq!(queue.next_due(), None);
@@ -274,7 +277,7 @@ mod tests {
         queue.enqueue(job(4), Duration::from_secs(150)).await.unwrap();
         // At 210 job 3 is visible again, behind job 4, which goes first.
         let four = queue.pop_due(at(210)).expect("due");
-        assert_eq!(four.job, job(4));
+        assert_eq!(*four.job, job(4));
         queue.ack(&four);
         queue.ack(&slow);
         assert!(queue.is_empty(), "job 3 settled late");
@@ -286,8 +289,8 @@ mod tests {
         let failed = queue.pop_due(at(600)).expect("due");
         clock.advance_to(at(600));
         queue.redeliver(failed, Duration::from_secs(30));
-        assert_eq!(queue.pop_due(at(629)).map(|d| d.job), None);
+        assert_eq!(queue.pop_due(at(629)).map(|d| d.job), None::<Arc<Job>>);
         let retry = queue.pop_due(at(630)).expect("back");
-        assert_eq!((retry.job, retry.deliveries), (job(5), 1));
+        assert_eq!((Job::clone(&retry.job), retry.deliveries), (job(5), 1));
     }
 }

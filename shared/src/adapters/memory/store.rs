@@ -229,61 +229,6 @@ impl ClaimKeys {
     }
 }
 
-/// (expiry, key) pairs, soonest out first. Most are written with one of a few
-/// lifetimes (a lease, a claim's keep) on a clock that only moves on, so each lifetime
-/// has a queue already in order; anything else (a cache entry's own time, a clock
-/// that stepped back) goes to a heap.
-struct Expiries<K> {
-    /// (lifetime, its entries oldest first).
-    queues: Vec<(Duration, std::collections::VecDeque<(Timestamp, K)>)>,
-    others: BinaryHeap<Reverse<(Timestamp, K)>>,
-}
-
-impl<K: Ord> Default for Expiries<K> {
-    fn default() -> Self {
-        Expiries { queues: Vec::new(), others: BinaryHeap::new() }
-    }
-}
-
-/// Lifetimes given a queue of their own; more go to the heap.
-const EXPIRY_QUEUES: usize = 8;
-
-impl<K: Ord> Expiries<K> {
-    fn push(&mut self, lifetime: Option<Duration>, until: Timestamp, key: K) {
-        if let Some(lifetime) = lifetime {
-            let index = match self.queues.iter().position(|(l, _)| *l == lifetime) {
-                Some(index) => Some(index),
-                None if self.queues.len() < EXPIRY_QUEUES => {
-                    self.queues.push((lifetime, Default::default()));
-                    Some(self.queues.len() - 1)
-                }
-                None => None,
-            };
-            if let Some(index) = index {
-                let queue = &mut self.queues[index].1;
-                if queue.back().is_none_or(|(last, _)| *last <= until) {
-                    queue.push_back((until, key));
-                    return;
-                }
-            }
-        }
-        self.others.push(Reverse((until, key)));
-    }
-
-    /// The next key whose expiry is at or before `now`.
-    fn pop_due(&mut self, now: Timestamp) -> Option<K> {
-        for (_, queue) in &mut self.queues {
-            if queue.front().is_some_and(|(until, _)| *until <= now) {
-                return queue.pop_front().map(|(_, key)| key);
-            }
-        }
-        match self.others.peek() {
-            Some(Reverse((until, _))) if *until <= now => self.others.pop().map(|Reverse((_, key))| key),
-            _ => None,
-        }
-    }
-}
-
 /// A profile with its channels also as a set: every message asks whether its channel
 /// is listed, and a person may write in many.
 #[derive(Default)]
@@ -297,14 +242,16 @@ struct Inner {
     channels: HashMap<ChannelId, ChannelMessages>,
     /// Shared with readers; a write copies a state only while a reader still holds it.
     states: HashMap<ChannelId, Arc<ChannelState>>,
+    /// Expired claims stay until a sweep (a claim asks whether one is still current):
+    /// removing each as it expired looked it up again in a table of a day's claims.
     claims: HashMap<ClaimKey, Claim>,
+    /// Messages stored, for pruning every [`PRUNE_EVERY`].
+    puts: u64,
+    /// How many claims the last sweep left: the next comes when as many more were made.
+    claims_after_sweep: usize,
     cache: HashMap<Arc<str>, (String, Timestamp)>,
-    /// When each claim and cache entry expires, as written: pruning looks only at what
-    /// may have expired (a key written again is checked against its current expiry,
-    /// so a stale entry here is harmless).
-    claim_expiries: Expiries<ClaimKey>,
-    /// Keys shared with `cache` (one allocation a key).
-    cache_expiries: Expiries<Arc<str>>,
+    /// (expiry, key) of the cache entries, soonest first; keys shared with `cache`.
+    cache_expiries: BinaryHeap<Reverse<(Timestamp, Arc<str>)>>,
     workspace: WorkspaceMemory,
     channel_lines: HashMap<ChannelId, ChannelLine>,
     facts: HashMap<ChannelId, BTreeMap<String, Fact>>,
@@ -317,13 +264,15 @@ struct Inner {
 pub struct MemoryStore {
     inner: Mutex<Inner>,
     /// Channel-state writes that fail before succeeding again (tests of redelivery).
-    failing_writes: Mutex<u32>,
+    failing_writes: super::FaultsToInject,
     /// For a long-running `kuuki serve`: messages older than this are forgotten, and
     /// expired claims and cache entries with them (DynamoDB's TTL does this in AWS).
     retention: Option<(Duration, Arc<dyn crate::ports::Clock>)>,
-    puts: std::sync::atomic::AtomicU64,
     claim_keys: ClaimKeys,
 }
+
+/// Claims held before the first sweep of expired ones.
+const CLAIMS_BEFORE_SWEEPING: usize = 4096;
 
 /// How often (in stored messages) a store with a retention prunes itself.
 const PRUNE_EVERY: u64 = 1024;
@@ -358,33 +307,23 @@ impl MemoryStore {
             }
         }
         inner.channels.retain(|_, messages| !messages.by_ts.0.is_empty());
-        while let Some(key) = inner.claim_expiries.pop_due(now) {
-            let expired = match inner.claims.get(&key) {
+        if inner.claims.len() >= 2 * inner.claims_after_sweep.max(CLAIMS_BEFORE_SWEEPING) {
+            // One pass over the table in memory order, every so many claims.
+            inner.claims.retain(|_, claim| match claim {
                 // An abandoned post is kept for whoever takes the work over.
-                Some(Claim::InProgress { posting: true, .. }) | None => false,
-                Some(Claim::InProgress { until, .. } | Claim::Completed { until }) => *until <= now,
-            };
-            if expired {
-                inner.claims.remove(&key);
-            }
+                Claim::InProgress { posting: true, .. } => true,
+                Claim::InProgress { until, .. } | Claim::Completed { until } => *until > now,
+            });
+            inner.claims_after_sweep = inner.claims.len();
         }
-        while let Some(key) = inner.cache_expiries.pop_due(now) {
+        while let Some(Reverse((until, _))) = inner.cache_expiries.peek() {
+            if *until > now {
+                break;
+            }
+            let Some(Reverse((_, key))) = inner.cache_expiries.pop() else { break };
             if inner.cache.get(&key).is_some_and(|(_, until)| *until <= now) {
                 inner.cache.remove(&key);
             }
-        }
-    }
-
-    /// Sets the claim under `key` and remembers when it expires, for
-    /// [`MemoryStore::prune`] (a store that never prunes keeps no such list). `lifetime`
-    /// is how long after now it ends: one of a few fixed ones.
-    fn set_claim(&self, inner: &mut Inner, key: ClaimKey, claim: Claim, lifetime: Duration) {
-        let until = match claim {
-            Claim::InProgress { until, .. } | Claim::Completed { until } => until,
-        };
-        inner.claims.insert(key, claim);
-        if self.retention.is_some() {
-            inner.claim_expiries.push(Some(lifetime), until, key);
         }
     }
 
@@ -394,13 +333,11 @@ impl MemoryStore {
 
     /// The next `n` channel-state writes fail as if the table were unavailable.
     pub fn fail_next_writes(&self, n: u32) {
-        *self.failing_writes.lock().expect("store lock") = n;
+        self.failing_writes.set(n);
     }
 
     fn check_write(&self) -> PortResult<()> {
-        let mut left = self.failing_writes.lock().expect("store lock");
-        if *left > 0 {
-            *left -= 1;
+        if self.failing_writes.take() {
             return Err(crate::ports::PortError::Backend {
                 backend: "memory store",
                 message: "simulated write failure".into(),
@@ -433,7 +370,8 @@ impl MessageStore for MemoryStore {
         if !channel.insert(message.clone()) {
             return Ok(PutOutcome::AlreadyExists);
         }
-        if self.puts.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % PRUNE_EVERY == PRUNE_EVERY - 1 {
+        inner.puts += 1;
+        if inner.puts.is_multiple_of(PRUNE_EVERY) {
             self.prune(&mut inner);
         }
         Ok(PutOutcome::Inserted)
@@ -746,7 +684,7 @@ impl Ledger for MemoryStore {
             Some(Claim::InProgress { posting, .. }) => *posting,
             _ => false,
         };
-        self.set_claim(&mut inner, key, Claim::InProgress { until: now + lease, posting }, lease);
+        inner.claims.insert(key, Claim::InProgress { until: now + lease, posting });
         Ok(if posting { ClaimOutcome::Resumed } else { ClaimOutcome::Claimed })
     }
 
@@ -758,7 +696,7 @@ impl Ledger for MemoryStore {
     }
 
     async fn complete(&self, key: &str, now: Timestamp, keep: Duration) -> PortResult<()> {
-        self.set_claim(&mut self.lock(), self.claim_keys.of(key), Claim::Completed { until: now + keep }, keep);
+        self.lock().claims.insert(self.claim_keys.of(key), Claim::Completed { until: now + keep });
         Ok(())
     }
 
@@ -771,7 +709,7 @@ impl Ledger for MemoryStore {
         let key: Arc<str> = key.into();
         inner.cache.insert(key.clone(), (value.to_owned(), until));
         if self.retention.is_some() {
-            inner.cache_expiries.push(None, until, key);
+            inner.cache_expiries.push(Reverse((until, key)));
         }
         Ok(())
     }
@@ -792,6 +730,7 @@ mod tests {
     use super::*;
     use crate::adapters::memory::VirtualClock;
     use crate::domain::{Author, UserId};
+    use crate::ports::Clock;
 
     fn message(channel: &str, secs: i64) -> Message {
         let at = Timestamp(secs * 1_000_000);
@@ -810,25 +749,40 @@ mod tests {
         }
     }
 
-    #[test]
-    fn expiries_come_out_once_due_whatever_queue_holds_them() {
-        let mut expiries = Expiries::<Arc<str>>::default();
-        let t = |s: i64| Timestamp(s * 1_000_000);
-        let lease = Duration::from_secs(10);
-        expiries.push(Some(lease), t(10), "a".into());
-        expiries.push(Some(lease), t(12), "b".into());
-        // Earlier than the queue's last (a clock that stepped back): the heap takes it.
-        expiries.push(Some(lease), t(11), "c".into());
-        expiries.push(None, t(5), "cache".into());
-        expiries.push(Some(Duration::from_secs(3600)), t(3600), "kept".into());
-        assert_eq!(expiries.pop_due(t(4)), None, "nothing is due yet");
-        let mut due: Vec<String> = std::iter::from_fn(|| expiries.pop_due(t(11))).map(|k| k.to_string()).collect();
-        due.sort();
-        assert_eq!(due, ["a", "c", "cache"]);
-        assert_eq!(expiries.pop_due(t(12)).as_deref(), Some("b"));
-        assert_eq!(expiries.pop_due(t(3599)), None);
-        assert_eq!(expiries.pop_due(t(3600)).as_deref(), Some("kept"));
-        assert_eq!(expiries.pop_due(Timestamp(i64::MAX)), None, "each comes out once");
+    /// Expired claims go in a sweep once as many claims again were made as were
+    /// current at the last one: the table stays within twice what is current, and an
+    /// abandoned post (a claim marked posting) stays for whoever takes the work over.
+    #[tokio::test]
+    async fn expired_claims_are_swept_and_abandoned_posts_kept() {
+        let day = Duration::from_secs(86_400);
+        let clock = Arc::new(VirtualClock::new(Timestamp(0)));
+        let store = MemoryStore::with_retention(day, clock.clone());
+        let lease = Duration::from_secs(60);
+        store.claim("posting", clock.now(), lease).await.unwrap();
+        store.mark_posting("posting").await.unwrap();
+        let mut ts = 0;
+        let mut put = async |store: &MemoryStore| {
+            ts += 1;
+            store.put_message(&Arc::new(message("c", ts))).await.unwrap();
+        };
+        for i in 0..3 * CLAIMS_BEFORE_SWEEPING {
+            let key = format!("judge:{i}");
+            store.claim(&key, clock.now(), lease).await.unwrap();
+            store.complete(&key, clock.now(), Duration::from_secs(3600)).await.unwrap();
+            put(&store).await;
+            clock.advance_to(clock.now() + Duration::from_secs(1));
+            let held = store.lock().claims.len();
+            // At most an hour's claims (3,600) are current at once.
+            assert!(held <= 2 * CLAIMS_BEFORE_SWEEPING + PRUNE_EVERY as usize, "{held} claims held after {i}");
+        }
+        // Swept: an hour-old claim is gone, not just expired; the abandoned post stays.
+        assert!(store.lock().claims.len() < 2 * CLAIMS_BEFORE_SWEEPING);
+        assert!(!store.lock().claims.contains_key(&store.claim_keys.of("judge:0")));
+        assert_eq!(store.claim("posting", clock.now(), lease).await.unwrap(), ClaimOutcome::Resumed);
+        // An expired claim not yet swept is no claim.
+        assert_eq!(store.claim("judge:12000", clock.now(), lease).await.unwrap(), ClaimOutcome::Completed);
+        clock.advance_to(clock.now() + Duration::from_secs(3601));
+        assert_eq!(store.claim("judge:12000", clock.now(), lease).await.unwrap(), ClaimOutcome::Claimed);
     }
 
     /// Claim keys are seeded for each store, and their two halves apart: the same text
