@@ -292,8 +292,9 @@ impl MemoryStore {
         MemoryStore { retention: Some((retention, clock)), ..Self::default() }
     }
 
-    /// Drops what has expired: messages past the retention, claims and cache entries
-    /// past their time. Walks only what expired (the time index, the expiry heap).
+    /// Drops what has expired: messages past the retention and cache entries past their
+    /// time, walking only what expired (the time index, the expiry heap); expired claims
+    /// in a sweep over the table every so many claims.
     fn prune(&self, inner: &mut Inner) {
         let Some((retention, clock)) = &self.retention else { return };
         let now = clock.now();
