@@ -1075,6 +1075,29 @@ mod end_to_end {
         assert_eq!(failed, vec!["not-a-job".to_string()]);
         assert_eq!(w.slack_calls("chat.postMessage").await.len(), 1, "the good record was answered");
     }
+
+    /// An event from a queue the worker does not read (a mapping pointed at the wrong
+    /// queue) is taken as the worker's first kind, and its jobs, of another worker's
+    /// kind, fail without running (on to that queue's dead letters): a reflect worker
+    /// given the respond queue's event posts nothing.
+    #[tokio::test]
+    async fn an_event_from_another_workers_queue_runs_nothing() {
+        let Some((dynamo, moto)) = emulators("an_event_from_another_workers_queue_runs_nothing") else { return };
+        let w = world(&dynamo, &moto, &[]).await;
+        assert_eq!(w.deliver(message("C0ELSE", "UALICE", "<@UKUUKI> hi", &now_ts(3)), false).await, 200);
+        let event = w.receive(&w.urls.respond).await;
+        assert_eq!(event.records.len(), 1, "the mention queued its answer");
+        let kind = kuuki_lambda::event_kind(&w.queue, &[JobKind::Reflect, JobKind::Forget], &event);
+        assert_eq!(kind, JobKind::Reflect, "the respond queue is none of the reflect worker's");
+        let response = handle_sqs_event(&w.deps, &w.queue, kind, event.clone(), None).await;
+        assert_eq!(response.batch_item_failures.len(), 1, "the respond job failed there");
+        assert!(w.slack_calls("chat.postMessage").await.is_empty(), "nothing was posted by the wrong worker");
+        // Its own worker answers it.
+        let kind = kuuki_lambda::event_kind(&w.queue, &[JobKind::Respond], &event);
+        let response = handle_sqs_event(&w.deps, &w.queue, kind, event, None).await;
+        assert!(response.batch_item_failures.is_empty());
+        assert_eq!(w.slack_calls("chat.postMessage").await.len(), 1);
+    }
 }
 
 #[tokio::test]
