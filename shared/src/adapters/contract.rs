@@ -214,6 +214,9 @@ pub async fn ledger(ledger: &dyn Ledger) {
     ledger.cache_put("contract:cache", "b", at(300)).await.unwrap();
     assert_eq!(ledger.cache_get("contract:cache", at(200)).await.unwrap().as_deref(), Some("b"));
     assert_eq!(ledger.cache_get("contract:claim", at(0)).await.unwrap(), None, "claims are not cache entries");
+    // An empty value is a value (a channel placed in no server is remembered as "").
+    ledger.cache_put("contract:empty", "", at(300)).await.unwrap();
+    assert_eq!(ledger.cache_get("contract:empty", at(200)).await.unwrap().as_deref(), Some(""));
 }
 
 /// The last response time and a bounded intervention history per channel.
