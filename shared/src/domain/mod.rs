@@ -716,16 +716,30 @@ pub fn is_discord_id(id: &str) -> bool {
 /// Who kuuki is: its user id on each platform it serves (for `<@id>` mentions and its
 /// own stored posts) and the names people call it by. The patterns are prepared once:
 /// every judgment looks for them.
+///
+/// The fields are private, so the searchers made from the names, and the mention
+/// patterns (which all begin `<@`), cannot fall out of step with the ids and names.
 #[derive(Debug, Clone)]
 pub struct BotIdentity {
     /// The first platform's id, then any other's ([`BotIdentity::also`]).
-    pub user_ids: Vec<UserId>,
+    user_ids: Vec<UserId>,
     /// `<@id>` (Slack, Discord) and `<@!id>` (Discord nickname mentions) of each id.
-    pub mention_patterns: Vec<String>,
+    mention_patterns: Vec<String>,
     /// The name and the aliases, lowercased, empty ones left out.
-    pub names_lowercase: Vec<String>,
+    names_lowercase: Vec<String>,
     /// A searcher for each of `names_lowercase`, in its order.
-    name_finders: Vec<memchr::memmem::Finder<'static>>,
+    name_finders: NameFinders,
+}
+
+/// The searchers of [`BotIdentity`]'s names (shown as their number: the names are
+/// shown beside them).
+#[derive(Clone)]
+struct NameFinders(Vec<memchr::memmem::Finder<'static>>);
+
+impl std::fmt::Debug for NameFinders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} searchers", self.0.len())
+    }
 }
 
 /// Equal when the ids and names are (the searchers are made from the names).
@@ -743,7 +757,8 @@ impl BotIdentity {
             .filter(|n| !n.trim().is_empty())
             .map(str::to_lowercase)
             .collect();
-        let name_finders = names_lowercase.iter().map(|n| memchr::memmem::Finder::new(n).into_owned()).collect();
+        let name_finders =
+            NameFinders(names_lowercase.iter().map(|n| memchr::memmem::Finder::new(n).into_owned()).collect());
         BotIdentity { user_ids: Vec::new(), mention_patterns: Vec::new(), names_lowercase, name_finders }.also(user_id)
     }
 
@@ -751,7 +766,7 @@ impl BotIdentity {
     pub fn names_in<'t>(&'t self, text_lower: &'t str) -> impl Iterator<Item = (&'t str, usize)> + 't {
         self.names_lowercase
             .iter()
-            .zip(&self.name_finders)
+            .zip(&self.name_finders.0)
             .flat_map(move |(name, finder)| finder.find_iter(text_lower.as_bytes()).map(move |at| (name.as_str(), at)))
     }
 
@@ -767,6 +782,11 @@ impl BotIdentity {
     /// only the places of that pair are tried (most lines have none).
     pub fn is_mentioned_in(&self, text: &str) -> bool {
         positions_of(text, "<@").any(|at| self.mention_patterns.iter().any(|p| text[at..].starts_with(p.as_str())))
+    }
+
+    /// The name and the aliases, lowercased.
+    pub fn names_lowercase(&self) -> &[String] {
+        &self.names_lowercase
     }
 
     pub fn is_me(&self, id: &str) -> bool {

@@ -128,7 +128,7 @@ pub fn direct_trigger(message: &Message, bot: &BotIdentity) -> Option<DirectTrig
     if message.in_dm {
         return Some(DirectTrigger::DirectMessage);
     }
-    if bot.names_lowercase.is_empty() {
+    if bot.names_lowercase().is_empty() {
         return None;
     }
     let text = lowercase(text);
@@ -187,7 +187,7 @@ fn called_by_name(message: &Message, conversation: &[Arc<Message>], bot: &BotIde
     let lower = ["hey ", "hi ", "@"].iter().find_map(|p| lower.strip_prefix(p)).unwrap_or(&lower);
     let end = lower.find([',', '、', ':', ' ', '　', '!', '！']).unwrap_or(lower.len());
     let (word, rest) = lower.split_at(end);
-    let is_bot = |w: &str| bot.names_lowercase.iter().any(|n| n == w);
+    let is_bot = |w: &str| bot.names_lowercase().iter().any(|n| n == w);
     if let Some(name) = HONORIFICS.iter().find_map(|h| word.strip_suffix(h))
         && !name.is_empty()
         && name.chars().count() <= 12

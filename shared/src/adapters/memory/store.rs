@@ -244,6 +244,9 @@ struct Inner {
     states: HashMap<ChannelId, Arc<ChannelState>>,
     /// Expired claims stay until a sweep (a claim asks whether one is still current):
     /// removing each as it expired looked it up again in a table of a day's claims.
+    /// Until then `mark_posting` still marks an expired claim in progress, so the next
+    /// holder resumes (looks for the post first), as on DynamoDB, whose mark checks
+    /// the status alone and whose expired items go late.
     claims: HashMap<ClaimKey, Claim>,
     /// Messages stored, for pruning every [`PRUNE_EVERY`].
     puts: u64,
