@@ -229,6 +229,53 @@ impl ClaimKeys {
     }
 }
 
+/// The claims: the newest in a small table of their own, moved into the large one
+/// together every so often. A claim is made and completed within a job, so both find it
+/// in the small table, which stays in cache; writing each new claim straight into a
+/// table of a day's claims had every job wait for that write to reach memory.
+#[derive(Default)]
+struct Claims {
+    recent: HashMap<ClaimKey, Claim>,
+    older: HashMap<ClaimKey, Claim>,
+}
+
+/// Claims the recent table takes before they are moved on, when no prune moves them.
+const RECENT_CLAIMS: usize = 4096;
+
+impl Claims {
+    fn get(&self, key: &ClaimKey) -> Option<&Claim> {
+        self.recent.get(key).or_else(|| self.older.get(key))
+    }
+
+    fn get_mut(&mut self, key: &ClaimKey) -> Option<&mut Claim> {
+        match self.recent.get_mut(key) {
+            Some(claim) => Some(claim),
+            None => self.older.get_mut(key),
+        }
+    }
+
+    /// Sets the claim under `key` where it is, or among the recent ones.
+    fn set(&mut self, key: ClaimKey, claim: Claim) {
+        if let Some(held) = self.older.get_mut(&key).filter(|_| !self.recent.contains_key(&key)) {
+            *held = claim;
+            return;
+        }
+        self.recent.insert(key, claim);
+        if self.recent.len() >= RECENT_CLAIMS {
+            self.move_on();
+        }
+    }
+
+    /// Moves the recent claims into the large table, one write after another.
+    fn move_on(&mut self) {
+        self.older.extend(self.recent.drain());
+    }
+
+    fn len(&self) -> usize {
+        self.recent.len() + self.older.len()
+    }
+}
+
 /// A profile with its channels also as a set: every message asks whether its channel
 /// is listed, and a person may write in many.
 #[derive(Default)]
@@ -247,7 +294,7 @@ struct Inner {
     /// Until then `mark_posting` still marks an expired claim in progress, so the next
     /// holder resumes (looks for the post first), as on DynamoDB, whose mark checks
     /// the status alone and whose expired items go late.
-    claims: HashMap<ClaimKey, Claim>,
+    claims: Claims,
     /// Messages stored, for pruning every [`PRUNE_EVERY`].
     puts: u64,
     /// How many claims the last sweep left: the next comes when as many more were made.
@@ -311,9 +358,10 @@ impl MemoryStore {
             }
         }
         inner.channels.retain(|_, messages| !messages.by_ts.0.is_empty());
+        inner.claims.move_on();
         if inner.claims.len() >= 2 * inner.claims_after_sweep.max(CLAIMS_BEFORE_SWEEPING) {
             // One pass over the table in memory order, every so many claims.
-            inner.claims.retain(|_, claim| match claim {
+            inner.claims.older.retain(|_, claim| match claim {
                 // An abandoned post is kept for whoever takes the work over.
                 Claim::InProgress { posting: true, .. } => true,
                 Claim::InProgress { until, .. } | Claim::Completed { until } => *until > now,
@@ -688,7 +736,7 @@ impl Ledger for MemoryStore {
             Some(Claim::InProgress { posting, .. }) => *posting,
             _ => false,
         };
-        inner.claims.insert(key, Claim::InProgress { until: now + lease, posting });
+        inner.claims.set(key, Claim::InProgress { until: now + lease, posting });
         Ok(if posting { ClaimOutcome::Resumed } else { ClaimOutcome::Claimed })
     }
 
@@ -700,7 +748,7 @@ impl Ledger for MemoryStore {
     }
 
     async fn complete(&self, key: &str, now: Timestamp, keep: Duration) -> PortResult<()> {
-        self.lock().claims.insert(self.claim_keys.of(key), Claim::Completed { until: now + keep });
+        self.lock().claims.set(self.claim_keys.of(key), Claim::Completed { until: now + keep });
         Ok(())
     }
 
@@ -781,12 +829,43 @@ mod tests {
         }
         // Swept: an hour-old claim is gone, not just expired; the abandoned post stays.
         assert!(store.lock().claims.len() < 2 * CLAIMS_BEFORE_SWEEPING);
-        assert!(!store.lock().claims.contains_key(&store.claim_keys.of("judge:0")));
+        assert!(store.lock().claims.get(&store.claim_keys.of("judge:0")).is_none());
         assert_eq!(store.claim("posting", clock.now(), lease).await.unwrap(), ClaimOutcome::Resumed);
         // An expired claim not yet swept is no claim.
         assert_eq!(store.claim("judge:12000", clock.now(), lease).await.unwrap(), ClaimOutcome::Completed);
         clock.advance_to(clock.now() + Duration::from_secs(3601));
         assert_eq!(store.claim("judge:12000", clock.now(), lease).await.unwrap(), ClaimOutcome::Claimed);
+    }
+
+    /// A claim reads the same whether it is still among the recent claims or was moved
+    /// on to the large table: completed, marked, released or taken again.
+    #[tokio::test]
+    async fn claims_read_the_same_before_and_after_they_move_on() {
+        let store = MemoryStore::new();
+        let (lease, keep) = (Duration::from_secs(60), Duration::from_secs(3600));
+        let at = |s: i64| Timestamp(s * 1_000_000);
+        for moved in [false, true] {
+            let key = format!("judge:{moved}");
+            assert_eq!(store.claim(&key, at(0), lease).await.unwrap(), ClaimOutcome::Claimed);
+            if moved {
+                store.lock().claims.move_on();
+                assert!(store.lock().claims.recent.is_empty(), "moved on");
+            }
+            assert_eq!(store.claim(&key, at(1), lease).await.unwrap(), ClaimOutcome::InProgress { until: at(60) });
+            store.mark_posting(&key).await.unwrap();
+            store.release(&key).await.unwrap();
+            assert_eq!(store.claim(&key, at(2), lease).await.unwrap(), ClaimOutcome::Resumed, "moved: {moved}");
+            store.complete(&key, at(3), keep).await.unwrap();
+            assert_eq!(store.claim(&key, at(4), lease).await.unwrap(), ClaimOutcome::Completed, "moved: {moved}");
+            assert_eq!(store.lock().claims.len(), usize::from(moved) + 1, "each claim held once");
+        }
+        // The recent table moves on by itself once full, and nothing is lost.
+        for i in 0..RECENT_CLAIMS {
+            store.claim(&format!("respond:{i}"), at(5), lease).await.unwrap();
+        }
+        assert!(store.lock().claims.recent.len() < RECENT_CLAIMS);
+        assert_eq!(store.lock().claims.len(), RECENT_CLAIMS + 2);
+        assert_eq!(store.claim("respond:0", at(6), lease).await.unwrap(), ClaimOutcome::InProgress { until: at(65) });
     }
 
     /// Claim keys are seeded for each store, and their two halves apart: the same text
