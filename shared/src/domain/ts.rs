@@ -70,13 +70,16 @@ impl Ts {
         // the key is not parsed back from the text.
         let mut digits = itoa::Buffer::new();
         let secs_text = digits.format(secs);
-        let mut text = [b'0'; 40];
+        let mut text = [0u8; 40];
         let dot = secs_text.len();
         text[..dot].copy_from_slice(secs_text.as_bytes());
         text[dot] = b'.';
-        let mut frac_digits = itoa::Buffer::new();
-        let frac_text = frac_digits.format(frac).as_bytes();
-        text[dot + 1 + 6 - frac_text.len()..dot + 7].copy_from_slice(frac_text);
+        // The six digits of the fraction, zero-padded, last first.
+        let mut rest = frac;
+        for digit in text[dot + 1..dot + 7].iter_mut().rev() {
+            *digit = b'0' + (rest % 10) as u8;
+            rest /= 10;
+        }
         let raw = std::str::from_utf8(&text[..dot + 7]).expect("digits");
         // Scaled from micros to the key's nanos; a time before 1970 has no numeric key.
         let key = u64::try_from(secs).ok().map(|secs| (secs, frac as u64 * 1_000));

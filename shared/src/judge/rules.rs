@@ -298,7 +298,7 @@ pub fn is_question(text: &str) -> bool {
         return true;
     }
     let lower = lowercase(t);
-    if question_phrases::asking().is_match(&*lower) {
+    if question_phrases::ASKING_ANYWHERE.is_match(&*lower) {
         return true;
     }
     let mut sentence_start = 0;
@@ -325,10 +325,10 @@ fn asks(sentence: &str) -> bool {
     use aho_corasick::{Anchored, Input};
     let mut s = sentence.trim_start();
     // "so how do I …", "ok quick question: is there …"
-    while let Some(filler) = question_phrases::fillers().find(Input::new(s).anchored(Anchored::Yes)) {
+    while let Some(filler) = question_phrases::FILLERS_AT_START.find(Input::new(s).anchored(Anchored::Yes)) {
         s = s[filler.end()..].trim_start();
     }
-    if question_phrases::openings().is_match(Input::new(s).anchored(Anchored::Yes)) {
+    if question_phrases::OPENINGS_AT_START.is_match(Input::new(s).anchored(Anchored::Yes)) {
         return true;
     }
     let end = s.trim_end_matches(|c: char| !c.is_alphanumeric());
@@ -406,33 +406,23 @@ mod question_phrases {
         "んだろう",
         "教えて",
     ];
+    use aho_corasick::AhoCorasick;
+    use std::sync::LazyLock;
+
     /// [`OPENINGS`] matched at the start of a sentence, in one pass.
-    pub fn openings() -> &'static aho_corasick::AhoCorasick {
-        static OPENINGS_MATCHER: std::sync::LazyLock<aho_corasick::AhoCorasick> =
-            std::sync::LazyLock::new(|| at_the_start(OPENINGS));
-        &OPENINGS_MATCHER
-    }
-
+    pub static OPENINGS_AT_START: LazyLock<AhoCorasick> = LazyLock::new(|| at_the_start(OPENINGS));
     /// [`FILLERS`] matched at the start of a sentence, the first listed winning.
-    pub fn fillers() -> &'static aho_corasick::AhoCorasick {
-        static FILLERS_MATCHER: std::sync::LazyLock<aho_corasick::AhoCorasick> =
-            std::sync::LazyLock::new(|| at_the_start(FILLERS));
-        &FILLERS_MATCHER
-    }
+    pub static FILLERS_AT_START: LazyLock<AhoCorasick> = LazyLock::new(|| at_the_start(FILLERS));
+    /// [`ASKING`] as one automaton: a text is read once, not once a phrase.
+    pub static ASKING_ANYWHERE: LazyLock<AhoCorasick> =
+        LazyLock::new(|| AhoCorasick::new(ASKING).expect("fixed phrases"));
 
-    fn at_the_start(phrases: &[&str]) -> aho_corasick::AhoCorasick {
-        aho_corasick::AhoCorasick::builder()
+    fn at_the_start(phrases: &[&str]) -> AhoCorasick {
+        AhoCorasick::builder()
             .match_kind(aho_corasick::MatchKind::LeftmostFirst)
             .start_kind(aho_corasick::StartKind::Anchored)
             .build(phrases)
             .expect("fixed phrases")
-    }
-
-    /// [`ASKING`] as one automaton: a text is read once, not once a phrase.
-    pub fn asking() -> &'static aho_corasick::AhoCorasick {
-        static ASKING_MATCHER: std::sync::LazyLock<aho_corasick::AhoCorasick> =
-            std::sync::LazyLock::new(|| aho_corasick::AhoCorasick::new(ASKING).expect("fixed phrases"));
-        &ASKING_MATCHER
     }
 
     /// Asking for help without a question.

@@ -501,12 +501,20 @@ mod tests {
 
     /// Deps over the in-process store and a recording chat, on a virtual clock.
     fn in_process() -> (Deps, Arc<VirtualClock>) {
-        let settings = Settings::from_vars(&HashMap::new()).unwrap();
         let clock = Arc::new(VirtualClock::new(Timestamp(1_000_000_000)));
-        let parts = InProcess::new(clock.clone());
         let chat = Arc::new(RecordingChat::new(clock.clone(), Arc::new(TsMint::default())));
+        (deps_over(&InProcess::new(clock.clone()), chat), clock)
+    }
+
+    /// A worker's deps over `parts` (another worker may share them), talking to `chat`.
+    fn deps_over(parts: &InProcess, chat: Arc<dyn crate::ports::Chat>) -> Deps {
+        let settings = Settings::from_vars(&HashMap::new()).unwrap();
         let adapters = parts.adapters(chat, None, Arc::new(MemoryLog::default()));
-        (Deps::new(settings.clone(), settings.persona(None), UserId("UKUUKI".into()), adapters, 1), clock)
+        Deps::new(settings.clone(), settings.persona(None), UserId("UKUUKI".into()), adapters, 1)
+    }
+
+    fn ids(ids: &[&str]) -> Vec<ChannelId> {
+        ids.iter().map(|id| ChannelId((*id).into())).collect()
     }
 
     /// A Slack admin's forget reaches the Slack workspace's channels (its DMs too), not
@@ -514,7 +522,6 @@ mod tests {
     #[tokio::test]
     async fn a_slack_admins_forget_reaches_the_slack_workspace_only() {
         let (deps, _) = in_process();
-        let ids = |ids: &[&str]| ids.iter().map(|id| ChannelId((*id).into())).collect::<Vec<_>>();
         let all = ids(&["C1", "41771983423143938", "D9", "C2"]);
         let asked_in = ChannelId("C2".into());
         let (reached, unplaced) = in_reach(&deps, all.clone(), Some(SLACK_WORKSPACE), &asked_in).await.unwrap();
@@ -563,16 +570,12 @@ mod tests {
     /// by any worker: a forget that ran out of time does not ask again elsewhere.
     #[tokio::test]
     async fn a_channels_server_is_remembered_in_the_ledger_for_every_worker() {
-        let settings = Settings::from_vars(&HashMap::new()).unwrap();
-        let clock = Arc::new(VirtualClock::new(Timestamp(1_000_000_000)));
-        let parts = InProcess::new(clock.clone());
-        let ids = |ids: &[&str]| ids.iter().map(|id| ChannelId((*id).into())).collect::<Vec<_>>();
+        let parts = InProcess::new(Arc::new(VirtualClock::new(Timestamp(1_000_000_000))));
         let (all, asked_in) = (ids(&["111", "222", "333", "C1"]), ChannelId("444".into()));
         for expected_lookups in [3, 0] {
             // Another worker: its own client, the same ledger.
             let chat = Arc::new(Placing::default());
-            let adapters = parts.adapters(chat.clone(), None, Arc::new(MemoryLog::default()));
-            let deps = Deps::new(settings.clone(), settings.persona(None), UserId("UKUUKI".into()), adapters, 1);
+            let deps = deps_over(&parts, chat.clone());
             let reached = in_reach(&deps, all.clone(), Some("G1"), &asked_in).await.unwrap();
             assert_eq!(reached, (ids(&["111"]), 0), "G1's channel only (C1 is Slack's)");
             assert_eq!(chat.0.load(std::sync::atomic::Ordering::SeqCst), expected_lookups);

@@ -254,9 +254,10 @@ impl Claims {
         }
     }
 
-    /// Sets the claim under `key` where it is, or among the recent ones.
+    /// Sets the claim under `key` where it is (a key is in one table only), or among
+    /// the recent ones.
     fn set(&mut self, key: ClaimKey, claim: Claim) {
-        if let Some(held) = self.older.get_mut(&key).filter(|_| !self.recent.contains_key(&key)) {
+        if let Some(held) = self.get_mut(&key) {
             *held = claim;
             return;
         }
@@ -264,6 +265,16 @@ impl Claims {
         if self.recent.len() >= RECENT_CLAIMS {
             self.move_on();
         }
+    }
+
+    /// Drops the claims expired by `now` (all moved on first), in one pass over the
+    /// table in memory order. An abandoned post is kept for whoever takes the work over.
+    fn sweep(&mut self, now: Timestamp) {
+        self.move_on();
+        self.older.retain(|_, claim| match claim {
+            Claim::InProgress { posting: true, .. } => true,
+            Claim::InProgress { until, .. } | Claim::Completed { until } => *until > now,
+        });
     }
 
     /// Moves the recent claims into the large table, one write after another.
@@ -358,21 +369,14 @@ impl MemoryStore {
             }
         }
         inner.channels.retain(|_, messages| !messages.by_ts.0.is_empty());
-        inner.claims.move_on();
         if inner.claims.len() >= 2 * inner.claims_after_sweep.max(CLAIMS_BEFORE_SWEEPING) {
-            // One pass over the table in memory order, every so many claims.
-            inner.claims.older.retain(|_, claim| match claim {
-                // An abandoned post is kept for whoever takes the work over.
-                Claim::InProgress { posting: true, .. } => true,
-                Claim::InProgress { until, .. } | Claim::Completed { until } => *until > now,
-            });
+            inner.claims.sweep(now);
             inner.claims_after_sweep = inner.claims.len();
+        } else {
+            inner.claims.move_on();
         }
-        while let Some(Reverse((until, _))) = inner.cache_expiries.peek() {
-            if *until > now {
-                break;
-            }
-            let Some(Reverse((_, key))) = inner.cache_expiries.pop() else { break };
+        while inner.cache_expiries.peek().is_some_and(|Reverse((until, _))| *until <= now) {
+            let Reverse((_, key)) = inner.cache_expiries.pop().expect("just seen");
             if inner.cache.get(&key).is_some_and(|(_, until)| *until <= now) {
                 inner.cache.remove(&key);
             }
