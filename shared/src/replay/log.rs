@@ -90,6 +90,16 @@ impl<'a> LogWriter<'a> {
         self.io_error.as_ref()
     }
 
+    /// Makes room for the names of `threads` more threads in `channel`.
+    pub(crate) fn make_room_for_threads(&mut self, channel: &str, threads: usize) {
+        match self.thread_names.get_mut(channel) {
+            Some(names) => names.reserve(threads),
+            None => {
+                self.thread_names.insert(channel.to_owned(), HashMap::with_capacity(threads));
+            }
+        }
+    }
+
     pub(crate) fn name_thread(&mut self, channel: &str, root: &Ts, name: &str) {
         let names = match self.thread_names.get_mut(channel) {
             Some(names) => names,

@@ -74,6 +74,18 @@ pub struct Replay {
     users: HashMap<String, UserId>,
 }
 
+/// How many of `transcript`'s messages are in a thread, by channel: at most as many
+/// threads as that. The replay makes room for them at the start; maps that grow as
+/// threads come rehash every entry at each doubling, from memory no cache holds in a
+/// long replay.
+fn thread_lines_by_channel(transcript: &[TranscriptLine]) -> HashMap<&str, usize> {
+    let mut lines: HashMap<&str, usize> = HashMap::new();
+    for line in transcript.iter().filter(|l| l.thread.is_some() && l.command.is_none()) {
+        *lines.entry(line.channel.as_str()).or_default() += 1;
+    }
+    lines
+}
+
 /// The shared id for `text`, made once.
 fn interned<Id: Clone>(ids: &mut HashMap<String, Id>, text: &str, make: impl FnOnce(&str) -> Id) -> Id {
     if let Some(id) = ids.get(text) {
@@ -183,6 +195,10 @@ impl Replay {
     ) -> Result<Stats, ReplayError> {
         let clock = self.clock.clone();
         let advance = |at: Timestamp| clock.advance_to(at);
+        for (channel, lines) in thread_lines_by_channel(transcript) {
+            self.roots.entry(channel.to_owned()).or_default().reserve(lines);
+            writer.make_room_for_threads(channel, lines);
+        }
         for line in transcript {
             let at = REPLAY_EPOCH + Duration::from_secs_f64(line.t);
             let failed = run_due(&self.deps, &*self.queue, at, advance).await;

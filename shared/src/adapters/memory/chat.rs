@@ -14,12 +14,38 @@ pub enum ChatCall {
     CommandAnswer { reply: CommandReply, text: String },
 }
 
+/// Calls this many at a time in one allocation of [`Calls`].
+const CALLS_A_CHUNK: usize = 1024;
+
+/// Every call so far, in order, in chunks of [`CALLS_A_CHUNK`]: one growing `Vec` would
+/// copy all the calls at each doubling (a long replay posts tens of thousands, and
+/// each copy reads them back from memory no cache holds).
+#[derive(Default)]
+struct Calls(Vec<Vec<ChatCall>>);
+
+impl Calls {
+    fn push(&mut self, call: ChatCall) {
+        match self.0.last_mut() {
+            Some(chunk) if chunk.len() < CALLS_A_CHUNK => chunk.push(call),
+            _ => {
+                let mut chunk = Vec::with_capacity(CALLS_A_CHUNK);
+                chunk.push(call);
+                self.0.push(chunk);
+            }
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &ChatCall> {
+        self.0.iter().flatten()
+    }
+}
+
 /// A chat platform that records every call (replay and tests). It can be told to fail
 /// the next calls, to test redelivery.
 pub struct RecordingChat {
     clock: Arc<dyn Clock>,
     mint: Arc<TsMint>,
-    calls: Mutex<Vec<ChatCall>>,
+    calls: Mutex<Calls>,
     failures_left: super::FaultsToInject,
     lost_answers_left: super::FaultsToInject,
     max_chars: Option<usize>,
@@ -30,7 +56,7 @@ impl RecordingChat {
         Self {
             clock,
             mint,
-            calls: Mutex::new(Vec::new()),
+            calls: Mutex::new(Calls::default()),
             failures_left: Default::default(),
             lost_answers_left: Default::default(),
             max_chars: None,
@@ -44,7 +70,7 @@ impl RecordingChat {
     }
 
     pub fn calls(&self) -> Vec<ChatCall> {
-        self.calls.lock().expect("chat lock").clone()
+        self.calls.lock().expect("chat lock").iter().cloned().collect()
     }
 
     /// The next `n` calls fail as if the platform were down.
@@ -127,5 +153,49 @@ impl Chat for RecordingChat {
 
     fn max_message_chars(&self, _channel: &ChannelId) -> Option<usize> {
         self.max_chars
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapters::memory::VirtualClock;
+    use crate::domain::Timestamp;
+
+    fn post(channel: &ChannelId, text: &str, tag: Option<&str>) -> Post {
+        Post {
+            channel: channel.clone(),
+            thread_root: None,
+            text: text.into(),
+            tag: tag.map(Into::into),
+            reply_to: None,
+            completes: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn calls_read_back_in_order_across_chunks() {
+        let chat = RecordingChat::new(Arc::new(VirtualClock::new(Timestamp(1_000_000))), Arc::new(TsMint::default()));
+        let channel = ChannelId("C1".into());
+        let first = chat.post_message(&post(&channel, "first", None)).await.unwrap();
+        let calls = 2 * CALLS_A_CHUNK + 5;
+        for i in 1..calls - 1 {
+            chat.add_reaction(&channel, &first, &format!("e{i}")).await.unwrap();
+        }
+        // The tagged post lands in the third chunk.
+        let tagged = chat.post_message(&post(&channel, "tagged", Some("job-1"))).await.unwrap();
+
+        let recorded = chat.calls();
+        assert_eq!(recorded.len(), calls);
+        assert!(matches!(&recorded[0], ChatCall::Post { post, .. } if post.text == "first"));
+        for (i, call) in recorded.iter().enumerate().take(calls - 1).skip(1) {
+            assert!(
+                matches!(call, ChatCall::Reaction { emoji, .. } if *emoji == format!("e{i}")),
+                "call {i}: {call:?}"
+            );
+        }
+        let found = chat.find_post(&channel, None, &first, "job-1").await.unwrap();
+        assert_eq!(found, Some(FoundPost { ts: tagged, text: "tagged".into() }));
+        assert_eq!(chat.find_post(&channel, None, &first, "job-2").await.unwrap(), None);
     }
 }
