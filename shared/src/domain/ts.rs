@@ -8,13 +8,15 @@ use super::Timestamp;
 
 /// A platform message id that orders by time: Slack's `"1712345678.123456"` or a
 /// Discord snowflake. Compared numerically, so `"9.5" < "10.1"`. The numeric key is
-/// computed once: stores compare ts constantly. The text is shared, so a clone (every
-/// stored message and every index entry holds one) costs no allocation.
+/// computed once: stores compare ts constantly. The text is kept inline (a Slack ts has
+/// 17 characters, a snowflake up to 20; longer text is shared), so a clone (every
+/// stored message, event and index entry holds one) is a copy: no allocation, and no
+/// shared count to update in memory the first holder wrote, maybe long ago.
 #[derive(Clone)]
 pub struct Ts {
-    raw: std::sync::Arc<str>,
+    raw: smol_str::SmolStr,
     /// (integer part, fraction scaled to nanos) when the ts is a number.
-    key: Option<(u64, u64)>,
+    key: Option<(u64, u32)>,
 }
 
 /// Digits of the fraction that take part in the numeric key (nanoseconds).
@@ -28,7 +30,7 @@ pub struct NotASlackTs(pub String);
 impl Ts {
     pub fn new(raw: impl AsRef<str>) -> Ts {
         let raw = raw.as_ref();
-        Ts { raw: raw.into(), key: numeric_key(raw) }
+        Ts { raw: smol_str::SmolStr::new(raw), key: numeric_key(raw) }
     }
 
     /// A Slack ts from an untrusted request, like `"1712345678.123456"`: digits, a dot,
@@ -82,9 +84,9 @@ impl Ts {
         }
         let raw = std::str::from_utf8(&text[..dot + 7]).expect("digits");
         // Scaled from micros to the key's nanos; a time before 1970 has no numeric key.
-        let key = u64::try_from(secs).ok().map(|secs| (secs, frac as u64 * 1_000));
+        let key = u64::try_from(secs).ok().map(|secs| (secs, frac as u32 * 1_000));
         debug_assert_eq!(key, numeric_key(raw), "{raw}");
-        Ts { raw: raw.into(), key }
+        Ts { raw: smol_str::SmolStr::new(raw), key }
     }
 }
 
@@ -97,7 +99,7 @@ impl Ts {
     pub fn posted_at(&self) -> Option<Timestamp> {
         let (int, nanos) = self.key?;
         if self.raw.contains('.') {
-            let micros = i64::try_from(int).ok()?.checked_mul(1_000_000)?.checked_add((nanos / 1000) as i64)?;
+            let micros = i64::try_from(int).ok()?.checked_mul(1_000_000)?.checked_add(i64::from(nanos / 1000))?;
             Some(Timestamp(micros))
         } else {
             let ms = i64::try_from(int >> 22).ok()?.checked_add(DISCORD_EPOCH_MS)?;
@@ -106,25 +108,25 @@ impl Ts {
     }
 }
 
-fn numeric_key(raw: &str) -> Option<(u64, u64)> {
+fn numeric_key(raw: &str) -> Option<(u64, u32)> {
     let (int, frac) = raw.split_once('.').unwrap_or((raw, ""));
     if int.is_empty() || !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     let int: u64 = int.parse().ok()?;
-    let mut scaled = 0u64;
+    // Nine digits: under 10^9, within a u32.
+    let mut scaled = 0u32;
     let mut digits = frac.bytes();
     for _ in 0..FRACTION_DIGITS {
-        scaled = scaled * 10 + digits.next().map_or(0, |b| u64::from(b - b'0'));
+        scaled = scaled * 10 + digits.next().map_or(0, |b| u32::from(b - b'0'));
     }
     Some((int, scaled))
 }
 
 impl PartialEq for Ts {
     fn eq(&self, other: &Self) -> bool {
-        // Clones share their text: the same pointer is the same ts, without a compare.
         // Different numbers differ without looking at the text.
-        std::sync::Arc::ptr_eq(&self.raw, &other.raw) || (self.key == other.key && self.raw == other.raw)
+        self.key == other.key && self.raw == other.raw
     }
 }
 
@@ -135,7 +137,7 @@ impl Hash for Ts {
         // Equal ts have equal keys (the key is the text's); the key hashes quicker.
         match self.key {
             Some(key) => key.hash(state),
-            None => self.raw.as_ref().hash(state),
+            None => self.raw.as_str().hash(state),
         }
     }
 }
@@ -150,9 +152,7 @@ impl Ord for Ts {
             (None, Some(_)) => Ordering::Greater,
             (None, None) => Ordering::Equal,
         }
-        .then_with(|| {
-            if std::sync::Arc::ptr_eq(&self.raw, &other.raw) { Ordering::Equal } else { self.raw.cmp(&other.raw) }
-        })
+        .then_with(|| self.raw.cmp(&other.raw))
     }
 }
 
@@ -250,6 +250,24 @@ mod tests {
         tss.sort();
         by_key.sort_by_key(|t| t.sort_key());
         assert_eq!(tss, by_key);
+    }
+
+    /// Text too long to keep inline (shared instead) reads, compares and hashes as
+    /// text that fits does.
+    #[test]
+    fn a_long_ts_behaves_as_a_short_one() {
+        use std::hash::BuildHasher;
+        let hash = |t: &Ts| foldhash::quality::FixedState::with_seed(7).hash_one(t);
+        let long = "12345678901234567890123456789.5";
+        assert_eq!(ts(long).as_str(), long);
+        assert_eq!(ts(long), ts(long));
+        assert_eq!(hash(&ts(long)), hash(&ts(long)));
+        assert!(ts(long) > ts("1712345678.000010") && ts(long) < ts("not a number"));
+        let (short_text, long_text) = ("not a number", "not a number, and longer than fits inline");
+        assert_ne!(ts(short_text), ts(long_text));
+        assert_eq!(ts(long_text).clone(), ts(long_text));
+        assert_eq!(hash(&ts(long_text)), hash(&ts(long_text).clone()));
+        assert_eq!(ts(short_text).cmp(&ts(long_text)), Ordering::Less, "text order among non-numbers");
     }
 
     #[test]
