@@ -45,7 +45,7 @@ impl ChannelMessages {
             _ => self.by_time.push_back(message.clone()),
         }
         slot(&mut self.threads, &message.thread_root).insert(message.clone());
-        self.by_ts.0.insert(place, message);
+        self.by_ts.0.insert(place, Entry::new(message));
         true
     }
 
@@ -57,7 +57,7 @@ impl ChannelMessages {
         }
         if let Some(thread) = self.threads.get_mut(&message.thread_root) {
             thread.remove(ts);
-            if thread.0.is_empty() {
+            if thread.is_empty() {
                 self.threads.remove(&message.thread_root);
             }
         }
@@ -66,14 +66,14 @@ impl ChannelMessages {
 
     /// Removes every message `forget` picks; how many went.
     fn remove_where(&mut self, forget: impl Fn(&Message) -> bool) -> usize {
-        let before = self.by_ts.0.len();
-        self.by_ts.0.retain(|m| !forget(m));
+        let before = self.by_ts.len();
+        self.by_ts.retain(|m| !forget(m));
         self.by_time.retain(|m| !forget(m));
         self.threads.retain(|_, thread| {
-            thread.0.retain(|m| !forget(m));
-            !thread.0.is_empty()
+            thread.retain(|m| !forget(m));
+            !thread.is_empty()
         });
-        before - self.by_ts.0.len()
+        before - self.by_ts.len()
     }
 }
 
@@ -82,16 +82,41 @@ const NEWEST_GALLOP: usize = 16;
 /// Guesses from the times before [`ByTs::search`] bisects what is left.
 const GUESSES: usize = 4;
 
+/// A message in a [`ByTs`] with its ts's [`Ts::order_hint`] beside it: a search
+/// compares hints in the index's own memory, and reads a message (somewhere else in
+/// memory, maybe written long ago) only when two hints are equal.
+struct Entry {
+    hint: u64,
+    message: Arc<Message>,
+}
+
+impl Entry {
+    fn new(message: Arc<Message>) -> Self {
+        Entry { hint: message.ts.order_hint(), message }
+    }
+
+    /// How this entry's ts compares with `ts`, whose hint is `hint`.
+    fn cmp_ts(&self, ts: &Ts, hint: u64) -> std::cmp::Ordering {
+        self.hint.cmp(&hint).then_with(|| self.message.ts.cmp(ts))
+    }
+
+    /// The ts as a number, read from the hint.
+    fn approximate(&self) -> Option<f64> {
+        (self.hint != u64::MAX).then(|| f64::from_bits(self.hint))
+    }
+}
+
 /// Binary search of `messages[lo..hi]` for `ts`, as `slice::binary_search` answers.
 fn bisect(
-    messages: &std::collections::VecDeque<Arc<Message>>,
+    messages: &std::collections::VecDeque<Entry>,
     ts: &Ts,
+    hint: u64,
     mut lo: usize,
     mut hi: usize,
 ) -> Result<usize, usize> {
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        match messages[mid].ts.cmp(ts) {
+        match messages[mid].cmp_ts(ts, hint) {
             std::cmp::Ordering::Less => lo = mid + 1,
             std::cmp::Ordering::Greater => hi = mid,
             std::cmp::Ordering::Equal => return Ok(mid),
@@ -104,23 +129,23 @@ fn bisect(
 /// without allocating a node, and nearly every question is about the newest ones: a
 /// search starts there.
 #[derive(Default)]
-struct ByTs(std::collections::VecDeque<Arc<Message>>);
+struct ByTs(std::collections::VecDeque<Entry>);
 
 impl ByTs {
     /// Where the message with `ts` is (`Ok`) or would go (`Err`): a short gallop back
     /// from the newest end (where nearly every question is), then, for an older ts, a
     /// guess from the times at the ends of the stretch left (messages come at a rate,
     /// so a ts a third of the way between two is about a third of the way along), then
-    /// a binary search. Every probe reads a message of its own, far from the others
-    /// in memory: a guess needs a few whatever the history, a bisection one per halving.
+    /// a binary search. Every probe reads the index's entries, not the messages.
     fn search(&self, ts: &Ts) -> Result<usize, usize> {
         use std::cmp::Ordering::{Equal, Greater, Less};
         let messages = &self.0;
+        let hint = ts.order_hint();
         // Every index below `lo` holds an earlier ts, every one from `hi` on a later one.
         let (mut lo, mut hi, mut step) = (0, messages.len(), 1);
         while hi > 0 {
             let probe = hi.saturating_sub(step);
-            match messages[probe].ts.cmp(ts) {
+            match messages[probe].cmp_ts(ts, hint) {
                 Greater => hi = probe,
                 Equal => return Ok(probe),
                 Less => {
@@ -129,19 +154,18 @@ impl ByTs {
                 }
             }
             if step == NEWEST_GALLOP && probe > 0 {
-                return self.guess_then_bisect(ts, hi);
+                return self.guess_then_bisect(ts, hint, hi);
             }
             step *= 2;
         }
-        bisect(messages, ts, lo, hi)
+        bisect(messages, ts, hint, lo, hi)
     }
 
     /// [`ByTs::search`] for a ts before index `hi`, whose message is later.
-    fn guess_then_bisect(&self, ts: &Ts, hi: usize) -> Result<usize, usize> {
+    fn guess_then_bisect(&self, ts: &Ts, hint: u64, hi: usize) -> Result<usize, usize> {
         use std::cmp::Ordering::{Equal, Greater, Less};
         let messages = &self.0;
-        let value = |i: usize| messages[i].ts.approximate();
-        match messages[0].ts.cmp(ts) {
+        match messages[0].cmp_ts(ts, hint) {
             Greater => return Err(0),
             Equal => return Ok(0),
             Less => {}
@@ -149,33 +173,37 @@ impl ByTs {
         // Messages `below` and `above` bracket it: earlier and later.
         let (mut below, mut above) = (0, hi);
         for _ in 0..GUESSES {
-            let (Some(asked), Some(low), Some(high)) = (ts.approximate(), value(below), value(above)) else { break };
+            let (Some(asked), Some(low), Some(high)) =
+                (ts.approximate(), messages[below].approximate(), messages[above].approximate())
+            else {
+                break;
+            };
             if above - below <= 2 || high <= low {
                 break;
             }
             let share = ((asked - low) / (high - low)).clamp(0.0, 1.0);
             let guess = (below + 1 + (share * (above - below - 1) as f64) as usize).min(above - 1);
-            match messages[guess].ts.cmp(ts) {
+            match messages[guess].cmp_ts(ts, hint) {
                 Less => below = guess,
                 Greater => above = guess,
                 Equal => return Ok(guess),
             }
         }
-        bisect(messages, ts, below + 1, above)
+        bisect(messages, ts, hint, below + 1, above)
     }
 
     fn get(&self, ts: &Ts) -> Option<&Arc<Message>> {
-        self.search(ts).ok().map(|i| &self.0[i])
+        self.search(ts).ok().map(|i| &self.0[i].message)
     }
 
     fn insert(&mut self, message: Arc<Message>) {
         if let Err(place) = self.search(&message.ts) {
-            self.0.insert(place, message);
+            self.0.insert(place, Entry::new(message));
         }
     }
 
     fn remove(&mut self, ts: &Ts) -> Option<Arc<Message>> {
-        self.search(ts).ok().and_then(|i| self.0.remove(i))
+        self.search(ts).ok().and_then(|i| self.0.remove(i)).map(|entry| entry.message)
     }
 
     /// The index of the first message after `ts`.
@@ -184,7 +212,24 @@ impl ByTs {
     }
 
     fn newest_first(&self) -> impl Iterator<Item = &Arc<Message>> {
-        self.0.iter().rev()
+        self.0.iter().rev().map(|entry| &entry.message)
+    }
+
+    /// The messages from index `first` on, oldest first.
+    fn starting_at(&self, first: usize) -> impl Iterator<Item = &Arc<Message>> {
+        self.0.range(first..).map(|entry| &entry.message)
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn retain(&mut self, keep: impl Fn(&Message) -> bool) {
+        self.0.retain(|entry| keep(&entry.message));
     }
 }
 
@@ -368,7 +413,7 @@ impl MemoryStore {
                 }
             }
         }
-        inner.channels.retain(|_, messages| !messages.by_ts.0.is_empty());
+        inner.channels.retain(|_, messages| !messages.by_ts.is_empty());
         if inner.claims.len() >= 2 * inner.claims_after_sweep.max(CLAIMS_BEFORE_SWEEPING) {
             inner.claims.sweep(now);
             inner.claims_after_sweep = inner.claims.len();
@@ -497,7 +542,7 @@ impl MessageStore for MemoryStore {
             return Ok(Vec::new());
         };
         let first = after.map_or(0, |after| messages.by_ts.after(after));
-        Ok(messages.by_ts.0.range(first..).take(limit).cloned().collect())
+        Ok(messages.by_ts.starting_at(first).take(limit).cloned().collect())
     }
 
     async fn channel_window(&self, channel: &ChannelId, limit: usize) -> PortResult<ChannelWindow> {
@@ -507,14 +552,14 @@ impl MessageStore for MemoryStore {
         };
         let mut newest: Vec<Arc<Message>> = messages.by_ts.newest_first().take(limit).cloned().collect();
         newest.reverse();
-        Ok(ChannelWindow { messages: newest, complete: messages.by_ts.0.len() <= limit })
+        Ok(ChannelWindow { messages: newest, complete: messages.by_ts.len() <= limit })
     }
 
     async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Arc<Message>>> {
         let inner = self.lock();
         Ok(inner.channels.get(channel).and_then(|c| {
             let place = c.by_ts.search(before).unwrap_or_else(|place| place);
-            place.checked_sub(1).map(|previous| c.by_ts.0[previous].clone())
+            place.checked_sub(1).map(|previous| c.by_ts.0[previous].message.clone())
         }))
     }
 
@@ -907,7 +952,7 @@ mod tests {
                     reference.insert(place, secs);
                 }
             }
-            let stored: Vec<i64> = index.0.iter().map(|m| m.at.0 / 1_000_000).collect();
+            let stored: Vec<i64> = index.0.iter().map(|e| e.message.at.0 / 1_000_000).collect();
             assert_eq!(stored, reference, "round {round}: in ts order, each once");
             for asked in 0..=clock + 1 {
                 let ts = Ts::from_timestamp(Timestamp(asked * 1_000_000));
