@@ -75,7 +75,7 @@ impl Ts {
         let micros = at.as_micros();
         let (secs, frac) =
             (micros.div_euclid(Timestamp::MICROS_PER_SECOND), micros.rem_euclid(Timestamp::MICROS_PER_SECOND));
-        // Written on the stack: the ts's one allocation is its shared text. Every
+        // Written on the stack, then kept inline (no allocation). Every
         // message minted in replay and serve comes here, so no formatter is run and
         // the key is not parsed back from the text.
         let mut digits = itoa::Buffer::new();
