@@ -343,18 +343,14 @@ pub fn excerpt<M: std::borrow::Borrow<Message>>(conversation: &[M]) -> String {
 /// Appends as much of `text` as `room` characters allow, and takes them off `room`;
 /// false when `text` did not fit whole.
 fn push_within(out: &mut String, text: &str, room: &mut usize) -> bool {
-    match text.char_indices().nth(*room) {
-        Some((cut, _)) => {
-            out.push_str(&text[..cut]);
-            *room = 0;
-            false
-        }
-        None => {
-            out.push_str(text);
-            *room -= text.chars().count();
-            true
-        }
+    let fits = crate::domain::first_chars(text, *room);
+    out.push_str(fits);
+    if fits.len() < text.len() {
+        *room = 0;
+        return false;
     }
+    *room -= text.chars().count();
+    true
 }
 
 #[cfg(test)]

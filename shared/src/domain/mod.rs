@@ -137,6 +137,12 @@ pub struct Message {
     pub at: Timestamp,
 }
 
+/// The first `n` characters of `text` (all of it when it is shorter), cut without
+/// collecting characters.
+pub fn first_chars(text: &str, n: usize) -> &str {
+    text.char_indices().nth(n).map_or(text, |(cut, _)| &text[..cut])
+}
+
 /// Where `needle` (not empty) starts in `text`, overlapping matches included. Chat
 /// lines are short: finding the needle's first byte and comparing there is quicker
 /// than preparing a substring searcher for each line, as `str::contains` does.

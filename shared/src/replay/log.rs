@@ -92,20 +92,19 @@ impl<'a> LogWriter<'a> {
 
     /// Makes room for the names of `threads` more threads in `channel`.
     pub(crate) fn make_room_for_threads(&mut self, channel: &str, threads: usize) {
-        match self.thread_names.get_mut(channel) {
-            Some(names) => names.reserve(threads),
-            None => {
-                self.thread_names.insert(channel.to_owned(), HashMap::with_capacity(threads));
-            }
-        }
+        self.names_in(channel).reserve(threads);
     }
 
     pub(crate) fn name_thread(&mut self, channel: &str, root: &Ts, name: &str) {
-        let names = match self.thread_names.get_mut(channel) {
-            Some(names) => names,
-            None => self.thread_names.entry(channel.to_owned()).or_default(),
-        };
-        names.entry(root.clone()).or_insert_with(|| name.to_owned());
+        self.names_in(channel).entry(root.clone()).or_insert_with(|| name.to_owned());
+    }
+
+    /// The thread names of `channel`, made when missing (the name copied only then).
+    fn names_in(&mut self, channel: &str) -> &mut HashMap<Ts, String> {
+        if !self.thread_names.contains_key(channel) {
+            self.thread_names.insert(channel.to_owned(), HashMap::new());
+        }
+        self.thread_names.get_mut(channel).expect("present or just made")
     }
 
     pub(crate) fn count_message(&mut self) {

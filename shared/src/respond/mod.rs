@@ -336,7 +336,7 @@ pub fn split_message(text: &str, limit: usize) -> Vec<String> {
     let mut parts = Vec::new();
     let mut rest = text.trim();
     while rest.chars().count() > limit {
-        let cut_at = rest.char_indices().nth(limit).map_or(rest.len(), |(i, _)| i);
+        let cut_at = crate::domain::first_chars(rest, limit).len();
         let window = &rest[..cut_at];
         let boundary = ["\n\n", "\n", "。", ". ", "！", "? ", "？", " "]
             .iter()
@@ -480,7 +480,7 @@ async fn message_embedding(deps: &Deps, facts: &[crate::domain::Fact], target: &
 
 /// With `--llm none`: a visible stand-in that says what kuuki would have said.
 fn placeholder(deps: &Deps, target: &Message, response_type: ResponseType) -> String {
-    let quoted = target.text.char_indices().nth(40).map_or(target.text.as_str(), |(cut, _)| &target.text[..cut]);
+    let quoted = crate::domain::first_chars(&target.text, 40);
     format!("[{} {} to {}: \"{}\"]", deps.persona.name, response_type.as_str(), target.user_name, quoted)
 }
 

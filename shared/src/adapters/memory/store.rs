@@ -45,7 +45,7 @@ impl ChannelMessages {
             _ => self.by_time.push_back(message.clone()),
         }
         slot(&mut self.threads, &message.thread_root).insert(message.clone());
-        self.by_ts.0.insert(place, Entry::new(message));
+        self.by_ts.insert_at(place, message);
         true
     }
 
@@ -193,13 +193,23 @@ impl ByTs {
     }
 
     fn get(&self, ts: &Ts) -> Option<&Arc<Message>> {
-        self.search(ts).ok().map(|i| &self.0[i].message)
+        self.search(ts).ok().map(|i| self.at(i))
     }
 
     fn insert(&mut self, message: Arc<Message>) {
         if let Err(place) = self.search(&message.ts) {
-            self.0.insert(place, Entry::new(message));
+            self.insert_at(place, message);
         }
+    }
+
+    /// Puts `message` at `place`, where [`ByTs::search`] said it goes.
+    fn insert_at(&mut self, place: usize, message: Arc<Message>) {
+        self.0.insert(place, Entry::new(message));
+    }
+
+    /// The message at index `i`.
+    fn at(&self, i: usize) -> &Arc<Message> {
+        &self.0[i].message
     }
 
     fn remove(&mut self, ts: &Ts) -> Option<Arc<Message>> {
@@ -559,7 +569,7 @@ impl MessageStore for MemoryStore {
         let inner = self.lock();
         Ok(inner.channels.get(channel).and_then(|c| {
             let place = c.by_ts.search(before).unwrap_or_else(|place| place);
-            place.checked_sub(1).map(|previous| c.by_ts.0[previous].message.clone())
+            place.checked_sub(1).map(|previous| c.by_ts.at(previous).clone())
         }))
     }
 

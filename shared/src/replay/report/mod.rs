@@ -930,10 +930,8 @@ fn signed(v: &Value) -> String {
 
 /// At most `max` characters, with "…" when cut.
 fn clip(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &s[..at]),
-        None => s.to_owned(),
-    }
+    let kept = crate::domain::first_chars(s, max);
+    if kept.len() < s.len() { format!("{kept}…") } else { s.to_owned() }
 }
 
 /// FNV-1a, for stable per-thread colours.
