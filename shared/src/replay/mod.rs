@@ -63,9 +63,9 @@ pub struct Replay {
     queue: Arc<crate::adapters::memory::MemoryQueue>,
     log: Arc<MemoryLog>,
     counting: Option<Arc<CountingLlm>>,
-    /// Channel -> thread ids of the transcript -> the ts of the message that started
-    /// each thread, and whether the log has heard its name.
-    roots: HashMap<String, HashMap<String, (Ts, bool)>>,
+    /// Channel -> thread ids of the transcript -> the thread's number in `threads`.
+    thread_numbers: HashMap<String, HashMap<String, u32>>,
+    threads: Vec<ThreadSlot>,
     /// Decision records on their way to the writer (kept, so its room is reused).
     events: Vec<crate::domain::Event>,
     /// The ids met so far, so each message shares its channel's and person's id text
@@ -74,16 +74,15 @@ pub struct Replay {
     users: HashMap<String, UserId>,
 }
 
-/// How many of `transcript`'s messages are in a thread, by channel: at most as many
-/// threads as that. The replay makes room for them at the start; maps that grow as
-/// threads come rehash every entry at each doubling, from memory no cache holds in a
-/// long replay.
-fn thread_lines_by_channel(transcript: &[TranscriptLine]) -> HashMap<&str, usize> {
-    let mut lines: HashMap<&str, usize> = HashMap::new();
-    for line in transcript.iter().filter(|l| l.thread.is_some() && l.command.is_none()) {
-        *lines.entry(line.channel.as_str()).or_default() += 1;
-    }
-    lines
+/// A transcript's thread, by its number: the ts of the message that started it (once
+/// written) and whether the log has heard its name. One cache line each: a reply to a
+/// thread started long ago reads this line and no other of the replay's own, where a
+/// map by id read its control bytes, its entry and the id's text.
+#[derive(Default)]
+#[repr(align(64))]
+struct ThreadSlot {
+    root: Option<Ts>,
+    named: bool,
 }
 
 /// The shared id for `text`, made once.
@@ -127,7 +126,8 @@ impl Replay {
             queue,
             log,
             counting,
-            roots: HashMap::new(),
+            thread_numbers: HashMap::new(),
+            threads: Vec::new(),
             events: Vec::new(),
             channels: HashMap::new(),
             users: HashMap::new(),
@@ -140,33 +140,44 @@ impl Replay {
         for line in lines.iter().filter(|l| l.command.is_none()) {
             let at = REPLAY_EPOCH + Duration::from_secs_f64(line.t);
             self.clock.advance_to(at);
-            let message = self.message(line, at, |_, _, _| false);
+            let thread = line.thread.as_deref().map(|id| self.thread_number(&line.channel, id).0);
+            let message = self.message(line, at, thread, |_, _, _| false);
             self.deps.messages.put_message(&Arc::new(message)).await?;
         }
         Ok(())
     }
 
-    /// The stored message for a transcript line written at `at`; `named` hears of the
-    /// thread it is in (channel, root, transcript id).
+    /// The number of the transcript's thread `id` in `channel`, and whether it is new.
+    fn thread_number(&mut self, channel: &str, id: &str) -> (u32, bool) {
+        let numbers = match self.thread_numbers.get_mut(channel) {
+            Some(numbers) => numbers,
+            None => self.thread_numbers.entry(channel.to_owned()).or_default(),
+        };
+        if let Some(number) = numbers.get(id) {
+            return (*number, false);
+        }
+        let number = u32::try_from(self.threads.len()).expect("fewer than 2^32 threads");
+        numbers.insert(id.to_owned(), number);
+        self.threads.push(ThreadSlot::default());
+        (number, true)
+    }
+
+    /// The stored message for a transcript line written at `at`, in the thread numbered
+    /// `thread`; `named` hears of the thread (channel, root, transcript id).
     fn message(
         &mut self,
         line: &TranscriptLine,
         at: Timestamp,
+        thread: Option<u32>,
         mut named: impl FnMut(&str, &Ts, &str) -> bool,
     ) -> Message {
         let ts = self.mint.mint(at);
-        let thread_root = line.thread.as_ref().map(|id| {
-            let roots = match self.roots.get_mut(&line.channel) {
-                Some(roots) => roots,
-                None => self.roots.entry(line.channel.clone()).or_default(),
-            };
-            let (root, known) = match roots.get_mut(id) {
-                Some(root) => root,
-                None => roots.entry(id.clone()).or_insert_with(|| (ts.clone(), false)),
-            };
+        let thread_root = thread.map(|number| {
+            let slot = &mut self.threads[number as usize];
+            let root = slot.root.get_or_insert_with(|| ts.clone());
             // The log hears a thread's name once (history is not logged: named later).
-            if !*known {
-                *known = named(&line.channel, root, id);
+            if !slot.named {
+                slot.named = named(&line.channel, root, line.thread.as_deref().unwrap_or_default());
             }
             root.clone()
         });
@@ -195,11 +206,22 @@ impl Replay {
     ) -> Result<Stats, ReplayError> {
         let clock = self.clock.clone();
         let advance = |at: Timestamp| clock.advance_to(at);
-        for (channel, lines) in thread_lines_by_channel(transcript) {
-            self.roots.entry(channel.to_owned()).or_default().reserve(lines);
-            writer.make_room_for_threads(channel, lines);
+        // Threads numbered before the replay, while nothing else competes for the
+        // cache: the loop then reads a thread's slot by its number.
+        let mut new_threads: HashMap<&str, usize> = HashMap::new();
+        let numbers: Vec<Option<u32>> = transcript
+            .iter()
+            .map(|line| {
+                let id = line.thread.as_deref().filter(|_| line.command.is_none())?;
+                let (number, new) = self.thread_number(&line.channel, id);
+                *new_threads.entry(line.channel.as_str()).or_default() += usize::from(new);
+                Some(number)
+            })
+            .collect();
+        for (channel, threads) in new_threads {
+            writer.make_room_for_threads(channel, threads);
         }
-        for line in transcript {
+        for (line, thread) in transcript.iter().zip(numbers) {
             let at = REPLAY_EPOCH + Duration::from_secs_f64(line.t);
             let failed = run_due(&self.deps, &*self.queue, at, advance).await;
             writer.count_failed_deliveries(failed);
@@ -226,7 +248,7 @@ impl Replay {
                 writer.write_events(&mut self.events);
                 continue;
             }
-            let message = self.message(line, at, |channel, root, id| {
+            let message = self.message(line, at, thread, |channel, root, id| {
                 writer.name_thread(channel, root, id);
                 true
             });
@@ -241,5 +263,54 @@ impl Replay {
         writer.write_events(&mut self.events);
         let usage = self.counting.as_ref().map(|c| c.usage()).unwrap_or_default();
         Ok(writer.finish(clock.now(), usage))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+
+    fn line(t: f64, channel: &str, thread: &str) -> TranscriptLine {
+        TranscriptLine {
+            line: 1,
+            t,
+            user: "alice".into(),
+            text: "the deploy went fine".into(),
+            command: None,
+            private: false,
+            thread: Some(thread.into()),
+            channel: channel.into(),
+            bot: false,
+            reply_to_bot: false,
+        }
+    }
+
+    /// A thread is its channel's and id's: one begun in the history goes on in the
+    /// replay (and the log names it there), and the same id in another channel is
+    /// another thread.
+    #[tokio::test]
+    async fn a_thread_begun_in_history_goes_on_and_an_id_is_its_channels() {
+        let settings = Settings::from_vars(&std::collections::HashMap::new()).unwrap();
+        let persona = settings.persona(None);
+        let mut replay = Replay::new(ReplayOptions { settings, persona, llm: None, embedder: None, seed: 1 });
+        replay.store_history(&[line(0.0, "a", "th1")]).await.unwrap();
+        let mut out = Vec::new();
+        let mut writer = LogWriter::new(&mut out, true);
+        let transcript = [line(10.0, "a", "th1"), line(20.0, "b", "th1"), line(30.0, "b", "th1")];
+        replay.run(&transcript, &mut writer).await.unwrap();
+
+        let threads: Vec<&Value> =
+            writer.kept().iter().filter(|l| l["kind"] == "message").map(|l| &l["thread"]).collect();
+        assert_eq!(threads, [&Value::from("th1"); 3], "each message named by its thread's id");
+        let store = &replay.deps.messages;
+        let a = store.recent_in_channel(&ChannelId("a".into()), REPLAY_EPOCH, 10).await.unwrap();
+        let b = store.recent_in_channel(&ChannelId("b".into()), REPLAY_EPOCH, 10).await.unwrap();
+        assert_eq!(a.len(), 2);
+        assert_eq!(a[1].thread_root.as_ref(), Some(&a[0].ts), "the reply goes on the thread begun in history");
+        assert_eq!(b.len(), 2);
+        assert_eq!(b[0].thread_root.as_ref(), Some(&b[0].ts), "th1 in b begins with its first message there");
+        assert_eq!(b[1].thread_root.as_ref(), Some(&b[0].ts));
     }
 }
