@@ -1,5 +1,5 @@
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 // Hashed with foldhash, not SipHash: the store hashes ids on every read and write.
 use foldhash::HashMap;
@@ -22,12 +22,14 @@ use crate::ports::{
 #[derive(Default)]
 struct ChannelMessages {
     by_ts: ByTs,
-    /// Conversation (top level = `None`, or a thread root) -> its messages by ts.
-    threads: HashMap<Option<Ts>, ByTs>,
+    /// The messages outside threads, by ts.
+    top_level: ByTs,
+    /// Each thread's messages, the threads in the order of their roots.
+    threads: Threads,
     /// By (written at, ts), oldest first: what the retention forgets, without a scan.
     /// Messages are written as the clock moves on, so a new one goes at the back; one
     /// that does not (an edit keeps its time) is put in its place.
-    by_time: std::collections::VecDeque<Arc<Message>>,
+    by_time: VecDeque<Arc<Message>>,
 }
 
 impl ChannelMessages {
@@ -44,9 +46,20 @@ impl ChannelMessages {
             }
             _ => self.by_time.push_back(message.clone()),
         }
-        slot(&mut self.threads, &message.thread_root).insert(message.clone());
+        match &message.thread_root {
+            None => self.top_level.insert(message.clone()),
+            Some(root) => self.threads.slot(root).insert(message.clone()),
+        }
         self.by_ts.insert_at(place, message);
         true
+    }
+
+    /// The messages of the conversation `root` (`None`: the top level), if any.
+    fn conversation(&self, root: &Option<Ts>) -> Option<&ByTs> {
+        match root {
+            None => Some(&self.top_level),
+            Some(root) => self.threads.get(root),
+        }
     }
 
     fn remove(&mut self, ts: &Ts) -> Option<Arc<Message>> {
@@ -55,11 +68,9 @@ impl ChannelMessages {
         if let Ok(at) = self.by_time.binary_search_by(|e| (e.at, &e.ts).cmp(&entry)) {
             self.by_time.remove(at);
         }
-        if let Some(thread) = self.threads.get_mut(&message.thread_root) {
-            thread.remove(ts);
-            if thread.is_empty() {
-                self.threads.remove(&message.thread_root);
-            }
+        match &message.thread_root {
+            None => drop(self.top_level.remove(ts)),
+            Some(root) => self.threads.remove_message(root, ts),
         }
         Some(message)
     }
@@ -69,9 +80,10 @@ impl ChannelMessages {
         let before = self.by_ts.len();
         self.by_ts.retain(|m| !forget(m));
         self.by_time.retain(|m| !forget(m));
-        self.threads.retain(|_, thread| {
-            thread.retain(|m| !forget(m));
-            !thread.is_empty()
+        self.top_level.retain(|m| !forget(m));
+        self.threads.0.retain_mut(|thread| {
+            thread.messages.retain(|m| !forget(m));
+            !thread.messages.is_empty()
         });
         before - self.by_ts.len()
     }
@@ -82,9 +94,25 @@ const NEWEST_GALLOP: usize = 16;
 /// Guesses from the times before [`ByTs::search`] bisects what is left.
 const GUESSES: usize = 4;
 
-/// A message in a [`ByTs`] with its ts's [`Ts::order_hint`] beside it: a search
-/// compares hints in the index's own memory, and reads a message (somewhere else in
-/// memory, maybe written long ago) only when two hints are equal.
+/// What a ts-sorted deque holds: a ts, with its [`Ts::order_hint`] beside it so a search
+/// compares hints in the deque's own memory and reads the ts (somewhere else in memory,
+/// maybe written long ago) only when two hints are equal.
+trait ByTsEntry {
+    fn hint(&self) -> u64;
+    fn ts(&self) -> &Ts;
+
+    /// How this entry's ts compares with `ts`, whose hint is `hint`.
+    fn cmp_ts(&self, ts: &Ts, hint: u64) -> std::cmp::Ordering {
+        self.hint().cmp(&hint).then_with(|| self.ts().cmp(ts))
+    }
+
+    /// The ts as a number, read from the hint.
+    fn approximate(&self) -> Option<f64> {
+        (self.hint() != u64::MAX).then(|| f64::from_bits(self.hint()))
+    }
+}
+
+/// A message in a [`ByTs`].
 struct Entry {
     hint: u64,
     message: Arc<Message>,
@@ -94,21 +122,21 @@ impl Entry {
     fn new(message: Arc<Message>) -> Self {
         Entry { hint: message.ts.order_hint(), message }
     }
+}
 
-    /// How this entry's ts compares with `ts`, whose hint is `hint`.
-    fn cmp_ts(&self, ts: &Ts, hint: u64) -> std::cmp::Ordering {
-        self.hint.cmp(&hint).then_with(|| self.message.ts.cmp(ts))
+impl ByTsEntry for Entry {
+    fn hint(&self) -> u64 {
+        self.hint
     }
 
-    /// The ts as a number, read from the hint.
-    fn approximate(&self) -> Option<f64> {
-        (self.hint != u64::MAX).then(|| f64::from_bits(self.hint))
+    fn ts(&self) -> &Ts {
+        &self.message.ts
     }
 }
 
-/// Binary search of `messages[lo..hi]` for `ts`, as `slice::binary_search` answers.
-fn bisect(
-    messages: &std::collections::VecDeque<Entry>,
+/// Binary search of `entries[lo..hi]` for `ts`, as `slice::binary_search` answers.
+fn bisect<E: ByTsEntry>(
+    entries: &VecDeque<E>,
     ts: &Ts,
     hint: u64,
     mut lo: usize,
@@ -116,7 +144,7 @@ fn bisect(
 ) -> Result<usize, usize> {
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        match messages[mid].cmp_ts(ts, hint) {
+        match entries[mid].cmp_ts(ts, hint) {
             std::cmp::Ordering::Less => lo = mid + 1,
             std::cmp::Ordering::Greater => hi = mid,
             std::cmp::Ordering::Equal => return Ok(mid),
@@ -125,71 +153,74 @@ fn bisect(
     Err(lo)
 }
 
+/// Where the entry with `ts` is (`Ok`) or would go (`Err`) in `entries`, sorted by ts.
+/// They arrive nearly in order, so nearly every question is about the newest: a short
+/// gallop back from the newest end, then, for an older ts, a guess from the times at
+/// the ends of the stretch left (entries come at a rate, so a ts a third of the way
+/// between two is about a third of the way along), then a binary search. Every probe
+/// reads the deque's entries, not what they point to.
+fn search<E: ByTsEntry>(entries: &VecDeque<E>, ts: &Ts) -> Result<usize, usize> {
+    use std::cmp::Ordering::{Equal, Greater, Less};
+    let hint = ts.order_hint();
+    // Every index below `lo` holds an earlier ts, every one from `hi` on a later one.
+    let (mut lo, mut hi, mut step) = (0, entries.len(), 1);
+    while hi > 0 {
+        let probe = hi.saturating_sub(step);
+        match entries[probe].cmp_ts(ts, hint) {
+            Greater => hi = probe,
+            Equal => return Ok(probe),
+            Less => {
+                lo = probe + 1;
+                break;
+            }
+        }
+        if step == NEWEST_GALLOP && probe > 0 {
+            return guess_then_bisect(entries, ts, hint, hi);
+        }
+        step *= 2;
+    }
+    bisect(entries, ts, hint, lo, hi)
+}
+
+/// [`search`] for a ts before index `hi`, whose entry is later.
+fn guess_then_bisect<E: ByTsEntry>(entries: &VecDeque<E>, ts: &Ts, hint: u64, hi: usize) -> Result<usize, usize> {
+    use std::cmp::Ordering::{Equal, Greater, Less};
+    match entries[0].cmp_ts(ts, hint) {
+        Greater => return Err(0),
+        Equal => return Ok(0),
+        Less => {}
+    }
+    // Entries `below` and `above` bracket it: earlier and later.
+    let (mut below, mut above) = (0, hi);
+    for _ in 0..GUESSES {
+        let (Some(asked), Some(low), Some(high)) =
+            (ts.approximate(), entries[below].approximate(), entries[above].approximate())
+        else {
+            break;
+        };
+        if above - below <= 2 || high <= low {
+            break;
+        }
+        let share = ((asked - low) / (high - low)).clamp(0.0, 1.0);
+        let guess = (below + 1 + (share * (above - below - 1) as f64) as usize).min(above - 1);
+        match entries[guess].cmp_ts(ts, hint) {
+            Less => below = guess,
+            Greater => above = guess,
+            Equal => return Ok(guess),
+        }
+    }
+    bisect(entries, ts, hint, below + 1, above)
+}
+
 /// Messages in ts order. They arrive nearly in order, so a new one goes at the back
 /// without allocating a node, and nearly every question is about the newest ones: a
 /// search starts there.
 #[derive(Default)]
-struct ByTs(std::collections::VecDeque<Entry>);
+struct ByTs(VecDeque<Entry>);
 
 impl ByTs {
-    /// Where the message with `ts` is (`Ok`) or would go (`Err`): a short gallop back
-    /// from the newest end (where nearly every question is), then, for an older ts, a
-    /// guess from the times at the ends of the stretch left (messages come at a rate,
-    /// so a ts a third of the way between two is about a third of the way along), then
-    /// a binary search. Every probe reads the index's entries, not the messages.
     fn search(&self, ts: &Ts) -> Result<usize, usize> {
-        use std::cmp::Ordering::{Equal, Greater, Less};
-        let messages = &self.0;
-        let hint = ts.order_hint();
-        // Every index below `lo` holds an earlier ts, every one from `hi` on a later one.
-        let (mut lo, mut hi, mut step) = (0, messages.len(), 1);
-        while hi > 0 {
-            let probe = hi.saturating_sub(step);
-            match messages[probe].cmp_ts(ts, hint) {
-                Greater => hi = probe,
-                Equal => return Ok(probe),
-                Less => {
-                    lo = probe + 1;
-                    break;
-                }
-            }
-            if step == NEWEST_GALLOP && probe > 0 {
-                return self.guess_then_bisect(ts, hint, hi);
-            }
-            step *= 2;
-        }
-        bisect(messages, ts, hint, lo, hi)
-    }
-
-    /// [`ByTs::search`] for a ts before index `hi`, whose message is later.
-    fn guess_then_bisect(&self, ts: &Ts, hint: u64, hi: usize) -> Result<usize, usize> {
-        use std::cmp::Ordering::{Equal, Greater, Less};
-        let messages = &self.0;
-        match messages[0].cmp_ts(ts, hint) {
-            Greater => return Err(0),
-            Equal => return Ok(0),
-            Less => {}
-        }
-        // Messages `below` and `above` bracket it: earlier and later.
-        let (mut below, mut above) = (0, hi);
-        for _ in 0..GUESSES {
-            let (Some(asked), Some(low), Some(high)) =
-                (ts.approximate(), messages[below].approximate(), messages[above].approximate())
-            else {
-                break;
-            };
-            if above - below <= 2 || high <= low {
-                break;
-            }
-            let share = ((asked - low) / (high - low)).clamp(0.0, 1.0);
-            let guess = (below + 1 + (share * (above - below - 1) as f64) as usize).min(above - 1);
-            match messages[guess].cmp_ts(ts, hint) {
-                Less => below = guess,
-                Greater => above = guess,
-                Equal => return Ok(guess),
-            }
-        }
-        bisect(messages, ts, hint, below + 1, above)
+        search(&self.0, ts)
     }
 
     fn get(&self, ts: &Ts) -> Option<&Arc<Message>> {
@@ -240,6 +271,59 @@ impl ByTs {
 
     fn retain(&mut self, keep: impl Fn(&Message) -> bool) {
         self.0.retain(|entry| keep(&entry.message));
+    }
+}
+
+/// A thread's messages, under its root's ts.
+struct Thread {
+    hint: u64,
+    root: Ts,
+    messages: ByTs,
+}
+
+impl ByTsEntry for Thread {
+    fn hint(&self) -> u64 {
+        self.hint
+    }
+
+    fn ts(&self) -> &Ts {
+        &self.root
+    }
+}
+
+/// A channel's threads in the order of their roots' ts, found as [`ByTs`] finds a
+/// message. A new thread's root is nearly always among the newest messages, so its
+/// entry goes at the back, next to the last one made, where a hash map wrote each new
+/// thread into a random place in a table of all of them (and moved them all at each
+/// doubling): memory no cache held, in a long history.
+#[derive(Default)]
+struct Threads(VecDeque<Thread>);
+
+impl Threads {
+    fn get(&self, root: &Ts) -> Option<&ByTs> {
+        search(&self.0, root).ok().map(|i| &self.0[i].messages)
+    }
+
+    /// The messages of the thread `root`, made when missing.
+    fn slot(&mut self, root: &Ts) -> &mut ByTs {
+        let i = match search(&self.0, root) {
+            Ok(found) => found,
+            Err(place) => {
+                self.0.insert(place, Thread { hint: root.order_hint(), root: root.clone(), messages: ByTs::default() });
+                place
+            }
+        };
+        &mut self.0[i].messages
+    }
+
+    /// Removes the message `ts` from the thread `root`, and the thread once empty.
+    fn remove_message(&mut self, root: &Ts, ts: &Ts) {
+        if let Ok(i) = search(&self.0, root) {
+            self.0[i].messages.remove(ts);
+            if self.0[i].messages.is_empty() {
+                self.0.remove(i);
+            }
+        }
     }
 }
 
@@ -522,7 +606,7 @@ impl MessageStore for MemoryStore {
         let Some(messages) = inner.channels.get(&thread.channel) else {
             return Ok(Vec::new());
         };
-        let Some(conversation) = messages.threads.get(&thread.root) else {
+        let Some(conversation) = messages.conversation(&thread.root) else {
             return Ok(Vec::new());
         };
         Ok(newest_since(conversation.newest_first(), since, limit))
@@ -858,6 +942,58 @@ mod tests {
             private_channel: false,
             at,
         }
+    }
+
+    /// Threads are kept in the order of their roots, and a reply to an old message can
+    /// begin a thread after newer ones began: each is found, loses a message and goes
+    /// when empty on its own, whichever way the messages go (deleted, or forgotten
+    /// with the person who wrote them).
+    #[tokio::test]
+    async fn threads_begun_out_of_order_are_found_and_go_alone() {
+        let store = MemoryStore::new();
+        let reply = |secs: i64, root: i64, user: &str| {
+            let mut m = message("c", secs);
+            m.thread_root = Some(Ts::from_timestamp(Timestamp(root * 1_000_000)));
+            m.user = UserId(user.into());
+            Arc::new(m)
+        };
+        for secs in [10, 20, 30] {
+            store.put_message(&Arc::new(message("c", secs))).await.unwrap();
+        }
+        // Threads on 30, then 10, then 20 (roots out of order), and a text ts's thread.
+        for m in [reply(40, 30, "U1"), reply(50, 10, "U1"), reply(60, 20, "U2"), reply(70, 10, "U2")] {
+            store.put_message(&m).await.unwrap();
+        }
+        let texts_root = Ts::new("not-a-number");
+        let mut odd = message("c", 80);
+        odd.thread_root = Some(texts_root.clone());
+        store.put_message(&Arc::new(odd)).await.unwrap();
+
+        let thread = |root: Option<Ts>| {
+            let store = &store;
+            async move {
+                let key = ThreadKey { channel: ChannelId("c".into()), root };
+                let found = store.recent_in_thread(&key, Timestamp(0), 10).await.unwrap();
+                found.iter().map(|m| m.at.0 / 1_000_000).collect::<Vec<_>>()
+            }
+        };
+        let root = |secs: i64| Some(Ts::from_timestamp(Timestamp(secs * 1_000_000)));
+        assert_eq!(thread(None).await, [10, 20, 30]);
+        assert_eq!(thread(root(10)).await, [50, 70]);
+        assert_eq!(thread(root(20)).await, [60]);
+        assert_eq!(thread(root(30)).await, [40]);
+        assert_eq!(thread(Some(texts_root.clone())).await, [80]);
+        assert_eq!(thread(root(25)).await, Vec::<i64>::new());
+
+        assert!(store.delete_message(&ChannelId("c".into()), &reply(40, 30, "U1").ts).await.unwrap());
+        assert_eq!(thread(root(30)).await, Vec::<i64>::new());
+        assert_eq!(store.lock().channels[&ChannelId("c".into())].threads.0.len(), 3, "the emptied thread went");
+        assert_eq!(store.delete_messages_by(&ChannelId("c".into()), &UserId("U2".into())).await.unwrap(), 2);
+        assert_eq!(thread(root(10)).await, [50]);
+        assert_eq!(thread(root(20)).await, Vec::<i64>::new());
+        assert_eq!(thread(Some(texts_root)).await, [80]);
+        assert_eq!(store.lock().channels[&ChannelId("c".into())].threads.0.len(), 2, "the thread of U2 alone went");
+        assert_eq!(thread(None).await, [10, 20, 30]);
     }
 
     /// Expired claims go in a sweep once as many claims again were made as were
