@@ -1,9 +1,11 @@
 //! Pure data: what a message, a conversation, a judgment and a queued job are.
 //! Nothing here does I/O or reads the clock.
 
+mod by_ts;
 mod time;
 mod ts;
 
+pub use by_ts::{ByTsEntry, UnderTs, search as search_by_ts};
 pub use time::Timestamp;
 pub use ts::{DISCORD_EPOCH_MS, NotASlackTs, Ts};
 

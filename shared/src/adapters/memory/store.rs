@@ -9,8 +9,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::domain::{
-    ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts, UserId,
-    UserNote, UserProfile, WorkspaceMemory,
+    ByTsEntry, ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, JudgmentNote, Message, ThreadKey, Timestamp,
+    Ts, UnderTs, UserId, UserNote, UserProfile, WorkspaceMemory, search_by_ts,
 };
 use crate::ports::{
     ChannelState, ChannelStateStore, ChannelWindow, ClaimOutcome, FactStore, Ledger, MemoryTask, MessageStore,
@@ -82,33 +82,10 @@ impl ChannelMessages {
         self.by_time.retain(|m| !forget(m));
         self.top_level.retain(|m| !forget(m));
         self.threads.0.retain_mut(|thread| {
-            thread.messages.retain(|m| !forget(m));
-            !thread.messages.is_empty()
+            thread.value.retain(|m| !forget(m));
+            !thread.value.is_empty()
         });
         before - self.by_ts.len()
-    }
-}
-
-/// Gallop steps back from the newest end before [`ByTs::search`] guesses instead.
-const NEWEST_GALLOP: usize = 16;
-/// Guesses from the times before [`ByTs::search`] bisects what is left.
-const GUESSES: usize = 4;
-
-/// What a ts-sorted deque holds: a ts, with its [`Ts::order_hint`] beside it so a search
-/// compares hints in the deque's own memory and reads the ts (somewhere else in memory,
-/// maybe written long ago) only when two hints are equal.
-trait ByTsEntry {
-    fn hint(&self) -> u64;
-    fn ts(&self) -> &Ts;
-
-    /// How this entry's ts compares with `ts`, whose hint is `hint`.
-    fn cmp_ts(&self, ts: &Ts, hint: u64) -> std::cmp::Ordering {
-        self.hint().cmp(&hint).then_with(|| self.ts().cmp(ts))
-    }
-
-    /// The ts as a number, read from the hint.
-    fn approximate(&self) -> Option<f64> {
-        (self.hint() != u64::MAX).then(|| f64::from_bits(self.hint()))
     }
 }
 
@@ -134,84 +111,6 @@ impl ByTsEntry for Entry {
     }
 }
 
-/// Binary search of `entries[lo..hi]` for `ts`, as `slice::binary_search` answers.
-fn bisect<E: ByTsEntry>(
-    entries: &VecDeque<E>,
-    ts: &Ts,
-    hint: u64,
-    mut lo: usize,
-    mut hi: usize,
-) -> Result<usize, usize> {
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        match entries[mid].cmp_ts(ts, hint) {
-            std::cmp::Ordering::Less => lo = mid + 1,
-            std::cmp::Ordering::Greater => hi = mid,
-            std::cmp::Ordering::Equal => return Ok(mid),
-        }
-    }
-    Err(lo)
-}
-
-/// Where the entry with `ts` is (`Ok`) or would go (`Err`) in `entries`, sorted by ts.
-/// They arrive nearly in order, so nearly every question is about the newest: a short
-/// gallop back from the newest end, then, for an older ts, a guess from the times at
-/// the ends of the stretch left (entries come at a rate, so a ts a third of the way
-/// between two is about a third of the way along), then a binary search. Every probe
-/// reads the deque's entries, not what they point to.
-fn search<E: ByTsEntry>(entries: &VecDeque<E>, ts: &Ts) -> Result<usize, usize> {
-    use std::cmp::Ordering::{Equal, Greater, Less};
-    let hint = ts.order_hint();
-    // Every index below `lo` holds an earlier ts, every one from `hi` on a later one.
-    let (mut lo, mut hi, mut step) = (0, entries.len(), 1);
-    while hi > 0 {
-        let probe = hi.saturating_sub(step);
-        match entries[probe].cmp_ts(ts, hint) {
-            Greater => hi = probe,
-            Equal => return Ok(probe),
-            Less => {
-                lo = probe + 1;
-                break;
-            }
-        }
-        if step == NEWEST_GALLOP && probe > 0 {
-            return guess_then_bisect(entries, ts, hint, hi);
-        }
-        step *= 2;
-    }
-    bisect(entries, ts, hint, lo, hi)
-}
-
-/// [`search`] for a ts before index `hi`, whose entry is later.
-fn guess_then_bisect<E: ByTsEntry>(entries: &VecDeque<E>, ts: &Ts, hint: u64, hi: usize) -> Result<usize, usize> {
-    use std::cmp::Ordering::{Equal, Greater, Less};
-    match entries[0].cmp_ts(ts, hint) {
-        Greater => return Err(0),
-        Equal => return Ok(0),
-        Less => {}
-    }
-    // Entries `below` and `above` bracket it: earlier and later.
-    let (mut below, mut above) = (0, hi);
-    for _ in 0..GUESSES {
-        let (Some(asked), Some(low), Some(high)) =
-            (ts.approximate(), entries[below].approximate(), entries[above].approximate())
-        else {
-            break;
-        };
-        if above - below <= 2 || high <= low {
-            break;
-        }
-        let share = ((asked - low) / (high - low)).clamp(0.0, 1.0);
-        let guess = (below + 1 + (share * (above - below - 1) as f64) as usize).min(above - 1);
-        match entries[guess].cmp_ts(ts, hint) {
-            Less => below = guess,
-            Greater => above = guess,
-            Equal => return Ok(guess),
-        }
-    }
-    bisect(entries, ts, hint, below + 1, above)
-}
-
 /// Messages in ts order. They arrive nearly in order, so a new one goes at the back
 /// without allocating a node, and nearly every question is about the newest ones: a
 /// search starts there.
@@ -220,7 +119,7 @@ struct ByTs(VecDeque<Entry>);
 
 impl ByTs {
     fn search(&self, ts: &Ts) -> Result<usize, usize> {
-        search(&self.0, ts)
+        search_by_ts(&self.0, ts)
     }
 
     fn get(&self, ts: &Ts) -> Option<&Arc<Message>> {
@@ -274,53 +173,36 @@ impl ByTs {
     }
 }
 
-/// A thread's messages, under its root's ts.
-struct Thread {
-    hint: u64,
-    root: Ts,
-    messages: ByTs,
-}
-
-impl ByTsEntry for Thread {
-    fn hint(&self) -> u64 {
-        self.hint
-    }
-
-    fn ts(&self) -> &Ts {
-        &self.root
-    }
-}
-
 /// A channel's threads in the order of their roots' ts, found as [`ByTs`] finds a
 /// message. A new thread's root is nearly always among the newest messages, so its
 /// entry goes at the back, next to the last one made, where a hash map wrote each new
 /// thread into a random place in a table of all of them (and moved them all at each
 /// doubling): memory no cache held, in a long history.
 #[derive(Default)]
-struct Threads(VecDeque<Thread>);
+struct Threads(VecDeque<UnderTs<ByTs>>);
 
 impl Threads {
     fn get(&self, root: &Ts) -> Option<&ByTs> {
-        search(&self.0, root).ok().map(|i| &self.0[i].messages)
+        search_by_ts(&self.0, root).ok().map(|i| &self.0[i].value)
     }
 
     /// The messages of the thread `root`, made when missing.
     fn slot(&mut self, root: &Ts) -> &mut ByTs {
-        let i = match search(&self.0, root) {
+        let i = match search_by_ts(&self.0, root) {
             Ok(found) => found,
             Err(place) => {
-                self.0.insert(place, Thread { hint: root.order_hint(), root: root.clone(), messages: ByTs::default() });
+                self.0.insert(place, UnderTs::new(root.clone(), ByTs::default()));
                 place
             }
         };
-        &mut self.0[i].messages
+        &mut self.0[i].value
     }
 
     /// Removes the message `ts` from the thread `root`, and the thread once empty.
     fn remove_message(&mut self, root: &Ts, ts: &Ts) {
-        if let Ok(i) = search(&self.0, root) {
-            self.0[i].messages.remove(ts);
-            if self.0[i].messages.is_empty() {
+        if let Ok(i) = search_by_ts(&self.0, root) {
+            self.0[i].value.remove(ts);
+            if self.0[i].value.is_empty() {
                 self.0.remove(i);
             }
         }
