@@ -18,11 +18,13 @@ pub trait ByTsEntry {
     fn ts(&self) -> &Ts;
 
     /// How this entry's ts compares with `ts`, whose hint is `hint`.
+    #[inline]
     fn cmp_ts(&self, ts: &Ts, hint: u64) -> std::cmp::Ordering {
         self.hint().cmp(&hint).then_with(|| self.ts().cmp(ts))
     }
 
     /// The ts as a number, read from the hint.
+    #[inline]
     fn approximate(&self) -> Option<f64> {
         (self.hint() != u64::MAX).then(|| f64::from_bits(self.hint()))
     }
@@ -43,10 +45,12 @@ impl<T> UnderTs<T> {
 }
 
 impl<T> ByTsEntry for UnderTs<T> {
+    #[inline]
     fn hint(&self) -> u64 {
         self.hint
     }
 
+    #[inline]
     fn ts(&self) -> &Ts {
         &self.ts
     }

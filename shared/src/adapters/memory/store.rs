@@ -102,10 +102,12 @@ impl Entry {
 }
 
 impl ByTsEntry for Entry {
+    #[inline]
     fn hint(&self) -> u64 {
         self.hint
     }
 
+    #[inline]
     fn ts(&self) -> &Ts {
         &self.message.ts
     }
