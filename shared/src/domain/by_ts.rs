@@ -1,5 +1,5 @@
-//! Search in a deque of entries sorted by ts, shared by the in-process store's indexes
-//! and the replay log's thread names.
+//! Search in a deque of entries sorted by ts, and a map by ts built on it: shared by the
+//! in-process store's indexes and the replay log's thread names.
 
 use std::collections::VecDeque;
 
@@ -30,18 +30,11 @@ pub trait ByTsEntry {
     }
 }
 
-/// A value kept under a ts in a ts-sorted deque (a thread's messages or its name, under
-/// its root).
-pub struct UnderTs<T> {
+/// A value kept under a ts in a [`TsMap`].
+struct UnderTs<T> {
     hint: u64,
-    pub ts: Ts,
-    pub value: T,
-}
-
-impl<T> UnderTs<T> {
-    pub fn new(ts: Ts, value: T) -> Self {
-        UnderTs { hint: ts.order_hint(), ts, value }
-    }
+    ts: Ts,
+    value: T,
 }
 
 impl<T> ByTsEntry for UnderTs<T> {
@@ -53,6 +46,62 @@ impl<T> ByTsEntry for UnderTs<T> {
     #[inline]
     fn ts(&self) -> &Ts {
         &self.ts
+    }
+}
+
+/// Values by ts, in ts order, for keys that come nearly in order (a thread's messages
+/// or its name, under its root): a new key goes at the back, beside the last one made,
+/// where a hash map would write it at a random place in a table of all of them and move
+/// them all at each doubling, memory no cache holds in a long history. A key out of
+/// order is put in its place.
+pub struct TsMap<T>(VecDeque<UnderTs<T>>);
+
+impl<T> Default for TsMap<T> {
+    fn default() -> Self {
+        TsMap(VecDeque::new())
+    }
+}
+
+impl<T> TsMap<T> {
+    pub fn get(&self, ts: &Ts) -> Option<&T> {
+        search(&self.0, ts).ok().map(|i| &self.0[i].value)
+    }
+
+    pub fn get_mut(&mut self, ts: &Ts) -> Option<&mut T> {
+        search(&self.0, ts).ok().map(|i| &mut self.0[i].value)
+    }
+
+    /// The value under `ts`, made with `make` when missing.
+    pub fn get_or_insert_with(&mut self, ts: &Ts, make: impl FnOnce() -> T) -> &mut T {
+        let i = match search(&self.0, ts) {
+            Ok(found) => found,
+            Err(place) => {
+                self.0.insert(place, UnderTs { hint: ts.order_hint(), ts: ts.clone(), value: make() });
+                place
+            }
+        };
+        &mut self.0[i].value
+    }
+
+    pub fn remove(&mut self, ts: &Ts) -> Option<T> {
+        search(&self.0, ts).ok().and_then(|i| self.0.remove(i)).map(|entry| entry.value)
+    }
+
+    /// Keeps the values `keep` says to keep (it may change them first).
+    pub fn retain(&mut self, mut keep: impl FnMut(&mut T) -> bool) {
+        self.0.retain_mut(|entry| keep(&mut entry.value));
+    }
+
+    pub fn reserve(&mut self, more: usize) {
+        self.0.reserve(more);
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }
 

@@ -1,6 +1,6 @@
 //! The decision log as JSON lines, with the transcript's channel and thread names.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 // foldhash, not SipHash: every line of a thread looks up the thread's name.
 use foldhash::{HashMap, HashMapExt};
@@ -14,7 +14,7 @@ use super::REPLAY_EPOCH;
 use crate::adapters::llm::RoleUsage;
 use crate::domain::{
     Author, Decision, DirectTrigger, Event, EventKind, FactUse, LlmVerdict, RespondMode, ResponseType, Stage,
-    Timestamp, Ts, UnderTs, UserId, search_by_ts,
+    Timestamp, Ts, TsMap, UserId,
 };
 use crate::ports::LlmRole;
 
@@ -56,19 +56,14 @@ struct Line<'a, B> {
     body: B,
 }
 
-/// A channel's thread names in the order of their roots: a thread is named when its
-/// first line is written, so a new name goes at the back, beside the last one, and the
-/// lines about a thread, nearly all about a recent one, find it from there.
-#[derive(Default)]
-struct ThreadNames(VecDeque<UnderTs<SmolStr>>);
-
 /// Turns events into decision-log lines and hands them on: to a writer, and to a list
 /// when a report wants them.
 pub struct LogWriter<'a> {
     out: &'a mut dyn Write,
     keep: Option<Vec<Value>>,
-    /// Channel -> the transcript's names for its threads, by root.
-    thread_names: HashMap<String, ThreadNames>,
+    /// Channel -> the transcript's names for its threads, by root (named at a
+    /// thread's first line, so nearly in order).
+    thread_names: HashMap<String, TsMap<SmolStr>>,
     stats: Stats,
     io_error: Option<std::io::Error>,
     /// One line at a time, reused: the output is written once a line, not once a token.
@@ -99,20 +94,17 @@ impl<'a> LogWriter<'a> {
 
     /// Makes room for the names of `threads` more threads in `channel`.
     pub(crate) fn make_room_for_threads(&mut self, channel: &str, threads: usize) {
-        self.names_in(channel).0.reserve(threads);
+        self.names_in(channel).reserve(threads);
     }
 
     pub(crate) fn name_thread(&mut self, channel: &str, root: &Ts, name: &str) {
-        let names = self.names_in(channel);
-        if let Err(place) = search_by_ts(&names.0, root) {
-            names.0.insert(place, UnderTs::new(root.clone(), name.into()));
-        }
+        self.names_in(channel).get_or_insert_with(root, || name.into());
     }
 
     /// The thread names of `channel`, made when missing (the name copied only then).
-    fn names_in(&mut self, channel: &str) -> &mut ThreadNames {
+    fn names_in(&mut self, channel: &str) -> &mut TsMap<SmolStr> {
         if !self.thread_names.contains_key(channel) {
-            self.thread_names.insert(channel.to_owned(), ThreadNames::default());
+            self.thread_names.insert(channel.to_owned(), TsMap::default());
         }
         self.thread_names.get_mut(channel).expect("present or just made")
     }
@@ -138,8 +130,8 @@ impl<'a> LogWriter<'a> {
             let thread = thread_root.map(|root| {
                 self.thread_names
                     .get(event.channel.as_str())
-                    .and_then(|names| search_by_ts(&names.0, root).ok().map(|i| names.0[i].value.as_str()))
-                    .unwrap_or(root.as_str())
+                    .and_then(|names| names.get(root))
+                    .map_or(root.as_str(), SmolStr::as_str)
             });
             let line = Line {
                 t: seconds(event.at),

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 
 use crate::domain::{
     ByTsEntry, ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, JudgmentNote, Message, ThreadKey, Timestamp,
-    Ts, UnderTs, UserId, UserNote, UserProfile, WorkspaceMemory, search_by_ts,
+    Ts, TsMap, UserId, UserNote, UserProfile, WorkspaceMemory, search_by_ts,
 };
 use crate::ports::{
     ChannelState, ChannelStateStore, ChannelWindow, ClaimOutcome, FactStore, Ledger, MemoryTask, MessageStore,
@@ -24,8 +24,8 @@ struct ChannelMessages {
     by_ts: ByTs,
     /// The messages outside threads, by ts.
     top_level: ByTs,
-    /// Each thread's messages, the threads in the order of their roots.
-    threads: Threads,
+    /// Each thread's messages, under its root.
+    threads: TsMap<ByTs>,
     /// By (written at, ts), oldest first: what the retention forgets, without a scan.
     /// Messages are written as the clock moves on, so a new one goes at the back; one
     /// that does not (an edit keeps its time) is put in its place.
@@ -48,7 +48,7 @@ impl ChannelMessages {
         }
         match &message.thread_root {
             None => self.top_level.insert(message.clone()),
-            Some(root) => self.threads.slot(root).insert(message.clone()),
+            Some(root) => self.threads.get_or_insert_with(root, ByTs::default).insert(message.clone()),
         }
         self.by_ts.insert_at(place, message);
         true
@@ -70,7 +70,14 @@ impl ChannelMessages {
         }
         match &message.thread_root {
             None => drop(self.top_level.remove(ts)),
-            Some(root) => self.threads.remove_message(root, ts),
+            Some(root) => {
+                if let Some(thread) = self.threads.get_mut(root) {
+                    thread.remove(ts);
+                    if thread.is_empty() {
+                        self.threads.remove(root);
+                    }
+                }
+            }
         }
         Some(message)
     }
@@ -81,9 +88,9 @@ impl ChannelMessages {
         self.by_ts.retain(|m| !forget(m));
         self.by_time.retain(|m| !forget(m));
         self.top_level.retain(|m| !forget(m));
-        self.threads.0.retain_mut(|thread| {
-            thread.value.retain(|m| !forget(m));
-            !thread.value.is_empty()
+        self.threads.retain(|thread| {
+            thread.retain(|m| !forget(m));
+            !thread.is_empty()
         });
         before - self.by_ts.len()
     }
@@ -172,42 +179,6 @@ impl ByTs {
 
     fn retain(&mut self, keep: impl Fn(&Message) -> bool) {
         self.0.retain(|entry| keep(&entry.message));
-    }
-}
-
-/// A channel's threads in the order of their roots' ts, found as [`ByTs`] finds a
-/// message. A new thread's root is nearly always among the newest messages, so its
-/// entry goes at the back, next to the last one made, where a hash map wrote each new
-/// thread into a random place in a table of all of them (and moved them all at each
-/// doubling): memory no cache held, in a long history.
-#[derive(Default)]
-struct Threads(VecDeque<UnderTs<ByTs>>);
-
-impl Threads {
-    fn get(&self, root: &Ts) -> Option<&ByTs> {
-        search_by_ts(&self.0, root).ok().map(|i| &self.0[i].value)
-    }
-
-    /// The messages of the thread `root`, made when missing.
-    fn slot(&mut self, root: &Ts) -> &mut ByTs {
-        let i = match search_by_ts(&self.0, root) {
-            Ok(found) => found,
-            Err(place) => {
-                self.0.insert(place, UnderTs::new(root.clone(), ByTs::default()));
-                place
-            }
-        };
-        &mut self.0[i].value
-    }
-
-    /// Removes the message `ts` from the thread `root`, and the thread once empty.
-    fn remove_message(&mut self, root: &Ts, ts: &Ts) {
-        if let Ok(i) = search_by_ts(&self.0, root) {
-            self.0[i].value.remove(ts);
-            if self.0[i].value.is_empty() {
-                self.0.remove(i);
-            }
-        }
     }
 }
 
@@ -871,12 +842,12 @@ mod tests {
 
         assert!(store.delete_message(&ChannelId("c".into()), &reply(40, 30, "U1").ts).await.unwrap());
         assert_eq!(thread(root(30)).await, Vec::<i64>::new());
-        assert_eq!(store.lock().channels[&ChannelId("c".into())].threads.0.len(), 3, "the emptied thread went");
+        assert_eq!(store.lock().channels[&ChannelId("c".into())].threads.len(), 3, "the emptied thread went");
         assert_eq!(store.delete_messages_by(&ChannelId("c".into()), &UserId("U2".into())).await.unwrap(), 2);
         assert_eq!(thread(root(10)).await, [50]);
         assert_eq!(thread(root(20)).await, Vec::<i64>::new());
         assert_eq!(thread(Some(texts_root)).await, [80]);
-        assert_eq!(store.lock().channels[&ChannelId("c".into())].threads.0.len(), 2, "the thread of U2 alone went");
+        assert_eq!(store.lock().channels[&ChannelId("c".into())].threads.len(), 2, "the thread of U2 alone went");
         assert_eq!(thread(None).await, [10, 20, 30]);
     }
 
