@@ -81,8 +81,7 @@ pub async fn load_recent(
         .await?;
     if let Some(root) = &target.thread_root
         && conversation.first().is_none_or(|m| &m.ts != root)
-        && let Some(opener) = window.get_message(deps, &target.channel, root).await?
-        && opener.thread_root.is_none()
+        && let Some(opener) = window.thread_opener(deps, &target.channel, root).await?
     {
         conversation.insert(0, opener);
     }

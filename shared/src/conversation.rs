@@ -71,6 +71,14 @@ impl Window {
         deps.messages.get_message(channel, ts).await
     }
 
+    /// [`crate::ports::MessageStore::thread_opener`] from the window.
+    pub async fn thread_opener(&self, deps: &Deps, channel: &ChannelId, root: &Ts) -> PortResult<Option<Arc<Message>>> {
+        if self.covers_after(channel, root) {
+            return Ok(self.get_message(deps, channel, root).await?.filter(|m| m.thread_root.is_none()));
+        }
+        deps.messages.thread_opener(channel, root).await
+    }
+
     /// [`crate::ports::MessageStore::recent_in_thread`] from the window.
     pub async fn recent_in_thread(
         &self,
@@ -277,6 +285,11 @@ mod tests {
             let from_window = window.get_message(&deps, &channel, &ts).await.unwrap().map(|m| m.text.clone());
             let from_store = deps.messages.get_message(&channel, &ts).await.unwrap().map(|m| m.text.clone());
             assert_eq!(from_window, from_store, "get_message at {secs}");
+            let opener = window.thread_opener(&deps, &channel, &ts).await.unwrap().map(|m| m.text.clone());
+            let stored_opener = deps.messages.thread_opener(&channel, &ts).await.unwrap().map(|m| m.text.clone());
+            assert_eq!(opener, stored_opener, "thread_opener at {secs}");
+            let top_level = [10, 50, 80].contains(&secs);
+            assert_eq!(opener, top_level.then(|| format!("line {secs}")), "only a top-level message opens");
             let previous = window.previous_in_channel(&deps, &channel, &ts).await.unwrap().map(|m| m.text.clone());
             let stored_previous =
                 deps.messages.previous_in_channel(&channel, &ts).await.unwrap().map(|m| m.text.clone());

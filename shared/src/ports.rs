@@ -59,6 +59,12 @@ pub trait MessageStore: Send + Sync {
     /// the in-process store keeps this very message.
     async fn put_message(&self, message: &Arc<Message>) -> PortResult<PutOutcome>;
     async fn get_message(&self, channel: &ChannelId, ts: &Ts) -> PortResult<Option<Arc<Message>>>;
+    /// The message that opened thread `root` when it is kept outside the thread, at the
+    /// top level (as Slack keeps a thread's parent); `None` when the root is one of the
+    /// thread's own messages (a replay's thread) or is not stored.
+    async fn thread_opener(&self, channel: &ChannelId, root: &Ts) -> PortResult<Option<Arc<Message>>> {
+        Ok(self.get_message(channel, root).await?.filter(|m| m.thread_root.is_none()))
+    }
     /// Replaces the text of a stored message; false when there is none.
     async fn update_text(&self, channel: &ChannelId, ts: &Ts, text: &str) -> PortResult<bool>;
     /// Removes a stored message; false when there was none.

@@ -106,6 +106,23 @@ pub async fn message_store(store: &dyn MessageStore) {
     assert_eq!(texts(store.recent_in_thread(&busy_top, at(0), 5).await.unwrap()), ["opening", "root"]);
     assert_eq!(texts(store.recent_in_thread(&busy_top, at(2), 5).await.unwrap()), ["root"], "since still bounds it");
 
+    // A thread's opener: Slack keeps the parent at the top level, a replay's thread
+    // keeps its first message in the thread (then there is no opener outside it).
+    let opener = |channel: &ChannelId, root: &Ts| {
+        let (channel, root) = (channel.clone(), root.clone());
+        async move { store.thread_opener(&channel, &root).await.unwrap().map(|m| m.text.clone()) }
+    };
+    assert_eq!(opener(&ch, &m1.ts).await.as_deref(), Some("one"), "a top-level parent opens its thread");
+    let own = ChannelId("contract-own-root".into());
+    let own_root = message(&own.0, 60, Some(60), "first in its thread");
+    for m in [&own_root, &message(&own.0, 70, Some(60), "second")] {
+        store.put_message(&std::sync::Arc::new(crate::domain::Message::clone(m))).await.unwrap();
+    }
+    settle(store, &ThreadKey::thread(own.clone(), own_root.ts.clone()), 2).await;
+    assert_eq!(opener(&own, &own_root.ts).await, None, "a root in its own thread opens nothing outside it");
+    assert_eq!(opener(&ch, &Ts::new("1.000001")).await, None, "no such message");
+    assert_eq!(opener(&ChannelId("contract-other".into()), &m1.ts).await, None, "another channel's ts");
+
     // The whole channel, every conversation, in time order.
     assert_eq!(texts(store.recent_in_channel(&ch, at(0), 10).await.unwrap()), ["one", "reply", "two", "reply 2"]);
     assert_eq!(texts(store.recent_in_channel(&ch, at(0), 2).await.unwrap()), ["two", "reply 2"]);

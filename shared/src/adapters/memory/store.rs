@@ -431,6 +431,20 @@ impl MessageStore for MemoryStore {
         Ok(self.lock().channels.get(channel).and_then(|c| c.by_ts.get(ts)).cloned())
     }
 
+    async fn thread_opener(&self, channel: &ChannelId, root: &Ts) -> PortResult<Option<Arc<Message>>> {
+        let inner = self.lock();
+        let Some(messages) = inner.channels.get(channel) else {
+            return Ok(None);
+        };
+        // A root in its own thread is found in the thread's few messages, which the
+        // caller has just read, and not searched for among the channel's: a reply to a
+        // thread begun long ago asks for a root no cache holds.
+        if messages.threads.get(root).is_some_and(|thread| thread.get(root).is_some()) {
+            return Ok(None);
+        }
+        Ok(messages.top_level.get(root).cloned())
+    }
+
     async fn update_text(&self, channel: &ChannelId, ts: &Ts, text: &str) -> PortResult<bool> {
         let mut inner = self.lock();
         let Some(messages) = inner.channels.get_mut(channel) else {
