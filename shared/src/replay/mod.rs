@@ -10,6 +10,7 @@ pub use transcript::{DEFAULT_CHANNEL, TranscriptError, TranscriptLine, parse_tra
 
 // foldhash, not SipHash: every transcript line looks up its channel, person and thread.
 use foldhash::{HashMap, HashMapExt};
+use smol_str::SmolStr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -63,8 +64,9 @@ pub struct Replay {
     queue: Arc<crate::adapters::memory::MemoryQueue>,
     log: Arc<MemoryLog>,
     counting: Option<Arc<CountingLlm>>,
-    /// Channel -> thread ids of the transcript -> the thread's number in `threads`.
-    thread_numbers: HashMap<String, HashMap<String, u32>>,
+    /// Channel -> thread ids of the transcript -> the thread's number in `threads`. An
+    /// id is kept inline (a short text), so a lookup compares it in the table.
+    thread_numbers: HashMap<String, HashMap<SmolStr, u32>>,
     threads: Vec<ThreadSlot>,
     /// Decision records on their way to the writer (kept, so its room is reused).
     events: Vec<crate::domain::Event>,
@@ -157,7 +159,7 @@ impl Replay {
             return (*number, false);
         }
         let number = u32::try_from(self.threads.len()).expect("fewer than 2^32 threads");
-        numbers.insert(id.to_owned(), number);
+        numbers.insert(SmolStr::new(id), number);
         self.threads.push(ThreadSlot::default());
         (number, true)
     }
