@@ -10,15 +10,10 @@ const NEWEST_GALLOP: usize = 16;
 /// Guesses from the times before [`search`] bisects what is left.
 const GUESSES: usize = 4;
 
-/// What a ts-sorted deque holds: a ts, with its [`Ts::order_hint`] beside it so a search
-/// compares hints in the deque's own memory and reads the ts (somewhere else in memory,
-/// maybe written long ago) only when two hints are equal.
-pub trait ByTsEntry {
-    fn hint(&self) -> u64;
-    fn ts(&self) -> &Ts;
-}
-
-/// A sequence sorted by ts that [`search`] probes by index.
+/// A sequence sorted by ts that [`search`] probes by index. Each entry's
+/// [`Ts::order_hint`] is kept in the sequence's own memory, so a search compares hints
+/// and reads a ts (somewhere else in memory, maybe written long ago) only when two
+/// hints are equal.
 pub trait SortedByTs {
     fn sorted_len(&self) -> usize;
     /// The [`Ts::order_hint`] of the entry at `i`.
@@ -37,23 +32,6 @@ pub trait SortedByTs {
     fn approximate_at(&self, i: usize) -> Option<f64> {
         let hint = self.hint_at(i);
         (hint != u64::MAX).then(|| f64::from_bits(hint))
-    }
-}
-
-impl<E: ByTsEntry> SortedByTs for VecDeque<E> {
-    #[inline]
-    fn sorted_len(&self) -> usize {
-        self.len()
-    }
-
-    #[inline]
-    fn hint_at(&self, i: usize) -> u64 {
-        self[i].hint()
-    }
-
-    #[inline]
-    fn ts_at(&self, i: usize) -> &Ts {
-        self[i].ts()
     }
 }
 

@@ -5,7 +5,7 @@ mod by_ts;
 mod time;
 mod ts;
 
-pub use by_ts::{ByTsEntry, SortedByTs, TsMap, search as search_by_ts};
+pub use by_ts::{SortedByTs, TsMap, search as search_by_ts};
 pub use time::Timestamp;
 pub use ts::{DISCORD_EPOCH_MS, NotASlackTs, Ts};
 

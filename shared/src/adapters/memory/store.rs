@@ -9,7 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::domain::{
-    ByTsEntry, ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, JudgmentNote, Message, ThreadKey, Timestamp,
+    ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, JudgmentNote, Message, SortedByTs, ThreadKey, Timestamp,
     Ts, TsMap, UserId, UserNote, UserProfile, WorkspaceMemory, search_by_ts,
 };
 use crate::ports::{
@@ -108,27 +108,32 @@ impl Entry {
     }
 }
 
-impl ByTsEntry for Entry {
-    #[inline]
-    fn hint(&self) -> u64 {
-        self.hint
-    }
-
-    #[inline]
-    fn ts(&self) -> &Ts {
-        &self.message.ts
-    }
-}
-
 /// Messages in ts order. They arrive nearly in order, so a new one goes at the back
 /// without allocating a node, and nearly every question is about the newest ones: a
 /// search starts there.
 #[derive(Default)]
 struct ByTs(VecDeque<Entry>);
 
+impl SortedByTs for ByTs {
+    #[inline]
+    fn sorted_len(&self) -> usize {
+        self.0.len()
+    }
+
+    #[inline]
+    fn hint_at(&self, i: usize) -> u64 {
+        self.0[i].hint
+    }
+
+    #[inline]
+    fn ts_at(&self, i: usize) -> &Ts {
+        &self.0[i].message.ts
+    }
+}
+
 impl ByTs {
     fn search(&self, ts: &Ts) -> Result<usize, usize> {
-        search_by_ts(&self.0, ts)
+        search_by_ts(self, ts)
     }
 
     fn get(&self, ts: &Ts) -> Option<&Arc<Message>> {
