@@ -236,7 +236,8 @@ async fn an_old_channel_item_moves_its_answers_out_at_its_next_update() {
 async fn the_dynamodb_store_keeps_the_port_contract() {
     let Some((dynamo, _)) = emulators("the_dynamodb_store_keeps_the_port_contract") else { return };
     let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
-    // The contract writes at 2026-01-05 and later: ten years keeps them until it is done.
+    // The contract writes in 2100 (so the emulator's TTL deleter leaves its items alone)
+    // and reads with this clock in 2026: ten years keeps every message it writes.
     let store = dynamo_store(&dynamo, clock, Duration::from_secs(3650 * 86_400)).await;
     contract::message_store(&store).await;
     contract::ledger(&store).await;
@@ -1437,7 +1438,9 @@ async fn a_claim_retried_after_its_answer_was_lost_is_held_by_its_caller() {
     let Some((dynamo, _)) = emulators("a_claim_retried_after_its_answer_was_lost_is_held_by_its_caller") else {
         return;
     };
-    let clock = Arc::new(VirtualClock::new(Timestamp(1_700_000_000 * Timestamp::MICROS_PER_SECOND)));
+    // Now by the machine's clock: DynamoDB Local's TTL deleter (real clock) would remove
+    // a claim dated in the past, and the second call would find the key free.
+    let clock = Arc::new(VirtualClock::new(kuuki::ports::Clock::now(&kuuki::adapters::system::SystemClock)));
     let names = TableNames {
         messages: unique("messages"),
         channels: unique("channels"),

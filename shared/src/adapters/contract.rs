@@ -14,7 +14,11 @@ use crate::ports::{
     ChannelState, ChannelStateStore, ClaimOutcome, FactStore, Ledger, MemoryTask, MessageStore, PutOutcome, Shadow,
 };
 
-const T0: i64 = 1_767_603_600 * 1_000_000;
+/// 2100-01-01. DynamoDB Local deletes items whose TTL has passed by the machine's
+/// clock, at any moment: a ledger item dated in the past (its TTL a day after its
+/// `until`) could vanish between two checks. Dated in the future, nothing the contract
+/// writes expires while it runs.
+const T0: i64 = 4_102_444_800 * 1_000_000;
 
 fn at(secs: i64) -> Timestamp {
     Timestamp(T0 + secs * 1_000_000)
