@@ -50,7 +50,8 @@ fn fastrand_suffix() -> u64 {
 
 /// A store on fresh tables. DynamoDB Local deletes expired items by the machine's
 /// clock, so messages written at a fixed past date must be given a `retention` that
-/// reaches past today, or they vanish while a test reads them.
+/// reaches past today, or they vanish while a test reads them; ledger items (TTL a day
+/// after their `until`) must be claimed at today or later, whatever `clock` says.
 async fn dynamo_store(endpoint: &str, clock: Arc<VirtualClock>, retention: Duration) -> DynamoStore {
     dynamo_store_with_client(endpoint, clock, retention).await.0
 }
