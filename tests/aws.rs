@@ -1338,12 +1338,8 @@ async fn assert_calls_within(
     );
 }
 
-/// An AWS endpoint that takes the connection and never answers (a hung network path)
-/// fails the call within kuuki's AWS call timeout, with a timeout error, instead of
-/// holding the job until Lambda kills its whole batch. Needs no emulator.
-#[tokio::test]
-async fn an_aws_call_that_gets_no_answer_fails_within_its_timeout() {
-    use kuuki::budget::{AWS_ATTEMPT_TIMEOUT, AWS_CALL_TIMEOUT};
+/// An endpoint that takes every connection and never answers (a hung network path).
+async fn endpoint_that_never_answers() -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let endpoint = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move {
@@ -1352,6 +1348,16 @@ async fn an_aws_call_that_gets_no_answer_fails_within_its_timeout() {
             held.push(connection);
         }
     });
+    endpoint
+}
+
+/// An AWS endpoint that takes the connection and never answers (a hung network path)
+/// fails the call within kuuki's AWS call timeout, with a timeout error, instead of
+/// holding the job until Lambda kills its whole batch. Needs no emulator.
+#[tokio::test]
+async fn an_aws_call_that_gets_no_answer_fails_within_its_timeout() {
+    use kuuki::budget::{AWS_ATTEMPT_TIMEOUT, AWS_CALL_TIMEOUT};
+    let endpoint = endpoint_that_never_answers().await;
     let config = kuuki::adapters::aws::config::load().await;
     // On the client's own config: it wins over AWS_ENDPOINT_URL_DYNAMODB (the emulators').
     let config = aws_sdk_dynamodb::config::Builder::from(&config)
@@ -1463,4 +1469,107 @@ async fn a_claim_retried_after_its_answer_was_lost_is_held_by_its_caller() {
     assert_eq!(outcome, ClaimOutcome::Claimed, "the caller holds its own claim");
     let again = store.claim("respond:CLOST:1.000001", clock.now(), Duration::from_secs(270)).await.unwrap();
     assert!(matches!(again, ClaimOutcome::InProgress { .. }), "another call still finds it held: {again:?}");
+}
+
+/// An SDK configuration (kuuki's, from `config::load`) that sends every service to
+/// `endpoint`, with test credentials, and reads no endpoint from the environment (the
+/// emulators' `AWS_ENDPOINT_URL*` would otherwise win over it).
+async fn config_for_fake(endpoint: String) -> aws_config::SdkConfig {
+    /// Service settings from nowhere.
+    #[derive(Debug)]
+    struct NoEnvironment;
+    impl aws_types::service_config::LoadServiceConfig for NoEnvironment {
+        fn load_config(&self, _: aws_types::service_config::ServiceConfigKey<'_>) -> Option<String> {
+            None
+        }
+    }
+    let mut config = kuuki::adapters::aws::config::load().await.into_builder();
+    config.set_endpoint_url(Some(endpoint));
+    config.set_region(Some(aws_config::Region::new("us-east-1")));
+    config.set_credentials_provider(Some(aws_sdk_dynamodb::config::SharedCredentialsProvider::new(
+        aws_sdk_dynamodb::config::Credentials::new("test", "test", None, None, "test"),
+    )));
+    config.set_service_config(Some(NoEnvironment));
+    config.build()
+}
+
+/// Settings whose worker timeout (48 s) leaves a margin of 6 s: the LLM and chat calls
+/// are made short to fit.
+fn small_budget_settings() -> kuuki::config::Settings {
+    let vars = std::collections::HashMap::from(
+        [
+            ("WORKER_TIMEOUT_SECONDS", "48"),
+            ("LLM_TIMEOUT_SECONDS", "5"),
+            ("LLM_MAX_RETRIES", "0"),
+            ("CHAT_TIMEOUT_SECONDS", "2"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
+    kuuki::config::Settings::from_vars(&vars).unwrap()
+}
+
+/// With a small time budget the clients jobs use cut a call off within the job's
+/// margin, not at the longest timeout: `WORKER_TIMEOUT_SECONDS=48` leaves a margin of
+/// 6 s, so a store read from an endpoint that never answers fails after about 6 s (two
+/// attempts of 3 s) where the default cut-off would hold the job for 20 s. Needs no
+/// emulator.
+#[tokio::test]
+async fn a_small_budget_cuts_a_hung_aws_call_off_within_its_margin() {
+    use kuuki::adapters::aws::AwsAdapters;
+    use kuuki::budget::{AWS_CALL_TIMEOUT, TimeBudget};
+    use kuuki::ports::MessageStore;
+    let endpoint = endpoint_that_never_answers().await;
+    let settings = small_budget_settings();
+    let budget = TimeBudget::from_settings(&settings);
+    assert_eq!(budget.margin, Duration::from_secs(6));
+    let config = config_for_fake(endpoint).await;
+    let adapters = AwsAdapters::from_config(&config, &settings, Arc::new(kuuki::adapters::system::SystemClock), None);
+    let started = std::time::Instant::now();
+    let (channel, ts) = (ChannelId("C1".into()), Ts::new("1767603600.000100"));
+    let read = adapters.store.get_message(&channel, &ts);
+    let outcome = tokio::time::timeout(AWS_CALL_TIMEOUT + Duration::from_secs(15), read)
+        .await
+        .expect("the call ended by its own timeout, not the test's");
+    let error = outcome.expect_err("no answer came");
+    assert!(error.to_string().contains("TimeoutError"), "a timeout, not another failure: {error}");
+    let took = started.elapsed();
+    assert!(took >= budget.aws_attempt(), "it waited for an answer first: {took:?}");
+    assert!(took < budget.margin + Duration::from_secs(2), "cut off within the margin: {took:?}");
+}
+
+/// The long poll of `kuuki serve --aws` keeps the longest cut-offs when the budget is
+/// small: SQS answers a poll of an empty queue only after its wait (up to 5 s), and a
+/// poll cut off at the small budget's 3 s attempt would lose what SQS handed it until
+/// the visibility timeout. Here a fake SQS answers after 4 s with one message. Needs no
+/// emulator.
+#[tokio::test]
+async fn a_long_poll_outlasts_a_small_budgets_attempts() {
+    use kuuki::adapters::aws::AwsAdapters;
+    use kuuki::budget::TimeBudget;
+    use wiremock::matchers::{header, method};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let sqs = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(header("x-amz-target", "AmazonSQS.ReceiveMessage"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "application/x-amz-json-1.0")
+                .set_body_string(r#"{"Messages": [{"MessageId": "m1", "ReceiptHandle": "r1", "Body": "{}"}]}"#)
+                .set_delay(Duration::from_secs(4)),
+        )
+        .expect(1)
+        .mount(&sqs)
+        .await;
+    let settings = small_budget_settings();
+    assert!(
+        TimeBudget::from_settings(&settings).aws_attempt() < Duration::from_secs(4),
+        "the budget's attempts are shorter"
+    );
+    let config = config_for_fake(sqs.uri()).await;
+    let adapters = AwsAdapters::from_config(&config, &settings, Arc::new(kuuki::adapters::system::SystemClock), None);
+    let received =
+        kuuki::adapters::aws::sqs::receive_batch(adapters.queue.client(), &format!("{}/queue/judge", sqs.uri()))
+            .await
+            .expect("the poll waited for SQS's answer");
+    assert_eq!(received.iter().map(|m| m.message_id()).collect::<Vec<_>>(), [Some("m1")]);
 }

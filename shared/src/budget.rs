@@ -28,11 +28,11 @@ pub const CHAT_ATTEMPTS: u32 = 2;
 pub const MAX_LLM_RETRY_WAIT: Duration = Duration::from_secs(5);
 
 /// One attempt of an AWS call (DynamoDB, SQS, the scheduler, Secrets Manager) is cut
-/// off after this long; SQS's long polls (5 s) fit inside.
+/// off after this long at most (less in a small budget, [`TimeBudget::aws_attempt`]);
+/// SQS's long polls (5 s) fit inside.
 pub const AWS_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
-/// One AWS call with the SDK's retries at its worst: inside a job's margin with the
-/// default budget (30 s), so a call that never gets an answer fails its job well before
-/// the worker's timeout.
+/// One AWS call with the SDK's retries at its worst, at most (less in a small budget,
+/// [`TimeBudget::aws_call`]): the default budget's margin (30 s) holds it.
 pub const AWS_CALL_TIMEOUT: Duration = Duration::from_secs(20);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,6 +91,20 @@ impl TimeBudget {
     /// ([`TimeBudget::needed_for`]) never reaches it.
     pub fn job_deadline(&self) -> Duration {
         self.worker_timeout.saturating_sub(self.settle)
+    }
+
+    /// One AWS call a job makes, at its worst (the SDK's retries included): inside the
+    /// margin, so a call that never gets an answer fails its job before the job's
+    /// deadline stops it, whatever `WORKER_TIMEOUT_SECONDS` is; [`AWS_CALL_TIMEOUT`]
+    /// at most.
+    pub fn aws_call(&self) -> Duration {
+        AWS_CALL_TIMEOUT.min(self.margin)
+    }
+
+    /// One attempt of such a call: half of [`TimeBudget::aws_call`], so the SDK has
+    /// time for a retry; [`AWS_ATTEMPT_TIMEOUT`] at most.
+    pub fn aws_attempt(&self) -> Duration {
+        AWS_ATTEMPT_TIMEOUT.min(self.aws_call() / 2)
     }
 
     /// How long a claim protects work in progress: one attempt and a margin, so it
@@ -227,7 +241,33 @@ mod tests {
         assert!(budget.worker_timeout < budget.claim_lease());
         assert!(budget.claim_lease() < budget.visibility_timeout());
         assert_eq!(budget.visibility_timeout(), Duration::from_secs(1440));
-        assert!(AWS_CALL_TIMEOUT <= budget.margin, "an AWS call at its worst fits in a job's margin");
+        assert_eq!((budget.aws_attempt(), budget.aws_call()), (AWS_ATTEMPT_TIMEOUT, AWS_CALL_TIMEOUT));
+    }
+
+    /// An AWS call at its worst fits in a job's margin with every worker timeout the
+    /// settings take, and leaves room for one retry of an attempt.
+    #[test]
+    fn an_aws_call_fits_in_the_margin_of_every_budget() {
+        let mut taken = 0;
+        for seconds in 2..=900 {
+            let vars = HashMap::from(
+                [
+                    ("WORKER_TIMEOUT_SECONDS", seconds.to_string().as_str()),
+                    ("LLM_TIMEOUT_SECONDS", "1"),
+                    ("LLM_MAX_RETRIES", "0"),
+                    ("CHAT_TIMEOUT_SECONDS", "1"),
+                ]
+                .map(|(k, v)| (k.to_string(), v.to_string())),
+            );
+            // A worker timeout too short for the LLM and chat calls is refused.
+            let Ok(settings) = Settings::from_vars(&vars) else { continue };
+            taken += 1;
+            let budget = TimeBudget::from_settings(&settings);
+            assert!(budget.aws_call() <= budget.margin, "{seconds} s: {budget:?}");
+            assert!(budget.aws_call() <= AWS_CALL_TIMEOUT && budget.aws_attempt() <= AWS_ATTEMPT_TIMEOUT);
+            assert!(budget.aws_attempt() * 2 <= budget.aws_call() && !budget.aws_attempt().is_zero(), "{seconds} s");
+        }
+        assert!(taken > 850, "the settings took {taken} worker timeouts of 899");
     }
 
     /// Forget requests have a queue of their own; the reflect worker runs them, and

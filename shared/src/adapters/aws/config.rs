@@ -1,20 +1,41 @@
 //! One SDK configuration for every client, from the standard AWS environment
 //! (`AWS_REGION`, credentials, `AWS_ENDPOINT_URL` and `AWS_ENDPOINT_URL_<SERVICE>`).
 
+use std::time::Duration;
+
+use aws_config::timeout::TimeoutConfig;
 use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode};
+
+use crate::budget::{AWS_ATTEMPT_TIMEOUT, AWS_CALL_TIMEOUT, TimeBudget};
 
 /// Loads the SDK configuration with the lean HTTP client (rustls on ring) and every
 /// call cut off: the SDK sets none but the connect timeout by default, so a request
 /// whose answer never comes would hold its job until Lambda's timeout killed the whole
-/// batch (see [`crate::budget::AWS_CALL_TIMEOUT`]).
+/// batch. These are the longest cut-offs ([`AWS_CALL_TIMEOUT`]), for calls outside a
+/// job (the cold start's secrets, SQS's long polls, `kuuki setup-aws`); the clients
+/// jobs use take their budget's ([`job_timeouts`]).
 pub async fn load() -> aws_config::SdkConfig {
-    use crate::budget::{AWS_ATTEMPT_TIMEOUT, AWS_CALL_TIMEOUT};
     let http =
         aws_smithy_http_client::Builder::new().tls_provider(tls::Provider::Rustls(CryptoMode::Ring)).build_https();
-    let timeouts = aws_config::timeout::TimeoutConfig::builder()
-        .connect_timeout(std::time::Duration::from_secs(3))
-        .operation_attempt_timeout(AWS_ATTEMPT_TIMEOUT)
-        .operation_timeout(AWS_CALL_TIMEOUT)
-        .build();
-    aws_config::defaults(aws_config::BehaviorVersion::latest()).http_client(http).timeout_config(timeouts).load().await
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(http)
+        .timeout_config(timeouts(AWS_ATTEMPT_TIMEOUT, AWS_CALL_TIMEOUT))
+        .load()
+        .await
+}
+
+/// The cut-offs of the AWS calls a job makes: inside its budget's margin
+/// ([`TimeBudget::aws_call`]), whatever `WORKER_TIMEOUT_SECONDS` is.
+pub fn job_timeouts(budget: &TimeBudget) -> TimeoutConfig {
+    timeouts(budget.aws_attempt(), budget.aws_call())
+}
+
+/// Each attempt cut at `attempt` (connecting at 3 s at most), the whole call with the
+/// SDK's retries at `call`.
+pub fn timeouts(attempt: Duration, call: Duration) -> TimeoutConfig {
+    TimeoutConfig::builder()
+        .connect_timeout(attempt.min(Duration::from_secs(3)))
+        .operation_attempt_timeout(attempt)
+        .operation_timeout(call)
+        .build()
 }

@@ -38,10 +38,21 @@ impl AwsAdapters {
 
     /// Like [`AwsAdapters::build`], counting every call with `counter`.
     pub async fn build_counted(settings: &Settings, clock: Arc<dyn Clock>, counter: Option<&CallCounter>) -> Self {
-        let config = config::load().await;
-        let mut dynamo = aws_sdk_dynamodb::config::Builder::from(&config);
-        let mut sqs = aws_sdk_sqs::config::Builder::from(&config);
-        let mut scheduler = aws_sdk_scheduler::config::Builder::from(&config);
+        Self::from_config(&config::load().await, settings, clock, counter)
+    }
+
+    /// The adapters on the clients of `config`, each call cut off within the time
+    /// budget's margin ([`config::job_timeouts`]): the clients serve jobs.
+    pub fn from_config(
+        config: &aws_config::SdkConfig,
+        settings: &Settings,
+        clock: Arc<dyn Clock>,
+        counter: Option<&CallCounter>,
+    ) -> Self {
+        let timeouts = config::job_timeouts(&crate::budget::TimeBudget::from_settings(settings));
+        let mut dynamo = aws_sdk_dynamodb::config::Builder::from(config).timeout_config(timeouts.clone());
+        let mut sqs = aws_sdk_sqs::config::Builder::from(config).timeout_config(timeouts.clone());
+        let mut scheduler = aws_sdk_scheduler::config::Builder::from(config).timeout_config(timeouts);
         if let Some(counter) = counter {
             dynamo = dynamo.interceptor(counter.for_service("dynamodb"));
             sqs = sqs.interceptor(counter.for_service("sqs"));

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_sqs::Client;
+use aws_sdk_sqs::operation::receive_message::ReceiveMessageError;
 
 use crate::budget::JobKind;
 use crate::domain::{Job, JobEnvelope};
@@ -78,16 +79,9 @@ pub async fn poll_forever(deps: std::sync::Arc<crate::deps::Deps>, client: Clien
     let batches = std::sync::Arc::new(tokio::sync::Semaphore::new(CONCURRENT_BATCHES));
     loop {
         let slot = batches.clone().acquire_owned().await.expect("the semaphore is never closed");
-        let received = client
-            .receive_message()
-            .queue_url(&url)
-            .max_number_of_messages(10)
-            .wait_time_seconds(5)
-            .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount)
-            .send()
-            .await;
+        let received = receive_batch(&client, &url).await;
         let messages = match received {
-            Ok(out) => out.messages.unwrap_or_default(),
+            Ok(messages) => messages,
             Err(error) => {
                 tracing::warn!(?error, %url, "receiving from SQS failed; trying again shortly");
                 tokio::time::sleep(Duration::from_secs(2)).await;
@@ -103,6 +97,28 @@ pub async fn poll_forever(deps: std::sync::Arc<crate::deps::Deps>, client: Clien
             drop(slot);
         });
     }
+}
+
+/// Up to ten messages from `url`, waiting up to 5 s for one (a long poll). Outside any
+/// job: the poll keeps the longest cut-offs, not a small budget's, which could end an
+/// attempt before SQS answers an empty queue (and lose what it received then until the
+/// visibility timeout).
+pub async fn receive_batch(
+    client: &Client,
+    url: &str,
+) -> Result<Vec<aws_sdk_sqs::types::Message>, aws_sdk_sqs::error::SdkError<ReceiveMessageError>> {
+    let timeouts = super::config::timeouts(crate::budget::AWS_ATTEMPT_TIMEOUT, crate::budget::AWS_CALL_TIMEOUT);
+    let out = client
+        .receive_message()
+        .queue_url(url)
+        .max_number_of_messages(10)
+        .wait_time_seconds(5)
+        .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount)
+        .customize()
+        .config_override(aws_sdk_sqs::config::Builder::default().timeout_config(timeouts))
+        .send()
+        .await?;
+    Ok(out.messages.unwrap_or_default())
 }
 
 async fn run_received(
