@@ -76,8 +76,6 @@ pub struct DiscordClient {
     buckets: Mutex<HashMap<String, Bucket>>,
     global_until: Mutex<Option<Instant>>,
     names: Mutex<HashMap<String, String>>,
-    /// Each channel's server, as `GET /channels/{id}` said (a channel never moves).
-    servers: Mutex<HashMap<String, Option<String>>>,
 }
 
 impl DiscordClient {
@@ -92,7 +90,6 @@ impl DiscordClient {
             buckets: Mutex::new(HashMap::new()),
             global_until: Mutex::new(None),
             names: Mutex::new(HashMap::new()),
-            servers: Mutex::new(HashMap::new()),
         }
     }
 
@@ -387,29 +384,25 @@ impl Chat for DiscordClient {
 
     /// `GET /channels/{id}`'s `guild_id` (a thread's is its server's too; a DM has
     /// none). A channel kuuki may no longer see (deleted, or access taken away) is a
-    /// `Rejected` error, not cached: its server cannot be told.
+    /// `Rejected` error: its server cannot be told. Not kept here: the caller keeps
+    /// answers in the ledger, where every worker finds them.
     async fn server_of(&self, channel: &ChannelId) -> PortResult<Option<String>> {
-        if let Some(server) = self.servers.lock().expect("servers lock").get(channel.as_str()) {
-            return Ok(server.clone());
-        }
         let path = format!("/channels/{}", channel.0);
         // The channel is the route's major parameter: its own rate-limit bucket.
         let route = format!("GET /channels/{}", channel.0);
-        let server = match self.call::<answers::Channel>(Method::GET, &path, &route, None).await {
-            Ok(found) => found.guild_id,
+        match self.call::<answers::Channel>(Method::GET, &path, &route, None).await {
+            Ok(found) => Ok(found.guild_id),
             // Gone, or hidden from kuuki: its server cannot be told.
             Err(e @ DiscordApiError::Refused { status: 403 | 404, .. }) => {
-                return Err(PortError::Rejected { backend: "discord", message: e.to_string() });
+                Err(PortError::Rejected { backend: "discord", message: e.to_string() })
             }
             // Any other refusal (a bad token, say) is no answer about the channel: the
             // job fails and comes back, rather than skipping channels.
             Err(e @ DiscordApiError::Refused { .. }) => {
-                return Err(PortError::Backend { backend: "discord", message: e.to_string() });
+                Err(PortError::Backend { backend: "discord", message: e.to_string() })
             }
-            Err(e) => return Err(e.into()),
-        };
-        self.servers.lock().expect("servers lock").insert(channel.0.to_string(), server.clone());
-        Ok(server)
+            Err(e) => Err(e.into()),
+        }
     }
 }
 
