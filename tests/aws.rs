@@ -237,8 +237,8 @@ async fn an_old_channel_item_moves_its_answers_out_at_its_next_update() {
 async fn the_dynamodb_store_keeps_the_port_contract() {
     let Some((dynamo, _)) = emulators("the_dynamodb_store_keeps_the_port_contract") else { return };
     let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
-    // The contract writes in 2100 (so the emulator's TTL deleter leaves its items alone)
-    // and reads with this clock in 2026: ten years keeps every message it writes.
+    // The contract writes in 2100, so the emulator's TTL deleter leaves its items alone;
+    // this clock (2026) only decides what reads count as expired: none of them.
     let store = dynamo_store(&dynamo, clock, Duration::from_secs(3650 * 86_400)).await;
     contract::message_store(&store).await;
     contract::ledger(&store).await;
@@ -1508,22 +1508,11 @@ fn small_budget_settings() -> kuuki::config::Settings {
     kuuki::config::Settings::from_vars(&vars).unwrap()
 }
 
-/// With a small time budget the clients jobs use cut a call off within the job's
-/// margin, not at the longest timeout: `WORKER_TIMEOUT_SECONDS=48` leaves a margin of
-/// 6 s, so a store read from an endpoint that never answers fails after about 6 s (two
-/// attempts of 3 s) where the default cut-off would hold the job for 20 s. Needs no
-/// emulator.
-#[tokio::test]
-async fn a_small_budget_cuts_a_hung_aws_call_off_within_its_margin() {
-    use kuuki::adapters::aws::AwsAdapters;
-    use kuuki::budget::{AWS_CALL_TIMEOUT, TimeBudget};
+/// How long a store read through `adapters` takes to fail against an endpoint that
+/// never answers; it must fail with a timeout, by the clients' own cut-off.
+async fn time_to_fail_a_hung_read(adapters: &kuuki::adapters::aws::AwsAdapters) -> Duration {
+    use kuuki::budget::AWS_CALL_TIMEOUT;
     use kuuki::ports::MessageStore;
-    let endpoint = endpoint_that_never_answers().await;
-    let settings = small_budget_settings();
-    let budget = TimeBudget::from_settings(&settings);
-    assert_eq!(budget.margin, Duration::from_secs(6));
-    let config = config_for_fake(endpoint).await;
-    let adapters = AwsAdapters::from_config(&config, &settings, Arc::new(kuuki::adapters::system::SystemClock), None);
     let started = std::time::Instant::now();
     let (channel, ts) = (ChannelId("C1".into()), Ts::new("1767603600.000100"));
     let read = adapters.store.get_message(&channel, &ts);
@@ -1532,9 +1521,43 @@ async fn a_small_budget_cuts_a_hung_aws_call_off_within_its_margin() {
         .expect("the call ended by its own timeout, not the test's");
     let error = outcome.expect_err("no answer came");
     assert!(error.to_string().contains("TimeoutError"), "a timeout, not another failure: {error}");
-    let took = started.elapsed();
+    started.elapsed()
+}
+
+/// With a small time budget the clients jobs use cut a call off within the job's
+/// margin, not at the longest timeout: `WORKER_TIMEOUT_SECONDS=48` leaves a margin of
+/// 6 s, so a store read from an endpoint that never answers fails after about 6 s (two
+/// attempts of 3 s) where the default cut-off would hold the job for 20 s. Needs no
+/// emulator.
+#[tokio::test]
+async fn a_small_budget_cuts_a_hung_aws_call_off_within_its_margin() {
+    use kuuki::adapters::aws::AwsAdapters;
+    use kuuki::budget::TimeBudget;
+    let settings = small_budget_settings();
+    let budget = TimeBudget::from_settings(&settings);
+    assert_eq!(budget.margin, Duration::from_secs(6));
+    let config = config_for_fake(endpoint_that_never_answers().await).await;
+    let adapters = AwsAdapters::for_jobs(&config, &settings, Arc::new(kuuki::adapters::system::SystemClock), None);
+    let took = time_to_fail_a_hung_read(&adapters).await;
     assert!(took >= budget.aws_attempt(), "it waited for an answer first: {took:?}");
     assert!(took < budget.margin + Duration::from_secs(2), "cut off within the margin: {took:?}");
+}
+
+/// The ingress's calls are cut off at the shortest (4 s: two attempts of 2 s), well
+/// inside its own 10 s Lambda timeout, whatever the workers' budget: a hung call fails
+/// the request with an error the log names instead of Lambda stopping it. Needs no
+/// emulator.
+#[tokio::test]
+async fn the_ingress_cuts_a_hung_aws_call_off_inside_its_own_timeout() {
+    use kuuki::adapters::aws::AwsAdapters;
+    use kuuki::budget::{AWS_MIN_ATTEMPT_TIMEOUT, AWS_MIN_CALL_TIMEOUT};
+    // The default worker budget, whose job calls may take 20 s.
+    let settings = kuuki::config::Settings::from_vars(&std::collections::HashMap::new()).unwrap();
+    let config = config_for_fake(endpoint_that_never_answers().await).await;
+    let adapters = AwsAdapters::for_ingress(&config, &settings, Arc::new(kuuki::adapters::system::SystemClock));
+    let took = time_to_fail_a_hung_read(&adapters).await;
+    assert!(took >= AWS_MIN_ATTEMPT_TIMEOUT, "it waited for an answer first: {took:?}");
+    assert!(took < AWS_MIN_CALL_TIMEOUT + Duration::from_secs(2), "cut off at the shortest call: {took:?}");
 }
 
 /// The long poll of `kuuki serve --aws` keeps the longest cut-offs when the budget is
@@ -1566,10 +1589,54 @@ async fn a_long_poll_outlasts_a_small_budgets_attempts() {
         "the budget's attempts are shorter"
     );
     let config = config_for_fake(sqs.uri()).await;
-    let adapters = AwsAdapters::from_config(&config, &settings, Arc::new(kuuki::adapters::system::SystemClock), None);
+    let adapters = AwsAdapters::for_jobs(&config, &settings, Arc::new(kuuki::adapters::system::SystemClock), None);
     let received =
         kuuki::adapters::aws::sqs::receive_batch(adapters.queue.client(), &format!("{}/queue/judge", sqs.uri()))
             .await
             .expect("the poll waited for SQS's answer");
     assert_eq!(received.iter().map(|m| m.message_id()).collect::<Vec<_>>(), [Some("m1")]);
+}
+
+/// Settling a batch (telling SQS when its failed messages come back) retries a stalled
+/// attempt inside the settle window: its attempts are cut at half the window, not at
+/// the job calls' 10 s, which would spend the whole window on one attempt and leave the
+/// messages to the 24-minute visibility timeout. A fake SQS stalls the first attempt.
+/// Needs no emulator.
+#[tokio::test]
+async fn settling_a_batch_retries_a_stalled_attempt_within_its_window() {
+    use kuuki::adapters::aws::AwsAdapters;
+    use kuuki::worker::FailedMessage;
+    use wiremock::matchers::{header, method};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let sqs = MockServer::start().await;
+    let target = || header("x-amz-target", "AmazonSQS.ChangeMessageVisibilityBatch");
+    let answer = |delay: Duration| {
+        ResponseTemplate::new(200)
+            .insert_header("content-type", "application/x-amz-json-1.0")
+            .set_body_string(r#"{"Successful": [{"Id": "0"}], "Failed": []}"#)
+            .set_delay(delay)
+    };
+    Mock::given(method("POST"))
+        .and(target())
+        .respond_with(answer(Duration::from_secs(30)))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&sqs)
+        .await;
+    Mock::given(method("POST")).and(target()).respond_with(answer(Duration::ZERO)).with_priority(2).mount(&sqs).await;
+    let config = config_for_fake(sqs.uri()).await;
+    let settings = kuuki::config::Settings::from_vars(&std::collections::HashMap::new()).unwrap();
+    let adapters = AwsAdapters::for_jobs(&config, &settings, Arc::new(kuuki::adapters::system::SystemClock), None);
+    let failed = [FailedMessage { id: "m1".into(), retry_after: Some(Duration::from_secs(30)) }];
+    let window = Duration::from_secs(4);
+    kuuki::adapters::aws::sqs::retry_later(
+        adapters.queue.client(),
+        &format!("{}/queue/judge", sqs.uri()),
+        &failed,
+        |_| Some("receipt-1"),
+        window,
+    )
+    .await;
+    let calls = sqs.received_requests().await.unwrap_or_default().len();
+    assert_eq!(calls, 2, "the stalled attempt was given up and retried within the {window:?} window");
 }

@@ -812,8 +812,13 @@ async fn a_channels_server_is_what_discord_says_and_only_a_hidden_channel_is_unp
         let discord = &discord;
         async move { discord.server_of(&channel).await }
     };
-    assert_eq!(server_of("11").await.unwrap(), Some(GUILD.to_owned()));
-    assert_eq!(server_of("12").await.unwrap(), None, "a DM");
-    assert!(matches!(server_of("13").await, Err(PortError::Rejected { .. })), "hidden");
-    assert!(matches!(server_of("14").await, Err(PortError::Backend { .. })), "a bad token is no answer");
+    for _ in 0..2 {
+        assert_eq!(server_of("11").await.unwrap(), Some(GUILD.to_owned()));
+        assert_eq!(server_of("12").await.unwrap(), None, "a DM");
+        assert!(matches!(server_of("13").await, Err(PortError::Rejected { .. })), "hidden");
+        assert!(matches!(server_of("14").await, Err(PortError::Backend { .. })), "a bad token is no answer");
+    }
+    let requests = api.received_requests().await.unwrap_or_default();
+    let asked = |id: &str| requests.iter().filter(|r| r.url.path() == format!("/channels/{id}")).count();
+    assert_eq!((asked("11"), asked("12"), asked("13")), (2, 2, 2), "asked each time: the ledger keeps answers");
 }

@@ -34,6 +34,14 @@ pub const AWS_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 /// One AWS call with the SDK's retries at its worst, at most (less in a small budget,
 /// [`TimeBudget::aws_call`]): the default budget's margin (30 s) holds it.
 pub const AWS_CALL_TIMEOUT: Duration = Duration::from_secs(20);
+/// The shortest cut-off of one attempt of an AWS call: a new TLS connection, or an
+/// emulator's first read of a table, can take most of a second.
+pub const AWS_MIN_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
+/// The shortest cut-off of one AWS call (two of the shortest attempts). The ingress
+/// cuts its calls here, well inside its own 10 s timeout; a job's calls come to it when
+/// the margin is shorter (`WORKER_TIMEOUT_SECONDS` under 32), and then the job's
+/// deadline, not the margin, is what stops a call that never gets an answer.
+pub const AWS_MIN_CALL_TIMEOUT: Duration = Duration::from_secs(4);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimeBudget {
@@ -95,16 +103,16 @@ impl TimeBudget {
 
     /// One AWS call a job makes, at its worst (the SDK's retries included): inside the
     /// margin, so a call that never gets an answer fails its job before the job's
-    /// deadline stops it, whatever `WORKER_TIMEOUT_SECONDS` is; [`AWS_CALL_TIMEOUT`]
-    /// at most.
+    /// deadline stops it; between [`AWS_MIN_CALL_TIMEOUT`] (the margin of a worker
+    /// timeout under 32 s is shorter) and [`AWS_CALL_TIMEOUT`].
     pub fn aws_call(&self) -> Duration {
-        AWS_CALL_TIMEOUT.min(self.margin)
+        self.margin.clamp(AWS_MIN_CALL_TIMEOUT, AWS_CALL_TIMEOUT)
     }
 
     /// One attempt of such a call: half of [`TimeBudget::aws_call`], so the SDK has
-    /// time for a retry; [`AWS_ATTEMPT_TIMEOUT`] at most.
+    /// time for a retry; between [`AWS_MIN_ATTEMPT_TIMEOUT`] and [`AWS_ATTEMPT_TIMEOUT`].
     pub fn aws_attempt(&self) -> Duration {
-        AWS_ATTEMPT_TIMEOUT.min(self.aws_call() / 2)
+        (self.aws_call() / 2).clamp(AWS_MIN_ATTEMPT_TIMEOUT, AWS_ATTEMPT_TIMEOUT)
     }
 
     /// How long a claim protects work in progress: one attempt and a margin, so it
@@ -245,7 +253,8 @@ mod tests {
     }
 
     /// An AWS call at its worst fits in a job's margin with every worker timeout the
-    /// settings take, and leaves room for one retry of an attempt.
+    /// settings take whose margin holds the shortest call (32 s and up), is the shortest
+    /// below that, and leaves room for one retry of an attempt.
     #[test]
     fn an_aws_call_fits_in_the_margin_of_every_budget() {
         let mut taken = 0;
@@ -263,10 +272,17 @@ mod tests {
             let Ok(settings) = Settings::from_vars(&vars) else { continue };
             taken += 1;
             let budget = TimeBudget::from_settings(&settings);
-            assert!(budget.aws_call() <= budget.margin, "{seconds} s: {budget:?}");
-            assert!(budget.aws_call() <= AWS_CALL_TIMEOUT && budget.aws_attempt() <= AWS_ATTEMPT_TIMEOUT);
-            assert!(budget.aws_attempt() * 2 <= budget.aws_call() && !budget.aws_attempt().is_zero(), "{seconds} s");
+            let (attempt, call) = (budget.aws_attempt(), budget.aws_call());
+            if budget.margin >= AWS_MIN_CALL_TIMEOUT {
+                assert!(call <= budget.margin, "{seconds} s: {budget:?}");
+            } else {
+                assert_eq!(call, AWS_MIN_CALL_TIMEOUT, "{seconds} s: the shortest call, not a shorter one");
+            }
+            assert!((AWS_MIN_CALL_TIMEOUT..=AWS_CALL_TIMEOUT).contains(&call), "{seconds} s: {call:?}");
+            assert!((AWS_MIN_ATTEMPT_TIMEOUT..=AWS_ATTEMPT_TIMEOUT).contains(&attempt), "{seconds} s: {attempt:?}");
+            assert!(attempt * 2 <= call, "{seconds} s: room for a retry");
         }
+
         assert!(taken > 850, "the settings took {taken} worker timeouts of 899");
     }
 

@@ -31,25 +31,49 @@ pub struct AwsAdapters {
 }
 
 impl AwsAdapters {
-    /// Clients from the standard AWS environment; `clock` is the system clock in Lambda.
+    /// Clients from the standard AWS environment for the workers' jobs, each call cut
+    /// off within the time budget's margin ([`config::job_timeouts`]); `clock` is the
+    /// system clock in Lambda.
     pub async fn build(settings: &Settings, clock: Arc<dyn Clock>) -> Self {
         Self::build_counted(settings, clock, None).await
     }
 
     /// Like [`AwsAdapters::build`], counting every call with `counter`.
     pub async fn build_counted(settings: &Settings, clock: Arc<dyn Clock>, counter: Option<&CallCounter>) -> Self {
-        Self::from_config(&config::load().await, settings, clock, counter)
+        Self::for_jobs(&config::load().await, settings, clock, counter)
     }
 
-    /// The adapters on the clients of `config`, each call cut off within the time
-    /// budget's margin ([`config::job_timeouts`]): the clients serve jobs.
-    pub fn from_config(
+    /// Like [`AwsAdapters::build`] for the ingress, whose calls are cut off sooner
+    /// ([`config::ingress_timeouts`]).
+    pub async fn build_for_ingress(settings: &Settings, clock: Arc<dyn Clock>) -> Self {
+        Self::for_ingress(&config::load().await, settings, clock)
+    }
+
+    /// The workers' adapters on the clients of `config` (see [`AwsAdapters::build`]).
+    pub fn for_jobs(
         config: &aws_config::SdkConfig,
         settings: &Settings,
         clock: Arc<dyn Clock>,
         counter: Option<&CallCounter>,
     ) -> Self {
         let timeouts = config::job_timeouts(&crate::budget::TimeBudget::from_settings(settings));
+        Self::from_config(config, settings, clock, counter, timeouts)
+    }
+
+    /// The ingress's adapters on the clients of `config` (see
+    /// [`AwsAdapters::build_for_ingress`]).
+    pub fn for_ingress(config: &aws_config::SdkConfig, settings: &Settings, clock: Arc<dyn Clock>) -> Self {
+        Self::from_config(config, settings, clock, None, config::ingress_timeouts())
+    }
+
+    /// The adapters on the clients of `config`, each call cut off by `timeouts`.
+    fn from_config(
+        config: &aws_config::SdkConfig,
+        settings: &Settings,
+        clock: Arc<dyn Clock>,
+        counter: Option<&CallCounter>,
+        timeouts: aws_config::timeout::TimeoutConfig,
+    ) -> Self {
         let mut dynamo = aws_sdk_dynamodb::config::Builder::from(config).timeout_config(timeouts.clone());
         let mut sqs = aws_sdk_sqs::config::Builder::from(config).timeout_config(timeouts.clone());
         let mut scheduler = aws_sdk_scheduler::config::Builder::from(config).timeout_config(timeouts);

@@ -189,7 +189,17 @@ pub async fn retry_later<'m>(
             Entry::builder().id(i.to_string()).receipt_handle(*handle).visibility_timeout(seconds).build()
         });
         let entries = entries.collect::<Result<Vec<_>, _>>().expect("id and receipt handle are set");
-        match client.change_message_visibility_batch().queue_url(url).set_entries(Some(entries)).send().await {
+        let call = client
+            .change_message_visibility_batch()
+            .queue_url(url)
+            .set_entries(Some(entries))
+            // Inside the settle window, with time for a retry: the job's own cut-offs
+            // (10 s an attempt by default) would spend the window on one stalled attempt.
+            .customize()
+            .config_override(
+                aws_sdk_sqs::config::Builder::default().timeout_config(super::config::timeouts(within / 2, within)),
+            );
+        match call.send().await {
             Ok(out) => {
                 for refused in out.failed {
                     tracing::warn!(code = %refused.code, message = ?refused.message, %url,
