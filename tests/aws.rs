@@ -1628,7 +1628,8 @@ async fn settling_a_batch_retries_a_stalled_attempt_within_its_window() {
     let settings = kuuki::config::Settings::from_vars(&std::collections::HashMap::new()).unwrap();
     let adapters = AwsAdapters::for_jobs(&config, &settings, Arc::new(kuuki::adapters::system::SystemClock), None);
     let failed = [FailedMessage { id: "m1".into(), retry_after: Some(Duration::from_secs(30)) }];
-    let window = Duration::from_secs(4);
+    // Attempts of 3 s; a retry waits up to 1 s first (the SDK's backoff).
+    let window = Duration::from_secs(6);
     kuuki::adapters::aws::sqs::retry_later(
         adapters.queue.client(),
         &format!("{}/queue/judge", sqs.uri()),
