@@ -76,16 +76,23 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 "--aws needs JUDGE_QUEUE_URL, RESPOND_QUEUE_URL, SUMMARIZE_QUEUE_URL, REFLECT_QUEUE_URL and FORGET_QUEUE_URL (kuuki setup-aws prints them)"
             );
         }
-        let aws = AwsAdapters::build(&settings, clock).await;
-        let adapters = aws.adapters(chat, llm, log).with_embedder(options.embedder);
-        let deps = Deps::new(settings, options.persona, user, adapters, options.seed);
-        let deps = Arc::new(also.into_iter().fold(deps, Deps::also_known_as));
-        let (client, urls) = (aws.queue.client().clone(), aws.queue.urls().clone());
+        // As in AWS, the ingress and the workers each on clients of their own: the
+        // ingress's calls are cut off sooner than a job's.
+        let deps_on = |aws: &AwsAdapters| {
+            let adapters = aws.adapters(chat.clone(), llm.clone(), log.clone()).with_embedder(options.embedder.clone());
+            let deps = Deps::new(settings.clone(), options.persona.clone(), user.clone(), adapters, options.seed);
+            Arc::new(also.iter().cloned().fold(deps, Deps::also_known_as))
+        };
+        let jobs = AwsAdapters::build(&settings, clock.clone()).await;
+        let workers = deps_on(&jobs);
+        let (client, urls) = (jobs.queue.client().clone(), jobs.queue.urls().clone());
         let pollers = JobKind::ALL
             .into_iter()
-            .map(|kind| tokio::spawn(poll_forever(deps.clone(), client.clone(), kind, urls.for_kind(kind).to_owned())))
+            .map(|kind| {
+                tokio::spawn(poll_forever(workers.clone(), client.clone(), kind, urls.for_kind(kind).to_owned()))
+            })
             .collect();
-        (deps, pollers)
+        (deps_on(&AwsAdapters::build_for_ingress(&settings, clock).await), pollers)
     } else {
         let retention = std::time::Duration::from_secs(u64::from(settings.message_retention_days) * 86_400);
         let parts = InProcess::with_retention(clock, retention);
