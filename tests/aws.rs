@@ -1532,12 +1532,14 @@ async fn time_to_fail_a_hung_read(adapters: &kuuki::adapters::aws::AwsAdapters) 
 #[tokio::test]
 async fn a_small_budget_cuts_a_hung_aws_call_off_within_its_margin() {
     use kuuki::adapters::aws::AwsAdapters;
+    use kuuki::adapters::platforms::Role;
     use kuuki::budget::TimeBudget;
     let settings = small_budget_settings();
     let budget = TimeBudget::from_settings(&settings);
     assert_eq!(budget.margin, Duration::from_secs(6));
     let config = config_for_fake(endpoint_that_never_answers().await).await;
-    let adapters = AwsAdapters::for_jobs(&config, &settings, Arc::new(kuuki::adapters::system::SystemClock), None);
+    let adapters =
+        AwsAdapters::for_role(&config, Role::Worker, &settings, Arc::new(kuuki::adapters::system::SystemClock));
     let took = time_to_fail_a_hung_read(&adapters).await;
     assert!(took >= budget.aws_attempt(), "it waited for an answer first: {took:?}");
     assert!(took < budget.margin + Duration::from_secs(2), "cut off within the margin: {took:?}");
@@ -1550,11 +1552,13 @@ async fn a_small_budget_cuts_a_hung_aws_call_off_within_its_margin() {
 #[tokio::test]
 async fn the_ingress_cuts_a_hung_aws_call_off_inside_its_own_timeout() {
     use kuuki::adapters::aws::AwsAdapters;
+    use kuuki::adapters::platforms::Role;
     use kuuki::budget::{AWS_MIN_ATTEMPT_TIMEOUT, AWS_MIN_CALL_TIMEOUT};
     // The default worker budget, whose job calls may take 20 s.
     let settings = kuuki::config::Settings::from_vars(&std::collections::HashMap::new()).unwrap();
     let config = config_for_fake(endpoint_that_never_answers().await).await;
-    let adapters = AwsAdapters::for_ingress(&config, &settings, Arc::new(kuuki::adapters::system::SystemClock));
+    let adapters =
+        AwsAdapters::for_role(&config, Role::Ingress, &settings, Arc::new(kuuki::adapters::system::SystemClock));
     let took = time_to_fail_a_hung_read(&adapters).await;
     assert!(took >= AWS_MIN_ATTEMPT_TIMEOUT, "it waited for an answer first: {took:?}");
     assert!(took < AWS_MIN_CALL_TIMEOUT + Duration::from_secs(2), "cut off at the shortest call: {took:?}");
@@ -1628,8 +1632,8 @@ async fn settling_a_batch_retries_a_stalled_attempt_within_its_window() {
     let settings = kuuki::config::Settings::from_vars(&std::collections::HashMap::new()).unwrap();
     let adapters = AwsAdapters::for_jobs(&config, &settings, Arc::new(kuuki::adapters::system::SystemClock), None);
     let failed = [FailedMessage { id: "m1".into(), retry_after: Some(Duration::from_secs(30)) }];
-    // Attempts of 3 s; a retry waits up to 1 s first (the SDK's backoff).
-    let window = Duration::from_secs(6);
+    // Attempts of 4 s; a retry waits up to 1 s first (the SDK's backoff).
+    let window = Duration::from_secs(8);
     kuuki::adapters::aws::sqs::retry_later(
         adapters.queue.client(),
         &format!("{}/queue/judge", sqs.uri()),

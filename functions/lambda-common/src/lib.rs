@@ -47,10 +47,7 @@ pub async fn cold_start(vars: &HashMap<String, String>, role: Role) -> Result<St
         .map(|llm| Arc::new(CountingLlm::new(llm).with_metrics(&function)) as Arc<dyn Llm>);
     let embedder = embedder_from_settings(&settings).map_err(|e| e.to_string())?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let aws = match role {
-        Role::Ingress => AwsAdapters::build_for_ingress(&settings, clock).await,
-        Role::Worker => AwsAdapters::build(&settings, clock).await,
-    };
+    let aws = AwsAdapters::build_for(role, &settings, clock).await;
     let connected = platforms::connect(&settings, role).await?;
     let persona = settings.persona(persona_file.as_ref());
     let adapters = aws

@@ -83,7 +83,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             let deps = Deps::new(settings.clone(), options.persona.clone(), user.clone(), adapters, options.seed);
             Arc::new(also.iter().cloned().fold(deps, Deps::also_known_as))
         };
-        let jobs = AwsAdapters::build(&settings, clock.clone()).await;
+        let config = kuuki::adapters::aws::config::load().await;
+        let jobs = AwsAdapters::for_role(&config, Role::Worker, &settings, clock.clone());
         let workers = deps_on(&jobs);
         let (client, urls) = (jobs.queue.client().clone(), jobs.queue.urls().clone());
         let pollers = JobKind::ALL
@@ -92,7 +93,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 tokio::spawn(poll_forever(workers.clone(), client.clone(), kind, urls.for_kind(kind).to_owned()))
             })
             .collect();
-        (deps_on(&AwsAdapters::build_for_ingress(&settings, clock).await), pollers)
+        (deps_on(&AwsAdapters::for_role(&config, Role::Ingress, &settings, clock)), pollers)
     } else {
         let retention = std::time::Duration::from_secs(u64::from(settings.message_retention_days) * 86_400);
         let parts = InProcess::with_retention(clock, retention);

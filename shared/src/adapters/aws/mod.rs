@@ -18,6 +18,7 @@ use self::calls::CallCounter;
 use self::dynamo::{DynamoStore, TableNames};
 use self::scheduler::{EventBridgeScheduler, ScheduleTargets};
 use self::sqs::{QueueUrls, SqsQueue};
+use crate::adapters::platforms::Role;
 use crate::config::Settings;
 use crate::deps::{Adapters, Surroundings};
 use crate::ports::{Chat, Clock, DecisionLog, Llm};
@@ -43,10 +44,19 @@ impl AwsAdapters {
         Self::for_jobs(&config::load().await, settings, clock, counter)
     }
 
-    /// Like [`AwsAdapters::build`] for the ingress, whose calls are cut off sooner
-    /// ([`config::ingress_timeouts`]).
-    pub async fn build_for_ingress(settings: &Settings, clock: Arc<dyn Clock>) -> Self {
-        Self::for_ingress(&config::load().await, settings, clock)
+    /// The adapters a function of `role` uses, from the standard AWS environment.
+    pub async fn build_for(role: Role, settings: &Settings, clock: Arc<dyn Clock>) -> Self {
+        Self::for_role(&config::load().await, role, settings, clock)
+    }
+
+    /// The adapters a function of `role` uses on the clients of `config`: the
+    /// ingress's calls are cut off sooner ([`config::ingress_timeouts`]) than a job's
+    /// ([`config::job_timeouts`]).
+    pub fn for_role(config: &aws_config::SdkConfig, role: Role, settings: &Settings, clock: Arc<dyn Clock>) -> Self {
+        match role {
+            Role::Ingress => Self::from_config(config, settings, clock, None, config::ingress_timeouts()),
+            Role::Worker => Self::for_jobs(config, settings, clock, None),
+        }
     }
 
     /// The workers' adapters on the clients of `config` (see [`AwsAdapters::build`]).
@@ -58,12 +68,6 @@ impl AwsAdapters {
     ) -> Self {
         let timeouts = config::job_timeouts(&crate::budget::TimeBudget::from_settings(settings));
         Self::from_config(config, settings, clock, counter, timeouts)
-    }
-
-    /// The ingress's adapters on the clients of `config` (see
-    /// [`AwsAdapters::build_for_ingress`]).
-    pub fn for_ingress(config: &aws_config::SdkConfig, settings: &Settings, clock: Arc<dyn Clock>) -> Self {
-        Self::from_config(config, settings, clock, None, config::ingress_timeouts())
     }
 
     /// The adapters on the clients of `config`, each call cut off by `timeouts`.

@@ -196,9 +196,7 @@ pub async fn retry_later<'m>(
             // Inside the settle window, with time for a retry: the job's own cut-offs
             // (10 s an attempt by default) would spend the window on one stalled attempt.
             .customize()
-            .config_override(
-                aws_sdk_sqs::config::Builder::default().timeout_config(super::config::timeouts(within / 2, within)),
-            );
+            .config_override(aws_sdk_sqs::config::Builder::default().timeout_config(settle_timeouts(within)));
         match call.send().await {
             Ok(out) => {
                 for refused in out.failed {
@@ -213,6 +211,16 @@ pub async fn retry_later<'m>(
     if tokio::time::timeout(within, futures_util::future::join_all(calls)).await.is_err() {
         tracing::warn!(?within, %url, "setting when failed messages come back took too long; they come back at the visibility timeout");
     }
+}
+
+/// The cut-offs of a settle call given `within`: two attempts when each can have
+/// [`crate::budget::AWS_MIN_ATTEMPT_TIMEOUT`] (and at most the job calls' longest),
+/// else one attempt of the whole window (shorter attempts would fail on a cold
+/// connection, and the SDK's backoff would leave no time to retry).
+fn settle_timeouts(within: Duration) -> aws_config::timeout::TimeoutConfig {
+    use crate::budget::{AWS_ATTEMPT_TIMEOUT, AWS_MIN_ATTEMPT_TIMEOUT};
+    let attempt = if within >= AWS_MIN_ATTEMPT_TIMEOUT * 2 { (within / 2).min(AWS_ATTEMPT_TIMEOUT) } else { within };
+    super::config::timeouts(attempt, within)
 }
 
 /// Creates kuuki's queues (one per [`JobKind`]) where they do not exist and returns their URLs and
@@ -388,5 +396,21 @@ mod tests {
         assert!(body.starts_with(r#"{"v":2,"job":"forget","#), "{body}");
         assert_eq!(decode_job(&body), Ok(bounded));
         assert_eq!(urls.kind_of_arn("arn:aws:sqs:eu-west-1:123456789012:kuuki-forget-dead-letters"), None);
+    }
+
+    /// A settle window of the default budget (7.5 s) gets two attempts; a small one
+    /// (under 4 s) one attempt of the whole window, not two too short to connect; a
+    /// large one attempts no longer than a job's calls (10 s).
+    #[test]
+    fn a_settle_window_is_split_into_attempts_only_when_they_can_connect() {
+        let attempt = |ms: u64| {
+            let config = settle_timeouts(Duration::from_millis(ms));
+            (config.operation_attempt_timeout(), config.operation_timeout())
+        };
+        let ms = |ms: u64| Some(Duration::from_millis(ms));
+        assert_eq!(attempt(7_500), (ms(3_750), ms(7_500)));
+        assert_eq!(attempt(3_999), (ms(3_999), ms(3_999)));
+        assert_eq!(attempt(375), (ms(375), ms(375)));
+        assert_eq!(attempt(28_125), (ms(10_000), ms(28_125)));
     }
 }
