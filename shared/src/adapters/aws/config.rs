@@ -20,9 +20,14 @@ pub async fn load() -> aws_config::SdkConfig {
         aws_smithy_http_client::Builder::new().tls_provider(tls::Provider::Rustls(CryptoMode::Ring)).build_https();
     aws_config::defaults(aws_config::BehaviorVersion::latest())
         .http_client(http)
-        .timeout_config(timeouts(AWS_ATTEMPT_TIMEOUT, AWS_CALL_TIMEOUT))
+        .timeout_config(outside_job_timeouts())
         .load()
         .await
+}
+
+/// The longest cut-offs, for calls outside any job ([`load`]'s; SQS's long polls).
+pub fn outside_job_timeouts() -> TimeoutConfig {
+    timeouts(AWS_ATTEMPT_TIMEOUT, AWS_CALL_TIMEOUT)
 }
 
 /// The cut-offs of the AWS calls a job makes: inside its budget's margin

@@ -32,19 +32,14 @@ pub struct AwsAdapters {
 }
 
 impl AwsAdapters {
-    /// Clients from the standard AWS environment for the workers' jobs, each call cut
-    /// off within the time budget's margin ([`config::job_timeouts`]); `clock` is the
-    /// system clock in Lambda.
-    pub async fn build(settings: &Settings, clock: Arc<dyn Clock>) -> Self {
-        Self::build_counted(settings, clock, None).await
-    }
-
-    /// Like [`AwsAdapters::build`], counting every call with `counter`.
+    /// The workers' adapters from the standard AWS environment (see
+    /// [`AwsAdapters::for_jobs`]), counting every call with `counter`.
     pub async fn build_counted(settings: &Settings, clock: Arc<dyn Clock>, counter: Option<&CallCounter>) -> Self {
         Self::for_jobs(&config::load().await, settings, clock, counter)
     }
 
-    /// The adapters a function of `role` uses, from the standard AWS environment.
+    /// The adapters a function of `role` uses, from the standard AWS environment;
+    /// `clock` is the system clock in Lambda.
     pub async fn build_for(role: Role, settings: &Settings, clock: Arc<dyn Clock>) -> Self {
         Self::for_role(&config::load().await, role, settings, clock)
     }
@@ -59,7 +54,8 @@ impl AwsAdapters {
         }
     }
 
-    /// The workers' adapters on the clients of `config` (see [`AwsAdapters::build`]).
+    /// The workers' adapters on the clients of `config`, each call cut off within the
+    /// time budget's margin ([`config::job_timeouts`]).
     pub fn for_jobs(
         config: &aws_config::SdkConfig,
         settings: &Settings,

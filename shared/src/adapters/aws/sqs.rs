@@ -107,7 +107,6 @@ pub async fn receive_batch(
     client: &Client,
     url: &str,
 ) -> Result<Vec<aws_sdk_sqs::types::Message>, aws_sdk_sqs::error::SdkError<ReceiveMessageError>> {
-    let timeouts = super::config::timeouts(crate::budget::AWS_ATTEMPT_TIMEOUT, crate::budget::AWS_CALL_TIMEOUT);
     let out = client
         .receive_message()
         .queue_url(url)
@@ -115,7 +114,7 @@ pub async fn receive_batch(
         .wait_time_seconds(5)
         .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount)
         .customize()
-        .config_override(aws_sdk_sqs::config::Builder::default().timeout_config(timeouts))
+        .config_override(aws_sdk_sqs::config::Builder::default().timeout_config(super::config::outside_job_timeouts()))
         .send()
         .await?;
     Ok(out.messages.unwrap_or_default())
