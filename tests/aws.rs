@@ -476,7 +476,16 @@ mod end_to_end {
 
     impl World {
         pub(super) async fn deliver_text(&self, text: &str, n: u32) -> u16 {
-            self.deliver(message("C0COST", &format!("U{}", n % 3), text, &now_ts(n + 100)), false).await
+            self.deliver_text_in(text, n, None).await
+        }
+
+        /// Like [`World::deliver_text`], as a reply in the thread begun by `root` when given.
+        pub(super) async fn deliver_text_in(&self, text: &str, n: u32, root: Option<&str>) -> u16 {
+            let mut event = message("C0COST", &format!("U{}", n % 3), text, &now_ts(n + 100));
+            if let Some(root) = root {
+                event["thread_ts"] = json!(root);
+            }
+            self.deliver(event, false).await
         }
 
         async fn deliver(&self, event: serde_json::Value, retry: bool) -> u16 {
@@ -627,6 +636,42 @@ mod end_to_end {
                 };
                 self.deps.channels.record_intervention(&channel, intervention).await.unwrap();
             }
+        }
+
+        /// A busy channel whose talk is in threads: after [`World::mature_channel`], three
+        /// threads begun 25 minutes ago and 60 replies in them over the last 20 minutes,
+        /// so the newest `CHANNEL_BUFFER_SIZE` messages are all replies and reach back
+        /// less than `CHANNEL_BUFFER_TTL_MINUTES`. Returns the threads' roots.
+        pub(super) async fn busy_threads(&self) -> Vec<kuuki::domain::Ts> {
+            use kuuki::domain::{Author, ChannelId, Message, Timestamp, Ts};
+            let channel = ChannelId("C0COST".into());
+            let now = self.deps.clock.now();
+            let minutes_ago = |minutes: i64, i: i64| Timestamp(now.0 - minutes * 60_000_000 + i * 1_000_000);
+            let line = "ステージングで確認しました。ログも見ておきます。";
+            let put = |at: Timestamp, thread_root: Option<Ts>, i: i64| {
+                let message = Message {
+                    channel: channel.clone(),
+                    ts: Ts::from_timestamp(at),
+                    thread_root,
+                    user: UserId(format!("U{}", i % 3).into()),
+                    user_name: format!("user{}", i % 3),
+                    text: line.into(),
+                    author: Author::Human,
+                    replies_to_bot: false,
+                    in_dm: false,
+                    private_channel: false,
+                    at,
+                };
+                async move { self.deps.messages.put_message(&Arc::new(message)).await.unwrap() }
+            };
+            let roots: Vec<Ts> = (0..3).map(|i| Ts::from_timestamp(minutes_ago(25, i))).collect();
+            for i in 0..3 {
+                put(minutes_ago(25, i), None, i).await;
+            }
+            for i in 0..60 {
+                put(minutes_ago(20, i * 15), Some(roots[i as usize % 3].clone()), i).await;
+            }
+            roots
         }
 
         /// What SQS would hand the Lambda: the queue's visible messages as an event,
@@ -1152,7 +1197,15 @@ const DOLLARS_PER_THOUSAND: f64 = 0.005;
 async fn aws_calls_per_message_through_the_whole_pipeline() {
     let Some((dynamo, moto)) = emulators("aws_calls_per_message_through_the_whole_pipeline") else { return };
     let w = end_to_end::world_for_costs(&dynamo, &moto).await;
-    assert_calls_within(&w, "rules only", WORKER_CALLS_PER_MESSAGE, CALLS_PER_MESSAGE, DOLLARS_PER_THOUSAND).await;
+    assert_calls_within(
+        &w,
+        "rules only",
+        Place::TopLevel,
+        WORKER_CALLS_PER_MESSAGE,
+        CALLS_PER_MESSAGE,
+        DOLLARS_PER_THOUSAND,
+    )
+    .await;
 }
 
 /// With a model the LLM judge runs, and each judgment also checks whether a summary or
@@ -1180,9 +1233,75 @@ async fn aws_calls_per_message_with_an_llm() {
     assert_calls_within(
         &w,
         "with an LLM",
+        Place::TopLevel,
         WORKER_CALLS_PER_MESSAGE_WITH_LLM,
         CALLS_PER_MESSAGE_WITH_LLM,
         DOLLARS_PER_THOUSAND,
+    )
+    .await;
+}
+
+/// The same conversation in a busy channel whose talk is in threads, rules only:
+/// today's figures, rounded up. Over the goal (README, cost): the channel's newest 50
+/// messages reach back less than the context's 30 minutes, so a thread's messages, the
+/// top level and a thread's opener are each a read of their own (Query, GetItem), and
+/// messages in four conversations do not supersede each other's judgments as a burst
+/// in one does (more channel-state reads and writes).
+const WORKER_CALLS_PER_MESSAGE_IN_BUSY_THREADS: &[(&str, f64)] = &[
+    ("dynamodb.BatchGetItem", 0.5),
+    ("dynamodb.GetItem", 0.3),
+    ("dynamodb.PutItem", 0.6),
+    ("dynamodb.Query", 1.7),
+    ("dynamodb.UpdateItem", 1.1),
+];
+/// 7.2 today.
+const CALLS_PER_MESSAGE_IN_BUSY_THREADS: f64 = 7.2;
+/// $0.00554 today.
+const DOLLARS_PER_THOUSAND_IN_BUSY_THREADS: f64 = 0.0056;
+
+#[tokio::test]
+async fn aws_calls_per_message_in_busy_threads() {
+    let Some((dynamo, moto)) = emulators("aws_calls_per_message_in_busy_threads") else { return };
+    let w = end_to_end::world_for_costs(&dynamo, &moto).await;
+    assert_calls_within(
+        &w,
+        "rules only, busy threads",
+        Place::BusyThreads,
+        WORKER_CALLS_PER_MESSAGE_IN_BUSY_THREADS,
+        CALLS_PER_MESSAGE_IN_BUSY_THREADS,
+        DOLLARS_PER_THOUSAND_IN_BUSY_THREADS,
+    )
+    .await;
+}
+
+/// The busy threads with a model: also each judgment's reflection, queued for after
+/// the lull (one send a judgment that is not superseded), and the memory marks. The
+/// marks vary by a call or two from run to run (the jobs of one batch run together,
+/// so two may both try a mark the state did not show yet): ceilings at the highest seen.
+const WORKER_CALLS_PER_MESSAGE_IN_BUSY_THREADS_WITH_LLM: &[(&str, f64)] = &[
+    ("dynamodb.BatchGetItem", 0.5),
+    ("dynamodb.GetItem", 0.6),
+    ("dynamodb.PutItem", 0.6),
+    ("dynamodb.Query", 2.4),
+    ("dynamodb.UpdateItem", 1.7),
+    ("sqs.SendMessage", 0.9),
+];
+/// 9.2 to 9.5 today.
+const CALLS_PER_MESSAGE_IN_BUSY_THREADS_WITH_LLM: f64 = 9.7;
+/// $0.0064 to $0.0068 today.
+const DOLLARS_PER_THOUSAND_IN_BUSY_THREADS_WITH_LLM: f64 = 0.0070;
+
+#[tokio::test]
+async fn aws_calls_per_message_in_busy_threads_with_an_llm() {
+    let Some((dynamo, moto)) = emulators("aws_calls_per_message_in_busy_threads_with_an_llm") else { return };
+    let w = end_to_end::world_for_costs_with_llm(&dynamo, &moto).await;
+    assert_calls_within(
+        &w,
+        "with an LLM, busy threads",
+        Place::BusyThreads,
+        WORKER_CALLS_PER_MESSAGE_IN_BUSY_THREADS_WITH_LLM,
+        CALLS_PER_MESSAGE_IN_BUSY_THREADS_WITH_LLM,
+        DOLLARS_PER_THOUSAND_IN_BUSY_THREADS_WITH_LLM,
     )
     .await;
 }
@@ -1239,6 +1358,16 @@ impl Cost {
     }
 }
 
+/// Where the cost conversation is held.
+#[derive(Clone, Copy)]
+enum Place {
+    /// At the top level of a channel whose last 50 messages are two hours old.
+    TopLevel,
+    /// In a busy channel whose talk is in threads ([`end_to_end::World::busy_threads`]):
+    /// every other message a reply.
+    BusyThreads,
+}
+
 /// Delivers the cost conversation, drains the judge and respond queues, prints the
 /// calls per message and what they cost, and fails when an operation passes its
 /// ceiling, the whole pipeline (ingress and workers) passes `total_ceiling` calls a
@@ -1246,11 +1375,16 @@ impl Cost {
 async fn assert_calls_within(
     w: &end_to_end::World,
     what: &str,
+    place: Place,
     ceilings: &[(&str, f64)],
     total_ceiling: f64,
     dollars_ceiling: f64,
 ) {
     w.mature_channel().await;
+    let roots = match place {
+        Place::TopLevel => Vec::new(),
+        Place::BusyThreads => w.busy_threads().await,
+    };
     w.counter.reset();
     let texts = [
         "おはよう",
@@ -1265,7 +1399,9 @@ async fn assert_calls_within(
         "行く",
     ];
     for (i, text) in texts.iter().enumerate() {
-        assert_eq!(w.deliver_text(text, i as u32).await, 200);
+        // In the busy channel every other message is a reply in one of its threads.
+        let root = roots.get(i % 3).filter(|_| i % 2 == 0).map(|root| root.as_str());
+        assert_eq!(w.deliver_text_in(text, i as u32, root).await, 200);
     }
     let ingress = w.counter.calls();
     let ingress_units = w.counter.capacity_units();
