@@ -919,6 +919,14 @@ impl MessageStore for ThrottlingMessages {
     ) -> PortResult<kuuki::ports::ChannelWindow> {
         self.inner.channel_window(channel, limit).await
     }
+    async fn channel_window_before(
+        &self,
+        channel: &kuuki::domain::ChannelId,
+        before: &Ts,
+        limit: usize,
+    ) -> PortResult<kuuki::ports::ChannelWindow> {
+        self.inner.channel_window_before(channel, before, limit).await
+    }
     async fn previous_in_channel(
         &self,
         channel: &kuuki::domain::ChannelId,

@@ -17,12 +17,79 @@ use crate::ports::{ChannelWindow, PortResult};
 /// The newest `CHANNEL_BUFFER_SIZE` messages of one channel as read once, or nothing
 /// ([`Window::none`]): every read falls back to the store where the window cannot
 /// answer it exactly, so a reader gets what the store would have said.
+///
+/// In a busy channel, whose newest messages all lie within `CHANNEL_BUFFER_TTL_MINUTES`
+/// (the context's reach), the first question the window cannot answer reads the page
+/// before it once (as many messages again): a thread's messages, the top level and a
+/// thread's opener then come from those two reads instead of a read each. A quiet
+/// channel's window reaches past the context already and never reads a second page.
 pub struct Window {
     channel: Option<ChannelId>,
-    /// Oldest first (by ts).
+    first: Page,
+    /// Whether the page before `first` may be read: see above.
+    may_extend: bool,
+    /// `first` with the page before it, once read.
+    extended: tokio::sync::OnceCell<Page>,
+}
+
+/// Messages of one channel, oldest first (by ts), and whether they reach its start.
+#[derive(Default)]
+struct Page {
     messages: Vec<Arc<Message>>,
-    /// No message older than the window's is stored.
+    /// No message older than the page's is stored.
     complete: bool,
+}
+
+impl Page {
+    /// Whether every stored message with a ts after `ts` is in the page.
+    fn covers_after(&self, ts: &Ts) -> bool {
+        self.complete || self.messages.first().is_some_and(|m| &m.ts <= ts)
+    }
+
+    /// Whether every stored message written at or after `since` is in the page
+    /// (messages are written in ts order, give or take a retry).
+    fn covers_since(&self, since: Timestamp) -> bool {
+        self.complete || self.messages.first().is_some_and(|m| m.at < since)
+    }
+
+    fn get_message(&self, ts: &Ts) -> Option<Option<Arc<Message>>> {
+        // Sorted by ts: a binary search.
+        self.covers_after(ts)
+            .then(|| self.messages.binary_search_by(|m| m.ts.cmp(ts)).ok().map(|i| self.messages[i].clone()))
+    }
+
+    fn recent_in_thread(&self, thread: &ThreadKey, since: Timestamp, limit: usize) -> Option<Vec<Arc<Message>>> {
+        let newest_first = self.messages.iter().rev().filter(|m| m.thread_root == thread.root);
+        let mut out: Vec<Arc<Message>> = newest_first.take_while(|m| m.at >= since).take(limit).cloned().collect();
+        // Exact when the walk stopped at the limit or at an older message, or when the
+        // page holds all since then.
+        let stopped = out.len() == limit
+            || self
+                .messages
+                .iter()
+                .rev()
+                .filter(|m| m.thread_root == thread.root)
+                .nth(out.len())
+                .is_some_and(|m| m.at < since);
+        (stopped || self.covers_since(since)).then(|| {
+            out.reverse();
+            out
+        })
+    }
+
+    fn recent_in_channel(&self, since: Timestamp, limit: usize) -> Option<Vec<Arc<Message>>> {
+        (limit <= self.messages.len() || self.complete).then(|| {
+            let mut out: Vec<Arc<Message>> =
+                self.messages.iter().rev().take_while(|m| m.at >= since).take(limit).cloned().collect();
+            out.reverse();
+            out
+        })
+    }
+
+    fn previous_in_channel(&self, before: &Ts) -> Option<Option<Arc<Message>>> {
+        let previous = self.messages.iter().rev().find(|m| &m.ts < before);
+        (previous.is_some() || self.complete).then(|| previous.cloned())
+    }
 }
 
 impl Window {
@@ -39,42 +106,73 @@ impl Window {
     pub(crate) async fn read_whole(deps: &Deps, channel: &ChannelId) -> PortResult<Window> {
         let ChannelWindow { messages, complete } =
             deps.messages.channel_window(channel, deps.settings.channel_buffer_size.max(1)).await?;
-        Ok(Window { channel: Some(channel.clone()), messages, complete })
+        let reach = deps.clock.now() - deps.settings.channel_buffer_ttl;
+        let may_extend = !complete && messages.first().is_some_and(|oldest| oldest.at >= reach);
+        Ok(Window {
+            channel: Some(channel.clone()),
+            first: Page { messages, complete },
+            may_extend,
+            extended: tokio::sync::OnceCell::new(),
+        })
     }
 
     /// A window that knows nothing: every read goes to the store.
     pub fn none() -> Window {
-        Window { channel: None, messages: Vec::new(), complete: false }
+        Window { channel: None, first: Page::default(), may_extend: false, extended: tokio::sync::OnceCell::new() }
     }
 
     fn of(&self, channel: &ChannelId) -> bool {
         self.channel.as_ref() == Some(channel)
     }
 
-    /// Whether every stored message of `channel` with a ts after `ts` is in the window.
-    fn covers_after(&self, channel: &ChannelId, ts: &Ts) -> bool {
-        self.of(channel) && (self.complete || self.messages.first().is_some_and(|m| &m.ts <= ts))
+    /// The messages read so far.
+    fn page(&self) -> &Page {
+        self.extended.get().unwrap_or(&self.first)
     }
 
-    /// Whether every stored message of `channel` written at or after `since` is in the
-    /// window (messages are written in ts order, give or take a retry).
-    fn covers_since(&self, channel: &ChannelId, since: Timestamp) -> bool {
-        self.of(channel) && (self.complete || self.messages.first().is_some_and(|m| m.at < since))
+    /// What `answer` finds in the window for `channel`: in the messages read so far,
+    /// else, once, with the page before them; `None` when the store must answer.
+    async fn answer<T>(
+        &self,
+        deps: &Deps,
+        channel: &ChannelId,
+        answer: impl Fn(&Page) -> Option<T>,
+    ) -> PortResult<Option<T>> {
+        if !self.of(channel) {
+            return Ok(None);
+        }
+        if let Some(found) = answer(self.page()) {
+            return Ok(Some(found));
+        }
+        if !self.may_extend || self.extended.initialized() {
+            return Ok(None);
+        }
+        let extended = self
+            .extended
+            .get_or_try_init(|| async {
+                let oldest = &self.first.messages[0].ts;
+                let limit = deps.settings.channel_buffer_size.max(1);
+                let before = deps.messages.channel_window_before(channel, oldest, limit).await?;
+                let mut messages = before.messages;
+                messages.extend(self.first.messages.iter().cloned());
+                Ok::<_, crate::ports::PortError>(Page { messages, complete: before.complete })
+            })
+            .await?;
+        Ok(answer(extended))
     }
 
     /// The stored message (channel, ts), if there is one.
     pub async fn get_message(&self, deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<Option<Arc<Message>>> {
-        if self.covers_after(channel, ts) {
-            // Sorted by ts: a binary search.
-            return Ok(self.messages.binary_search_by(|m| m.ts.cmp(ts)).ok().map(|i| self.messages[i].clone()));
+        if let Some(found) = self.answer(deps, channel, |page| page.get_message(ts)).await? {
+            return Ok(found);
         }
         deps.messages.get_message(channel, ts).await
     }
 
     /// [`crate::ports::MessageStore::thread_opener`] from the window.
     pub async fn thread_opener(&self, deps: &Deps, channel: &ChannelId, root: &Ts) -> PortResult<Option<Arc<Message>>> {
-        if self.covers_after(channel, root) {
-            return Ok(self.get_message(deps, channel, root).await?.filter(|m| m.thread_root.is_none()));
+        if let Some(found) = self.answer(deps, channel, |page| page.get_message(root)).await? {
+            return Ok(found.filter(|m| m.thread_root.is_none()));
         }
         deps.messages.thread_opener(channel, root).await
     }
@@ -87,23 +185,10 @@ impl Window {
         since: Timestamp,
         limit: usize,
     ) -> PortResult<Vec<Arc<Message>>> {
-        if self.of(&thread.channel) {
-            let newest_first = self.messages.iter().rev().filter(|m| m.thread_root == thread.root);
-            let mut out: Vec<Arc<Message>> = newest_first.take_while(|m| m.at >= since).take(limit).cloned().collect();
-            // Exact when the walk stopped at the limit or at an older message, or when
-            // the window holds all since then.
-            let stopped = out.len() == limit
-                || self
-                    .messages
-                    .iter()
-                    .rev()
-                    .filter(|m| m.thread_root == thread.root)
-                    .nth(out.len())
-                    .is_some_and(|m| m.at < since);
-            if stopped || self.covers_since(&thread.channel, since) {
-                out.reverse();
-                return Ok(out);
-            }
+        if let Some(found) =
+            self.answer(deps, &thread.channel, |page| page.recent_in_thread(thread, since, limit)).await?
+        {
+            return Ok(found);
         }
         deps.messages.recent_in_thread(thread, since, limit).await
     }
@@ -116,11 +201,8 @@ impl Window {
         since: Timestamp,
         limit: usize,
     ) -> PortResult<Vec<Arc<Message>>> {
-        if self.of(channel) && (limit <= self.messages.len() || self.complete) {
-            let mut out: Vec<Arc<Message>> =
-                self.messages.iter().rev().take_while(|m| m.at >= since).take(limit).cloned().collect();
-            out.reverse();
-            return Ok(out);
+        if let Some(found) = self.answer(deps, channel, |page| page.recent_in_channel(since, limit)).await? {
+            return Ok(found);
         }
         deps.messages.recent_in_channel(channel, since, limit).await
     }
@@ -132,11 +214,8 @@ impl Window {
         channel: &ChannelId,
         before: &Ts,
     ) -> PortResult<Option<Arc<Message>>> {
-        if self.of(channel) {
-            let previous = self.messages.iter().rev().find(|m| &m.ts < before);
-            if previous.is_some() || self.complete {
-                return Ok(previous.cloned());
-            }
+        if let Some(found) = self.answer(deps, channel, |page| page.previous_in_channel(before)).await? {
+            return Ok(found);
         }
         deps.messages.previous_in_channel(channel, before).await
     }
@@ -155,15 +234,16 @@ impl Window {
         enough: usize,
     ) -> PortResult<usize> {
         let counted = |m: &&Arc<Message>| after.is_none_or(|a| &m.ts > a) && &m.ts <= up_to;
-        if self.of(channel) {
-            let seen = self.messages.iter().filter(counted).count();
+        let in_window = |page: &Page| {
+            let seen = page.messages.iter().filter(counted).count();
             let exact = match after {
-                Some(after) => self.covers_after(channel, after),
-                None => self.complete,
+                Some(after) => page.covers_after(after),
+                None => page.complete,
             };
-            if exact || seen >= enough {
-                return Ok(seen);
-            }
+            (exact || seen >= enough).then_some(seen)
+        };
+        if let Some(seen) = self.answer(deps, channel, in_window).await? {
+            return Ok(seen);
         }
         // Oldest first: those past `up_to` are the last ones, so the count stays exact.
         Ok(deps.messages.messages_after(channel, after, enough).await?.iter().filter(counted).count())
@@ -245,10 +325,45 @@ mod tests {
     /// answer must still be the store's, whether it came from the window or the store.
     #[tokio::test]
     async fn a_window_answers_what_the_store_would_inside_and_outside_it() {
-        let vars: HashMap<String, String> = [("CHANNEL_BUFFER_SIZE".to_string(), "3".to_string())].into();
+        // Read at 1000, the context reaching back a minute: the window (60 to 80) lies
+        // before it.
+        let (deps, window) = window_of_three(1000, "1").await;
+        assert!(!window.may_extend, "a quiet channel's window reads no second page");
+        assert_answers_are_the_stores(&deps, &window).await;
+        assert!(!window.extended.initialized());
+    }
+
+    /// The same channel read at 100, the context reaching back an hour: the window (60
+    /// to 80) lies within it, so the first question it cannot answer reads the
+    /// page before it (30 to 50) once; questions about what is older still go to the
+    /// store, and every answer is still the store's.
+    #[tokio::test]
+    async fn a_busy_channels_window_reads_the_page_before_it_once() {
+        let (deps, window) = window_of_three(100, "60").await;
+        assert!(window.may_extend);
+        let thread = ThreadKey::thread(ChannelId("dev".into()), Ts::from_timestamp(at(10)));
+        let replies = window.recent_in_thread(&deps, &thread, at(25), 10).await.unwrap();
+        assert_eq!(texts(&replies), ["line 60", "line 70"], "since 25: the page before shows none older");
+        assert_eq!(
+            texts(&window.extended.get().expect("read at the first miss").messages),
+            ["line 30", "line 40", "line 50", "line 60", "line 70", "line 80"]
+        );
+        assert!(!window.page().complete, "10 and 20 are older still");
+        assert_answers_are_the_stores(&deps, &window).await;
+    }
+
+    /// A window of `CHANNEL_BUFFER_SIZE` 3 over a channel of 8 messages at 10 to 80 (a
+    /// thread started at 10 with replies at 20, 60 and 70), read at `now` with the
+    /// context reaching back `ttl_minutes`.
+    async fn window_of_three(now: u64, ttl_minutes: &str) -> (Deps, Window) {
+        let vars: HashMap<String, String> = [
+            ("CHANNEL_BUFFER_SIZE".to_string(), "3".to_string()),
+            ("CHANNEL_BUFFER_TTL_MINUTES".to_string(), ttl_minutes.to_string()),
+        ]
+        .into();
         let settings = Settings::from_vars(&vars).unwrap();
         let persona = settings.persona(None);
-        let clock = Arc::new(VirtualClock::new(at(100)));
+        let clock = Arc::new(VirtualClock::new(at(now)));
         let parts = InProcess::new(clock.clone());
         let chat = Arc::new(RecordingChat::new(clock.clone(), Arc::new(TsMint::default())));
         let deps = Deps::new(
@@ -274,30 +389,36 @@ mod tests {
                 .await
                 .unwrap();
         }
+        let window = Window::read_whole(&deps, &ChannelId("dev".into())).await.unwrap();
+        assert_eq!(texts(&window.first.messages), ["line 60", "line 70", "line 80"], "the newest 3");
+        assert!(!window.first.complete);
+        (deps, window)
+    }
+
+    /// Every question about the channel of [`window_of_three`] gets the store's answer
+    /// from `window`, inside and outside what it read.
+    async fn assert_answers_are_the_stores(deps: &Deps, window: &Window) {
         let channel = ChannelId("dev".into());
-        let window = Window::read_whole(&deps, &channel).await.unwrap();
-        assert_eq!(texts(&window.messages), ["line 60", "line 70", "line 80"], "the newest 3");
-        assert!(!window.complete);
 
         let (last, at_70) = (Ts::from_timestamp(at(85)), Ts::from_timestamp(at(70)));
         for secs in [10, 20, 50, 70, 80, 85] {
             let ts = Ts::from_timestamp(at(secs));
-            let from_window = window.get_message(&deps, &channel, &ts).await.unwrap().map(|m| m.text.clone());
+            let from_window = window.get_message(deps, &channel, &ts).await.unwrap().map(|m| m.text.clone());
             let from_store = deps.messages.get_message(&channel, &ts).await.unwrap().map(|m| m.text.clone());
             assert_eq!(from_window, from_store, "get_message at {secs}");
-            let opener = window.thread_opener(&deps, &channel, &ts).await.unwrap().map(|m| m.text.clone());
+            let opener = window.thread_opener(deps, &channel, &ts).await.unwrap().map(|m| m.text.clone());
             let stored_opener = deps.messages.thread_opener(&channel, &ts).await.unwrap().map(|m| m.text.clone());
             assert_eq!(opener, stored_opener, "thread_opener at {secs}");
             let top_level = [10, 50, 80].contains(&secs);
             assert_eq!(opener, top_level.then(|| format!("line {secs}")), "only a top-level message opens");
-            let previous = window.previous_in_channel(&deps, &channel, &ts).await.unwrap().map(|m| m.text.clone());
+            let previous = window.previous_in_channel(deps, &channel, &ts).await.unwrap().map(|m| m.text.clone());
             let stored_previous =
                 deps.messages.previous_in_channel(&channel, &ts).await.unwrap().map(|m| m.text.clone());
             assert_eq!(previous, stored_previous, "previous_in_channel before {secs}");
             for enough in [1, 2, 5, 10] {
-                let counted = window.count_after(&deps, &channel, Some(&ts), &last, enough).await.unwrap();
+                let counted = window.count_after(deps, &channel, Some(&ts), &last, enough).await.unwrap();
                 let stored = deps.messages.messages_after(&channel, Some(&ts), 100).await.unwrap().len();
-                let up_to_70 = window.count_after(&deps, &channel, Some(&ts), &at_70, 100).await.unwrap();
+                let up_to_70 = window.count_after(deps, &channel, Some(&ts), &at_70, 100).await.unwrap();
                 let stored_to_70 = deps
                     .messages
                     .messages_after(&channel, Some(&ts), 100)
@@ -318,7 +439,7 @@ mod tests {
         for (key, name) in [(&top, "top level"), (&thread, "thread")] {
             for since in [0, 25, 65] {
                 for limit in [1, 2, 3, 10] {
-                    let from_window = window.recent_in_thread(&deps, key, at(since), limit).await.unwrap();
+                    let from_window = window.recent_in_thread(deps, key, at(since), limit).await.unwrap();
                     let from_store = deps.messages.recent_in_thread(key, at(since), limit).await.unwrap();
                     assert_eq!(texts(&from_window), texts(&from_store), "{name} since {since}, limit {limit}");
                 }
@@ -326,7 +447,7 @@ mod tests {
         }
         for since in [0, 65] {
             for limit in [2, 3, 10] {
-                let from_window = window.recent_in_channel(&deps, &channel, at(since), limit).await.unwrap();
+                let from_window = window.recent_in_channel(deps, &channel, at(since), limit).await.unwrap();
                 let from_store = deps.messages.recent_in_channel(&channel, at(since), limit).await.unwrap();
                 assert_eq!(texts(&from_window), texts(&from_store), "channel since {since}, limit {limit}");
             }
@@ -334,7 +455,7 @@ mod tests {
         // Supersession for the thread's opener: the newest 3 of the top level after it
         // (30 is older than those) and every reply of its thread, old and new.
         let opener = message(10, None);
-        let mut after = texts(&window.messages_after(&deps, &opener).await.unwrap());
+        let mut after = texts(&window.messages_after(deps, &opener).await.unwrap());
         after.sort();
         assert_eq!(after, ["line 20", "line 40", "line 50", "line 60", "line 70", "line 80"]);
     }

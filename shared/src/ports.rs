@@ -97,6 +97,10 @@ pub trait MessageStore: Send + Sync {
     /// first, and whether they are all it holds: one read that answers most of what a
     /// worker asks about a channel (see `conversation::Window`).
     async fn channel_window(&self, channel: &ChannelId, limit: usize) -> PortResult<ChannelWindow>;
+    /// Like [`MessageStore::channel_window`], the newest `limit` messages older than
+    /// `before` (by ts): the page before a window, in a channel that window does not
+    /// reach back far enough in.
+    async fn channel_window_before(&self, channel: &ChannelId, before: &Ts, limit: usize) -> PortResult<ChannelWindow>;
     /// The newest message anywhere in the channel (any conversation) older than `before`.
     async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Arc<Message>>>;
     /// Removes every stored message `user` wrote in `channel` (a forget request);

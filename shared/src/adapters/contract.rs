@@ -141,6 +141,15 @@ pub async fn message_store(store: &dyn MessageStore) {
     assert!(window.complete, "nothing older is stored");
     let nobody = store.channel_window(&ChannelId("nobody".into()), 10).await.unwrap();
     assert!(nobody.messages.is_empty() && nobody.complete);
+    // The page before a window: older than the ts, newest of those, oldest first.
+    let before = store.channel_window_before(&ch, &m4.ts, 2).await.unwrap();
+    assert_eq!(texts(before.messages), ["reply", "two"], "the two before `reply 2`");
+    assert!(!before.complete, "one more is stored before them");
+    let before = store.channel_window_before(&ch, &m4.ts, 10).await.unwrap();
+    assert_eq!(texts(before.messages), ["one", "reply", "two"]);
+    assert!(before.complete, "nothing older is stored");
+    let before = store.channel_window_before(&ch, &m1.ts, 10).await.unwrap();
+    assert!(before.messages.is_empty() && before.complete, "nothing before the first");
 
     // Forward from a ts: the oldest first, after it (exclusive).
     assert_eq!(texts(store.messages_after(&ch, None, 2).await.unwrap()), ["one", "reply"]);

@@ -501,6 +501,25 @@ impl DynamoStore {
             .scan_index_forward(false)
     }
 
+    /// The newest `limit` messages `query` (newest first) finds, oldest first, and
+    /// whether they are all it would find: a channel window's read. Consistent, unlike
+    /// the conversation index: a job queued right after its message was stored must find
+    /// it (and the page before a window is read in the same job).
+    async fn window_page(
+        &self,
+        query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+        limit: usize,
+        what: &'static str,
+    ) -> PortResult<ChannelWindow> {
+        let out = query.consistent_read(true).limit(limit.clamp(1, 1000) as i32).send().await.map_err(backend(what))?;
+        // A page that stopped at the limit may have more behind it.
+        let complete = out.last_evaluated_key.is_none();
+        let mut messages: Vec<Arc<Message>> =
+            out.items.unwrap_or_default().into_iter().filter_map(|i| self.message_from(i)).collect();
+        messages.reverse();
+        Ok(ChannelWindow { messages, complete })
+    }
+
     /// The newest `limit` top-level messages written at or after `since`, oldest first:
     /// the table newest first without thread replies, page by page until enough are
     /// found, one is older than `since`, or the newest [`TOP_LEVEL_PAGES`] ×
@@ -915,21 +934,16 @@ impl MessageStore for DynamoStore {
     }
 
     async fn channel_window(&self, channel: &ChannelId, limit: usize) -> PortResult<ChannelWindow> {
-        // Consistent, unlike the conversation index: a job queued right after its
-        // message was stored must find it.
-        let out = self
+        self.window_page(self.channel_newest_first(channel), limit, "query channel window").await
+    }
+
+    async fn channel_window_before(&self, channel: &ChannelId, before: &Ts, limit: usize) -> PortResult<ChannelWindow> {
+        let query = self
             .channel_newest_first(channel)
-            .consistent_read(true)
-            .limit(limit.clamp(1, 1000) as i32)
-            .send()
-            .await
-            .map_err(backend("query channel window"))?;
-        // A page that stopped at the limit may have more behind it.
-        let complete = out.last_evaluated_key.is_none();
-        let mut messages: Vec<Arc<Message>> =
-            out.items.unwrap_or_default().into_iter().filter_map(|i| self.message_from(i)).collect();
-        messages.reverse();
-        Ok(ChannelWindow { messages, complete })
+            .key_condition_expression("#p = :p AND #sk < :before")
+            .expression_attribute_names("#sk", "sk")
+            .expression_attribute_values(":before", s(before.sort_key()));
+        self.window_page(query, limit, "query the page before a channel window").await
     }
 
     async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Arc<Message>>> {

@@ -523,6 +523,17 @@ impl MessageStore for MemoryStore {
         Ok(ChannelWindow { messages: newest, complete: messages.by_ts.len() <= limit })
     }
 
+    async fn channel_window_before(&self, channel: &ChannelId, before: &Ts, limit: usize) -> PortResult<ChannelWindow> {
+        let inner = self.lock();
+        let Some(messages) = inner.channels.get(channel) else {
+            return Ok(ChannelWindow { messages: Vec::new(), complete: true });
+        };
+        let end = messages.by_ts.search(before).unwrap_or_else(|place| place);
+        let start = end.saturating_sub(limit);
+        let page = messages.by_ts.starting_at(start).take(end - start).cloned().collect();
+        Ok(ChannelWindow { messages: page, complete: start == 0 })
+    }
+
     async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Arc<Message>>> {
         let inner = self.lock();
         Ok(inner.channels.get(channel).and_then(|c| {
