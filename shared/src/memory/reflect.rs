@@ -21,6 +21,9 @@ use crate::record::record;
 
 /// Most new messages one reflection reads (the rest wait for the next one).
 const MAX_MESSAGES: usize = 200;
+/// The channel's newest messages a lull job reads first to find a newer one (kuuki's
+/// own answers do not count, so a few).
+const OUTRUN_CHECK: usize = 5;
 /// Keyword overlap at which a new fact is the same as a known one.
 const SAME_FACT: f64 = 0.6;
 /// A fact whose weight (confidence × decay) falls under this is forgotten.
@@ -83,6 +86,14 @@ struct ReflectContext<'a> {
 /// Handles a REFLECT job. Errors are backend failures; the queue delivers again.
 pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()> {
     if deps.llm.is_none() {
+        return Ok(());
+    }
+    // Most lull jobs end here: a newer message queued its own. Asked of the channel's
+    // newest few messages first, one small read, before the channel's state and its
+    // messages since the watermark (a full buffer does not wait for this job: the
+    // judgment that filled it queued a reflection at once).
+    let newest = deps.messages.channel_window(channel, OUTRUN_CHECK).await?;
+    if newest.messages.iter().any(|m| m.ts > *ts && deps.is_participant(m)) {
         return Ok(());
     }
     let s = &deps.settings;
