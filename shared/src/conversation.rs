@@ -20,14 +20,18 @@ use crate::ports::{ChannelWindow, PortResult};
 ///
 /// In a busy channel, whose newest messages all lie within `CHANNEL_BUFFER_TTL_MINUTES`
 /// (the context's reach), the first question the window cannot answer reads the page
-/// before it once (as many messages again): a thread's messages, the top level and a
-/// thread's opener then come from those two reads instead of a read each. A quiet
-/// channel's window reaches past the context already and never reads a second page.
+/// before it once, sized by the first page's pace to reach the rest of the context
+/// ([`page_before_size`]): where the two reach it, a thread's messages, the top level
+/// and a thread's opener come from them instead of a read each; where they do not (a
+/// channel busier than the page's cap), the store is asked as before, after one read
+/// more. A quiet channel's window reaches past the context already and never reads a
+/// second page. (With the page, the window may hold more of the top level than
+/// DynamoDB's filtered read, which stops after 400 items, would find.)
 pub struct Window {
     channel: Option<ChannelId>,
     first: Page,
-    /// Whether the page before `first` may be read: see above.
-    may_extend: bool,
+    /// How many messages the page before `first` reads, if it may be read: see above.
+    page_before: Option<usize>,
     /// `first` with the page before it, once read.
     extended: tokio::sync::OnceCell<Page>,
 }
@@ -106,19 +110,22 @@ impl Window {
     pub(crate) async fn read_whole(deps: &Deps, channel: &ChannelId) -> PortResult<Window> {
         let ChannelWindow { messages, complete } =
             deps.messages.channel_window(channel, deps.settings.channel_buffer_size.max(1)).await?;
-        let reach = deps.clock.now() - deps.settings.channel_buffer_ttl;
-        let may_extend = !complete && messages.first().is_some_and(|oldest| oldest.at >= reach);
+        let (now, ttl) = (deps.clock.now(), deps.settings.channel_buffer_ttl);
+        let page_before = messages
+            .first()
+            .filter(|oldest| !complete && oldest.at >= now - ttl)
+            .map(|oldest| page_before_size(messages.len(), now.seconds_since(oldest.at), ttl));
         Ok(Window {
             channel: Some(channel.clone()),
             first: Page { messages, complete },
-            may_extend,
+            page_before,
             extended: tokio::sync::OnceCell::new(),
         })
     }
 
     /// A window that knows nothing: every read goes to the store.
     pub fn none() -> Window {
-        Window { channel: None, first: Page::default(), may_extend: false, extended: tokio::sync::OnceCell::new() }
+        Window { channel: None, first: Page::default(), page_before: None, extended: tokio::sync::OnceCell::new() }
     }
 
     fn of(&self, channel: &ChannelId) -> bool {
@@ -144,14 +151,13 @@ impl Window {
         if let Some(found) = answer(self.page()) {
             return Ok(Some(found));
         }
-        if !self.may_extend || self.extended.initialized() {
+        let Some(limit) = self.page_before.filter(|_| !self.extended.initialized()) else {
             return Ok(None);
-        }
+        };
         let extended = self
             .extended
             .get_or_try_init(|| async {
                 let oldest = &self.first.messages[0].ts;
-                let limit = deps.settings.channel_buffer_size.max(1);
                 let before = deps.messages.channel_window_before(channel, oldest, limit).await?;
                 let mut messages = before.messages;
                 messages.extend(self.first.messages.iter().cloned());
@@ -278,6 +284,16 @@ impl Window {
     }
 }
 
+/// How many messages the page before a window of `first` messages spanning `span_secs`
+/// reads to reach the rest of a context of `ttl` at the same pace: from as many again
+/// to three times as many (a page of more costs more read units than the reads it
+/// saves).
+fn page_before_size(first: usize, span_secs: f64, ttl: std::time::Duration) -> usize {
+    let first = first.max(1);
+    let pages_left = ttl.as_secs_f64() / span_secs.max(1.0) - 1.0;
+    ((first as f64 * pages_left).ceil().max(0.0) as usize).clamp(first, 3 * first)
+}
+
 /// The newest of `after` (see [`Window::messages_after`]) that `counts` accepts.
 pub(crate) fn newest(after: &[Arc<Message>], counts: impl Fn(&Message) -> bool) -> Option<&Arc<Message>> {
     after.iter().filter(|m| counts(m)).max_by(|a, b| a.ts.cmp(&b.ts))
@@ -328,28 +344,55 @@ mod tests {
         // Read at 1000, the context reaching back a minute: the window (60 to 80) lies
         // before it.
         let (deps, window) = window_of_three(1000, "1").await;
-        assert!(!window.may_extend, "a quiet channel's window reads no second page");
+        assert_eq!(window.page_before, None, "a quiet channel's window reads no second page");
         assert_answers_are_the_stores(&deps, &window).await;
         assert!(!window.extended.initialized());
     }
 
-    /// The same channel read at 100, the context reaching back an hour: the window (60
-    /// to 80) lies within it, so the first question it cannot answer reads the
-    /// page before it (30 to 50) once; questions about what is older still go to the
-    /// store, and every answer is still the store's.
+    /// The same channel read at 100, the context reaching back a minute (to 40): the
+    /// window (60 to 80) lies within it and spans 40 s, so the first question it cannot
+    /// answer reads a page of as many again (30 to 50), once; the window then answers
+    /// what the two hold, questions about what is older still go to the store, and every
+    /// answer is still the store's.
     #[tokio::test]
     async fn a_busy_channels_window_reads_the_page_before_it_once() {
-        let (deps, window) = window_of_three(100, "60").await;
-        assert!(window.may_extend);
-        let thread = ThreadKey::thread(ChannelId("dev".into()), Ts::from_timestamp(at(10)));
-        let replies = window.recent_in_thread(&deps, &thread, at(25), 10).await.unwrap();
-        assert_eq!(texts(&replies), ["line 60", "line 70"], "since 25: the page before shows none older");
+        let (deps, window) = window_of_three(100, "1").await;
+        assert_eq!(window.page_before, Some(3));
+        let (channel, thread) =
+            (ChannelId("dev".into()), ThreadKey::thread(ChannelId("dev".into()), Ts::from_timestamp(at(10))));
+        let thread = &thread;
+        let from_window =
+            |since: u64| window.answer(&deps, &channel, move |page| page.recent_in_thread(thread, at(since), 10));
+        let replies = from_window(35).await.unwrap().expect("answered by the two pages");
+        assert_eq!(texts(&replies), ["line 60", "line 70"]);
         assert_eq!(
             texts(&window.extended.get().expect("read at the first miss").messages),
             ["line 30", "line 40", "line 50", "line 60", "line 70", "line 80"]
         );
         assert!(!window.page().complete, "10 and 20 are older still");
+        assert!(from_window(25).await.unwrap().is_none(), "the reply at 20 may lie before 25: the store answers");
         assert_answers_are_the_stores(&deps, &window).await;
+    }
+
+    /// Read at 100 with the context reaching back an hour, the page before is sized by
+    /// the window's pace (three messages in 40 s) up to its cap, three times the window:
+    /// it holds the rest of the channel, and the window answers every question itself.
+    #[tokio::test]
+    async fn a_page_before_sized_to_reach_the_context_holds_the_rest() {
+        let (deps, window) = window_of_three(100, "60").await;
+        assert_eq!(window.page_before, Some(9));
+        window.get_message(&deps, &ChannelId("dev".into()), &Ts::from_timestamp(at(10))).await.unwrap();
+        assert!(window.page().complete, "all 8 messages read");
+        assert_answers_are_the_stores(&deps, &window).await;
+    }
+
+    #[test]
+    fn the_page_before_reaches_the_rest_of_the_context_at_the_windows_pace() {
+        let half_hour = Duration::from_secs(1800);
+        assert_eq!(super::page_before_size(50, 600.0, half_hour), 100, "10 minutes of 30: two pages more");
+        assert_eq!(super::page_before_size(50, 1200.0, half_hour), 50, "at least one page");
+        assert_eq!(super::page_before_size(50, 60.0, half_hour), 150, "at most three pages");
+        assert_eq!(super::page_before_size(50, 0.0, half_hour), 150, "a burst in one second");
     }
 
     /// A window of `CHANNEL_BUFFER_SIZE` 3 over a channel of 8 messages at 10 to 80 (a
