@@ -1201,71 +1201,63 @@ async fn secrets_given_as_arns_are_read_once_from_secrets_manager() {
     assert!(!error.contains("xoxb-from"), "no secret value in errors");
 }
 
-/// AWS calls the workers may make per message, by operation, rules only: today's
-/// figures rounded up (lower them as the pipeline gets cheaper). An operation not
-/// listed fails the test (the workers send nothing here: no judgment responds).
-const WORKER_CALLS_PER_MESSAGE: &[(&str, f64)] = &[
-    // The channel's state: its item, its judgment item and its answers item at once.
-    ("dynamodb.BatchGetItem", 0.2),
-    ("dynamodb.PutItem", 0.5),
-    ("dynamodb.Query", 1.0),
-    ("dynamodb.UpdateItem", 0.5),
-];
-/// Ingress and workers together, rules only (5.0 today; 7.5 before one channel read
-/// served each job, 5.1 before interventions were written without a read).
-const CALLS_PER_MESSAGE: f64 = 5.0;
+/// What one cost scenario may cost: its name in the output, whether a (scripted) model
+/// is configured, where the conversation is held, the AWS calls the workers may make per message by operation (an operation not
+/// listed fails the test), the calls per message of the whole pipeline, and the dollars
+/// per 1,000 messages.
+#[derive(Clone, Copy)]
+struct Costing {
+    what: &'static str,
+    with_llm: bool,
+    place: Place,
+    workers: &'static [(&'static str, f64)],
+    calls: f64,
+    dollars: f64,
+}
+
 /// The goal: AWS at most $0.005 per 1,000 messages, with or without a model.
 const DOLLARS_PER_THOUSAND: f64 = 0.005;
 
-/// AWS calls a conversation costs, by service and operation, for the README's cost
-/// figure: ten messages (one mention), every job through SQS into the workers.
-#[tokio::test]
-async fn aws_calls_per_message_through_the_whole_pipeline() {
-    let Some((dynamo, moto)) = emulators("aws_calls_per_message_through_the_whole_pipeline") else { return };
-    let w = end_to_end::world_for_costs(&dynamo, &moto).await;
-    assert_calls_within(
-        &w,
-        "rules only",
-        Place::TopLevel,
-        WORKER_CALLS_PER_MESSAGE,
-        CALLS_PER_MESSAGE,
-        DOLLARS_PER_THOUSAND,
-    )
-    .await;
-}
+/// Rules only: today's figures rounded up (lower them as the pipeline gets cheaper; the
+/// workers send nothing here: no judgment responds). 5.0 calls a message today; 7.5
+/// before one channel read served each job, 5.1 before interventions were written
+/// without a read.
+const RULES_ONLY: Costing = Costing {
+    what: "rules only",
+    with_llm: false,
+    place: Place::TopLevel,
+    workers: &[
+        // The channel's state: its item, its judgment item and its answers item at once.
+        ("dynamodb.BatchGetItem", 0.2),
+        ("dynamodb.PutItem", 0.5),
+        ("dynamodb.Query", 1.0),
+        ("dynamodb.UpdateItem", 0.5),
+    ],
+    calls: 5.0,
+    dollars: DOLLARS_PER_THOUSAND,
+};
 
 /// With a model the LLM judge runs, and each judgment also checks whether a summary or
-/// a reflection is due (counted in the channel read the judgment makes anyway).
-const WORKER_CALLS_PER_MESSAGE_WITH_LLM: &[(&str, f64)] = &[
-    ("dynamodb.BatchGetItem", 0.2),
-    ("dynamodb.GetItem", 0.5),
-    ("dynamodb.PutItem", 0.5),
-    ("dynamodb.Query", 1.5),
-    ("dynamodb.UpdateItem", 1.0),
-    // The memory triggers queue a summary and a reflection for later.
-    ("sqs.SendMessage", 0.5),
-];
-/// Ingress and workers together with a model: the goal of at most six AWS calls a
-/// message (5.9 today; 9.2 before one channel read served each job, 6.0 before
-/// interventions were written without a read).
-const CALLS_PER_MESSAGE_WITH_LLM: f64 = 5.9;
-
-/// The same conversation with a model configured (its answers scripted): the figure the
-/// README's cost table gives for a bot with an LLM.
-#[tokio::test]
-async fn aws_calls_per_message_with_an_llm() {
-    let Some((dynamo, moto)) = emulators("aws_calls_per_message_with_an_llm") else { return };
-    let w = end_to_end::world_for_costs_with_llm(&dynamo, &moto).await;
-    assert_calls_within(
-        &w,
-        "with an LLM",
-        Place::TopLevel,
-        WORKER_CALLS_PER_MESSAGE_WITH_LLM,
-        CALLS_PER_MESSAGE_WITH_LLM,
-        DOLLARS_PER_THOUSAND,
-    )
-    .await;
-}
+/// a reflection is due (counted in the channel read the judgment makes anyway). The
+/// goal of at most six AWS calls a message: 5.9 today, the lull's reflection jobs
+/// counted; 9.2 before one channel read served each job, 6.0 before interventions
+/// were written without a read.
+const WITH_AN_LLM: Costing = Costing {
+    what: "with an LLM",
+    with_llm: true,
+    place: Place::TopLevel,
+    workers: &[
+        ("dynamodb.BatchGetItem", 0.2),
+        ("dynamodb.GetItem", 0.5),
+        ("dynamodb.PutItem", 0.5),
+        ("dynamodb.Query", 1.5),
+        ("dynamodb.UpdateItem", 1.0),
+        // The memory triggers queue a summary and a reflection for later.
+        ("sqs.SendMessage", 0.5),
+    ],
+    calls: 5.9,
+    dollars: DOLLARS_PER_THOUSAND,
+};
 
 /// The same conversation in a busy channel whose talk is in threads, rules only:
 /// today's figures, rounded up. Over the goal (README, cost): messages in four
@@ -1274,59 +1266,76 @@ async fn aws_calls_per_message_with_an_llm() {
 /// less than the context's 30 minutes, so a judging job reads the page before them
 /// once (a Query) where it read each thread, the top level and a thread's opener on
 /// its own before (7.2 calls a message then, with three GetItems: none allowed now).
-const WORKER_CALLS_PER_MESSAGE_IN_BUSY_THREADS: &[(&str, f64)] =
-    &[("dynamodb.BatchGetItem", 0.5), ("dynamodb.PutItem", 0.6), ("dynamodb.Query", 1.4), ("dynamodb.UpdateItem", 1.1)];
-/// 6.6 today.
-const CALLS_PER_MESSAGE_IN_BUSY_THREADS: f64 = 6.6;
-/// $0.00558-0.00560 today.
-const DOLLARS_PER_THOUSAND_IN_BUSY_THREADS: f64 = 0.0057;
-
-#[tokio::test]
-async fn aws_calls_per_message_in_busy_threads() {
-    let Some((dynamo, moto)) = emulators("aws_calls_per_message_in_busy_threads") else { return };
-    let w = end_to_end::world_for_costs(&dynamo, &moto).await;
-    assert_calls_within(
-        &w,
-        "rules only, busy threads",
-        Place::BusyThreads,
-        WORKER_CALLS_PER_MESSAGE_IN_BUSY_THREADS,
-        CALLS_PER_MESSAGE_IN_BUSY_THREADS,
-        DOLLARS_PER_THOUSAND_IN_BUSY_THREADS,
-    )
-    .await;
-}
+/// 6.6 calls and $0.00558-0.00560 today.
+const RULES_ONLY_IN_BUSY_THREADS: Costing = Costing {
+    what: "rules only, busy threads",
+    with_llm: false,
+    place: Place::BusyThreads,
+    workers: &[
+        ("dynamodb.BatchGetItem", 0.5),
+        ("dynamodb.PutItem", 0.6),
+        ("dynamodb.Query", 1.4),
+        ("dynamodb.UpdateItem", 1.1),
+    ],
+    calls: 6.6,
+    dollars: 0.0057,
+};
 
 /// The busy threads with a model: also each judgment's reflection, queued for after
 /// the lull (one send a judgment that is not superseded), and the memory marks. The
 /// marks vary by a call or two from run to run (the jobs of one batch run together,
 /// so two may both try a mark the state did not show yet): ceilings at the highest seen.
-/// (9.2-9.5 calls a message before the page before the window.)
-const WORKER_CALLS_PER_MESSAGE_IN_BUSY_THREADS_WITH_LLM: &[(&str, f64)] = &[
-    ("dynamodb.BatchGetItem", 0.5),
-    ("dynamodb.GetItem", 0.3),
-    ("dynamodb.PutItem", 0.6),
-    ("dynamodb.Query", 2.1),
-    ("dynamodb.UpdateItem", 1.7),
-    ("sqs.SendMessage", 0.9),
-];
-/// 8.6 to 8.8 today, the lull's reflection jobs counted.
-const CALLS_PER_MESSAGE_IN_BUSY_THREADS_WITH_LLM: f64 = 9.0;
-/// $0.0069-0.0071 today.
-const DOLLARS_PER_THOUSAND_IN_BUSY_THREADS_WITH_LLM: f64 = 0.0072;
+/// 8.6 to 8.8 calls and $0.0069-0.0071 today, the lull's reflection jobs counted (9.2-9.5
+/// calls before the page before the window, those jobs not counted).
+const WITH_AN_LLM_IN_BUSY_THREADS: Costing = Costing {
+    what: "with an LLM, busy threads",
+    with_llm: true,
+    place: Place::BusyThreads,
+    workers: &[
+        ("dynamodb.BatchGetItem", 0.5),
+        ("dynamodb.GetItem", 0.3),
+        ("dynamodb.PutItem", 0.6),
+        ("dynamodb.Query", 2.1),
+        ("dynamodb.UpdateItem", 1.7),
+        ("sqs.SendMessage", 0.9),
+    ],
+    calls: 9.0,
+    dollars: 0.0072,
+};
+
+/// AWS calls a conversation costs, by service and operation, for the README's cost
+/// figure: ten messages (one mention), every job through SQS into the workers.
+#[tokio::test]
+async fn aws_calls_per_message_through_the_whole_pipeline() {
+    measure_costs("aws_calls_per_message_through_the_whole_pipeline", &RULES_ONLY).await;
+}
+
+/// The same conversation with a model configured (its answers scripted): the figure the
+/// README's cost table gives for a bot with an LLM.
+#[tokio::test]
+async fn aws_calls_per_message_with_an_llm() {
+    measure_costs("aws_calls_per_message_with_an_llm", &WITH_AN_LLM).await;
+}
+
+#[tokio::test]
+async fn aws_calls_per_message_in_busy_threads() {
+    measure_costs("aws_calls_per_message_in_busy_threads", &RULES_ONLY_IN_BUSY_THREADS).await;
+}
 
 #[tokio::test]
 async fn aws_calls_per_message_in_busy_threads_with_an_llm() {
-    let Some((dynamo, moto)) = emulators("aws_calls_per_message_in_busy_threads_with_an_llm") else { return };
-    let w = end_to_end::world_for_costs_with_llm(&dynamo, &moto).await;
-    assert_calls_within(
-        &w,
-        "with an LLM, busy threads",
-        Place::BusyThreads,
-        WORKER_CALLS_PER_MESSAGE_IN_BUSY_THREADS_WITH_LLM,
-        CALLS_PER_MESSAGE_IN_BUSY_THREADS_WITH_LLM,
-        DOLLARS_PER_THOUSAND_IN_BUSY_THREADS_WITH_LLM,
-    )
-    .await;
+    measure_costs("aws_calls_per_message_in_busy_threads_with_an_llm", &WITH_AN_LLM_IN_BUSY_THREADS).await;
+}
+
+/// Runs the cost scenario `costing` on the emulators: see [`assert_calls_within`].
+async fn measure_costs(test: &str, costing: &Costing) {
+    let Some((dynamo, moto)) = emulators(test) else { return };
+    let w = if costing.with_llm {
+        end_to_end::world_for_costs_with_llm(&dynamo, &moto).await
+    } else {
+        end_to_end::world_for_costs(&dynamo, &moto).await
+    };
+    assert_calls_within(&w, costing).await;
 }
 
 /// us-east-1 list prices (on-demand DynamoDB since its November 2024 cut; Lambda on
@@ -1393,16 +1402,10 @@ enum Place {
 
 /// Delivers the cost conversation, drains the judge and respond queues, prints the
 /// calls per message and what they cost, and fails when an operation passes its
-/// ceiling, the whole pipeline (ingress and workers) passes `total_ceiling` calls a
-/// message, or AWS passes `dollars_ceiling` per 1,000 messages.
-async fn assert_calls_within(
-    w: &end_to_end::World,
-    what: &str,
-    place: Place,
-    ceilings: &[(&str, f64)],
-    total_ceiling: f64,
-    dollars_ceiling: f64,
-) {
+/// ceiling, the whole pipeline (ingress and workers) passes `costing.calls` calls a
+/// message, or AWS passes `costing.dollars` per 1,000 messages.
+async fn assert_calls_within(w: &end_to_end::World, costing: &Costing) {
+    let Costing { what, place, workers: ceilings, calls: total_ceiling, dollars: dollars_ceiling, .. } = *costing;
     w.mature_channel().await;
     let roots = match place {
         Place::TopLevel => Vec::new(),

@@ -637,30 +637,30 @@ struct Growth {
 }
 
 fn growth_rounds(small: usize, large: usize, rounds: usize) -> anyhow::Result<Growth> {
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
+    // The best rate of one process replaying `messages` `runs` times.
+    let best = |messages: usize, runs: usize| -> anyhow::Result<f64> {
+        let times = in_own_process(&format!("replay --messages {messages} --runs {runs} --llm none --seed 1"))?;
+        let fastest = times.into_iter().min_by(f64::total_cmp).context("a replay process timed no run")?;
+        Ok(messages as f64 / fastest)
     };
     let (mut smalls, mut larges, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds.max(1) {
-        let best = |messages: usize, runs: usize| -> anyhow::Result<f64> {
-            let times = in_own_process(&format!("replay --messages {messages} --runs {runs} --llm none --seed 1"))?;
-            let fastest = times.into_iter().min_by(f64::total_cmp).context("a replay process timed no run")?;
-            Ok(messages as f64 / fastest)
-        };
         let (small_rate, large_rate) = (best(small, 7)?, best(large, 3)?);
         smalls.push(small_rate);
         larges.push(large_rate);
         ratios.push(large_rate / small_rate);
     }
-    let (lowest, highest) = ratios.iter().fold((f64::MAX, f64::MIN), |(lo, hi), r| (lo.min(*r), hi.max(*r)));
+    for figures in [&mut smalls, &mut larges, &mut ratios] {
+        figures.sort_by(f64::total_cmp);
+    }
+    let middle = ratios.len() / 2;
     Ok(Growth {
-        small_rate: median(smalls),
-        large_rate: median(larges),
-        ratio: median(ratios.clone()),
+        small_rate: smalls[middle],
+        large_rate: larges[middle],
+        ratio: ratios[middle],
         rounds: ratios.len(),
-        lowest,
-        highest,
+        lowest: ratios[0],
+        highest: ratios[ratios.len() - 1],
     })
 }
 
