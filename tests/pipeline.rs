@@ -409,6 +409,115 @@ async fn a_direct_answer_counts_up_to_the_message_it_answers() {
     assert_eq!(memory_lines(&h, &events), vec![("summary", 900.0, 2)], "{events:#?}");
 }
 
+/// When the lull reflections waiting on the queue are due, in seconds from the start.
+fn lull_reflections(h: &Harness) -> Vec<f64> {
+    h.queue
+        .waiting(|job| matches!(job, kuuki::domain::Job::Reflect { .. }))
+        .into_iter()
+        .map(|due| due.seconds_since(h.at(0.0)))
+        .collect()
+}
+
+/// A busy channel whose talk is in several conversations: each message is judged (none
+/// supersedes another), and one reflection waits for the lull at a time, not one per
+/// judgment. It is reflected on a lull after the last message, once; a message after
+/// that reflection queues the next.
+#[tokio::test]
+async fn a_busy_channel_queues_one_lull_reflection_at_a_time() {
+    let h = remembering(&[]);
+    let reflections = |events: &[kuuki::domain::Event]| {
+        memory_lines(&h, events).into_iter().filter(|(kind, ..)| *kind == "reflect").collect::<Vec<_>>()
+    };
+    let mut roots: Vec<kuuki::domain::Ts> = Vec::new();
+    for i in 0..12 {
+        let secs = 60.0 * i as f64;
+        let user = ["alice", "bob", "carol"][i % 3];
+        // Top-level messages opening three threads, then replies in each in turn.
+        let root = (i >= 3).then(|| roots[i % 3].clone());
+        let message = h.message(secs, user, "we deploy on friday", root.as_ref());
+        if i < 3 {
+            roots.push(message.ts.clone());
+        }
+        h.ingest(Incoming::Message(message)).await;
+        h.run_until(secs + 59.0).await;
+        let waiting = lull_reflections(&h);
+        // From the fourth message (REFLECTION_MIN_MESSAGES) on: the first judgment's job,
+        // a lull after its message, until it runs and waits again.
+        if i >= 3 {
+            assert_eq!(waiting, [180.0 + 600.0], "one reflection waiting after message {i}");
+        }
+    }
+    let decided = |e: &&kuuki::domain::Event| matches!(e.kind, EventKind::Judge { decision, .. } if decision != kuuki::domain::Decision::Wait);
+    let events = h.events();
+    assert_eq!(events.iter().filter(decided).count(), 12, "every message judged: {events:#?}");
+    h.run_until(780.0).await;
+    assert_eq!(lull_reflections(&h), [660.0 + 600.0], "it ran, found newer messages and waits a lull after the last");
+    h.run_until(3000.0).await;
+    assert_eq!(reflections(&h.events()), vec![("reflect", 1260.0, 12)]);
+    assert!(lull_reflections(&h).is_empty(), "nothing left waiting");
+    // After the reflection: the next messages queue their own (the time noted passed).
+    for (i, secs) in [3100.0, 3160.0, 3220.0, 3280.0].into_iter().enumerate() {
+        let user = if i % 2 == 0 { "alice" } else { "bob" };
+        h.ingest(Incoming::Message(h.message(secs, user, "and on monday", None))).await;
+        h.run_until(secs + 59.0).await;
+    }
+    assert_eq!(
+        lull_reflections(&h),
+        [3280.0 + 600.0],
+        "the last message's judgment queued it (a burst's earlier judgments were superseded)"
+    );
+    h.run_until(7200.0).await;
+    assert_eq!(reflections(&h.events()), vec![("reflect", 3880.0, 4)]);
+}
+
+/// A queue whose `nth` REFLECT job (counted from 1) is queued and then reported
+/// failed: a worker that died after queueing it, before its own job was done.
+struct DiesAfterQueueingReflection {
+    inner: std::sync::Arc<dyn Queue>,
+    nth: usize,
+    seen: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl Queue for DiesAfterQueueingReflection {
+    async fn enqueue(&self, job: Job, delay: Duration) -> kuuki::ports::PortResult<()> {
+        let reflection = matches!(job, Job::Reflect { .. });
+        self.inner.enqueue(job, delay).await?;
+        if reflection && self.seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == self.nth {
+            return Err(kuuki::ports::PortError::Backend { backend: "test", message: "died after queueing".into() });
+        }
+        Ok(())
+    }
+}
+
+/// The lull's reflection finds newer messages and queues itself again, then dies
+/// before its job is done: SQS delivers it again and it queues itself a second time.
+/// The two copies run at the same lull; the channel is reflected on once.
+#[tokio::test]
+async fn a_lull_reflection_that_dies_after_queueing_itself_again_reflects_once() {
+    let mut h = remembering(&[]);
+    h.deps.queue = std::sync::Arc::new(DiesAfterQueueingReflection {
+        inner: h.queue.clone(),
+        // The first is the judgment's; the second the job's, when it runs at 780 s.
+        nth: 2,
+        seen: Default::default(),
+    });
+    for i in 0..8 {
+        let secs = 60.0 * i as f64;
+        let user = ["alice", "bob"][i % 2];
+        h.ingest(Incoming::Message(h.message(secs, user, "we deploy on friday", None))).await;
+        h.run_until(secs + 59.0).await;
+    }
+    h.run_until_expecting(779.0, 0).await;
+    h.run_until_expecting(1000.0, 1).await;
+    assert_eq!(lull_reflections(&h), [420.0 + 600.0, 420.0 + 600.0], "queued again by each delivery");
+    h.run_until(3600.0).await;
+    let reflected: Vec<_> = memory_lines(&h, &h.events()).into_iter().filter(|(kind, ..)| *kind == "reflect").collect();
+    assert_eq!(reflected, vec![("reflect", 1020.0, 8)]);
+    let facts = kuuki::ports::FactStore::facts(&*h.store, &kuuki::domain::ChannelId("general".into())).await.unwrap();
+    assert_eq!(facts.len(), 1, "the fact learned once: {facts:?}");
+}
+
 #[tokio::test]
 async fn a_muted_channel_still_remembers() {
     let h = remembering(&[]);
@@ -432,7 +541,7 @@ async fn a_muted_channel_still_remembers() {
     assert_eq!(posts(&h), 0);
     assert_eq!(
         memory_lines(&h, &events),
-        vec![("summary", 110.0, 3), ("reflect", 750.0, 4), ("summary", 1050.0, 1)],
+        vec![("summary", 110.0, 3), ("reflect", 720.0, 4), ("summary", 1050.0, 1)],
         "{events:#?}"
     );
 }

@@ -32,6 +32,8 @@ pub struct Deps {
     pub chat: Arc<dyn Chat>,
     pub clock: Arc<dyn Clock>,
     pub log: Arc<dyn DecisionLog>,
+    /// The lull reflections this process queued (the jobs of a batch run together).
+    pub lull_reflections: crate::memory::reflect::LullReflections,
     rng: Mutex<fastrand::Rng>,
 }
 
@@ -125,6 +127,7 @@ impl Deps {
             chat: adapters.chat,
             clock: adapters.clock,
             log: adapters.log,
+            lull_reflections: Default::default(),
             rng: Mutex::new(fastrand::Rng::with_seed(seed)),
         }
     }

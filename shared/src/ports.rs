@@ -148,6 +148,11 @@ pub struct ChannelState {
     /// The last reflection failed: none is queued before then.
     #[serde(default)]
     pub reflection_retry_after: Option<Timestamp>,
+    /// A lull's reflection is queued to run then or later (see
+    /// `memory::reflect::maybe_queue`): a judgment before then queues none. Written
+    /// with the judgment's note, in its item (never in the channel's JSON).
+    #[serde(skip)]
+    pub reflection_lull_at: Option<Timestamp>,
     /// Proactive openers here: when the last was, how long until the next may come.
     #[serde(default)]
     pub opener: OpenerState,
@@ -285,7 +290,15 @@ pub trait ChannelStateStore: Send + Sync {
     /// Only the one recorded last keeps its excerpt and facts (the only ones read: the
     /// next prompt's context, `/kuuki why`), so the history stays small to write.
     async fn record_intervention(&self, channel: &ChannelId, intervention: Intervention) -> PortResult<()>;
-    async fn record_judgment(&self, channel: &ChannelId, note: JudgmentNote) -> PortResult<()>;
+    /// Keeps the channel's last judgment (`/kuuki why`), and with it, when given, the
+    /// time a lull's reflection is queued for ([`ChannelState::reflection_lull_at`];
+    /// `None` leaves the one stored): one write.
+    async fn record_judgment(
+        &self,
+        channel: &ChannelId,
+        note: JudgmentNote,
+        reflection_lull_at: Option<Timestamp>,
+    ) -> PortResult<()>;
     /// Mutes ambient participation until `until`; `None` unmutes.
     async fn set_muted(&self, channel: &ChannelId, until: Option<Timestamp>) -> PortResult<()>;
     /// Stores what kuuki keeps about its openers in the channel.

@@ -310,8 +310,9 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
         response_type: Some(ResponseType::FullResponse),
         reason: "unanswered".into(),
     };
-    store.record_judgment(&ch, note.clone()).await.unwrap();
+    store.record_judgment(&ch, note.clone(), None).await.unwrap();
     let state = store.channel_state(&ch).await.unwrap();
+    assert_eq!(state.reflection_lull_at, None, "no lull's reflection noted");
     assert!(state.muted_at(at(999)) && !state.muted_at(at(1000)));
     assert_eq!(state.shadow, Some(shadow));
     assert_eq!(state.shadow_at(at(1999)), Some(shadow), "in force until it ends");
@@ -331,10 +332,21 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     // Memories: a summary due blocks another until its time; a new memory clears it.
     assert!(store.mark_due(&ch, MemoryTask::Summary, at(900), at(0)).await.unwrap());
     store.set_muted(&ch, None).await.unwrap();
-    store.record_judgment(&ch, note.clone()).await.unwrap();
+    store.record_judgment(&ch, note.clone(), Some(at(1300))).await.unwrap();
     let state = store.channel_state(&ch).await.unwrap();
     assert_eq!(state.summary_due, Some(at(900)), "other writes keep the mark");
     assert_eq!(state.last_judgment.as_ref(), Some(&note));
+    assert_eq!(state.reflection_lull_at, Some(at(1300)), "the lull's reflection is noted with the judgment");
+    // The channel's other writes keep it; a judgment that queued none leaves it; the
+    // next noted time replaces it.
+    store.set_muted(&ch, Some(at(5))).await.unwrap();
+    store.set_muted(&ch, None).await.unwrap();
+    let newer = JudgmentNote { score: 10, ..note.clone() };
+    store.record_judgment(&ch, newer.clone(), None).await.unwrap();
+    let state = store.channel_state(&ch).await.unwrap();
+    assert_eq!((state.last_judgment.as_ref(), state.reflection_lull_at), (Some(&newer), Some(at(1300))));
+    store.record_judgment(&ch, note.clone(), Some(at(1250))).await.unwrap();
+    assert_eq!(store.channel_state(&ch).await.unwrap().reflection_lull_at, Some(at(1250)));
     assert!(!store.mark_due(&ch, MemoryTask::Summary, at(950), at(10)).await.unwrap(), "one is pending");
     assert!(store.mark_due(&ch, MemoryTask::Summary, at(60), at(10)).await.unwrap(), "an earlier one takes its place");
     assert!(!store.mark_due(&ch, MemoryTask::Summary, at(70), at(11)).await.unwrap(), "then that one is pending");

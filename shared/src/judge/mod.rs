@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::deps::Deps;
 use crate::domain::{
     Author, ConversationState, Decision, EventKind, Job, JudgmentNote, LlmVerdict, Message, RespondMode, ResponseType,
-    Stage, ThreadKey, Ts,
+    Stage, ThreadKey, Timestamp, Ts,
 };
 use crate::ports::{ClaimOutcome, LlmRequest, LlmRole, PortResult, Usage};
 use crate::record::record;
@@ -97,20 +97,20 @@ async fn judge_claimed(
     let state = deps.channels.channel_state(channel).await?;
     // Before any early return: a muted channel, or one where kuuki spoke last, still
     // remembers.
-    crate::memory::queue_due(deps, window, &target, &state).await;
+    let lull = crate::memory::queue_due(deps, window, &target, &state).await;
     // The state is let go before the judgment is recorded in it, so the in-process
     // store updates its copy in place instead of copying it.
     if conversation.last().is_some_and(|m| m.author == Author::OwnBot && m.ts > target.ts) {
         drop(state);
         let mut judgment = Judgment::skip("kuuki spoke last in this conversation");
         judgment.breakdown.insert("bot_spoke_last".into(), 0);
-        return judgment.record(deps, &target).await.map(|()| Judged::Decided);
+        return judgment.record(deps, &target, lull).await.map(|()| Judged::Decided);
     }
     if state.muted_at(deps.clock.now()) {
         drop(state);
         let mut judgment = Judgment::skip("kuuki is muted in this channel");
         judgment.breakdown.insert("muted".into(), 0);
-        return judgment.record(deps, &target).await.map(|()| Judged::Decided);
+        return judgment.record(deps, &target, lull).await.map(|()| Judged::Decided);
     }
     let upto = &conversation[..conversation.partition_point(|m| m.ts <= target.ts)];
     let turn_start = rules::turn(upto).first().map_or(&target.ts, |m| &m.ts);
@@ -139,7 +139,7 @@ async fn judge_claimed(
         let settled = rules::score(&rules::RuleInput { now: pending.at, ..input }, &deps.settings);
         if rules::decide(settled.score, &deps.settings, llm_available) != Decision::Skip {
             drop(state);
-            return wait(deps, thread, ts, &target, &scored, pending).await.map(|()| Judged::Waiting);
+            return wait(deps, thread, ts, &target, &scored, pending, lull).await.map(|()| Judged::Waiting);
         }
     }
     let mut decision = rules::decide(scored.score, &deps.settings, llm_available);
@@ -202,7 +202,7 @@ async fn judge_claimed(
     let respond = judgment.respond;
     let (response_type, delay) = (judgment.response_type, judgment.delay_seconds);
     let emoji = judgment.llm.as_ref().and_then(|v| v.emoji.clone());
-    judgment.record(deps, &target).await?;
+    judgment.record(deps, &target, lull).await?;
     if respond {
         let job =
             Job::Respond { thread: thread.clone(), ts: ts.clone(), mode: RespondMode::Ambient, response_type, emoji };
@@ -223,6 +223,7 @@ async fn wait(
     target: &Message,
     scored: &crate::domain::RuleScore,
     pending: &crate::domain::Pending,
+    lull: Option<Timestamp>,
 ) -> PortResult<()> {
     // Whole seconds, rounded up: the queue's delays are whole seconds, and a job back
     // early would only wait again.
@@ -234,7 +235,7 @@ async fn wait(
     judgment.breakdown = scored.breakdown.to_map();
     judgment.decision = Decision::Wait;
     judgment.delay_seconds = delay;
-    judgment.record(deps, target).await
+    judgment.record(deps, target, lull).await
 }
 
 /// Asks the LLM judge. The outer error is a backend failure (retry the job); the
@@ -330,8 +331,9 @@ impl Judgment {
         }
     }
 
-    /// Keeps the judgment for `/kuuki why` and logs it.
-    async fn record(self, deps: &Deps, target: &Message) -> PortResult<()> {
+    /// Keeps the judgment for `/kuuki why`, with when a lull's reflection is queued for
+    /// (`lull`, from the memory triggers), and logs it.
+    async fn record(self, deps: &Deps, target: &Message, lull: Option<Timestamp>) -> PortResult<()> {
         let note = JudgmentNote {
             at: deps.clock.now(),
             ts: target.ts.clone(),
@@ -344,7 +346,7 @@ impl Judgment {
             response_type: self.respond.then_some(self.response_type),
             reason: self.reason.clone(),
         };
-        deps.channels.record_judgment(&target.channel, note).await?;
+        deps.channels.record_judgment(&target.channel, note, lull).await?;
         record(
             deps,
             &target.channel,

@@ -24,14 +24,23 @@ pub fn enabled(deps: &Deps) -> bool {
 
 /// Queues a summary or a reflection of `newest`'s channel when one is due. A trigger
 /// that cannot be queued now will be at the next message, so a failure is logged and
-/// the caller's work goes on.
-pub async fn queue_due(deps: &Deps, window: &Window, newest: &Message, state: &ChannelState) {
+/// the caller's work goes on. Returns when a lull's reflection is queued for, for a
+/// judgment to keep with its note (see [`reflect::maybe_queue`]).
+#[must_use = "a judgment keeps the lull's time with its note"]
+pub async fn queue_due(
+    deps: &Deps,
+    window: &Window,
+    newest: &Message,
+    state: &ChannelState,
+) -> Option<crate::domain::Timestamp> {
     if let Err(error) = summarize::maybe_queue(deps, window, &newest.channel, newest, state).await {
         tracing::warn!(%error, "could not queue a summary");
     }
-    if let Err(error) = reflect::maybe_queue(deps, window, &newest.channel, newest, state).await {
-        tracing::warn!(%error, "could not queue a reflection");
-    }
+    reflect::maybe_queue(deps, window, &newest.channel, newest, state)
+        .await
+        .inspect_err(|error| tracing::warn!(%error, "could not queue a reflection"))
+        .ok()
+        .flatten()
 }
 
 /// Handles a REMEMBER job: the memory triggers for a message that no judgment or
@@ -47,7 +56,8 @@ pub async fn remember(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()
         return Ok(());
     }
     let state = deps.channels.channel_state(&thread.channel).await?;
-    queue_due(deps, &window, &target, &state).await;
+    // Not a judgment: nothing notes the lull's time (a later judgment may queue one more).
+    let _ = queue_due(deps, &window, &target, &state).await;
     Ok(())
 }
 

@@ -35,14 +35,23 @@ const SPEAKER_BOOST: f64 = 1.5;
 const CLAIM_KEEP: Duration = Duration::from_secs(24 * 3600);
 
 /// Called for each handled message (`memory::queue_due`): reflect now when the buffer
-/// is full, else after the lull (a newer message queues its own, later one).
+/// is full, else after the lull. Returns when a lull's reflection is queued for, for the
+/// judgment to keep with its note ([`ChannelState::reflection_lull_at`]); `None` when
+/// this message queued none.
+///
+/// One lull job per channel at a time, not one per message: a judgment before the time
+/// the last one noted queues none, because the job queued then finds this message when
+/// it runs and queues itself again, for a lull after the newest message (`handle`). So
+/// a noted time is never later than the run that will see the message: a job's run
+/// that reflects comes a lull after every message stored before it, and a message
+/// stored after it finds every time noted before it passed.
 pub async fn maybe_queue(
     deps: &Deps,
     window: &Window,
     channel: &ChannelId,
     newest: &Message,
     state: &ChannelState,
-) -> PortResult<()> {
+) -> PortResult<Option<Timestamp>> {
     let s = &deps.settings;
     let now = deps.clock.now();
     if deps.llm.is_none()
@@ -50,14 +59,14 @@ pub async fn maybe_queue(
         || !s.memory_enabled
         || state.retry_after(MemoryTask::Reflection).is_some_and(|t| t > now)
     {
-        return Ok(());
+        return Ok(None);
     }
     let max = s.reflection_max_buffer_messages as usize;
     // Counted in the window the caller read; the store is asked only when the window
     // holds fewer than `max` and does not reach back to the watermark.
     let new = window.count_after(deps, channel, state.reflection_watermark.as_ref(), &newest.ts, max).await?;
     if new < s.reflection_min_messages as usize {
-        return Ok(());
+        return Ok(None);
     }
     let job = Job::Reflect { channel: channel.clone(), ts: newest.ts.clone() };
     if new >= max {
@@ -67,10 +76,57 @@ pub async fn maybe_queue(
         {
             deps.enqueue_after(job, Duration::ZERO).await?;
         }
-        return Ok(());
+        return Ok(None);
     }
-    // The lull: every message queues its own; all but the last find a newer message.
-    deps.enqueue_after(job, Duration::from_secs(u64::from(s.reflection_lull_minutes) * 60)).await
+    let due = newest.at + lull(deps);
+    // Held while queueing: the jobs of one batch run together and read the state
+    // before any of them has noted its job, so they ask this process's notes too.
+    let mut queued = deps.lull_reflections.queued.lock().await;
+    let noted = state.reflection_lull_at.into_iter().chain(queued.get(channel).copied()).max();
+    if let Some(noted) = noted.filter(|noted| *noted > now) {
+        let due = due.max(noted);
+        queued.insert(channel.clone(), due);
+        return Ok(Some(due));
+    }
+    deps.enqueue_after(job, wait_until(due, now)).await?;
+    queued.retain(|_, noted| *noted > now);
+    queued.insert(channel.clone(), due);
+    Ok(Some(due))
+}
+
+/// The lull reflections this process queued, by channel, until they run (see
+/// [`maybe_queue`]).
+#[derive(Default)]
+pub struct LullReflections {
+    queued: tokio::sync::Mutex<std::collections::HashMap<ChannelId, Timestamp>>,
+}
+
+fn lull(deps: &Deps) -> Duration {
+    Duration::from_secs(u64::from(deps.settings.reflection_lull_minutes) * 60)
+}
+
+/// The wait from `now` until `due`, in whole seconds rounded up (a queue's delays are
+/// whole seconds; a job back a moment early would only queue itself again).
+fn wait_until(due: Timestamp, now: Timestamp) -> Duration {
+    Duration::from_secs(due.seconds_since(now).max(0.0).ceil() as u64)
+}
+
+/// A lull job that found `newer`, a participant's message after its own: queued again
+/// for a lull after it, and true, unless that lull is over already (false: reflect now).
+async fn wait_again(deps: &Deps, channel: &ChannelId, newer: &Message) -> PortResult<bool> {
+    let due = newer.at + lull(deps);
+    let now = deps.clock.now();
+    if due <= now {
+        return Ok(false);
+    }
+    let job = Job::Reflect { channel: channel.clone(), ts: newer.ts.clone() };
+    deps.enqueue_after(job, wait_until(due, now)).await?;
+    Ok(true)
+}
+
+/// The newest of `messages` (oldest first) a participant wrote, if it is after `ts`.
+fn newest_participant_after<'m>(deps: &Deps, messages: &'m [Arc<Message>], ts: &Ts) -> Option<&'m Message> {
+    messages.iter().rev().find(|m| deps.is_participant(m)).filter(|m| m.ts > *ts).map(|m| &**m)
 }
 
 /// How long a full-buffer reflection holds its mark.
@@ -88,13 +144,17 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
     if deps.llm.is_none() {
         return Ok(());
     }
-    // Most lull jobs end here: a newer message queued its own. Asked of the channel's
-    // newest few messages first, one small read, before the channel's state and its
-    // messages since the watermark (a full buffer does not wait for this job: the
-    // judgment that filled it queued a reflection at once).
+    // A lull job that finds a newer message waits again, for a lull after it: asked of
+    // the channel's newest few messages first, one small read, before the channel's
+    // state and its messages since the watermark (a full buffer does not wait for
+    // this job: the judgment that filled it queued a reflection at once).
     let newest = deps.messages.channel_window(channel, OUTRUN_CHECK).await?;
-    if newest.messages.iter().any(|m| m.ts > *ts && deps.is_participant(m)) {
-        return Ok(());
+    let mut ts = ts.clone();
+    if let Some(newer) = newest_participant_after(deps, &newest.messages, &ts) {
+        if wait_again(deps, channel, newer).await? {
+            return Ok(());
+        }
+        ts = newer.ts.clone();
     }
     let s = &deps.settings;
     let state = deps.channels.channel_state(channel).await?;
@@ -104,10 +164,13 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
     let read_at = deps.clock.now();
     let new = deps.messages.messages_after(channel, state.reflection_watermark.as_ref(), MAX_MESSAGES).await?;
     let full = new.len() >= s.reflection_max_buffer_messages as usize;
-    // Not quiet after all: the newer message queued its own reflection. kuuki's own
-    // answer queues none, so it does not count (a DM ends with one every time).
-    if !full && new.iter().any(|m| m.ts > *ts && deps.is_participant(m)) {
-        return Ok(());
+    // Not quiet after all (the newest few were kuuki's own: its answers do not count,
+    // a DM ends with one every time).
+    if !full && let Some(newer) = newest_participant_after(deps, &new, &ts) {
+        if wait_again(deps, channel, newer).await? {
+            return Ok(());
+        }
+        ts = newer.ts.clone();
     }
     if new.len() < s.reflection_min_messages as usize {
         return Ok(());
@@ -120,7 +183,7 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
         outcome if outcome.holds() => {}
         _ => return Ok(()),
     }
-    let result = reflect_claimed(deps, channel, ts, &new, read_at, &key).await;
+    let result = reflect_claimed(deps, channel, &ts, &new, read_at, &key).await;
     if result.is_err() {
         deps.ledger.release(&key).await?;
     }

@@ -3,7 +3,7 @@
 //! | table | key | what |
 //! | --- | --- | --- |
 //! | messages | `channel` (S), `sk` (S: the ts, zero-padded so text order is ts order) | every message; sparse GSI `by_conversation` on `conv` (`channel#root`, thread replies only: a top-level message costs no index write) and `sk`; TTL `expires_at` |
-//! | channels | `channel` (S) | the channel's state as JSON (`state`, without the interventions and the last judgment) with an optimistic `version`, and the memory marks `summary_due` and `reflection_due` (N) apart, each set by an update of its own. Written often, so in small items of their own (DynamoDB charges a write by the size of the item it changes): `#judgment#<channel>` (`last_judgment`, S, JSON; every judgment) and `#answers#<channel>` (one `iv#<at>#<thread>` per intervention, S, JSON without the excerpt and facts, and `last`, the newest in full; every answer) |
+//! | channels | `channel` (S) | the channel's state as JSON (`state`, without the interventions and the last judgment) with an optimistic `version`, and the memory marks `summary_due` and `reflection_due` (N) apart, each set by an update of its own. Written often, so in small items of their own (DynamoDB charges a write by the size of the item it changes): `#judgment#<channel>` (`last_judgment`, S, JSON, and `reflection_lull_at`, N, when a lull's reflection is queued for; every judgment) and `#answers#<channel>` (one `iv#<at>#<thread>` per intervention, S, JSON without the excerpt and facts, and `last`, the newest in full; every answer) |
 //! | ledger | `key` (S) | claims (`status`, `until`) and cache entries (`value`, `until`); TTL `expires_at` |
 //! | facts | `scope` (S: the channel, `#notes#<channel>` or `#profiles`), `id` (S: the fact's id, or the person's) | facts as JSON (`fact`) per channel, with the embedding apart (`embedding`, B: little-endian f32s); people's notes per channel (`note`); people's counters (`interactions`, `bot_mentions`, `channels` SS, `first_at`, `last_at`) |
 //!
@@ -261,6 +261,9 @@ fn mark_attribute(task: MemoryTask) -> &'static str {
         MemoryTask::Reflection => "reflection_due",
     }
 }
+
+/// The judgment item's attribute holding `ChannelState::reflection_lull_at` (N).
+const LULL_ATTRIBUTE: &str = "reflection_lull_at";
 
 /// Each answer's intervention is an attribute of its own, `iv#<at, 20 digits>#<thread
 /// root>` (JSON), written by one update without a read; the names sort by time.
@@ -609,6 +612,11 @@ impl DynamoStore {
                     if let Some(json) = judgment.as_ref().and_then(|item| get_s(item, "last_judgment")) {
                         state.last_judgment =
                             Some(serde_json::from_str(json).map_err(backend("decode last judgment"))?);
+                    }
+                    if let Some(at) = judgment.as_ref().and_then(|item| item.get(LULL_ATTRIBUTE)) {
+                        let at = at.as_n().ok().and_then(|n| n.parse().ok());
+                        state.reflection_lull_at =
+                            Some(Timestamp(at.ok_or_else(|| backend("decode reflection lull")("not a number"))?));
                     }
                     return Ok(state);
                 }
@@ -1092,19 +1100,29 @@ impl ChannelStateStore for DynamoStore {
         Ok(())
     }
 
-    async fn record_judgment(&self, channel: &ChannelId, note: JudgmentNote) -> PortResult<()> {
+    async fn record_judgment(
+        &self,
+        channel: &ChannelId,
+        note: JudgmentNote,
+        reflection_lull_at: Option<Timestamp>,
+    ) -> PortResult<()> {
         // Every judgment writes this: one blind update of its own small item, no read.
         let json = serde_json::to_string(&note).map_err(backend("encode last judgment"))?;
-        self.client
+        let update = self
+            .client
             .update_item()
             .table_name(&self.tables.channels)
             .key("channel", s(judgment_key(channel)))
-            .update_expression("SET #j = :j")
             .expression_attribute_names("#j", "last_judgment")
-            .expression_attribute_values(":j", s(json))
-            .send()
-            .await
-            .map_err(backend("update last judgment"))?;
+            .expression_attribute_values(":j", s(json));
+        let update = match reflection_lull_at {
+            Some(at) => update
+                .update_expression("SET #j = :j, #l = :l")
+                .expression_attribute_names("#l", LULL_ATTRIBUTE)
+                .expression_attribute_values(":l", n(at.0)),
+            None => update.update_expression("SET #j = :j"),
+        };
+        update.send().await.map_err(backend("update last judgment"))?;
         Ok(())
     }
 

@@ -145,6 +145,20 @@ impl MemoryQueue {
         self.len() == 0
     }
 
+    /// When each waiting job `picked` chooses is due, soonest first (jobs in delivery
+    /// left out): what a test asks about the work queued for later.
+    pub fn waiting(&self, picked: impl Fn(&Job) -> bool) -> Vec<Timestamp> {
+        let inner = self.inner.lock().expect("queue lock");
+        let mut due: Vec<Timestamp> = inner
+            .heap
+            .iter()
+            .filter(|s| !inner.settled_late.contains(&s.seq) && picked(&s.job))
+            .map(|s| s.due)
+            .collect();
+        due.sort();
+        due
+    }
+
     /// How many jobs came through the scheduler port.
     pub fn scheduled_once(&self) -> u64 {
         self.scheduled_once.load(std::sync::atomic::Ordering::Relaxed)

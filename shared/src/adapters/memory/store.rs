@@ -586,9 +586,19 @@ impl ChannelStateStore for MemoryStore {
         Ok(())
     }
 
-    async fn record_judgment(&self, channel: &ChannelId, note: JudgmentNote) -> PortResult<()> {
+    async fn record_judgment(
+        &self,
+        channel: &ChannelId,
+        note: JudgmentNote,
+        reflection_lull_at: Option<Timestamp>,
+    ) -> PortResult<()> {
         self.check_write()?;
-        Arc::make_mut(slot(&mut self.lock().states, channel)).last_judgment = Some(note);
+        let mut inner = self.lock();
+        let state = Arc::make_mut(slot(&mut inner.states, channel));
+        state.last_judgment = Some(note);
+        if reflection_lull_at.is_some() {
+            state.reflection_lull_at = reflection_lull_at;
+        }
         Ok(())
     }
 
