@@ -518,6 +518,43 @@ async fn a_lull_reflection_that_dies_after_queueing_itself_again_reflects_once()
     assert_eq!(facts.len(), 1, "the fact learned once: {facts:?}");
 }
 
+/// A full buffer whose newest participant message hides behind other bots' posts (not
+/// judged, not participants): the lull's job finds it in the messages it reads,
+/// reflects on the full buffer at once and still waits for the quiet after it, so the
+/// messages after the reflection, whose judgments queued none, are reflected on too.
+#[tokio::test]
+async fn a_full_buffer_reflected_on_early_still_leaves_a_job_for_the_quiet_after_it() {
+    let h = remembering(&[("REFLECTION_MAX_BUFFER_MESSAGES", "12")]);
+    let reflections = |events: &[kuuki::domain::Event]| {
+        memory_lines(&h, events).into_iter().filter(|(kind, ..)| *kind == "reflect").collect::<Vec<_>>()
+    };
+    let say = |secs: f64, i: usize| h.message(secs, ["alice", "bob"][i % 2], "we deploy on friday", None);
+    for i in 0..7 {
+        let secs = if i < 6 { 60.0 * i as f64 } else { 400.0 };
+        h.ingest(Incoming::Message(say(secs, i))).await;
+        h.run_until(secs + 59.0).await;
+    }
+    for i in 0..6 {
+        let mut post = h.message(470.0 + i as f64, "ci", "build passed", None);
+        post.author = Author::OtherBot;
+        h.ingest(Incoming::Message(post)).await;
+    }
+    h.run_until(799.0).await;
+    let events = h.events();
+    assert_eq!(
+        reflections(&events),
+        vec![("reflect", 780.0, 13)],
+        "the full buffer, at the first job's time: {events:#?}"
+    );
+    assert_eq!(lull_reflections(&h), [400.0 + 600.0], "and a job for the quiet after the newest person's message");
+    for (i, secs) in [800.0, 860.0, 920.0, 980.0].into_iter().enumerate() {
+        h.ingest(Incoming::Message(say(secs, i))).await;
+        h.run_until(secs + 59.0).await;
+    }
+    h.run_until(3600.0).await;
+    assert_eq!(reflections(&h.events()), vec![("reflect", 980.0 + 600.0, 4)]);
+}
+
 #[tokio::test]
 async fn a_muted_channel_still_remembers() {
     let h = remembering(&[]);

@@ -44,7 +44,10 @@ const CLAIM_KEEP: Duration = Duration::from_secs(24 * 3600);
 /// it runs and queues itself again, for a lull after the newest message (`handle`). So
 /// a noted time is never later than the run that will see the message: a job's run
 /// that reflects comes a lull after every message stored before it, and a message
-/// stored after it finds every time noted before it passed.
+/// stored after it finds every time noted before it passed. A job may have a twin (a
+/// redelivery after it queued itself again, a direct answer's trigger, which notes
+/// nothing, an outrun full-buffer job): both wait for the same quiet, and the
+/// reflection's claim lets one of them reflect.
 pub async fn maybe_queue(
     deps: &Deps,
     window: &Window,
@@ -165,9 +168,11 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
     let new = deps.messages.messages_after(channel, state.reflection_watermark.as_ref(), MAX_MESSAGES).await?;
     let full = new.len() >= s.reflection_max_buffer_messages as usize;
     // Not quiet after all (the newest few were kuuki's own: its answers do not count,
-    // a DM ends with one every time).
-    if !full && let Some(newer) = newest_participant_after(deps, &new, &ts) {
-        if wait_again(deps, channel, newer).await? {
+    // a DM ends with one every time). A full buffer is reflected on now, and the quiet
+    // after the newer message still gets its job: judgments before its noted time
+    // queued none.
+    if let Some(newer) = newest_participant_after(deps, &new, &ts) {
+        if wait_again(deps, channel, newer).await? && !full {
             return Ok(());
         }
         ts = newer.ts.clone();

@@ -613,11 +613,16 @@ impl DynamoStore {
                         state.last_judgment =
                             Some(serde_json::from_str(json).map_err(backend("decode last judgment"))?);
                     }
-                    if let Some(at) = judgment.as_ref().and_then(|item| item.get(LULL_ATTRIBUTE)) {
-                        let at = at.as_n().ok().and_then(|n| n.parse().ok());
-                        state.reflection_lull_at =
-                            Some(Timestamp(at.ok_or_else(|| backend("decode reflection lull")("not a number"))?));
-                    }
+                    // Only spares a queued job: one that cannot be read is as none (one
+                    // more job), not a channel whose state cannot be read.
+                    let lull = judgment.as_ref().and_then(|item| item.get(LULL_ATTRIBUTE));
+                    state.reflection_lull_at = lull.and_then(|at| match at.as_n().map(|n| n.parse()) {
+                        Ok(Ok(at)) => Some(Timestamp(at)),
+                        _ => {
+                            tracing::warn!(%channel, value = ?at, "unreadable reflection_lull_at, read as none");
+                            None
+                        }
+                    });
                     return Ok(state);
                 }
             }
