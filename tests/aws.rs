@@ -1316,8 +1316,8 @@ const RULES_ONLY: Costing = Costing {
 /// goal of at most six AWS calls a message: ingress and the workers 5.8 today, the
 /// lull's reflection counted (one a lull, not one a judgment; 9.2 before one channel
 /// read served each job, 6.0 before interventions were written without a read). With
-/// the memory work (one summary and one reflection for these ten messages, 2.3 calls a
-/// message) 8.1 calls and $0.00675: over the goal (README, cost).
+/// the memory work (one summary and one reflection for these ten messages, 2.0 calls a
+/// message) 7.8 calls and $0.00673: over the goal (README, cost).
 const WITH_AN_LLM: Costing = Costing {
     what: "with an LLM",
     with_llm: true,
@@ -1332,7 +1332,7 @@ const WITH_AN_LLM: Costing = Costing {
         ("sqs.SendMessage", 0.5),
     ],
     memory: MEMORY_WORK,
-    calls: 8.1,
+    calls: 7.8,
     dollars: 0.0068,
 };
 
@@ -1343,7 +1343,8 @@ const WITH_AN_LLM: Costing = Costing {
 /// less than the context's 30 minutes, so a judging job reads the page before them
 /// once (a Query) where it read each thread, the top level and a thread's opener on
 /// its own before (7.2 calls a message then, with three GetItems: none allowed now).
-/// 6.6 calls and $0.00558-0.00560 today.
+/// 6.6 calls and $0.00558-0.00563 today (the higher since the mature channel's
+/// reflection watermark is in its judgment item, which each state read then finds).
 const RULES_ONLY_IN_BUSY_THREADS: Costing = Costing {
     what: "rules only, busy threads",
     with_llm: false,
@@ -1365,11 +1366,13 @@ const RULES_ONLY_IN_BUSY_THREADS: Costing = Costing {
 /// in the workspace memory, the workspace memory (refreshed only once in four summary
 /// periods, not here). The reflection: the newest messages, the state, the messages
 /// since its watermark, the claim and its completion, the facts (before and after the
-/// model's answer), whether each speaker asked to be forgotten meanwhile (a GetItem
-/// each), the note about the person, the new fact, the watermark.
+/// model's answer), whether a speaker asked to be forgotten meanwhile (all at once),
+/// the note about the person, the new fact, the watermark (in the small judgment item).
+/// 2.3 calls before the forget marks were read at once and the watermark written
+/// without reading the channel's item first.
 const MEMORY_WORK: &[(&str, f64)] = &[
-    ("dynamodb.BatchGetItem", 0.2),
-    ("dynamodb.GetItem", 0.7),
+    ("dynamodb.BatchGetItem", 0.3),
+    ("dynamodb.GetItem", 0.3),
     ("dynamodb.PutItem", 0.4),
     ("dynamodb.Query", 0.5),
     ("dynamodb.UpdateItem", 0.5),
@@ -1380,7 +1383,7 @@ const MEMORY_WORK: &[(&str, f64)] = &[
 /// memory marks. The marks vary by a call or two from run to run (the jobs of one batch
 /// run together, so two may both try a summary's mark the state did not show yet, and
 /// both queue it): 7.9 to 8.2 calls and $0.0063-0.0067 in 8 runs without the memory
-/// work, 10.2 to 10.7 and $0.0083-0.0087 with it; ceilings a mark and a job above that. 8.6 to 8.9 calls and $0.0069-0.0073 with a reflection queued by each
+/// work, 9.9 to 10.4 and $0.0083-0.0087 with it; ceilings a mark and a job above that. 8.6 to 8.9 calls and $0.0069-0.0073 with a reflection queued by each
 /// judgment, 9.2-9.5 calls before the page before the window (those jobs not counted).
 const WITH_AN_LLM_IN_BUSY_THREADS: Costing = Costing {
     what: "with an LLM, busy threads",
@@ -1396,13 +1399,13 @@ const WITH_AN_LLM_IN_BUSY_THREADS: Costing = Costing {
     ],
     // As in the one conversation, and a second summary when two judgments queued one.
     memory: &[
-        ("dynamodb.BatchGetItem", 0.3),
-        ("dynamodb.GetItem", 0.8),
+        ("dynamodb.BatchGetItem", 0.4),
+        ("dynamodb.GetItem", 0.4),
         ("dynamodb.PutItem", 0.4),
         ("dynamodb.Query", 0.6),
         ("dynamodb.UpdateItem", 0.6),
     ],
-    calls: 10.9,
+    calls: 10.6,
     dollars: 0.0089,
 };
 

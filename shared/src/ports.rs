@@ -310,7 +310,7 @@ pub trait ChannelStateStore: Send + Sync {
     /// while this one was being made from what it had.
     async fn set_channel_memory(&self, channel: &ChannelId, memory: ChannelMemory) -> PortResult<bool>;
     /// The newest message reflected on: the same messages never yield facts twice.
-    /// Clears the reflection's marks.
+    /// Leaves the reflection's marks (a reflection that finds one clears them).
     async fn set_reflection_watermark(&self, channel: &ChannelId, ts: Ts) -> PortResult<()>;
     /// Marks `task` as queued for `due` by [`ChannelState::mark_due`]'s one rule;
     /// returns whether this call marked it (and so should queue the job).
@@ -412,6 +412,15 @@ pub trait Ledger: Send + Sync {
     async fn release(&self, key: &str) -> PortResult<()>;
     /// A cached value (the judgment cache), if it has not expired by `now`.
     async fn cache_get(&self, key: &str, now: Timestamp) -> PortResult<Option<String>>;
+    /// [`Ledger::cache_get`] of each of `keys`, in their order: one read where the
+    /// store reads several items at once.
+    async fn cache_get_many(&self, keys: &[String], now: Timestamp) -> PortResult<Vec<Option<String>>> {
+        let mut values = Vec::with_capacity(keys.len());
+        for key in keys {
+            values.push(self.cache_get(key, now).await?);
+        }
+        Ok(values)
+    }
     /// Caches `value` under `key` until `until`, replacing what was there.
     async fn cache_put(&self, key: &str, value: &str, until: Timestamp) -> PortResult<()>;
 }

@@ -247,6 +247,22 @@ pub async fn ledger(ledger: &dyn Ledger) {
     // An empty value is a value (a channel placed in no server is remembered as "").
     ledger.cache_put("contract:empty", "", at(300)).await.unwrap();
     assert_eq!(ledger.cache_get("contract:empty", at(200)).await.unwrap().as_deref(), Some(""));
+    // Several at once, in the order asked, a key asked twice answered twice; missing,
+    // expired and claims are none.
+    ledger.cache_put("contract:soon", "gone", at(150)).await.unwrap();
+    let keys: Vec<String> =
+        ["contract:cache", "contract:missing", "contract:soon", "contract:claim", "contract:empty", "contract:cache"]
+            .map(String::from)
+            .into();
+    let values = ledger.cache_get_many(&keys, at(200)).await.unwrap();
+    assert_eq!(values, [Some("b".into()), None, None, None, Some(String::new()), Some("b".into())]);
+    assert_eq!(ledger.cache_get_many(&[], at(200)).await.unwrap(), Vec::<Option<String>>::new());
+    // More than one read's worth of keys.
+    let many: Vec<String> = (0..130).map(|i| format!("contract:many:{i}")).collect();
+    ledger.cache_put(&many[120], "late", at(300)).await.unwrap();
+    let values = ledger.cache_get_many(&many, at(200)).await.unwrap();
+    assert_eq!(values.iter().filter(|v| v.is_some()).count(), 1);
+    assert_eq!(values[120].as_deref(), Some("late"));
 }
 
 /// The last response time and a bounded intervention history per channel.
@@ -376,7 +392,8 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     let older = ChannelMemory { summary: "made before the wipe".into(), generation: 1, ..memory.clone() };
     assert!(!store.set_channel_memory(&ch, older).await.unwrap());
     assert_eq!(store.channel_state(&ch).await.unwrap().memory, memory, "the newer generation stays");
-    // Reflection marks work like the summary's and the watermark clears them.
+    // Reflection marks work like the summary's; the watermark leaves them, for the
+    // reflection to clear.
     assert!(store.mark_due(&ch, MemoryTask::Reflection, at(60), at(0)).await.unwrap());
     assert!(!store.mark_due(&ch, MemoryTask::Reflection, at(70), at(10)).await.unwrap(), "one is marked still");
     assert!(
@@ -390,7 +407,15 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     store.set_reflection_watermark(&ch, Ts::from_timestamp(at(600))).await.unwrap();
     let state = store.channel_state(&ch).await.unwrap();
     assert_eq!(state.reflection_watermark, Some(Ts::from_timestamp(at(600))));
+    assert_eq!((state.reflection_due, state.reflection_retry_after), (None, Some(at(700))));
+    // The channel's other writes keep it; the next one replaces it.
+    store.set_muted(&ch, None).await.unwrap();
+    store.clear_marks(&ch, MemoryTask::Reflection).await.unwrap();
+    let state = store.channel_state(&ch).await.unwrap();
+    assert_eq!(state.reflection_watermark, Some(Ts::from_timestamp(at(600))));
     assert_eq!((state.reflection_due, state.reflection_retry_after), (None, None));
+    store.set_reflection_watermark(&ch, Ts::from_timestamp(at(650))).await.unwrap();
+    assert_eq!(store.channel_state(&ch).await.unwrap().reflection_watermark, Some(Ts::from_timestamp(at(650))));
     assert_eq!(store.workspace_memory().await.unwrap(), WorkspaceMemory::default());
     let workspace = WorkspaceMemory {
         history: "a team".into(),

@@ -58,10 +58,26 @@ pub async fn forgotten_since(
     user: &UserId,
     read_at: crate::domain::Timestamp,
 ) -> PortResult<Option<String>> {
-    let Some(marked) = deps.ledger.cache_get(&forgotten_key(user), deps.clock.now()).await? else { return Ok(None) };
-    // Marks written before the name was kept hold the time alone.
-    let (at, name) = marked.split_once('\t').unwrap_or((&marked, ""));
-    Ok(at.parse::<i64>().ok().filter(|at| *at >= read_at.0).map(|_| name.to_owned()))
+    Ok(forgotten_among(deps, std::slice::from_ref(user), read_at).await?.pop().flatten())
+}
+
+/// [`forgotten_since`] of each of `users`, in their order, in one read.
+pub async fn forgotten_among(
+    deps: &Deps,
+    users: &[UserId],
+    read_at: crate::domain::Timestamp,
+) -> PortResult<Vec<Option<String>>> {
+    let keys: Vec<String> = users.iter().map(forgotten_key).collect();
+    let marks = deps.ledger.cache_get_many(&keys, deps.clock.now()).await?;
+    Ok(marks
+        .into_iter()
+        .map(|marked| {
+            let marked = marked?;
+            // Marks written before the name was kept hold the time alone.
+            let (at, name) = marked.split_once('\t').unwrap_or((&marked, ""));
+            at.parse::<i64>().ok().filter(|at| *at >= read_at.0).map(|_| name.to_owned())
+        })
+        .collect())
 }
 
 impl std::ops::Add for Forgotten {

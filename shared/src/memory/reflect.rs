@@ -188,7 +188,8 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
         outcome if outcome.holds() => {}
         _ => return Ok(()),
     }
-    let result = reflect_claimed(deps, channel, &ts, &new, read_at, &key).await;
+    let marked = state.reflection_due.is_some() || state.reflection_retry_after.is_some();
+    let result = reflect_claimed(deps, channel, &ts, &new, (read_at, marked), &key).await;
     if result.is_err() {
         deps.ledger.release(&key).await?;
     }
@@ -200,7 +201,7 @@ async fn reflect_claimed(
     channel: &ChannelId,
     ts: &Ts,
     new: &[Arc<Message>],
-    read_at: Timestamp,
+    (read_at, marked): (Timestamp, bool),
     key: &str,
 ) -> PortResult<()> {
     let Some(llm) = &deps.llm else { return Ok(()) };
@@ -236,16 +237,18 @@ async fn reflect_claimed(
     // or about them is kept now. That is anyone who spoke here, or whom a message here
     // mentions (a fact about them may come from what others said).
     let mut forgotten: Vec<(UserId, String)> = Vec::new();
-    let mut checked: Vec<&str> = Vec::new();
+    let mut checked: Vec<(&str, &str)> = Vec::new();
     let spoke = new.iter().filter(|m| m.author != Author::OwnBot).map(|m| (m.user.as_str(), m.user_name.as_str()));
     let mentioned = new.iter().flat_map(|m| crate::domain::mentioned_ids(&m.text)).map(|id| (id, ""));
     for (id, spoken_name) in spoke.chain(mentioned) {
-        if checked.contains(&id) || deps.bot.is_me(id) {
-            continue;
+        if !checked.iter().any(|(seen, _)| *seen == id) && !deps.bot.is_me(id) {
+            checked.push((id, spoken_name));
         }
-        checked.push(id);
-        let user = UserId(id.into());
-        if let Some(name) = super::forget::forgotten_since(deps, &user, read_at).await? {
+    }
+    let users: Vec<UserId> = checked.iter().map(|(id, _)| UserId((*id).into())).collect();
+    let marks = super::forget::forgotten_among(deps, &users, read_at).await?;
+    for ((user, (_, spoken_name)), name) in users.into_iter().zip(checked).zip(marks) {
+        if let Some(name) = name {
             // By the display name the forget looked up (a message's name may be the id,
             // as Slack gives people's), and by the name they wrote under here.
             if !spoken_name.is_empty() && spoken_name != name {
@@ -293,6 +296,10 @@ async fn reflect_claimed(
     }
     let newest = new.last().map(|m| m.ts.clone()).expect("reflection needs messages");
     deps.channels.set_reflection_watermark(channel, newest).await?;
+    // The marks are in the channel's large item: written only when there is one.
+    if marked {
+        deps.channels.clear_marks(channel, MemoryTask::Reflection).await?;
+    }
     deps.ledger.complete(key, now, CLAIM_KEEP).await?;
     record(
         deps,

@@ -3,7 +3,7 @@
 //! | table | key | what |
 //! | --- | --- | --- |
 //! | messages | `channel` (S), `sk` (S: the ts, zero-padded so text order is ts order) | every message; sparse GSI `by_conversation` on `conv` (`channel#root`, thread replies only: a top-level message costs no index write) and `sk`; TTL `expires_at` |
-//! | channels | `channel` (S) | the channel's state as JSON (`state`, without the interventions and the last judgment) with an optimistic `version`, and the memory marks `summary_due` and `reflection_due` (N) apart, each set by an update of its own. Written often, so in small items of their own (DynamoDB charges a write by the size of the item it changes): `#judgment#<channel>` (`last_judgment`, S, JSON, and `reflection_lull_at`, N, when a lull's reflection is queued for; every judgment) and `#answers#<channel>` (one `iv#<at>#<thread>` per intervention, S, JSON without the excerpt and facts, and `last`, the newest in full; every answer) |
+//! | channels | `channel` (S) | the channel's state as JSON (`state`, without the interventions and the last judgment) with an optimistic `version`, and the memory marks `summary_due` and `reflection_due` (N) apart, each set by an update of its own. Written often, so in small items of their own (DynamoDB charges a write by the size of the item it changes): `#judgment#<channel>` (`last_judgment`, S, JSON, and `reflection_lull_at`, N, when a lull's reflection is queued for: every judgment; `reflection_watermark`, S: every reflection) and `#answers#<channel>` (one `iv#<at>#<thread>` per intervention, S, JSON without the excerpt and facts, and `last`, the newest in full; every answer) |
 //! | ledger | `key` (S) | claims (`status`, `until`) and cache entries (`value`, `until`); TTL `expires_at` |
 //! | facts | `scope` (S: the channel, `#notes#<channel>` or `#profiles`), `id` (S: the fact's id, or the person's) | facts as JSON (`fact`) per channel, with the embedding apart (`embedding`, B: little-endian f32s); people's notes per channel (`note`); people's counters (`interactions`, `bot_mentions`, `channels` SS, `first_at`, `last_at`) |
 //!
@@ -264,6 +264,8 @@ fn mark_attribute(task: MemoryTask) -> &'static str {
 
 /// The judgment item's attribute holding `ChannelState::reflection_lull_at` (N).
 const LULL_ATTRIBUTE: &str = "reflection_lull_at";
+/// The judgment item's attribute holding `ChannelState::reflection_watermark` (S).
+const WATERMARK_ATTRIBUTE: &str = "reflection_watermark";
 
 /// Each answer's intervention is an attribute of its own, `iv#<at, 20 digits>#<thread
 /// root>` (JSON), written by one update without a read; the names sort by time.
@@ -579,55 +581,68 @@ impl DynamoStore {
             .into_iter()
             .map(|key| [("channel".to_owned(), s(key))].into())
             .collect();
+        let (mut main, mut judgment, mut answers) = (None, None, None);
+        for item in self.batch_get(&self.tables.channels, keys, true, "get channel state").await? {
+            match get_s(&item, "channel") {
+                Some(key) if key == judgment_key => judgment = Some(item),
+                Some(key) if key == answers_key => answers = Some(item),
+                _ => main = Some(item),
+            }
+        }
+        let main = main.unwrap_or_else(|| [("channel".to_owned(), s(&*channel.0))].into());
+        let mut state = channel_state_from(main, answers)?.0;
+        let Some(judgment) = judgment else { return Ok(state) };
+        if let Some(json) = get_s(&judgment, "last_judgment") {
+            state.last_judgment = Some(serde_json::from_str(json).map_err(backend("decode last judgment"))?);
+        }
+        // Written apart from the channel's item (see `set_reflection_watermark`); one
+        // written before that is in the JSON.
+        if let Some(watermark) = get_s(&judgment, WATERMARK_ATTRIBUTE) {
+            state.reflection_watermark = Some(Ts::new(watermark));
+        }
+        // Only spares a queued job: one that cannot be read is as none (one more job),
+        // not a channel whose state cannot be read.
+        state.reflection_lull_at = judgment.get(LULL_ATTRIBUTE).and_then(|at| match at.as_n().map(|n| n.parse()) {
+            Ok(Ok(at)) => Some(Timestamp(at)),
+            _ => {
+                tracing::warn!(%channel, value = ?at, "unreadable reflection_lull_at, read as none");
+                None
+            }
+        });
+        Ok(state)
+    }
+
+    /// The items of `keys` in `table` (those that exist, in no order) by BatchGetItem
+    /// (at most 100 keys), asking again for the keys DynamoDB did not get to.
+    async fn batch_get(
+        &self,
+        table: &str,
+        keys: Vec<Item>,
+        consistent: bool,
+        what: &'static str,
+    ) -> PortResult<Vec<Item>> {
+        let mut found = Vec::new();
+        if keys.is_empty() {
+            return Ok(found);
+        }
         let mut wanted = aws_sdk_dynamodb::types::KeysAndAttributes::builder()
             .set_keys(Some(keys))
-            .consistent_read(true)
+            .consistent_read(consistent)
             .build()
-            .map_err(backend("build channel state read"))?;
-        let (mut main, mut judgment, mut answers) = (None, None, None);
+            .map_err(backend(what))?;
         for attempt in 0..UNPROCESSED_RETRIES {
-            let out = self
-                .client
-                .batch_get_item()
-                .request_items(&self.tables.channels, wanted)
-                .send()
-                .await
-                .map_err(backend("get channel state"))?;
-            for item in out.responses.and_then(|mut r| r.remove(&self.tables.channels)).unwrap_or_default() {
-                match get_s(&item, "channel") {
-                    Some(key) if key == judgment_key => judgment = Some(item),
-                    Some(key) if key == answers_key => answers = Some(item),
-                    _ => main = Some(item),
-                }
-            }
+            let out = self.client.batch_get_item().request_items(table, wanted).send().await.map_err(backend(what))?;
+            found.extend(out.responses.and_then(|mut r| r.remove(table)).unwrap_or_default());
             // Keys DynamoDB did not get to (throttling) are asked for again.
-            match out.unprocessed_keys.and_then(|mut u| u.remove(&self.tables.channels)) {
+            match out.unprocessed_keys.and_then(|mut u| u.remove(table)) {
                 Some(left) if !left.keys.is_empty() => {
                     wanted = left;
                     tokio::time::sleep(Duration::from_millis(20 << attempt)).await;
                 }
-                _ => {
-                    let main = main.unwrap_or_else(|| [("channel".to_owned(), s(&*channel.0))].into());
-                    let mut state = channel_state_from(main, answers)?.0;
-                    if let Some(json) = judgment.as_ref().and_then(|item| get_s(item, "last_judgment")) {
-                        state.last_judgment =
-                            Some(serde_json::from_str(json).map_err(backend("decode last judgment"))?);
-                    }
-                    // Only spares a queued job: one that cannot be read is as none (one
-                    // more job), not a channel whose state cannot be read.
-                    let lull = judgment.as_ref().and_then(|item| item.get(LULL_ATTRIBUTE));
-                    state.reflection_lull_at = lull.and_then(|at| match at.as_n().map(|n| n.parse()) {
-                        Ok(Ok(at)) => Some(Timestamp(at)),
-                        _ => {
-                            tracing::warn!(%channel, value = ?at, "unreadable reflection_lull_at, read as none");
-                            None
-                        }
-                    });
-                    return Ok(state);
-                }
+                _ => return Ok(found),
             }
         }
-        Err(PortError::Backend { backend: "dynamodb", message: "get channel state: keys left unprocessed".into() })
+        Err(PortError::Backend { backend: "dynamodb", message: format!("{what}: keys left unprocessed") })
     }
 
     /// Reads a channel's item: its state (without the last judgment written apart, see
@@ -1159,11 +1174,19 @@ impl ChannelStateStore for DynamoStore {
     }
 
     async fn set_reflection_watermark(&self, channel: &ChannelId, ts: Ts) -> PortResult<()> {
-        self.update_state(channel, |state| {
-            state.reflection_watermark = Some(ts.clone());
-            state.clear_marks(MemoryTask::Reflection);
-        })
-        .await
+        // In the small judgment item, by one blind update: the channel's item is large
+        // and charged by size, and read first to be written whole.
+        self.client
+            .update_item()
+            .table_name(&self.tables.channels)
+            .key("channel", s(judgment_key(channel)))
+            .update_expression("SET #w = :w")
+            .expression_attribute_names("#w", WATERMARK_ATTRIBUTE)
+            .expression_attribute_values(":w", s(ts.as_str()))
+            .send()
+            .await
+            .map_err(backend("update reflection watermark"))?;
+        Ok(())
     }
 
     async fn mark_due(
@@ -1583,6 +1606,28 @@ impl Ledger for DynamoStore {
         let Some(item) = out.item else { return Ok(None) };
         let item: LedgerItem = from_item(item)?;
         Ok(item.value.filter(|_| item.status == CACHED && item.until > now))
+    }
+
+    async fn cache_get_many(&self, keys: &[String], now: Timestamp) -> PortResult<Vec<Option<String>>> {
+        let mut values = Vec::with_capacity(keys.len());
+        // BatchGetItem takes 100 keys, and no key twice.
+        let mut unique: Vec<&String> = keys.iter().collect();
+        unique.sort();
+        unique.dedup();
+        let mut cached: HashMap<String, String> = HashMap::new();
+        for chunk in unique.chunks(100) {
+            let wanted = chunk.iter().map(|key| [("key".to_owned(), s(key.as_str()))].into()).collect();
+            for item in self.batch_get(&self.tables.ledger, wanted, false, "get cache entries").await? {
+                let item: LedgerItem = from_item(item)?;
+                if let Some(value) = item.value.filter(|_| item.status == CACHED && item.until > now) {
+                    cached.insert(item.key, value);
+                }
+            }
+        }
+        for key in keys {
+            values.push(cached.get(key).cloned());
+        }
+        Ok(values)
     }
 
     async fn cache_put(&self, key: &str, value: &str, until: Timestamp) -> PortResult<()> {

@@ -633,7 +633,6 @@ impl ChannelStateStore for MemoryStore {
     async fn set_reflection_watermark(&self, channel: &ChannelId, ts: Ts) -> PortResult<()> {
         self.update(channel, |state| {
             state.reflection_watermark = Some(ts);
-            state.clear_marks(MemoryTask::Reflection);
         });
         Ok(())
     }
