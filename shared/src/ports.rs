@@ -413,7 +413,8 @@ pub trait Ledger: Send + Sync {
     /// A cached value (the judgment cache), if it has not expired by `now`.
     async fn cache_get(&self, key: &str, now: Timestamp) -> PortResult<Option<String>>;
     /// [`Ledger::cache_get`] of each of `keys`, in their order: one read where the
-    /// store reads several items at once.
+    /// store reads several items at once, and a consistent one (what was just put is
+    /// found: a forget's marks are read this way).
     async fn cache_get_many(&self, keys: &[String], now: Timestamp) -> PortResult<Vec<Option<String>>> {
         let mut values = Vec::with_capacity(keys.len());
         for key in keys {

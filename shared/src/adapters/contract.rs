@@ -257,12 +257,15 @@ pub async fn ledger(ledger: &dyn Ledger) {
     let values = ledger.cache_get_many(&keys, at(200)).await.unwrap();
     assert_eq!(values, [Some("b".into()), None, None, None, Some(String::new()), Some("b".into())]);
     assert_eq!(ledger.cache_get_many(&[], at(200)).await.unwrap(), Vec::<Option<String>>::new());
-    // More than one read's worth of keys.
-    let many: Vec<String> = (0..130).map(|i| format!("contract:many:{i}")).collect();
-    ledger.cache_put(&many[120], "late", at(300)).await.unwrap();
+    // More than one read's worth of keys (a read takes 100), found in each.
+    let many: Vec<String> = (0..230).rev().map(|i| format!("contract:many:{i:03}")).collect();
+    for i in [5, 120, 225] {
+        ledger.cache_put(&many[i], &format!("value {i}"), at(300)).await.unwrap();
+    }
     let values = ledger.cache_get_many(&many, at(200)).await.unwrap();
-    assert_eq!(values.iter().filter(|v| v.is_some()).count(), 1);
-    assert_eq!(values[120].as_deref(), Some("late"));
+    let found: Vec<(usize, &str)> =
+        values.iter().enumerate().filter_map(|(i, v)| v.as_deref().map(|v| (i, v))).collect();
+    assert_eq!(found, [(5, "value 5"), (120, "value 120"), (225, "value 225")]);
 }
 
 /// The last response time and a bounded intervention history per channel.

@@ -1617,7 +1617,7 @@ impl Ledger for DynamoStore {
         let mut cached: HashMap<String, String> = HashMap::new();
         for chunk in unique.chunks(100) {
             let wanted = chunk.iter().map(|key| [("key".to_owned(), s(key.as_str()))].into()).collect();
-            for item in self.batch_get(&self.tables.ledger, wanted, false, "get cache entries").await? {
+            for item in self.batch_get(&self.tables.ledger, wanted, true, "get cache entries").await? {
                 let item: LedgerItem = from_item(item)?;
                 if let Some(value) = item.value.filter(|_| item.status == CACHED && item.until > now) {
                     cached.insert(item.key, value);
