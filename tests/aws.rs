@@ -1390,7 +1390,7 @@ const MEMORY_WORK: &[(&str, f64)] = &[
 /// memory marks. The marks vary by a call or two from run to run (the jobs of one batch
 /// run together, so two may both try a summary's mark the state did not show yet, and
 /// both queue it): 7.9 to 8.2 calls and $0.0063-0.0067 in 8 runs without the memory
-/// work, 9.8 to 10.6 and $0.0092-0.0099 with it and with Lambda's wait for the model;
+/// work, 9.8 to 10.4 and $0.0092-0.0098 with it and with Lambda's wait for the model;
 /// ceilings a mark and a job above that. 8.6 to 8.9 calls and $0.0069-0.0073 with a reflection queued by each
 /// judgment, 9.2-9.5 calls before the page before the window (those jobs not counted).
 const WITH_AN_LLM_IN_BUSY_THREADS: Costing = Costing {
@@ -1405,13 +1405,14 @@ const WITH_AN_LLM_IN_BUSY_THREADS: Costing = Costing {
         ("dynamodb.UpdateItem", 1.7),
         ("sqs.SendMessage", 0.6),
     ],
-    // As in the one conversation, and a second summary when two judgments queued one.
+    // As in the one conversation, and a second summary when two judgments queued one:
+    // it reads the state and finds nothing new, and writes nothing (no mark is left).
     memory: &[
         ("dynamodb.BatchGetItem", 0.4),
-        ("dynamodb.GetItem", 0.4),
+        ("dynamodb.GetItem", 0.3),
         ("dynamodb.PutItem", 0.4),
         ("dynamodb.Query", 0.6),
-        ("dynamodb.UpdateItem", 0.6),
+        ("dynamodb.UpdateItem", 0.5),
     ],
     calls: 10.9,
     dollars: 0.0101,
@@ -1517,6 +1518,34 @@ enum Place {
     /// In a busy channel whose talk is in threads ([`end_to_end::World::busy_threads`]):
     /// every other message a reply.
     BusyThreads,
+}
+
+/// A summary's twin (two judgments of one batch queued one each) finds nothing new
+/// once the first has run, and writes nothing: no read and rewrite of the channel's
+/// large item to clear a mark that is not there.
+#[tokio::test]
+async fn a_summarys_twin_finds_nothing_new_and_writes_nothing() {
+    let Some((dynamo, moto)) = emulators("a_summarys_twin_finds_nothing_new_and_writes_nothing") else { return };
+    let w = end_to_end::world_for_costs_with_llm(&dynamo, &moto).await;
+    w.mature_channel().await;
+    for (i, text) in ["おはよう", "deploy どう？", "見てます"].iter().enumerate() {
+        assert_eq!(w.deliver_text(text, i as u32).await, 200);
+    }
+    let channel = ChannelId("C0COST".into());
+    let job = Job::Summarize { channel: channel.clone(), ts: Ts::new("1.000000") };
+    let before = w.deps.channels.channel_state(&channel).await.unwrap().memory.clone();
+    assert_eq!(w.run_as_worker(JobKind::Summarize, job.clone()).await, 0);
+    let after = w.deps.channels.channel_state(&channel).await.unwrap().memory.clone();
+    assert_ne!(after.watermark, before.watermark, "the first summarized the new messages");
+    w.counter.reset();
+    assert_eq!(w.run_as_worker(JobKind::Summarize, job).await, 0);
+    let calls = w.counter.calls();
+    assert_eq!(
+        calls.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["dynamodb.BatchGetItem", "dynamodb.Query"],
+        "the twin reads the state and the messages since the summary, and no more: {calls:?}"
+    );
+    assert_eq!(w.deps.channels.channel_state(&channel).await.unwrap().memory, after, "and changes nothing");
 }
 
 /// Delivers the cost conversation, drains the judge and respond queues, prints the

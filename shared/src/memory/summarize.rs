@@ -114,7 +114,12 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
         || memory.updated_at.is_none_or(|at| now.seconds_since(at) >= period.as_secs_f64());
     let Some(newest) = new.last().map(|m| m.ts.clone()).filter(|_| due) else {
         // Nothing new, or summarized lately by the other trigger: clear the mark so the
-        // next message sets a new one (the memory itself is left alone).
+        // next message sets a new one (the memory itself is left alone). A state with
+        // no mark (a twin's summary cleared it) is not written: the channel's item is
+        // large, and read first to be written whole.
+        if state.summary_due.is_none() && state.summary_retry_after.is_none() {
+            return Ok(());
+        }
         return deps.channels.clear_marks(channel, MemoryTask::Summary).await;
     };
     let watermark = memory.watermark.as_ref().map_or("-", Ts::as_str);
