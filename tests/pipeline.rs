@@ -555,6 +555,42 @@ async fn a_full_buffer_reflected_on_early_still_leaves_a_job_for_the_quiet_after
     assert_eq!(reflections(&h.events()), vec![("reflect", 980.0 + 600.0, 4)]);
 }
 
+/// Direct messages answered by two workers in turn (two Lambda containers: the jobs of
+/// one do not see what the other keeps in its process): the answer that queued the
+/// lull's reflection noted it in the store, so the other queues none.
+#[tokio::test]
+async fn direct_answers_in_two_processes_queue_one_lull_reflection() {
+    let h = remembering(&[]);
+    let vars: std::collections::HashMap<String, String> =
+        MEMORY_SETTINGS.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let settings = kuuki::config::Settings::from_vars(&vars).unwrap();
+    let llm = kuuki::adapters::llm::ScriptedLlm::parse(MEMORY_SCRIPT).expect("a valid script");
+    let around = kuuki::deps::Surroundings {
+        chat: h.chat.clone(),
+        llm: Some(std::sync::Arc::new(llm)),
+        clock: h.clock.clone(),
+        log: h.log.clone(),
+    };
+    let adapters = kuuki::deps::Adapters::from_store(h.store.clone(), h.queue.clone(), h.queue.clone(), around);
+    let persona = settings.persona(None);
+    let other = kuuki::deps::Deps::new(settings, persona, kuuki::domain::UserId("UBOT".into()), adapters, 2);
+    for i in 0..6 {
+        let secs = 60.0 * i as f64;
+        let mut dm = h.message(secs, "alice", "remind me about the deploy", None);
+        dm.channel = kuuki::domain::ChannelId("D01".into());
+        dm.in_dm = true;
+        h.ingest(Incoming::Message(dm)).await;
+        let worker = if i % 2 == 0 { &h.deps } else { &other };
+        let clock = h.clock.clone();
+        let failed = kuuki::worker::run_due(worker, &*h.queue, h.at(secs + 30.0), move |t| clock.advance_to(t)).await;
+        assert_eq!(failed, 0, "every delivery succeeded");
+        h.clock.advance_to(h.at(secs + 30.0));
+    }
+    let answers = h.events().iter().filter(|e| matches!(e.kind, EventKind::Respond { .. })).count();
+    assert_eq!(answers, 6, "each message answered");
+    assert_eq!(lull_reflections(&h).len(), 1, "one lull's reflection waits: {:?}", lull_reflections(&h));
+}
+
 #[tokio::test]
 async fn a_muted_channel_still_remembers() {
     let h = remembering(&[]);

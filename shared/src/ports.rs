@@ -299,6 +299,10 @@ pub trait ChannelStateStore: Send + Sync {
         note: JudgmentNote,
         reflection_lull_at: Option<Timestamp>,
     ) -> PortResult<()>;
+    /// Notes when a lull's reflection is queued for ([`ChannelState::reflection_lull_at`])
+    /// where no judgment's note carries it (a direct answer, a REMEMBER job): one small
+    /// write, beside the last judgment.
+    async fn note_lull_reflection(&self, channel: &ChannelId, at: Timestamp) -> PortResult<()>;
     /// Mutes ambient participation until `until`; `None` unmutes.
     async fn set_muted(&self, channel: &ChannelId, until: Option<Timestamp>) -> PortResult<()>;
     /// Stores what kuuki keeps about its openers in the channel.

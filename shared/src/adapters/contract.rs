@@ -366,6 +366,12 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     assert_eq!((state.last_judgment.as_ref(), state.reflection_lull_at), (Some(&newer), Some(at(1300))));
     store.record_judgment(&ch, note.clone(), Some(at(1250))).await.unwrap();
     assert_eq!(store.channel_state(&ch).await.unwrap().reflection_lull_at, Some(at(1250)));
+    // Noted on its own (a direct answer's trigger), the judgment's note kept beside it.
+    store.note_lull_reflection(&ch, at(1400)).await.unwrap();
+    let state = store.channel_state(&ch).await.unwrap();
+    assert_eq!((state.reflection_lull_at, state.last_judgment.as_ref()), (Some(at(1400)), Some(&note)));
+    store.record_judgment(&ch, newer.clone(), None).await.unwrap();
+    assert_eq!(store.channel_state(&ch).await.unwrap().reflection_lull_at, Some(at(1400)));
     assert!(!store.mark_due(&ch, MemoryTask::Summary, at(950), at(10)).await.unwrap(), "one is pending");
     assert!(store.mark_due(&ch, MemoryTask::Summary, at(60), at(10)).await.unwrap(), "an earlier one takes its place");
     assert!(!store.mark_due(&ch, MemoryTask::Summary, at(70), at(11)).await.unwrap(), "then that one is pending");

@@ -97,7 +97,7 @@ async fn judge_claimed(
     let state = deps.channels.channel_state(channel).await?;
     // Before any early return: a muted channel, or one where kuuki spoke last, still
     // remembers.
-    let lull = crate::memory::queue_due(deps, window, &target, &state).await;
+    let lull = crate::memory::queue_due(deps, window, &target, &state).await.map(|note| note.at);
     // The state is let go before the judgment is recorded in it, so the in-process
     // store updates its copy in place instead of copying it.
     if conversation.last().is_some_and(|m| m.author == Author::OwnBot && m.ts > target.ts) {

@@ -25,14 +25,15 @@ pub fn enabled(deps: &Deps) -> bool {
 /// Queues a summary or a reflection of `newest`'s channel when one is due. A trigger
 /// that cannot be queued now will be at the next message, so a failure is logged and
 /// the caller's work goes on. Returns when a lull's reflection is queued for, for a
-/// judgment to keep with its note (see [`reflect::maybe_queue`]).
+/// judgment to keep with its note (see [`reflect::maybe_queue`]); others call
+/// [`queue_due_and_note`].
 #[must_use = "a judgment keeps the lull's time with its note"]
 pub async fn queue_due(
     deps: &Deps,
     window: &Window,
     newest: &Message,
     state: &ChannelState,
-) -> Option<crate::domain::Timestamp> {
+) -> Option<reflect::LullNote> {
     if let Err(error) = summarize::maybe_queue(deps, window, &newest.channel, newest, state).await {
         tracing::warn!(%error, "could not queue a summary");
     }
@@ -41,6 +42,18 @@ pub async fn queue_due(
         .inspect_err(|error| tracing::warn!(%error, "could not queue a reflection"))
         .ok()
         .flatten()
+}
+
+/// [`queue_due`] for what is not a judgment (a direct answer, a REMEMBER job): a lull's
+/// reflection queued here is noted on its own (one small write), so the handling of the
+/// channel's next messages, in this process or another, queues no second one.
+pub async fn queue_due_and_note(deps: &Deps, window: &Window, newest: &Message, state: &ChannelState) {
+    if let Some(note) = queue_due(deps, window, newest, state).await.filter(|note| note.queued)
+        && let Err(error) = deps.channels.note_lull_reflection(&newest.channel, note.at).await
+    {
+        // One more job at worst: the next message queues its own.
+        tracing::warn!(%error, "could not note the lull's reflection");
+    }
 }
 
 /// Handles a REMEMBER job: the memory triggers for a message that no judgment or
@@ -56,8 +69,7 @@ pub async fn remember(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()
         return Ok(());
     }
     let state = deps.channels.channel_state(&thread.channel).await?;
-    // Not a judgment: nothing notes the lull's time (a later judgment may queue one more).
-    let _ = queue_due(deps, &window, &target, &state).await;
+    queue_due_and_note(deps, &window, &target, &state).await;
     Ok(())
 }
 

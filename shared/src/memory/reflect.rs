@@ -35,9 +35,9 @@ const SPEAKER_BOOST: f64 = 1.5;
 const CLAIM_KEEP: Duration = Duration::from_secs(24 * 3600);
 
 /// Called for each handled message (`memory::queue_due`): reflect now when the buffer
-/// is full, else after the lull. Returns when a lull's reflection is queued for, for the
-/// judgment to keep with its note ([`ChannelState::reflection_lull_at`]); `None` when
-/// this message queued none.
+/// is full, else after the lull. Returns when a lull's reflection is queued for, to be
+/// noted ([`ChannelState::reflection_lull_at`]: a judgment with its note, others when
+/// this call queued the job); `None` when this message queued none.
 ///
 /// One lull job per channel at a time, not one per message: a judgment before the time
 /// the last one noted queues none, because the job queued then finds this message when
@@ -45,8 +45,8 @@ const CLAIM_KEEP: Duration = Duration::from_secs(24 * 3600);
 /// a noted time is never later than the run that will see the message: a job's run
 /// that reflects comes a lull after every message stored before it, and a message
 /// stored after it finds every time noted before it passed. A job may have a twin (a
-/// redelivery after it queued itself again, a direct answer's trigger, which notes
-/// nothing, an outrun full-buffer job): both wait for the same quiet, and the
+/// redelivery after it queued itself again, two triggers that ran before either's note
+/// was written, an outrun full-buffer job): both wait for the same quiet, and the
 /// reflection's claim lets one of them reflect.
 pub async fn maybe_queue(
     deps: &Deps,
@@ -54,7 +54,7 @@ pub async fn maybe_queue(
     channel: &ChannelId,
     newest: &Message,
     state: &ChannelState,
-) -> PortResult<Option<Timestamp>> {
+) -> PortResult<Option<LullNote>> {
     let s = &deps.settings;
     let now = deps.clock.now();
     if deps.llm.is_none()
@@ -89,12 +89,20 @@ pub async fn maybe_queue(
     if let Some(noted) = noted.filter(|noted| *noted > now) {
         let due = due.max(noted);
         queued.insert(channel.clone(), due);
-        return Ok(Some(due));
+        return Ok(Some(LullNote { at: due, queued: false }));
     }
     deps.enqueue_after(job, wait_until(due, now)).await?;
     queued.retain(|_, noted| *noted > now);
     queued.insert(channel.clone(), due);
-    Ok(Some(due))
+    Ok(Some(LullNote { at: due, queued: true }))
+}
+
+/// When a lull's reflection will run ([`maybe_queue`]), and whether this message's
+/// handling queued it (then what is not a judgment notes it on its own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LullNote {
+    pub at: Timestamp,
+    pub queued: bool,
 }
 
 /// The lull reflections this process queued, by channel, until they run (see

@@ -221,8 +221,7 @@ async fn answer(
 /// (marks dedupe).
 async fn queue_memory(deps: &Deps, window: &Window, answering: &Answering<'_>, state: &crate::ports::ChannelState) {
     if answering.mode == RespondMode::Direct && crate::memory::enabled(deps) {
-        // Not a judgment: nothing notes the lull's time (a later judgment may queue one more).
-        let _ = crate::memory::queue_due(deps, window, answering.target, state).await;
+        crate::memory::queue_due_and_note(deps, window, answering.target, state).await;
     }
 }
 

@@ -676,6 +676,27 @@ impl DynamoStore {
         self.client.update_item().table_name(&self.tables.channels).key("channel", s(answers_key(channel)))
     }
 
+    /// One blind SET of `attribute` on the channel's judgment item (see [`judgment_key`]).
+    async fn set_on_judgment_item(
+        &self,
+        channel: &ChannelId,
+        attribute: &str,
+        value: AttributeValue,
+        what: &'static str,
+    ) -> PortResult<()> {
+        self.client
+            .update_item()
+            .table_name(&self.tables.channels)
+            .key("channel", s(judgment_key(channel)))
+            .update_expression("SET #a = :a")
+            .expression_attribute_names("#a", attribute)
+            .expression_attribute_values(":a", value)
+            .send()
+            .await
+            .map_err(backend(what))?;
+        Ok(())
+    }
+
     /// After `record_intervention` made the answer at `at` the one in full: an answers
     /// item written before `last_at` existed held a `last` without its time, which may
     /// have been newer; that one is put back, unless a newer answer came since.
@@ -1146,6 +1167,10 @@ impl ChannelStateStore for DynamoStore {
         Ok(())
     }
 
+    async fn note_lull_reflection(&self, channel: &ChannelId, at: Timestamp) -> PortResult<()> {
+        self.set_on_judgment_item(channel, LULL_ATTRIBUTE, n(at.0), "note lull reflection").await
+    }
+
     async fn set_muted(&self, channel: &ChannelId, until: Option<Timestamp>) -> PortResult<()> {
         self.update_state(channel, |state| state.muted_until = until).await
     }
@@ -1176,17 +1201,7 @@ impl ChannelStateStore for DynamoStore {
     async fn set_reflection_watermark(&self, channel: &ChannelId, ts: Ts) -> PortResult<()> {
         // In the small judgment item, by one blind update: the channel's item is large
         // and charged by size, and read first to be written whole.
-        self.client
-            .update_item()
-            .table_name(&self.tables.channels)
-            .key("channel", s(judgment_key(channel)))
-            .update_expression("SET #w = :w")
-            .expression_attribute_names("#w", WATERMARK_ATTRIBUTE)
-            .expression_attribute_values(":w", s(ts.as_str()))
-            .send()
-            .await
-            .map_err(backend("update reflection watermark"))?;
-        Ok(())
+        self.set_on_judgment_item(channel, WATERMARK_ATTRIBUTE, s(ts.as_str()), "update reflection watermark").await
     }
 
     async fn mark_due(

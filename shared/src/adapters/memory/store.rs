@@ -602,6 +602,11 @@ impl ChannelStateStore for MemoryStore {
         Ok(())
     }
 
+    async fn note_lull_reflection(&self, channel: &ChannelId, at: Timestamp) -> PortResult<()> {
+        Arc::make_mut(slot(&mut self.lock().states, channel)).reflection_lull_at = Some(at);
+        Ok(())
+    }
+
     async fn set_muted(&self, channel: &ChannelId, until: Option<Timestamp>) -> PortResult<()> {
         Arc::make_mut(slot(&mut self.lock().states, channel)).muted_until = until;
         Ok(())
