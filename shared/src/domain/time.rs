@@ -30,6 +30,13 @@ impl Timestamp {
         (self.0 - earlier.0) as f64 / Self::MICROS_PER_SECOND as f64
     }
 
+    /// The wait from `now` until `self` in whole seconds, rounded up (0 when past): a
+    /// queue's delays are whole seconds, and a job back a moment early would only wait
+    /// again.
+    pub fn whole_seconds_after(self, now: Timestamp) -> u64 {
+        self.seconds_since(now).max(0.0).ceil() as u64
+    }
+
     /// A UTC date and time for prompts and reports, `2026-01-05 09:00:00 UTC`.
     pub fn to_utc_string(self) -> String {
         let secs = self.0.div_euclid(Self::MICROS_PER_SECOND);

@@ -225,9 +225,7 @@ async fn wait(
     pending: &crate::domain::Pending,
     lull: Option<Timestamp>,
 ) -> PortResult<()> {
-    // Whole seconds, rounded up: the queue's delays are whole seconds, and a job back
-    // early would only wait again.
-    let delay = pending.at.seconds_since(deps.clock.now()).max(0.0).ceil() as u32;
+    let delay = u32::try_from(pending.at.whole_seconds_after(deps.clock.now())).unwrap_or(u32::MAX);
     let job = Job::Judge { thread: thread.clone(), ts: ts.clone() };
     deps.enqueue_after(job, Duration::from_secs(delay.into())).await?;
     let mut judgment = Judgment::skip(&pending.reason);

@@ -91,7 +91,7 @@ pub async fn maybe_queue(
         queued.insert(channel.clone(), due);
         return Ok(Some(LullNote { at: due, queued: false }));
     }
-    deps.enqueue_after(job, wait_until(due, now)).await?;
+    deps.enqueue_after(job, Duration::from_secs(due.whole_seconds_after(now))).await?;
     queued.retain(|_, noted| *noted > now);
     queued.insert(channel.clone(), due);
     Ok(Some(LullNote { at: due, queued: true }))
@@ -116,12 +116,6 @@ fn lull(deps: &Deps) -> Duration {
     Duration::from_secs(u64::from(deps.settings.reflection_lull_minutes) * 60)
 }
 
-/// The wait from `now` until `due`, in whole seconds rounded up (a queue's delays are
-/// whole seconds; a job back a moment early would only queue itself again).
-fn wait_until(due: Timestamp, now: Timestamp) -> Duration {
-    Duration::from_secs(due.seconds_since(now).max(0.0).ceil() as u64)
-}
-
 /// A lull job that found `newer`, a participant's message after its own: queued again
 /// for a lull after it, and true, unless that lull is over already (false: reflect now).
 async fn wait_again(deps: &Deps, channel: &ChannelId, newer: &Message) -> PortResult<bool> {
@@ -131,7 +125,7 @@ async fn wait_again(deps: &Deps, channel: &ChannelId, newer: &Message) -> PortRe
         return Ok(false);
     }
     let job = Job::Reflect { channel: channel.clone(), ts: newer.ts.clone() };
-    deps.enqueue_after(job, wait_until(due, now)).await?;
+    deps.enqueue_after(job, Duration::from_secs(due.whole_seconds_after(now))).await?;
     Ok(true)
 }
 
@@ -232,7 +226,7 @@ async fn reflect_claimed(
         Ok(parsed) => parsed,
         Err(reason) => {
             // The next try waits a lull.
-            let wait = Duration::from_secs(u64::from(deps.settings.reflection_lull_minutes) * 60);
+            let wait = lull(deps);
             let task = (MemoryTask::Reflection, Stage::Reflect);
             let reason = format!("unusable reflection: {reason}");
             return super::give_up_for_now(deps, key, channel, ts, task, wait, reason).await;
