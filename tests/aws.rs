@@ -76,6 +76,41 @@ async fn dynamo_store_with_client(
     (DynamoStore::new(client.clone(), tables, clock, retention), client, channels)
 }
 
+/// A judgment item whose noted lull time cannot be read (written by hand, or by a
+/// future version): the channel's state still reads, as if no lull were noted (one
+/// more reflection job at worst), and nothing else in it is lost.
+#[tokio::test]
+async fn an_unreadable_noted_lull_time_reads_as_none() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use kuuki::ports::ChannelStateStore;
+    let Some((dynamo, _)) = emulators("an_unreadable_noted_lull_time_reads_as_none") else { return };
+    let (store, client, table) = dynamo_store_with_client(
+        &dynamo,
+        Arc::new(VirtualClock::new(REPLAY_EPOCH)),
+        Duration::from_secs(3650 * 86_400),
+    )
+    .await;
+    let channel = ChannelId("C-garbled".into());
+    store.set_reflection_watermark(&channel, Ts::new("1767603600.000100")).await.unwrap();
+    for garbled in [AttributeValue::S("soon".into()), AttributeValue::N("1.5".into())] {
+        client
+            .update_item()
+            .table_name(&table)
+            .key("channel", AttributeValue::S(format!("#judgment#{}", channel.0)))
+            .update_expression("SET reflection_lull_at = :l")
+            .expression_attribute_values(":l", garbled.clone())
+            .send()
+            .await
+            .unwrap();
+        let state = store.channel_state(&channel).await.expect("the state still reads");
+        assert_eq!(state.reflection_lull_at, None, "{garbled:?} reads as no noted time");
+        assert_eq!(state.reflection_watermark, Some(Ts::new("1767603600.000100")), "the rest of the item is read");
+    }
+    store.note_lull_reflection(&channel, Timestamp(REPLAY_EPOCH.0 + 600_000_000)).await.unwrap();
+    let state = store.channel_state(&channel).await.unwrap();
+    assert_eq!(state.reflection_lull_at, Some(Timestamp(REPLAY_EPOCH.0 + 600_000_000)), "a new note replaces it");
+}
+
 /// A channel item written before the answers and the judgment had items of their own
 /// (interventions in the JSON and as `iv#` attributes, `last_judgment` beside them):
 /// its next update moves them out, without replacing anything newer there, and the
