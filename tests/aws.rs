@@ -111,6 +111,101 @@ async fn an_unreadable_noted_lull_time_reads_as_none() {
     assert_eq!(state.reflection_lull_at, Some(Timestamp(REPLAY_EPOCH.0 + 600_000_000)), "a new note replaces it");
 }
 
+/// The workspace memory as it was kept before (one channels-table item holding the
+/// memory and every channel's line): read until the memory is written where it is now,
+/// its lines not (each comes back with its channel's next summary), and deleted by
+/// that write, so a forget's wipe leaves no copy; a store that finds no old item does
+/// not ask for it again.
+#[tokio::test]
+async fn the_old_workspace_item_is_read_until_the_memory_is_written_anew_and_then_deleted() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use kuuki::domain::{ChannelLine, WorkspaceMemory};
+    use kuuki::ports::ChannelStateStore;
+    let test = "the_old_workspace_item_is_read_until_the_memory_is_written_anew_and_then_deleted";
+    let Some((dynamo, _)) = emulators(test) else { return };
+    let client = aws_sdk_dynamodb::Client::new(&sdk(&dynamo).await);
+    let tables = TableNames {
+        messages: unique("messages"),
+        channels: unique("channels"),
+        ledger: unique("ledger"),
+        facts: unique("facts"),
+    };
+    create_tables(&client, &tables).await.unwrap();
+    let table = tables.channels.clone();
+    // Two processes (Lambda containers) on the same tables.
+    let process = || {
+        let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
+        DynamoStore::new(client.clone(), tables.clone(), clock, Duration::from_secs(3650 * 86_400))
+    };
+    let store = process();
+    let at = |s: i64| Timestamp(REPLAY_EPOCH.0 + s * 1_000_000);
+    let old = WorkspaceMemory {
+        history: "the team moved to the new office".into(),
+        recent_events: "a release on Friday".into(),
+        updated_at: Some(at(0)),
+        channel_lines: Vec::new(),
+    };
+    let old_line = ChannelLine { channel: ChannelId("C-old".into()), line: "old news".into(), updated_at: at(0) };
+    let early = process();
+    assert_eq!(early.workspace_memory().await.unwrap(), WorkspaceMemory::default(), "nothing anywhere yet");
+    client
+        .put_item()
+        .table_name(&table)
+        .item("channel", AttributeValue::S("#workspace".into()))
+        .item("workspace", AttributeValue::S(serde_json::to_string(&old).unwrap()))
+        .item("line#C-old", AttributeValue::S(serde_json::to_string(&old_line).unwrap()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(store.workspace_memory().await.unwrap(), old, "the old memory is read, its lines are not");
+    assert_eq!(
+        early.workspace_memory().await.unwrap(),
+        WorkspaceMemory::default(),
+        "a process that found no old item does not ask again (nothing new writes it)"
+    );
+    let line = ChannelLine { channel: ChannelId("C-new".into()), line: "new news".into(), updated_at: at(60) };
+    store.set_channel_line(&line.channel, Some(line.clone())).await.unwrap();
+    let read = store.workspace_memory().await.unwrap();
+    assert_eq!(read, WorkspaceMemory { channel_lines: vec![line.clone()], ..old.clone() }, "a new line beside it");
+
+    // A forget's wipe: written anew, the old item goes.
+    store.set_workspace_memory(WorkspaceMemory::default()).await.unwrap();
+    let old_item = |client: aws_sdk_dynamodb::Client, table: String| async move {
+        let key = AttributeValue::S("#workspace".into());
+        client.get_item().table_name(table).key("channel", key).consistent_read(true).send().await.unwrap().item
+    };
+    assert_eq!(old_item(client.clone(), table.clone()).await, None, "the old item is deleted");
+    let read = store.workspace_memory().await.unwrap();
+    assert_eq!(read, WorkspaceMemory { channel_lines: vec![line.clone()], ..WorkspaceMemory::default() });
+
+    // An old item written again (an old version still running during a deploy): the
+    // memory written anew wins over it, and the next process to write deletes it.
+    let write_old = || async {
+        client
+            .put_item()
+            .table_name(&table)
+            .item("channel", AttributeValue::S("#workspace".into()))
+            .item("workspace", AttributeValue::S(serde_json::to_string(&old).unwrap()))
+            .send()
+            .await
+            .unwrap();
+    };
+    write_old().await;
+    let other = process();
+    assert_eq!(other.workspace_memory().await.unwrap(), read, "the memory written anew wins");
+    let fresh = WorkspaceMemory { history: "fresh".into(), updated_at: Some(at(120)), ..WorkspaceMemory::default() };
+    store.set_workspace_memory(fresh.clone()).await.unwrap();
+    assert!(old_item(client.clone(), table.clone()).await.is_some(), "a process deletes it once");
+    other.set_workspace_memory(fresh.clone()).await.unwrap();
+    assert_eq!(old_item(client.clone(), table.clone()).await, None, "the other process deletes it");
+    assert_eq!(
+        store.workspace_memory().await.unwrap(),
+        WorkspaceMemory { channel_lines: vec![line.clone()], ..fresh.clone() }
+    );
+    store.set_channel_line(&line.channel, None).await.unwrap();
+    assert_eq!(store.workspace_memory().await.unwrap(), fresh, "a line is removed on its own");
+}
+
 /// A channel item written before the answers and the judgment had items of their own
 /// (interventions in the JSON and as `iv#` attributes, `last_judgment` beside them):
 /// its next update moves them out, without replacing anything newer there, and the
@@ -1357,7 +1452,8 @@ const RULES_ONLY: Costing = Costing {
 /// lull's reflection counted (one a lull, not one a judgment; 9.2 before one channel
 /// read served each job, 6.0 before interventions were written without a read). With
 /// the memory work (one summary and one reflection for these ten messages, 2.0 calls a
-/// message) 7.8 calls. AWS $0.00773 a thousand messages with the memory work, $0.00522
+/// message) 7.8 calls. AWS $0.00705 a thousand messages with the memory work ($0.00773
+/// before each channel's line in the workspace memory had an item of its own), $0.00522
 /// without, Lambda's wait for the model (one generation, a reflection and a summary)
 /// counted: over the goal (README, cost).
 const WITH_AN_LLM: Costing = Costing {
@@ -1375,7 +1471,7 @@ const WITH_AN_LLM: Costing = Costing {
     ],
     memory: MEMORY_WORK,
     calls: 7.8,
-    dollars: 0.0078,
+    dollars: 0.0071,
 };
 
 /// The same conversation in a busy channel whose talk is in threads, rules only:
@@ -1404,9 +1500,10 @@ const RULES_ONLY_IN_BUSY_THREADS: Costing = Costing {
 
 /// The summary's and the reflection's own calls, per message of the cost conversation
 /// (ten messages: one of each). The summary: the channel's state, its messages since
-/// the last summary, the claim and its completion, the new memory, the channel's line
-/// in the workspace memory, the workspace memory (refreshed only once in four summary
-/// periods, not here). The reflection: the newest messages, the state, the messages
+/// the last summary, the claim and its completion, the new memory (read first), the
+/// channel's line in the workspace memory (an item of its own: 1 write unit, 12 when
+/// every channel's line shared one item, before 2026-11-27), the workspace memory
+/// (refreshed only once in four summary periods, not here). The reflection: the newest messages, the state, the messages
 /// since its watermark, the claim and its completion, the facts (before and after the
 /// model's answer), whether a speaker asked to be forgotten meanwhile (all at once),
 /// the note about the person, the new fact, the watermark (in the small judgment item).
@@ -1414,10 +1511,10 @@ const RULES_ONLY_IN_BUSY_THREADS: Costing = Costing {
 /// without reading the channel's item first.
 const MEMORY_WORK: &[(&str, f64)] = &[
     ("dynamodb.BatchGetItem", 0.3),
-    ("dynamodb.GetItem", 0.3),
-    ("dynamodb.PutItem", 0.4),
-    ("dynamodb.Query", 0.5),
-    ("dynamodb.UpdateItem", 0.5),
+    ("dynamodb.GetItem", 0.2),
+    ("dynamodb.PutItem", 0.5),
+    ("dynamodb.Query", 0.6),
+    ("dynamodb.UpdateItem", 0.4),
 ];
 
 /// The busy threads with a model: also the lull's reflection (one queued by the
@@ -1425,7 +1522,8 @@ const MEMORY_WORK: &[(&str, f64)] = &[
 /// memory marks. The marks vary by a call or two from run to run (the jobs of one batch
 /// run together, so two may both try a summary's mark the state did not show yet, and
 /// both queue it): 7.9 to 8.2 calls and $0.0063-0.0067 in 8 runs without the memory
-/// work, 9.8 to 10.4 and $0.0092-0.0098 with it and with Lambda's wait for the model;
+/// work, 9.9 to 10.4 and $0.0086-0.0091 with it and with Lambda's wait for the model
+/// (6 runs; $0.0092-0.0098 before each channel's line had an item of its own);
 /// ceilings a mark and a job above that. 8.6 to 8.9 calls and $0.0069-0.0073 with a reflection queued by each
 /// judgment, 9.2-9.5 calls before the page before the window (those jobs not counted).
 const WITH_AN_LLM_IN_BUSY_THREADS: Costing = Costing {
@@ -1434,9 +1532,10 @@ const WITH_AN_LLM_IN_BUSY_THREADS: Costing = Costing {
     place: Place::BusyThreads,
     workers: &[
         ("dynamodb.BatchGetItem", 0.5),
-        ("dynamodb.GetItem", 0.3),
+        ("dynamodb.GetItem", 0.2),
         ("dynamodb.PutItem", 0.6),
-        ("dynamodb.Query", 1.7),
+        // The workspace memory is a Query (of its own items) since 2026-11-27, not a GetItem.
+        ("dynamodb.Query", 1.8),
         ("dynamodb.UpdateItem", 1.7),
         ("sqs.SendMessage", 0.6),
     ],
@@ -1444,13 +1543,13 @@ const WITH_AN_LLM_IN_BUSY_THREADS: Costing = Costing {
     // it reads the state and finds nothing new, and writes nothing (no mark is left).
     memory: &[
         ("dynamodb.BatchGetItem", 0.4),
-        ("dynamodb.GetItem", 0.3),
-        ("dynamodb.PutItem", 0.4),
-        ("dynamodb.Query", 0.6),
-        ("dynamodb.UpdateItem", 0.5),
+        ("dynamodb.GetItem", 0.2),
+        ("dynamodb.PutItem", 0.5),
+        ("dynamodb.Query", 0.7),
+        ("dynamodb.UpdateItem", 0.4),
     ],
     calls: 10.9,
-    dollars: 0.0101,
+    dollars: 0.0095,
 };
 
 /// AWS calls a conversation costs, by service and operation, for the README's cost

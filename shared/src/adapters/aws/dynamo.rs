@@ -5,7 +5,7 @@
 //! | messages | `channel` (S), `sk` (S: the ts, zero-padded so text order is ts order) | every message; sparse GSI `by_conversation` on `conv` (`channel#root`, thread replies only: a top-level message costs no index write) and `sk`; TTL `expires_at` |
 //! | channels | `channel` (S) | the channel's state as JSON (`state`, without the interventions and the last judgment) with an optimistic `version`, and the memory marks `summary_due` and `reflection_due` (N) apart, each set by an update of its own. Written often, so in small items of their own (DynamoDB charges a write by the size of the item it changes): `#judgment#<channel>` (`last_judgment`, S, JSON, and `reflection_lull_at`, N, when a lull's reflection is queued for: every judgment; `reflection_watermark`, S: every reflection) and `#answers#<channel>` (one `iv#<at>#<thread>` per intervention, S, JSON without the excerpt and facts, and `last`, the newest in full; every answer) |
 //! | ledger | `key` (S) | claims (`status`, `until`) and cache entries (`value`, `until`); TTL `expires_at` |
-//! | facts | `scope` (S: the channel, `#notes#<channel>` or `#profiles`), `id` (S: the fact's id, or the person's) | facts as JSON (`fact`) per channel, with the embedding apart (`embedding`, B: little-endian f32s); people's notes per channel (`note`); people's counters (`interactions`, `bot_mentions`, `channels` SS, `first_at`, `last_at`) |
+//! | facts | `scope` (S: the channel, `#notes#<channel>`, `#profiles` or `#workspace`), `id` (S: the fact's id, the person's, `#memory` or `line#<channel>`) | facts as JSON (`fact`) per channel, with the embedding apart (`embedding`, B: little-endian f32s); people's notes per channel (`note`); people's counters (`interactions`, `bot_mentions`, `channels` SS, `first_at`, `last_at`); the workspace memory (`workspace`) and each public channel's line in it (`line`), an item each |
 //!
 //! Access patterns: a message by (channel, ts) with a conditional put that dedups
 //! deliveries; a thread's newest N (GSI, newest first, limit N), the top level's newest N
@@ -49,10 +49,15 @@ pub struct TableNames {
 }
 
 const CONVERSATION_INDEX: &str = "by_conversation";
-/// The channels table's item for the workspace memory (no channel id starts with '#').
-const WORKSPACE_KEY: &str = "#workspace";
-/// The workspace item's attribute `line#<channel>` holds that channel's `ChannelLine`.
+/// The facts table's scope of the workspace memory: the item [`WORKSPACE_MEMORY_ID`]
+/// and one `line#<channel>` per channel, its `ChannelLine` (no channel id starts with
+/// '#', and the sweep of fact channels skips scopes that do).
+const WORKSPACE_SCOPE: &str = "#workspace";
+const WORKSPACE_MEMORY_ID: &str = "#memory";
 const CHANNEL_LINE_PREFIX: &str = "line#";
+/// The channels table's item that held the workspace memory and every channel's line
+/// before they moved to [`WORKSPACE_SCOPE`].
+const LEGACY_WORKSPACE_KEY: &str = "#workspace";
 /// The channels table's item holding a channel's last judgment: written on every
 /// judgment, so kept apart from the channel's item (DynamoDB charges a write by the
 /// size of the item it changes).
@@ -84,6 +89,9 @@ pub struct DynamoStore {
     tables: TableNames,
     clock: Arc<dyn Clock>,
     retention: Duration,
+    /// Whether this process deleted the workspace memory's old item or found none (see
+    /// [`DynamoStore::legacy_workspace_memory`]): then it is neither read nor deleted again.
+    legacy_workspace_gone: std::sync::atomic::AtomicBool,
 }
 
 fn backend<E: std::fmt::Debug>(operation: &'static str) -> impl Fn(E) -> PortError {
@@ -349,6 +357,24 @@ struct NoteItem {
     note: UserNote,
 }
 
+/// The facts table's item for the workspace memory (without the channel lines).
+#[derive(Serialize, Deserialize)]
+struct WorkspaceMemoryItem {
+    scope: String,
+    id: String,
+    #[serde(with = "json")]
+    workspace: WorkspaceMemory,
+}
+
+/// The facts table's item for one channel's line in the workspace memory.
+#[derive(Serialize, Deserialize)]
+struct ChannelLineItem {
+    scope: String,
+    id: String,
+    #[serde(with = "json")]
+    line: ChannelLine,
+}
+
 /// The facts table's item for a person's counters (scope `#profiles`). Read only: the
 /// counters are written by one `UpdateItem` with ADD.
 #[derive(Deserialize)]
@@ -398,7 +424,7 @@ impl DynamoStore {
     /// `retention` is `MESSAGE_RETENTION_DAYS`: messages expire (TTL) that long after
     /// they were written.
     pub fn new(client: Client, tables: TableNames, clock: Arc<dyn Clock>, retention: Duration) -> Self {
-        DynamoStore { client, tables, clock, retention }
+        DynamoStore { client, tables, clock, retention, legacy_workspace_gone: Default::default() }
     }
 
     /// The facts table's item (`scope`, `id`), read; `what` names the read in errors.
@@ -416,6 +442,31 @@ impl DynamoStore {
             .send()
             .await
             .map_err(backend(what))
+    }
+
+    /// Every item of a scope of the facts table, page after page.
+    async fn scope_items(&self, scope: impl Into<String>, what: &'static str) -> PortResult<Vec<Item>> {
+        let scope = scope.into();
+        let mut items = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.tables.facts)
+                .key_condition_expression("#scope = :scope")
+                .expression_attribute_names("#scope", "scope")
+                .expression_attribute_values(":scope", s(scope.as_str()))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(backend(what))?;
+            items.extend(out.items.unwrap_or_default());
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(items);
+            }
+        }
     }
 
     async fn put_facts_item(&self, item: &impl Serialize, what: &'static str) -> PortResult<()> {
@@ -1246,64 +1297,88 @@ impl ChannelStateStore for DynamoStore {
     }
 
     async fn workspace_memory(&self) -> PortResult<WorkspaceMemory> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.tables.channels)
-            .key("channel", s(WORKSPACE_KEY))
-            .send()
-            .await
-            .map_err(backend("get workspace memory"))?;
-        let Some(item) = out.item else { return Ok(WorkspaceMemory::default()) };
-        let mut memory = get_s(&item, "workspace")
-            .map(serde_json::from_str::<WorkspaceMemory>)
-            .transpose()
-            .map_err(backend("decode workspace memory"))?
-            .unwrap_or_default();
-        let lines = item
-            .iter()
-            .filter(|(name, _)| name.starts_with(CHANNEL_LINE_PREFIX))
-            .filter_map(|(_, value)| value.as_s().ok())
-            .map(|json| serde_json::from_str::<ChannelLine>(json))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(backend("decode a channel line"))?;
-        memory.channel_lines = crate::adapters::memory::newest_first(lines);
-        Ok(memory)
+        // One Query reads the memory and every channel's line (a page holds 1 MB).
+        let mut memory = None;
+        let mut lines = Vec::new();
+        for item in self.scope_items(WORKSPACE_SCOPE, "query workspace memory").await? {
+            match get_s(&item, "id") {
+                Some(WORKSPACE_MEMORY_ID) => memory = Some(from_item::<WorkspaceMemoryItem>(item)?.workspace),
+                Some(_) => lines.push(from_item::<ChannelLineItem>(item)?.line),
+                None => {}
+            }
+        }
+        let memory = match memory {
+            Some(memory) => memory,
+            None => self.legacy_workspace_memory().await?,
+        };
+        Ok(WorkspaceMemory { channel_lines: crate::adapters::memory::newest_first(lines), ..memory })
     }
 
     async fn set_workspace_memory(&self, memory: WorkspaceMemory) -> PortResult<()> {
-        let json = serde_json::to_string(&memory).map_err(backend("encode workspace memory"))?;
-        // An update, not a put: the channel lines share the item.
-        self.client
-            .update_item()
-            .table_name(&self.tables.channels)
-            .key("channel", s(WORKSPACE_KEY))
-            .update_expression("SET workspace = :w")
-            .expression_attribute_values(":w", s(json))
-            .send()
-            .await
-            .map_err(backend("update workspace memory"))?;
+        let item = WorkspaceMemoryItem {
+            scope: WORKSPACE_SCOPE.into(),
+            id: WORKSPACE_MEMORY_ID.into(),
+            workspace: WorkspaceMemory { channel_lines: Vec::new(), ..memory },
+        };
+        self.put_facts_item(&item, "put workspace memory").await?;
+        // The item the memory was kept in before (read until the one above exists) goes
+        // once the new one is written, by each process until one delete succeeded: a
+        // forget request's wipe leaves no copy behind.
+        if !self.legacy_workspace_gone.load(std::sync::atomic::Ordering::Relaxed) {
+            self.client
+                .delete_item()
+                .table_name(&self.tables.channels)
+                .key("channel", s(LEGACY_WORKSPACE_KEY))
+                .send()
+                .await
+                .map_err(backend("delete the old workspace memory"))?;
+            self.legacy_workspace_gone.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         Ok(())
     }
 
     async fn set_channel_line(&self, channel: &ChannelId, line: Option<ChannelLine>) -> PortResult<()> {
-        // One top-level attribute per channel: concurrent summaries of different
-        // channels each touch only their own.
-        let request = self
-            .client
-            .update_item()
-            .table_name(&self.tables.channels)
-            .key("channel", s(WORKSPACE_KEY))
-            .expression_attribute_names("#line", format!("{CHANNEL_LINE_PREFIX}{channel}"));
-        let request = match line {
+        // An item of its own per channel: a summary's write is charged for its line,
+        // not for every channel's, and no number of channels fills an item.
+        let id = format!("{CHANNEL_LINE_PREFIX}{channel}");
+        match line {
             Some(line) => {
-                let json = serde_json::to_string(&line).map_err(backend("encode a channel line"))?;
-                request.update_expression("SET #line = :l").expression_attribute_values(":l", s(json))
+                let item = ChannelLineItem { scope: WORKSPACE_SCOPE.into(), id, line };
+                self.put_facts_item(&item, "put a channel line").await
             }
-            None => request.update_expression("REMOVE #line"),
+            None => self.delete_facts_item(WORKSPACE_SCOPE, &id, "delete a channel line").await,
+        }
+    }
+}
+
+impl DynamoStore {
+    /// The workspace memory where it was kept before 2026-11-27 (the channels table's
+    /// `#workspace` item, beside every channel's line): read until the memory is
+    /// written where it is now, so an upgrade keeps the workspace's history. Its lines
+    /// are not read: each channel's comes back with its next summary.
+    async fn legacy_workspace_memory(&self) -> PortResult<WorkspaceMemory> {
+        if self.legacy_workspace_gone.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(WorkspaceMemory::default());
+        }
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.tables.channels)
+            .key("channel", s(LEGACY_WORKSPACE_KEY))
+            .projection_expression("workspace")
+            .send()
+            .await
+            .map_err(backend("get the old workspace memory"))?;
+        let Some(item) = out.item else {
+            // Nothing writes that item any more: not asked again.
+            self.legacy_workspace_gone.store(true, std::sync::atomic::Ordering::Relaxed);
+            return Ok(WorkspaceMemory::default());
         };
-        request.send().await.map_err(backend("update a channel line"))?;
-        Ok(())
+        Ok(get_s(&item, "workspace")
+            .map(serde_json::from_str::<WorkspaceMemory>)
+            .transpose()
+            .map_err(backend("decode the old workspace memory"))?
+            .unwrap_or_default())
     }
 }
 
@@ -1331,31 +1406,14 @@ const PROFILES_SCOPE: &str = "#profiles";
 impl FactStore for DynamoStore {
     async fn facts(&self, channel: &ChannelId) -> PortResult<Vec<Fact>> {
         let mut facts = Vec::new();
-        let mut start = None;
-        loop {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.tables.facts)
-                .key_condition_expression("#scope = :scope")
-                .expression_attribute_names("#scope", "scope")
-                .expression_attribute_values(":scope", s(&*channel.0))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(backend("query facts"))?;
-            for item in out.items.unwrap_or_default() {
-                let FactItem { mut fact, embedding, .. } = from_item(item)?;
-                if embedding.is_some() {
-                    fact.embedding = embedding;
-                }
-                facts.push(fact);
+        for item in self.scope_items(&*channel.0, "query facts").await? {
+            let FactItem { mut fact, embedding, .. } = from_item(item)?;
+            if embedding.is_some() {
+                fact.embedding = embedding;
             }
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                return Ok(facts);
-            }
+            facts.push(fact);
         }
+        Ok(facts)
     }
 
     async fn put_fact(&self, fact: &Fact) -> PortResult<()> {
