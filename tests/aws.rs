@@ -112,10 +112,11 @@ async fn an_unreadable_noted_lull_time_reads_as_none() {
 }
 
 /// The workspace memory as it was kept before (one channels-table item holding the
-/// memory and every channel's line): read until the memory is written where it is now,
-/// its lines not (each comes back with its channel's next summary), and deleted by
-/// that write, so a forget's wipe leaves no copy; a store that finds no old item does
-/// not ask for it again.
+/// memory and every channel's line): its memory is read until the memory is written
+/// where it is now (its lines are not: each comes back with its channel's next
+/// summary); every write of the memory deletes it first, even when an old version
+/// wrote it again during a deploy, and a line removed is removed from it too (a
+/// forget's remake of a channel's memory).
 #[tokio::test]
 async fn the_old_workspace_item_is_read_until_the_memory_is_written_anew_and_then_deleted() {
     use aws_sdk_dynamodb::types::AttributeValue;
@@ -137,7 +138,7 @@ async fn the_old_workspace_item_is_read_until_the_memory_is_written_anew_and_the
         let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
         DynamoStore::new(client.clone(), tables.clone(), clock, Duration::from_secs(3650 * 86_400))
     };
-    let store = process();
+    let (store, other) = (process(), process());
     let at = |s: i64| Timestamp(REPLAY_EPOCH.0 + s * 1_000_000);
     let old = WorkspaceMemory {
         history: "the team moved to the new office".into(),
@@ -145,64 +146,57 @@ async fn the_old_workspace_item_is_read_until_the_memory_is_written_anew_and_the
         updated_at: Some(at(0)),
         channel_lines: Vec::new(),
     };
-    let old_line = ChannelLine { channel: ChannelId("C-old".into()), line: "old news".into(), updated_at: at(0) };
-    let early = process();
-    assert_eq!(early.workspace_memory().await.unwrap(), WorkspaceMemory::default(), "nothing anywhere yet");
-    client
-        .put_item()
-        .table_name(&table)
-        .item("channel", AttributeValue::S("#workspace".into()))
-        .item("workspace", AttributeValue::S(serde_json::to_string(&old).unwrap()))
-        .item("line#C-old", AttributeValue::S(serde_json::to_string(&old_line).unwrap()))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(store.workspace_memory().await.unwrap(), old, "the old memory is read, its lines are not");
-    assert_eq!(
-        early.workspace_memory().await.unwrap(),
-        WorkspaceMemory::default(),
-        "a process that found no old item does not ask again (nothing new writes it)"
-    );
-    let line = ChannelLine { channel: ChannelId("C-new".into()), line: "new news".into(), updated_at: at(60) };
-    store.set_channel_line(&line.channel, Some(line.clone())).await.unwrap();
-    let read = store.workspace_memory().await.unwrap();
-    assert_eq!(read, WorkspaceMemory { channel_lines: vec![line.clone()], ..old.clone() }, "a new line beside it");
-
-    // A forget's wipe: written anew, the old item goes.
-    store.set_workspace_memory(WorkspaceMemory::default()).await.unwrap();
-    let old_item = |client: aws_sdk_dynamodb::Client, table: String| async move {
+    let old_line = |c: &str| ChannelLine { channel: ChannelId(c.into()), line: "old news".into(), updated_at: at(0) };
+    let old_item = || async {
         let key = AttributeValue::S("#workspace".into());
-        client.get_item().table_name(table).key("channel", key).consistent_read(true).send().await.unwrap().item
+        client.get_item().table_name(&table).key("channel", key).consistent_read(true).send().await.unwrap().item
     };
-    assert_eq!(old_item(client.clone(), table.clone()).await, None, "the old item is deleted");
-    let read = store.workspace_memory().await.unwrap();
-    assert_eq!(read, WorkspaceMemory { channel_lines: vec![line.clone()], ..WorkspaceMemory::default() });
-
-    // An old item written again (an old version still running during a deploy): the
-    // memory written anew wins over it, and the next process to write deletes it.
     let write_old = || async {
         client
             .put_item()
             .table_name(&table)
             .item("channel", AttributeValue::S("#workspace".into()))
             .item("workspace", AttributeValue::S(serde_json::to_string(&old).unwrap()))
+            .item("line#C-old", AttributeValue::S(serde_json::to_string(&old_line("C-old")).unwrap()))
+            .item("line#C-kept", AttributeValue::S(serde_json::to_string(&old_line("C-kept")).unwrap()))
             .send()
             .await
             .unwrap();
     };
+    assert_eq!(store.workspace_memory().await.unwrap(), WorkspaceMemory::default(), "nothing anywhere yet");
     write_old().await;
-    let other = process();
-    assert_eq!(other.workspace_memory().await.unwrap(), read, "the memory written anew wins");
+    assert_eq!(store.workspace_memory().await.unwrap(), old, "the old memory is read, its lines are not");
+    let line = ChannelLine { channel: ChannelId("C-new".into()), line: "new news".into(), updated_at: at(60) };
+    store.set_channel_line(&line.channel, Some(line.clone())).await.unwrap();
+    let read = other.workspace_memory().await.unwrap();
+    assert_eq!(read, WorkspaceMemory { channel_lines: vec![line.clone()], ..old.clone() }, "a new line beside it");
+
+    // A line removed (a forget's remake of that channel's memory) goes from the old
+    // item too; the rest of it stays until the memory is written anew.
+    store.set_channel_line(&ChannelId("C-old".into()), None).await.unwrap();
+    let item = old_item().await.expect("the old item is still there");
+    assert!(!item.contains_key("line#C-old") && item.contains_key("line#C-kept") && item.contains_key("workspace"));
+
+    // The memory written anew (a forget's wipe): the old item is gone.
+    other.set_workspace_memory(WorkspaceMemory::default()).await.unwrap();
+    assert_eq!(old_item().await, None, "the old item is deleted");
+    let read = store.workspace_memory().await.unwrap();
+    assert_eq!(read, WorkspaceMemory { channel_lines: vec![line.clone()], ..WorkspaceMemory::default() });
+
+    // An old item written again (an old version still running during a deploy): the
+    // memory written anew wins over it, and the next write deletes it again.
+    write_old().await;
+    assert_eq!(store.workspace_memory().await.unwrap(), read, "the memory written anew wins");
     let fresh = WorkspaceMemory { history: "fresh".into(), updated_at: Some(at(120)), ..WorkspaceMemory::default() };
     store.set_workspace_memory(fresh.clone()).await.unwrap();
-    assert!(old_item(client.clone(), table.clone()).await.is_some(), "a process deletes it once");
-    other.set_workspace_memory(fresh.clone()).await.unwrap();
-    assert_eq!(old_item(client.clone(), table.clone()).await, None, "the other process deletes it");
+    assert_eq!(old_item().await, None, "deleted again");
     assert_eq!(
-        store.workspace_memory().await.unwrap(),
+        other.workspace_memory().await.unwrap(),
         WorkspaceMemory { channel_lines: vec![line.clone()], ..fresh.clone() }
     );
+    // Removing a line when no old item is left creates none.
     store.set_channel_line(&line.channel, None).await.unwrap();
+    assert_eq!(old_item().await, None, "no old item made by a removal");
     assert_eq!(store.workspace_memory().await.unwrap(), fresh, "a line is removed on its own");
 }
 
@@ -1273,6 +1267,21 @@ mod end_to_end {
             UserNote { channel: channel.clone(), user: alice.clone(), tags: vec!["cats".into()], ..Default::default() };
         w.deps.facts.put_user_note(&note).await.unwrap();
         assert_eq!(w.deps.facts.profile(&alice).await.unwrap().map(|p| p.interactions), Some(2));
+        // The workspace memory where a version before 2026-11-27 kept it (one item in the
+        // channels table), naming her: the forget reads it, and its wipe deletes it.
+        let client = aws_sdk_dynamodb::Client::new(&sdk(&dynamo).await);
+        let old_key = aws_sdk_dynamodb::types::AttributeValue::S("#workspace".into());
+        let old =
+            kuuki::domain::WorkspaceMemory { history: "UALICE has a cat named Miso".into(), ..Default::default() };
+        client
+            .put_item()
+            .table_name(&w.tables.channels)
+            .item("channel", old_key.clone())
+            .item("workspace", aws_sdk_dynamodb::types::AttributeValue::S(serde_json::to_string(&old).unwrap()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(w.deps.channels.workspace_memory().await.unwrap().history, old.history);
 
         // Slack's way back for the answer: the stand-in's origin (hooks.slack.com in
         // production).
@@ -1332,6 +1341,10 @@ mod end_to_end {
         assert_eq!(w.deps.facts.user_note(&channel, &alice).await.unwrap(), None);
         assert_eq!(w.deps.facts.profile(&alice).await.unwrap(), None);
         assert!(w.deps.facts.profile(&bob).await.unwrap().is_some(), "bob is still known");
+        let old_item =
+            client.get_item().table_name(&w.tables.channels).key("channel", old_key).consistent_read(true).send();
+        assert_eq!(old_item.await.unwrap().item, None, "the old workspace item naming her is deleted");
+        assert_eq!(w.deps.channels.workspace_memory().await.unwrap(), kuuki::domain::WorkspaceMemory::default());
         // Asked again (without a way back, so at once): nothing left, nothing changes.
         let at_once = SlashCommand { response_url: None, ..command.clone() };
         let again = run_command(&w.deps, &at_once).await.unwrap();

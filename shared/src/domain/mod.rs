@@ -542,8 +542,8 @@ pub struct ChannelMemory {
 }
 
 /// One line of what kuuki remembers of a public channel, for the other channels' judge
-/// prompts (seed 004's channel list). Kept in the workspace memory's item, one entry
-/// per channel, so a judgment reads them with the workspace memory it reads anyway.
+/// prompts (seed 004's channel list). Kept beside the workspace memory, one entry per
+/// channel, so a judgment reads them with the workspace memory it reads anyway.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChannelLine {
     pub channel: ChannelId,

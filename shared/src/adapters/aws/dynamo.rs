@@ -1,4 +1,4 @@
-//! DynamoDB behind the store ports. Three tables (DESIGN §6):
+//! DynamoDB behind the store ports. Four tables (DESIGN §6):
 //!
 //! | table | key | what |
 //! | --- | --- | --- |
@@ -89,9 +89,6 @@ pub struct DynamoStore {
     tables: TableNames,
     clock: Arc<dyn Clock>,
     retention: Duration,
-    /// Whether this process deleted the workspace memory's old item or found none (see
-    /// [`DynamoStore::legacy_workspace_memory`]): then it is neither read nor deleted again.
-    legacy_workspace_gone: std::sync::atomic::AtomicBool,
 }
 
 fn backend<E: std::fmt::Debug>(operation: &'static str) -> impl Fn(E) -> PortError {
@@ -424,7 +421,7 @@ impl DynamoStore {
     /// `retention` is `MESSAGE_RETENTION_DAYS`: messages expire (TTL) that long after
     /// they were written.
     pub fn new(client: Client, tables: TableNames, clock: Arc<dyn Clock>, retention: Duration) -> Self {
-        DynamoStore { client, tables, clock, retention, legacy_workspace_gone: Default::default() }
+        DynamoStore { client, tables, clock, retention }
     }
 
     /// The facts table's item (`scope`, `id`), read; `what` names the read in errors.
@@ -1315,39 +1312,51 @@ impl ChannelStateStore for DynamoStore {
     }
 
     async fn set_workspace_memory(&self, memory: WorkspaceMemory) -> PortResult<()> {
+        // The item the memory was kept in before (read while the one below is missing)
+        // goes first, at every write (once an hour at most, and one unit): a forget's
+        // wipe that dies halfway leaves no copy behind (its retry reads the memory
+        // again), and neither does an old version that wrote it again during a deploy.
+        self.client
+            .delete_item()
+            .table_name(&self.tables.channels)
+            .key("channel", s(LEGACY_WORKSPACE_KEY))
+            .send()
+            .await
+            .map_err(backend("delete the old workspace memory"))?;
         let item = WorkspaceMemoryItem {
             scope: WORKSPACE_SCOPE.into(),
             id: WORKSPACE_MEMORY_ID.into(),
             workspace: WorkspaceMemory { channel_lines: Vec::new(), ..memory },
         };
-        self.put_facts_item(&item, "put workspace memory").await?;
-        // The item the memory was kept in before (read until the one above exists) goes
-        // once the new one is written, by each process until one delete succeeded: a
-        // forget request's wipe leaves no copy behind.
-        if !self.legacy_workspace_gone.load(std::sync::atomic::Ordering::Relaxed) {
-            self.client
-                .delete_item()
-                .table_name(&self.tables.channels)
-                .key("channel", s(LEGACY_WORKSPACE_KEY))
-                .send()
-                .await
-                .map_err(backend("delete the old workspace memory"))?;
-            self.legacy_workspace_gone.store(true, std::sync::atomic::Ordering::Relaxed);
-        }
-        Ok(())
+        self.put_facts_item(&item, "put workspace memory").await
     }
 
     async fn set_channel_line(&self, channel: &ChannelId, line: Option<ChannelLine>) -> PortResult<()> {
         // An item of its own per channel: a summary's write is charged for its line,
         // not for every channel's, and no number of channels fills an item.
         let id = format!("{CHANNEL_LINE_PREFIX}{channel}");
-        match line {
-            Some(line) => {
-                let item = ChannelLineItem { scope: WORKSPACE_SCOPE.into(), id, line };
-                self.put_facts_item(&item, "put a channel line").await
-            }
-            None => self.delete_facts_item(WORKSPACE_SCOPE, &id, "delete a channel line").await,
-        }
+        let Some(line) = line else {
+            self.delete_facts_item(WORKSPACE_SCOPE, &id, "delete a channel line").await?;
+            // And its copy in the old item, if that is still there (a forget's remake
+            // of this channel's memory, a channel gone private).
+            let removed = self
+                .client
+                .update_item()
+                .table_name(&self.tables.channels)
+                .key("channel", s(LEGACY_WORKSPACE_KEY))
+                .update_expression("REMOVE #line")
+                .condition_expression("attribute_exists(channel)")
+                .expression_attribute_names("#line", id)
+                .send()
+                .await;
+            return match removed {
+                Ok(_) => Ok(()),
+                Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => Ok(()),
+                Err(e) => Err(backend("remove a channel line from the old workspace memory")(e)),
+            };
+        };
+        let item = ChannelLineItem { scope: WORKSPACE_SCOPE.into(), id, line };
+        self.put_facts_item(&item, "put a channel line").await
     }
 }
 
@@ -1357,9 +1366,6 @@ impl DynamoStore {
     /// written where it is now, so an upgrade keeps the workspace's history. Its lines
     /// are not read: each channel's comes back with its next summary.
     async fn legacy_workspace_memory(&self) -> PortResult<WorkspaceMemory> {
-        if self.legacy_workspace_gone.load(std::sync::atomic::Ordering::Relaxed) {
-            return Ok(WorkspaceMemory::default());
-        }
         let out = self
             .client
             .get_item()
@@ -1369,12 +1375,8 @@ impl DynamoStore {
             .send()
             .await
             .map_err(backend("get the old workspace memory"))?;
-        let Some(item) = out.item else {
-            // Nothing writes that item any more: not asked again.
-            self.legacy_workspace_gone.store(true, std::sync::atomic::Ordering::Relaxed);
-            return Ok(WorkspaceMemory::default());
-        };
-        Ok(get_s(&item, "workspace")
+        let memory = out.item.as_ref().and_then(|item| get_s(item, "workspace"));
+        Ok(memory
             .map(serde_json::from_str::<WorkspaceMemory>)
             .transpose()
             .map_err(backend("decode the old workspace memory"))?
