@@ -926,6 +926,65 @@ async fn a_reflection_that_outlasts_a_forget_keeps_nothing_of_the_person() {
     assert!(w.store.user_note(&channel, &kuuki::domain::UserId("UBOB".into())).await.unwrap().is_some());
 }
 
+/// A reflection whose fact writes find the facts changed meanwhile (another write came
+/// between: a forget's edit, a twin's reflection) merges what those writes carried into
+/// the facts as they are then: each fact counted once, none lost. One that keeps
+/// finding them changed fails, and its redelivery stores them.
+#[tokio::test]
+async fn a_reflection_whose_facts_changed_meanwhile_merges_again_and_counts_each_once() {
+    use kuuki::ports::FactStore;
+    let script = r#"{"role": "reflect", "reply": {"facts": [{"content": "the team deploys on Mondays", "keywords": ["deploy"], "source_users": ["bob"], "confidence": 0.9, "shareable": false}, {"content": "standups are at ten", "keywords": ["standup"], "source_users": ["alice"], "confidence": 0.9, "shareable": false}], "profiles": []}, "repeat": true}"#;
+    let llm: std::sync::Arc<dyn kuuki::ports::Llm> =
+        std::sync::Arc::new(kuuki::adapters::llm::ScriptedLlm::parse(script).unwrap());
+    let w = SlackWorld::start_with(&[("REFLECTION_MIN_MESSAGES", "2")], true, Some(llm)).await;
+    let channel = ChannelId(CH.into());
+    let say = |n: u32, user: &str, name: &str, text: &str| kuuki::domain::Message {
+        channel: channel.clone(),
+        ts: Ts::new(w.ts(0, n)),
+        thread_root: None,
+        user: kuuki::domain::UserId(user.into()),
+        user_name: name.into(),
+        text: text.into(),
+        author: Author::Human,
+        replies_to_bot: false,
+        in_dm: false,
+        private_channel: false,
+        at: w.clock.now(),
+    };
+    for message in [say(1, "UALICE", "alice", "standup at ten?"), say(2, "UBOB", "bob", "we deploy on Mondays")] {
+        w.store.put_message(&std::sync::Arc::new(message)).await.unwrap();
+    }
+    w.store.put_fact(&taught(&w, &channel, "the team deploys on Mondays", &["UBOB"])).await.unwrap();
+    let strengths = |facts: Vec<kuuki::domain::Fact>| {
+        let mut strengths: Vec<(String, u32)> = facts.into_iter().map(|f| (f.content, f.strength)).collect();
+        strengths.sort();
+        strengths
+    };
+
+    // The first write finds its fact changed: the reflection merges it again.
+    w.store.refuse_next_fact_writes(1);
+    let facts = reflect_now(&w, &channel).await;
+    let once = [("standups are at ten".to_owned(), 1), ("the team deploys on Mondays".to_owned(), 2)];
+    assert_eq!(strengths(facts), once, "each stored once, the known one strengthened once");
+
+    // Every write of the next reflection finds them changed, three times over: it fails
+    // (nothing stored), and its redelivery stores each once.
+    for message in [say(3, "UALICE", "alice", "standup moved?"), say(4, "UBOB", "bob", "still Mondays")] {
+        w.store.put_message(&std::sync::Arc::new(message)).await.unwrap();
+    }
+    w.store.refuse_next_fact_writes(6);
+    let newest = w.store.channel_window(&channel, 1).await.unwrap().messages[0].ts.clone();
+    w.deps
+        .enqueue_after(kuuki::domain::Job::Reflect { channel: channel.clone(), ts: newest }, std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(w.run_for_counting(1.0).await, 1, "the reflection failed");
+    assert_eq!(strengths(w.store.facts(&channel).await.unwrap()), once, "and stored nothing");
+    w.run_for(1500.0).await;
+    let twice = [("standups are at ten".to_owned(), 2), ("the team deploys on Mondays".to_owned(), 3)];
+    assert_eq!(strengths(w.store.facts(&channel).await.unwrap()), twice, "the redelivery stored each once");
+}
+
 /// A summary made from Alice's message, written after she was forgotten (the forget
 /// wiped the memory and queued its remake meanwhile), is dropped: the memory is made
 /// anew from what is left, without her.

@@ -339,8 +339,14 @@ pub trait ChannelStateStore: Send + Sync {
 pub trait FactStore: Send + Sync {
     /// The channel's facts (at most `FACT_STORE_MAX_FACTS_PER_CHANNEL` are kept).
     async fn facts(&self, channel: &ChannelId) -> PortResult<Vec<Fact>>;
-    /// Stores `fact`, replacing one with the same id.
+    /// The channel's facts, each with its revision, for [`FactStore::put_fact_if_unchanged`].
+    async fn facts_as_read(&self, channel: &ChannelId) -> PortResult<Vec<(Fact, FactRevision)>>;
+    /// Stores `fact`, replacing one with the same id (a new revision).
     async fn put_fact(&self, fact: &Fact) -> PortResult<()>;
+    /// Stores `fact` only if the stored one is still as read: at revision `read`, or
+    /// none with its id (`None`). False, and nothing changes, when another write came
+    /// between (a forget's edit while a reflection waited for the model).
+    async fn put_fact_if_unchanged(&self, fact: &Fact, read: Option<FactRevision>) -> PortResult<bool>;
     async fn delete_fact(&self, channel: &ChannelId, id: &str) -> PortResult<()>;
     /// Every channel that has facts (for the daily clean-up).
     async fn fact_channels(&self) -> PortResult<Vec<ChannelId>>;
@@ -362,6 +368,11 @@ pub trait FactStore: Send + Sync {
     ) -> PortResult<()>;
     async fn delete_profile(&self, user: &UserId) -> PortResult<()>;
 }
+
+/// Which write of a stored fact was read: every write makes a new one. `FactRevision(0)`:
+/// a fact stored before revisions were kept, until its next write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FactRevision(pub u64);
 
 /// Memory work a channel queues for itself, one at a time, through marks in its state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

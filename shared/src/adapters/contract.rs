@@ -11,7 +11,8 @@ use crate::domain::{
     ThreadKey, Timestamp, Ts, UserId, UserNote, WorkspaceMemory,
 };
 use crate::ports::{
-    ChannelState, ChannelStateStore, ClaimOutcome, FactStore, Ledger, MemoryTask, MessageStore, PutOutcome, Shadow,
+    ChannelState, ChannelStateStore, ClaimOutcome, FactRevision, FactStore, Ledger, MemoryTask, MessageStore,
+    PutOutcome, Shadow,
 };
 
 /// 2100-01-01. DynamoDB Local deletes items whose TTL has passed by the machine's
@@ -450,6 +451,11 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
 }
 
 /// Facts per channel, replaced by id, deleted; notes about people.
+/// The fact `id` of `channel` with its revision, if stored.
+async fn fact_as_read(store: &dyn FactStore, channel: &ChannelId, id: &str) -> Option<(Fact, FactRevision)> {
+    store.facts_as_read(channel).await.unwrap().into_iter().find(|(f, _)| f.id == id)
+}
+
 pub async fn facts(store: &dyn FactStore) {
     let ch = ChannelId("contract-facts".into());
     assert!(store.facts(&ch).await.unwrap().is_empty());
@@ -495,6 +501,34 @@ pub async fn facts(store: &dyn FactStore) {
     store.delete_fact(&ch, "f2").await.unwrap();
     store.delete_fact(&ch, "f2").await.unwrap();
     assert_eq!(store.facts(&ch).await.unwrap().len(), 1);
+
+    // A write conditional on the fact as read: it goes through while nothing else wrote
+    // it, and not after another write (or a delete) came between; a new fact only
+    // where none has its id.
+    let as_read = |id: &'static str| fact_as_read(store, &ch, id);
+    let (read, revision) = as_read("f1").await.expect("stored");
+    assert_eq!(read, stronger, "read as stored");
+    let mut strengthened = read.clone();
+    strengthened.strength = 3;
+    assert!(store.put_fact_if_unchanged(&strengthened, Some(revision)).await.unwrap(), "unchanged since read");
+    let (read, newer) = as_read("f1").await.unwrap();
+    assert_eq!((read.strength, newer != revision), (3, true), "stored, with a new revision");
+    let mut stale = strengthened.clone();
+    stale.strength = 9;
+    assert!(!store.put_fact_if_unchanged(&stale, Some(revision)).await.unwrap(), "written since that read");
+    let mut edited = strengthened.clone();
+    edited.source_users.clear();
+    store.put_fact(&edited).await.unwrap();
+    assert!(!store.put_fact_if_unchanged(&stale, Some(newer)).await.unwrap(), "an unconditional write came between");
+    assert_eq!(as_read("f1").await.unwrap().0, edited, "the refused writes changed nothing");
+    assert!(!store.put_fact_if_unchanged(&stale, None).await.unwrap(), "not new: one has its id");
+    let new = fact("f4", "standups are at ten");
+    assert!(store.put_fact_if_unchanged(&new, None).await.unwrap(), "new");
+    let (_, revision) = as_read("f4").await.unwrap();
+    store.delete_fact(&ch, "f4").await.unwrap();
+    assert!(!store.put_fact_if_unchanged(&new, Some(revision)).await.unwrap(), "deleted since read");
+    assert!(as_read("f4").await.is_none(), "and not brought back");
+    store.put_fact(&stronger).await.unwrap();
 
     // Notes about a person are kept per channel.
     let user = UserId("contract-user".into());

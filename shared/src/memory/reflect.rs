@@ -15,7 +15,7 @@ use super::keywords::{jaccard, keywords};
 use crate::conversation::Window;
 use crate::deps::Deps;
 use crate::domain::{Author, ChannelId, EventKind, Fact, Job, Message, Stage, Timestamp, Ts, UserId, UserNote};
-use crate::ports::{ChannelState, LlmRequest, LlmRole, MemoryTask, PortResult};
+use crate::ports::{ChannelState, FactRevision, LlmRequest, LlmRole, MemoryTask, PortError, PortResult};
 use crate::prompts::fence::fence_safe;
 use crate::record::record;
 
@@ -207,11 +207,12 @@ async fn reflect_claimed(
     key: &str,
 ) -> PortResult<()> {
     let Some(llm) = &deps.llm else { return Ok(()) };
-    let known = deps.facts.facts(channel).await?;
+    // Read once: the facts are written back only as read (see `merge_facts`).
+    let known = deps.facts.facts_as_read(channel).await?;
     let prompt = deps.prompts.reflect(&ReflectContext {
         persona_name: &deps.persona.name,
         messages: new.iter().map(|m| line(deps, m)).collect(),
-        known_facts: known.iter().map(|f| fence_safe(&f.content)).collect(),
+        known_facts: known.iter().map(|(f, _)| fence_safe(&f.content)).collect(),
     });
     let answer = llm
         .complete(LlmRequest {
@@ -267,10 +268,6 @@ async fn reflect_claimed(
         facts.retain(|fact| !fact.source_users.iter().any(|s| theirs(s)) && !names_them(&fact.content));
         notes.retain(|note| !theirs(&note.user));
     }
-    // The facts as they are now, not as they were before the model call: a forget
-    // meanwhile may have removed or edited some, and a fact strengthened here is
-    // written back whole.
-    let known = deps.facts.facts(channel).await?;
     let facts_merged = merge_facts(deps, channel, known, facts, &speakers, now).await?;
     // Notes only about people who spoke here, kept in this channel under their id.
     let mut noted = 0;
@@ -386,89 +383,141 @@ struct Merged {
 /// Stores new facts: one restating a known fact strengthens it; then the channel keeps
 /// at most `FACT_STORE_MAX_FACTS_PER_CHANNEL`, and forgets those too faded to matter.
 /// With vector search on, the facts that have no embedding yet get one, all in one call.
+///
+/// `known` is the channel's facts as read before the model's answer: each write finds
+/// its fact as read or is refused (a forget may have edited or removed it meanwhile,
+/// and a fact written back from the old copy would bring the person back). The facts
+/// a refused write carried are merged again into the facts as they are then.
 async fn merge_facts(
     deps: &Deps,
     channel: &ChannelId,
-    mut known: Vec<Fact>,
-    new: Vec<NewFact>,
+    mut known: Vec<(Fact, FactRevision)>,
+    mut pending: Vec<NewFact>,
     speakers: &Speakers<'_>,
     now: Timestamp,
 ) -> PortResult<Merged> {
-    let (mut added, mut strengthened) = (0, 0);
-    // Indices into `known` of the facts to store: those added or strengthened.
-    let mut changed: Vec<usize> = Vec::new();
-    for fact in new {
-        let source_users: Vec<String> = fact
-            .source_users
-            .iter()
-            .map(|u| speakers.id_of(u).map_or_else(|| u.clone(), |id| id.0.to_string()))
+    let mut merged = Merged { added: 0, strengthened: 0, embedding_error: None };
+    for attempt in 1..=MERGE_ATTEMPTS {
+        let (mut facts, revisions): (Vec<Fact>, Vec<Option<FactRevision>>) =
+            known.into_iter().map(|(fact, revision)| (fact, Some(revision))).unzip();
+        // Where each pending fact went (an index into `facts`), and whether it is new.
+        let targets: Vec<(usize, bool)> =
+            pending.iter().map(|fact| merge_one(channel, &mut facts, fact, speakers, now)).collect();
+        let mut changed: Vec<usize> = targets.iter().map(|&(index, _)| index).collect();
+        changed.sort_unstable();
+        changed.dedup();
+        if let Some(error) = embed_facts(deps, channel, &mut facts, &changed).await {
+            merged.embedding_error = Some(error);
+        }
+        let mut refused = Vec::new();
+        for &index in &changed {
+            let read = revisions.get(index).copied().flatten();
+            if !deps.facts.put_fact_if_unchanged(&facts[index], read).await? {
+                refused.push(index);
+            }
+        }
+        for &(_, new) in targets.iter().filter(|(index, _)| !refused.contains(index)) {
+            if new {
+                merged.added += 1;
+            } else {
+                merged.strengthened += 1;
+            }
+        }
+        if refused.is_empty() {
+            forget_faded(deps, channel, facts, now).await?;
+            return Ok(merged);
+        }
+        tracing::info!(%channel, attempt, refused = refused.len(), "facts changed while the reflection waited: merged again");
+        pending = pending
+            .into_iter()
+            .zip(&targets)
+            .filter(|(_, (index, _))| refused.contains(index))
+            .map(|(f, _)| f)
             .collect();
-        let source_ids: Vec<UserId> = source_users.iter().map(|u| UserId(u.clone().into())).collect();
-        let mut kws: Vec<String> = fact.keywords.iter().map(|k| k.to_lowercase()).collect();
-        for k in keywords(&fact.content) {
-            if !kws.contains(&k) {
-                kws.push(k);
-            }
-        }
-        let source_messages = speakers.sources(&fact, &source_ids, &kws);
-        let id = fact_id(channel, &fact.content);
-        match known.iter().position(|f| f.id == id || jaccard(&f.keywords, &kws) >= SAME_FACT) {
-            Some(index) => {
-                let same = &mut known[index];
-                same.strength += 1;
-                same.confidence = same.confidence.max(fact.confidence);
-                same.confirmed_at = now;
-                same.shareable |= fact.shareable;
-                for u in source_users {
-                    if !same.source_users.contains(&u) {
-                        same.source_users.push(u);
-                    }
-                }
-                for ts in source_messages {
-                    if !same.source_messages.contains(&ts) {
-                        same.source_messages.push(ts);
-                    }
-                }
-                if !changed.contains(&index) {
-                    changed.push(index);
-                }
-                strengthened += 1;
-            }
-            None => {
-                let f = Fact {
-                    id,
-                    channel: channel.clone(),
-                    content: fact.content,
-                    keywords: kws,
-                    source_users,
-                    confidence: fact.confidence,
-                    shareable: fact.shareable,
-                    created_at: now,
-                    confirmed_at: now,
-                    strength: 1,
-                    source_messages,
-                    embedding: None,
-                };
-                changed.push(known.len());
-                known.push(f);
-                added += 1;
-            }
+        known = deps.facts.facts_as_read(channel).await?;
+    }
+    Err(PortError::Backend {
+        backend: "facts",
+        message: format!("{channel}'s facts kept changing while a reflection stored its own ({MERGE_ATTEMPTS} tries)"),
+    })
+}
+
+/// How often a reflection merges its facts again into facts changed meanwhile before it
+/// fails (and is delivered again).
+const MERGE_ATTEMPTS: usize = 3;
+
+/// Merges `fact` into `facts`: strengthens the one it restates (same id, or keywords
+/// alike), else adds it. Where it went, and whether it was added.
+fn merge_one(
+    channel: &ChannelId,
+    facts: &mut Vec<Fact>,
+    fact: &NewFact,
+    speakers: &Speakers<'_>,
+    now: Timestamp,
+) -> (usize, bool) {
+    let source_users: Vec<String> =
+        fact.source_users.iter().map(|u| speakers.id_of(u).map_or_else(|| u.clone(), |id| id.0.to_string())).collect();
+    let source_ids: Vec<UserId> = source_users.iter().map(|u| UserId(u.clone().into())).collect();
+    let mut kws: Vec<String> = fact.keywords.iter().map(|k| k.to_lowercase()).collect();
+    for k in keywords(&fact.content) {
+        if !kws.contains(&k) {
+            kws.push(k);
         }
     }
-    let embedding_error = embed_facts(deps, channel, &mut known, &changed).await;
-    for &index in &changed {
-        deps.facts.put_fact(&known[index]).await?;
+    let source_messages = speakers.sources(fact, &source_ids, &kws);
+    let id = fact_id(channel, &fact.content);
+    match facts.iter().position(|f| f.id == id || jaccard(&f.keywords, &kws) >= SAME_FACT) {
+        Some(index) => {
+            let same = &mut facts[index];
+            same.strength += 1;
+            same.confidence = same.confidence.max(fact.confidence);
+            same.confirmed_at = now;
+            same.shareable |= fact.shareable;
+            for u in source_users {
+                if !same.source_users.contains(&u) {
+                    same.source_users.push(u);
+                }
+            }
+            for ts in source_messages {
+                if !same.source_messages.contains(&ts) {
+                    same.source_messages.push(ts);
+                }
+            }
+            (index, false)
+        }
+        None => {
+            facts.push(Fact {
+                id,
+                channel: channel.clone(),
+                content: fact.content.clone(),
+                keywords: kws,
+                source_users,
+                confidence: fact.confidence,
+                shareable: fact.shareable,
+                created_at: now,
+                confirmed_at: now,
+                strength: 1,
+                source_messages,
+                embedding: None,
+            });
+            (facts.len() - 1, true)
+        }
     }
+}
+
+/// Keeps the channel's `FACT_STORE_MAX_FACTS_PER_CHANNEL` weightiest facts and forgets
+/// those too faded to matter.
+async fn forget_faded(deps: &Deps, channel: &ChannelId, mut facts: Vec<Fact>, now: Timestamp) -> PortResult<()> {
     let half_life = deps.settings.fact_decay_half_life_days;
     let weight = |f: &Fact| f.confidence * decay(f, now, half_life) * f64::from(f.strength);
-    known.sort_by(|a, b| weight(b).total_cmp(&weight(a)));
+    facts.sort_by(|a, b| weight(b).total_cmp(&weight(a)));
     let keep = deps.settings.fact_store_max_facts_per_channel as usize;
-    for (i, f) in known.iter().enumerate() {
+    for (i, f) in facts.iter().enumerate() {
         if i >= keep || f.confidence * decay(f, now, half_life) < FORGET_BELOW {
             deps.facts.delete_fact(channel, &f.id).await?;
         }
     }
-    Ok(Merged { added, strengthened, embedding_error })
+    Ok(())
 }
 
 /// Embeds the facts at `indices` that have no embedding (new ones, and restated ones

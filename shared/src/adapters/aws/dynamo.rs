@@ -5,7 +5,7 @@
 //! | messages | `channel` (S), `sk` (S: the ts, zero-padded so text order is ts order) | every message; sparse GSI `by_conversation` on `conv` (`channel#root`, thread replies only: a top-level message costs no index write) and `sk`; TTL `expires_at` |
 //! | channels | `channel` (S) | the channel's state as JSON (`state`, without the interventions and the last judgment) with an optimistic `version`, and the memory marks `summary_due` and `reflection_due` (N) apart, each set by an update of its own. Written often, so in small items of their own (DynamoDB charges a write by the size of the item it changes): `#judgment#<channel>` (`last_judgment`, S, JSON, and `reflection_lull_at`, N, when a lull's reflection is queued for: every judgment; `reflection_watermark`, S: every reflection) and `#answers#<channel>` (one `iv#<at>#<thread>` per intervention, S, JSON without the excerpt and facts, and `last`, the newest in full; every answer) |
 //! | ledger | `key` (S) | claims (`status`, `until`) and cache entries (`value`, `until`); TTL `expires_at` |
-//! | facts | `scope` (S: the channel, `#notes#<channel>`, `#profiles` or `#workspace`), `id` (S: the fact's id, the person's, `#memory` or `line#<channel>`) | facts as JSON (`fact`) per channel, with the embedding apart (`embedding`, B: little-endian f32s); people's notes per channel (`note`); people's counters (`interactions`, `bot_mentions`, `channels` SS, `first_at`, `last_at`); the workspace memory (`workspace`) and each public channel's line in it (`line`), an item each |
+//! | facts | `scope` (S: the channel, `#notes#<channel>`, `#profiles` or `#workspace`), `id` (S: the fact's id, the person's, `#memory` or `line#<channel>`) | facts as JSON (`fact`) per channel, with the embedding apart (`embedding`, B: little-endian f32s) and a revision new at every write (`rev`, N: a reflection writes a fact back only as it read it); people's notes per channel (`note`); people's counters (`interactions`, `bot_mentions`, `channels` SS, `first_at`, `last_at`); the workspace memory (`workspace`) and each public channel's line in it (`line`), an item each |
 //!
 //! Access patterns: a message by (channel, ts) with a conditional put that dedups
 //! deliveries; a thread's newest N (GSI, newest first, limit N), the top level's newest N
@@ -35,8 +35,8 @@ use crate::domain::{
     UserId, UserNote, UserProfile, WorkspaceMemory,
 };
 use crate::ports::{
-    ChannelState, ChannelStateStore, ChannelWindow, ClaimOutcome, Clock, FactStore, Ledger, MemoryTask, MessageStore,
-    OpenerState, PortError, PortResult, PutOutcome, Shadow,
+    ChannelState, ChannelStateStore, ChannelWindow, ClaimOutcome, Clock, FactRevision, FactStore, Ledger, MemoryTask,
+    MessageStore, OpenerState, PortError, PortResult, PutOutcome, Shadow,
 };
 
 /// The table names (settings `MESSAGES_TABLE`, `CHANNELS_TABLE`, `LEDGER_TABLE`).
@@ -343,6 +343,24 @@ struct FactItem {
     fact: Fact,
     #[serde(default, skip_serializing_if = "Option::is_none", with = "embedding")]
     embedding: Option<Vec<f32>>,
+    /// A random number new at every write (N): a write conditional on it finds the fact
+    /// as it was read. None on items written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rev: Option<u64>,
+}
+
+impl FactItem {
+    /// `fact` as a new write stores it: with a fresh revision (never 0, which stands
+    /// for none).
+    fn written(fact: &Fact) -> Self {
+        FactItem {
+            scope: fact.channel.0.to_string(),
+            id: fact.id.clone(),
+            fact: Fact { embedding: None, ..fact.clone() },
+            embedding: fact.embedding.clone(),
+            rev: Some(fastrand::u64(1..)),
+        }
+    }
 }
 
 /// The facts table's item for a person's note in a channel (scope `#notes#<channel>`).
@@ -1407,25 +1425,44 @@ const PROFILES_SCOPE: &str = "#profiles";
 #[async_trait]
 impl FactStore for DynamoStore {
     async fn facts(&self, channel: &ChannelId) -> PortResult<Vec<Fact>> {
+        Ok(self.facts_as_read(channel).await?.into_iter().map(|(fact, _)| fact).collect())
+    }
+
+    async fn facts_as_read(&self, channel: &ChannelId) -> PortResult<Vec<(Fact, FactRevision)>> {
         let mut facts = Vec::new();
         for item in self.scope_items(&*channel.0, "query facts").await? {
-            let FactItem { mut fact, embedding, .. } = from_item(item)?;
+            let FactItem { mut fact, embedding, rev, .. } = from_item(item)?;
             if embedding.is_some() {
                 fact.embedding = embedding;
             }
-            facts.push(fact);
+            facts.push((fact, FactRevision(rev.unwrap_or(0))));
         }
         Ok(facts)
     }
 
     async fn put_fact(&self, fact: &Fact) -> PortResult<()> {
-        let item = FactItem {
-            scope: fact.channel.0.to_string(),
-            id: fact.id.clone(),
-            fact: Fact { embedding: None, ..fact.clone() },
-            embedding: fact.embedding.clone(),
+        self.put_facts_item(&FactItem::written(fact), "put fact").await
+    }
+
+    async fn put_fact_if_unchanged(&self, fact: &Fact, read: Option<FactRevision>) -> PortResult<bool> {
+        let request =
+            self.client.put_item().table_name(&self.tables.facts).set_item(Some(to_item(&FactItem::written(fact))?));
+        let request = match read {
+            None => request.condition_expression("attribute_not_exists(#id)").expression_attribute_names("#id", "id"),
+            Some(FactRevision(0)) => request
+                .condition_expression("attribute_exists(#id) AND attribute_not_exists(#rev)")
+                .expression_attribute_names("#id", "id")
+                .expression_attribute_names("#rev", "rev"),
+            Some(FactRevision(rev)) => request
+                .condition_expression("#rev = :rev")
+                .expression_attribute_names("#rev", "rev")
+                .expression_attribute_values(":rev", n(rev)),
         };
-        self.put_facts_item(&item, "put fact").await
+        match request.send().await {
+            Ok(_) => Ok(true),
+            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => Ok(false),
+            Err(e) => Err(backend("put fact if unchanged")(e)),
+        }
     }
 
     async fn delete_fact(&self, channel: &ChannelId, id: &str) -> PortResult<()> {
@@ -1968,20 +2005,26 @@ mod tests {
             embedding: None,
         };
         let json = serde_json::to_string(&fact).unwrap();
-        let with =
-            FactItem { scope: "C1".into(), id: "f1".into(), fact: fact.clone(), embedding: Some(vec![1.0, -0.5]) };
+        let with = FactItem {
+            scope: "C1".into(),
+            id: "f1".into(),
+            fact: fact.clone(),
+            embedding: Some(vec![1.0, -0.5]),
+            rev: Some(7),
+        };
         let expected = item(&[
             ("scope", s("C1")),
             ("id", s("f1")),
             ("fact", s(&json)),
             ("embedding", AttributeValue::B(embedding_to_bytes(&[1.0, -0.5]).into())),
+            ("rev", n(7)),
         ]);
         assert_eq!(to_item(&with).unwrap(), expected);
         assert_eq!(from_item::<FactItem>(expected).unwrap(), with);
 
-        let without = FactItem { embedding: None, ..with };
+        let without = FactItem { embedding: None, rev: None, ..with };
         let written = to_item(&without).unwrap();
-        assert!(!written.contains_key("embedding"));
+        assert!(!written.contains_key("embedding") && !written.contains_key("rev"));
         assert_eq!(from_item::<FactItem>(written).unwrap(), without);
     }
 

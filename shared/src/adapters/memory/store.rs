@@ -13,8 +13,8 @@ use crate::domain::{
     Ts, TsMap, UserId, UserNote, UserProfile, WorkspaceMemory, search_by_ts,
 };
 use crate::ports::{
-    ChannelState, ChannelStateStore, ChannelWindow, ClaimOutcome, FactStore, Ledger, MemoryTask, MessageStore,
-    OpenerState, PortResult, PutOutcome, Shadow,
+    ChannelState, ChannelStateStore, ChannelWindow, ClaimOutcome, FactRevision, FactStore, Ledger, MemoryTask,
+    MessageStore, OpenerState, PortResult, PutOutcome, Shadow,
 };
 
 /// One channel's messages, each stored once and indexed three ways, so every read is
@@ -314,7 +314,9 @@ struct Inner {
     cache_expiries: BinaryHeap<Reverse<(Timestamp, Arc<str>)>>,
     workspace: WorkspaceMemory,
     channel_lines: HashMap<ChannelId, ChannelLine>,
-    facts: HashMap<ChannelId, BTreeMap<String, Fact>>,
+    /// Each fact with its revision (from `fact_revisions`).
+    facts: HashMap<ChannelId, BTreeMap<String, (Fact, u64)>>,
+    fact_revisions: u64,
     notes: HashMap<(ChannelId, UserId), UserNote>,
     profiles: HashMap<UserId, StoredProfile>,
 }
@@ -325,6 +327,8 @@ pub struct MemoryStore {
     inner: Mutex<Inner>,
     /// Channel-state writes that fail before succeeding again (tests of redelivery).
     failing_writes: super::FaultsToInject,
+    /// Conditional fact writes refused as if another write came between (tests).
+    refused_fact_writes: super::FaultsToInject,
     /// For a long-running `kuuki serve`: messages older than this are forgotten, and
     /// expired claims and cache entries with them (DynamoDB's TTL does this in AWS).
     retention: Option<(Duration, Arc<dyn crate::ports::Clock>)>,
@@ -389,6 +393,12 @@ impl MemoryStore {
     /// The next `n` channel-state writes fail as if the table were unavailable.
     pub fn fail_next_writes(&self, n: u32) {
         self.failing_writes.set(n);
+    }
+
+    /// The next `n` conditional fact writes are refused as if another write had come
+    /// between ([`FactStore::put_fact_if_unchanged`]).
+    pub fn refuse_next_fact_writes(&self, n: u32) {
+        self.refused_fact_writes.set(n);
     }
 
     fn check_write(&self) -> PortResult<()> {
@@ -695,12 +705,33 @@ pub(crate) fn newest_first(mut lines: Vec<ChannelLine>) -> Vec<ChannelLine> {
 #[async_trait]
 impl FactStore for MemoryStore {
     async fn facts(&self, channel: &ChannelId) -> PortResult<Vec<Fact>> {
-        Ok(self.lock().facts.get(channel).map(|f| f.values().cloned().collect()).unwrap_or_default())
+        Ok(self.lock().facts.get(channel).map(|f| f.values().map(|(f, _)| f.clone()).collect()).unwrap_or_default())
+    }
+
+    async fn facts_as_read(&self, channel: &ChannelId) -> PortResult<Vec<(Fact, FactRevision)>> {
+        let inner = self.lock();
+        let facts = inner.facts.get(channel).into_iter().flat_map(|f| f.values());
+        Ok(facts.map(|(fact, revision)| (fact.clone(), FactRevision(*revision))).collect())
     }
 
     async fn put_fact(&self, fact: &Fact) -> PortResult<()> {
-        slot(&mut self.lock().facts, &fact.channel).insert(fact.id.clone(), fact.clone());
+        let mut inner = self.lock();
+        inner.fact_revisions += 1;
+        let revision = inner.fact_revisions;
+        slot(&mut inner.facts, &fact.channel).insert(fact.id.clone(), (fact.clone(), revision));
         Ok(())
+    }
+
+    async fn put_fact_if_unchanged(&self, fact: &Fact, read: Option<FactRevision>) -> PortResult<bool> {
+        let mut inner = self.lock();
+        let stored = inner.facts.get(&fact.channel).and_then(|f| f.get(&fact.id)).map(|(_, r)| FactRevision(*r));
+        if stored != read || self.refused_fact_writes.take() {
+            return Ok(false);
+        }
+        inner.fact_revisions += 1;
+        let revision = inner.fact_revisions;
+        slot(&mut inner.facts, &fact.channel).insert(fact.id.clone(), (fact.clone(), revision));
+        Ok(true)
     }
 
     async fn delete_fact(&self, channel: &ChannelId, id: &str) -> PortResult<()> {
