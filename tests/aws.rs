@@ -1509,8 +1509,9 @@ const RULES_ONLY: Costing = Costing {
 /// goal of at most six AWS calls a message: ingress and the workers 5.8 today, the
 /// lull's reflection counted (one a lull, not one a judgment; 9.2 before one channel
 /// read served each job, 6.0 before interventions were written without a read). With
-/// the memory work (one summary and one reflection for these ten messages, 1.9 calls a
-/// message, 2.0 before the facts were read once) 7.7 calls. AWS $0.00703 a thousand
+/// the memory work (one summary and one reflection for these ten messages, 1.8 calls a
+/// message, 2.0 before the facts were read once and the note about a person written
+/// without reading it) 7.6 calls. AWS $0.00702 a thousand
 /// messages with the memory work ($0.00773 before each channel's line in the workspace
 /// memory had an item of its own), $0.00522
 /// without, Lambda's wait for the model (one generation, a reflection and a summary)
@@ -1529,7 +1530,7 @@ const WITH_AN_LLM: Costing = Costing {
         ("sqs.SendMessage", 0.5),
     ],
     memory: MEMORY_WORK,
-    calls: 7.7,
+    calls: 7.6,
     dollars: 0.0071,
 };
 
@@ -1566,15 +1567,16 @@ const RULES_ONLY_IN_BUSY_THREADS: Costing = Costing {
 /// since its watermark, the claim and its completion, the facts (once: each write finds
 /// its fact as read, or merges again; read again after the model's answer before
 /// 2026-11-27), whether a speaker asked to be forgotten meanwhile (all at once),
-/// the note about the person, the new fact, the watermark (in the small judgment item).
+/// the note about the person (added to without reading it, since 2026-11-27), the new
+/// fact, the watermark (in the small judgment item).
 /// 2.3 calls before the forget marks were read at once and the watermark written
 /// without reading the channel's item first.
 const MEMORY_WORK: &[(&str, f64)] = &[
     ("dynamodb.BatchGetItem", 0.3),
-    ("dynamodb.GetItem", 0.2),
-    ("dynamodb.PutItem", 0.5),
+    ("dynamodb.GetItem", 0.1),
+    ("dynamodb.PutItem", 0.4),
     ("dynamodb.Query", 0.5),
-    ("dynamodb.UpdateItem", 0.4),
+    ("dynamodb.UpdateItem", 0.5),
 ];
 
 /// The busy threads with a model: also the lull's reflection (one queued by the
@@ -1582,8 +1584,8 @@ const MEMORY_WORK: &[(&str, f64)] = &[
 /// memory marks. The marks vary by a call or two from run to run (the jobs of one batch
 /// run together, so two may both try a summary's mark the state did not show yet, and
 /// both queue it): 7.9 to 8.2 calls and $0.0063-0.0067 in 8 runs without the memory
-/// work, 9.9 to 10.4 and $0.0086-0.0091 with it and with Lambda's wait for the model
-/// (6 runs; $0.0092-0.0098 before each channel's line had an item of its own);
+/// work, 9.7 to 10.2 and $0.0085-0.0091 with it and with Lambda's wait for the model
+/// (5 runs; $0.0092-0.0098 before each channel's line had an item of its own);
 /// ceilings a mark and a job above that. 8.6 to 8.9 calls and $0.0069-0.0073 with a reflection queued by each
 /// judgment, 9.2-9.5 calls before the page before the window (those jobs not counted).
 const WITH_AN_LLM_IN_BUSY_THREADS: Costing = Costing {
@@ -1603,10 +1605,10 @@ const WITH_AN_LLM_IN_BUSY_THREADS: Costing = Costing {
     // it reads the state and finds nothing new, and writes nothing (no mark is left).
     memory: &[
         ("dynamodb.BatchGetItem", 0.4),
-        ("dynamodb.GetItem", 0.2),
-        ("dynamodb.PutItem", 0.5),
+        ("dynamodb.GetItem", 0.1),
+        ("dynamodb.PutItem", 0.4),
         ("dynamodb.Query", 0.6),
-        ("dynamodb.UpdateItem", 0.4),
+        ("dynamodb.UpdateItem", 0.5),
     ],
     calls: 10.9,
     dollars: 0.0095,

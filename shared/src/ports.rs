@@ -354,6 +354,22 @@ pub trait FactStore: Send + Sync {
     async fn user_note(&self, channel: &ChannelId, user: &UserId) -> PortResult<Option<UserNote>>;
     /// Stores a note, replacing the one for the same channel and person.
     async fn put_user_note(&self, note: &UserNote) -> PortResult<()>;
+    /// What a reflection noted about `user` in `channel`: `tags` added to theirs (a set:
+    /// the order is not kept), `summary` replacing theirs unless empty, `at` the time.
+    /// One write, nothing read: the note is made if there is none, and whatever else
+    /// is in it (the topics an answer noted meanwhile) stays.
+    async fn note_reflection(
+        &self,
+        channel: &ChannelId,
+        user: &UserId,
+        tags: &[String],
+        summary: &str,
+        at: Timestamp,
+    ) -> PortResult<()>;
+    /// The topics `user` speaks of now in `channel` (replacing the last ones), at `at`:
+    /// one write, the rest of the note left as it is.
+    async fn note_topics(&self, channel: &ChannelId, user: &UserId, topics: &[String], at: Timestamp)
+    -> PortResult<()>;
     async fn delete_user_note(&self, channel: &ChannelId, user: &UserId) -> PortResult<()>;
     /// Someone's counters across the workspace.
     async fn profile(&self, user: &UserId) -> PortResult<Option<UserProfile>>;

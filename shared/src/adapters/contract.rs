@@ -546,6 +546,29 @@ pub async fn facts(store: &dyn FactStore) {
     assert_eq!(store.user_note(&ch, &user).await.unwrap(), Some(note.clone()));
     assert_eq!(store.user_note(&elsewhere, &user).await.unwrap(), None, "notes stay in their channel");
     assert!(!store.fact_channels().await.unwrap().iter().any(|c| c.0.starts_with('#')), "notes are not a channel");
+    // A reflection's and an answer's notes, each without reading: tags added as a set,
+    // the summary replaced unless empty, the topics replaced, neither losing the other's.
+    let tags = |tags: &[&str]| tags.iter().map(|t| t.to_string()).collect::<Vec<_>>();
+    store.note_reflection(&ch, &user, &tags(&["infra", "Rust"]), "fixed the lock", at(6)).await.unwrap();
+    store.note_topics(&ch, &user, &tags(&["lock", "deploy"]), at(7)).await.unwrap();
+    store.note_reflection(&ch, &user, &tags(&["infra"]), "", at(8)).await.unwrap();
+    let read = store.user_note(&ch, &user).await.unwrap().expect("noted");
+    let mut kept = read.tags.clone();
+    kept.sort();
+    assert_eq!(kept, tags(&["Rust", "infra"]), "each tag once");
+    assert_eq!(read.summary, "fixed the lock", "an empty summary leaves it");
+    assert_eq!(read.last_topics, tags(&["lock", "deploy"]), "in their order");
+    assert_eq!(read.updated_at, Some(at(8)));
+    assert_eq!(store.user_note(&elsewhere, &user).await.unwrap(), None, "notes stay in their channel");
+    // Made where there was none.
+    let newcomer = UserId("contract-newcomer".into());
+    store.note_topics(&ch, &newcomer, &tags(&["lunch"]), at(9)).await.unwrap();
+    let made = store.user_note(&ch, &newcomer).await.unwrap().expect("made");
+    assert_eq!(
+        (made.channel, made.user, made.tags.len(), made.last_topics),
+        (ch.clone(), newcomer.clone(), 0, tags(&["lunch"]))
+    );
+    store.delete_user_note(&ch, &newcomer).await.unwrap();
     store.delete_user_note(&ch, &user).await.unwrap();
     store.delete_user_note(&ch, &user).await.unwrap();
     assert_eq!(store.user_note(&ch, &user).await.unwrap(), None);

@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use super::keywords::{jaccard, keywords};
 use crate::conversation::Window;
 use crate::deps::Deps;
-use crate::domain::{Author, ChannelId, EventKind, Fact, Job, Message, Stage, Timestamp, Ts, UserId, UserNote};
+use crate::domain::{Author, ChannelId, EventKind, Fact, Job, Message, Stage, Timestamp, Ts, UserId};
 use crate::ports::{ChannelState, FactRevision, LlmRequest, LlmRole, MemoryTask, PortError, PortResult};
 use crate::prompts::fence::fence_safe;
 use crate::record::record;
@@ -277,21 +277,8 @@ async fn reflect_claimed(
             continue;
         };
         noted += 1;
-        let mut merged = deps.facts.user_note(channel, user).await?.unwrap_or_else(|| UserNote {
-            channel: channel.clone(),
-            user: user.clone(),
-            ..UserNote::default()
-        });
-        for tag in &note.tags {
-            if !merged.tags.contains(tag) {
-                merged.tags.push(tag.clone());
-            }
-        }
-        if !note.summary.is_empty() {
-            merged.summary = note.summary.clone();
-        }
-        merged.updated_at = Some(now);
-        deps.facts.put_user_note(&merged).await?;
+        // Added to the note without reading it: an answer may note their topics meanwhile.
+        deps.facts.note_reflection(channel, user, &note.tags, &note.summary, now).await?;
     }
     let newest = new.last().map(|m| m.ts.clone()).expect("reflection needs messages");
     deps.channels.set_reflection_watermark(channel, newest).await?;

@@ -13,7 +13,7 @@ use crate::conversation::Window;
 use crate::deps::Deps;
 use crate::domain::{
     Author, EventKind, FactUse, Familiarity, Intervention, Message, RespondMode, ResponseType, Stage, ThreadKey, Ts,
-    UserNote, deferred_interaction_key, is_discord_id,
+    deferred_interaction_key, is_discord_id,
 };
 use crate::judge::rules;
 use crate::ports::{ClaimOutcome, LlmRequest, LlmRole, PortError, PortResult, Post};
@@ -445,14 +445,8 @@ async fn speaker(deps: &Deps, target: &Message, conversation: &[Arc<Message>]) -
         }
     }
     if !topics.is_empty() && note.as_ref().is_none_or(|n| n.last_topics != topics) {
-        let mut updated = note.unwrap_or_else(|| UserNote {
-            channel: target.channel.clone(),
-            user: target.user.clone(),
-            ..UserNote::default()
-        });
-        updated.last_topics = topics;
-        updated.updated_at = Some(deps.clock.now());
-        deps.facts.put_user_note(&updated).await?;
+        // The topics alone: a reflection may add to the note meanwhile.
+        deps.facts.note_topics(&target.channel, &target.user, &topics, deps.clock.now()).await?;
     }
     Ok(speaker)
 }

@@ -135,6 +135,24 @@ mod json {
     }
 }
 
+/// [`json`] for an attribute that may be missing (`None` is left out by
+/// `skip_serializing_if` before this runs).
+mod json_option {
+    use serde::de::DeserializeOwned;
+    use serde::{Deserializer, Serialize, Serializer};
+
+    pub fn serialize<T: Serialize, S: Serializer>(value: &Option<T>, serializer: S) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(value) => super::json::serialize(value, serializer),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, T: DeserializeOwned, D: Deserializer<'de>>(deserializer: D) -> Result<Option<T>, D::Error> {
+        super::json::deserialize(deserializer).map(Some)
+    }
+}
+
 /// An embedding as a Binary (B) attribute, through [`embedding_to_bytes`].
 mod embedding {
     use serde::{Deserializer, Serializer, de};
@@ -363,13 +381,47 @@ impl FactItem {
     }
 }
 
-/// The facts table's item for a person's note in a channel (scope `#notes#<channel>`).
+/// The facts table's item for a person's note in a channel (scope `#notes#<channel>`):
+/// the note as JSON (`note`) when stored whole, and the parts a reflection or an answer
+/// updates on their own, without reading it (`tags` SS, added to; `summary`,
+/// `last_topics` L, `updated_at`), which win over the JSON's.
 #[derive(Serialize, Deserialize)]
 struct NoteItem {
     scope: String,
     id: String,
-    #[serde(with = "json")]
-    note: UserNote,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "json_option")]
+    note: Option<UserNote>,
+    /// A string set (SS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tags: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    summary: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_topics: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    updated_at: Option<Timestamp>,
+}
+
+impl NoteItem {
+    fn into_note(self, channel: &ChannelId, user: &UserId) -> UserNote {
+        let mut note = self.note.unwrap_or_else(|| UserNote {
+            channel: channel.clone(),
+            user: user.clone(),
+            ..UserNote::default()
+        });
+        let mut added = self.tags.unwrap_or_default();
+        // A set comes back in no order: sorted, after the ones kept in order before.
+        added.sort();
+        for tag in added {
+            if !note.tags.contains(&tag) {
+                note.tags.push(tag);
+            }
+        }
+        note.summary = self.summary.unwrap_or(note.summary);
+        note.last_topics = self.last_topics.unwrap_or(note.last_topics);
+        note.updated_at = self.updated_at.max(note.updated_at);
+        note
+    }
 }
 
 /// The facts table's item for the workspace memory (without the channel lines).
@@ -1500,12 +1552,79 @@ impl FactStore for DynamoStore {
 
     async fn user_note(&self, channel: &ChannelId, user: &UserId) -> PortResult<Option<UserNote>> {
         let out = self.get_facts_item(notes_scope(channel), &user.0, "get user note").await?;
-        Ok(out.item.map(from_item::<NoteItem>).transpose()?.map(|item| item.note))
+        Ok(out.item.map(from_item::<NoteItem>).transpose()?.map(|item| item.into_note(channel, user)))
     }
 
     async fn put_user_note(&self, note: &UserNote) -> PortResult<()> {
-        let item = NoteItem { scope: notes_scope(&note.channel), id: note.user.0.to_string(), note: note.clone() };
+        let item = NoteItem {
+            scope: notes_scope(&note.channel),
+            id: note.user.0.to_string(),
+            note: Some(note.clone()),
+            tags: None,
+            summary: None,
+            last_topics: None,
+            updated_at: None,
+        };
         self.put_facts_item(&item, "put user note").await
+    }
+
+    async fn note_reflection(
+        &self,
+        channel: &ChannelId,
+        user: &UserId,
+        tags: &[String],
+        summary: &str,
+        at: Timestamp,
+    ) -> PortResult<()> {
+        let mut request = self
+            .client
+            .update_item()
+            .table_name(&self.tables.facts)
+            .key("scope", s(notes_scope(channel)))
+            .key("id", s(&*user.0))
+            .expression_attribute_names("#at", "updated_at")
+            .expression_attribute_values(":at", n(at.0));
+        let mut set = vec!["#at = :at"];
+        if !summary.is_empty() {
+            set.push("#summary = :summary");
+            request = request
+                .expression_attribute_names("#summary", "summary")
+                .expression_attribute_values(":summary", s(summary));
+        }
+        let mut expression = format!("SET {}", set.join(", "));
+        // An empty set cannot be stored.
+        if !tags.is_empty() {
+            expression.push_str(" ADD #tags :tags");
+            request = request
+                .expression_attribute_names("#tags", "tags")
+                .expression_attribute_values(":tags", AttributeValue::Ss(tags.to_vec()));
+        }
+        request.update_expression(expression).send().await.map_err(backend("note a reflection"))?;
+        Ok(())
+    }
+
+    async fn note_topics(
+        &self,
+        channel: &ChannelId,
+        user: &UserId,
+        topics: &[String],
+        at: Timestamp,
+    ) -> PortResult<()> {
+        let topics = AttributeValue::L(topics.iter().map(|t| s(t.as_str())).collect());
+        self.client
+            .update_item()
+            .table_name(&self.tables.facts)
+            .key("scope", s(notes_scope(channel)))
+            .key("id", s(&*user.0))
+            .update_expression("SET #topics = :topics, #at = :at")
+            .expression_attribute_names("#topics", "last_topics")
+            .expression_attribute_names("#at", "updated_at")
+            .expression_attribute_values(":topics", topics)
+            .expression_attribute_values(":at", n(at.0))
+            .send()
+            .await
+            .map_err(backend("note topics"))?;
+        Ok(())
     }
 
     async fn delete_user_note(&self, channel: &ChannelId, user: &UserId) -> PortResult<()> {
@@ -2032,9 +2151,36 @@ mod tests {
     fn note_and_profile_items_keep_their_layout() {
         let note = UserNote { channel: ChannelId("C1".into()), user: UserId("U1".into()), ..UserNote::default() };
         let json = serde_json::to_string(&note).unwrap();
-        let written = to_item(&NoteItem { scope: "#notes#C1".into(), id: "U1".into(), note: note.clone() }).unwrap();
+        let whole = NoteItem {
+            scope: "#notes#C1".into(),
+            id: "U1".into(),
+            note: Some(note.clone()),
+            tags: None,
+            summary: None,
+            last_topics: None,
+            updated_at: None,
+        };
+        let written = to_item(&whole).unwrap();
         assert_eq!(written, item(&[("scope", s("#notes#C1")), ("id", s("U1")), ("note", s(&json))]));
-        assert_eq!(from_item::<NoteItem>(written).unwrap().note, note);
+        let (c1, u1) = (ChannelId("C1".into()), UserId("U1".into()));
+        assert_eq!(from_item::<NoteItem>(written).unwrap().into_note(&c1, &u1), note);
+        // As the reflection's and the answer's updates (ADD, SET) leave it, over a note
+        // stored whole: theirs win, the tags are added to.
+        let stored = UserNote { tags: vec!["rust".into()], summary: "old".into(), ..note.clone() };
+        let updated: NoteItem = from_item(item(&[
+            ("scope", s("#notes#C1")),
+            ("id", s("U1")),
+            ("note", s(serde_json::to_string(&stored).unwrap())),
+            ("tags", AttributeValue::Ss(vec!["infra".into(), "cats".into(), "rust".into()])),
+            ("summary", s("new")),
+            ("last_topics", AttributeValue::L(vec![s("deploy")])),
+            ("updated_at", n(30)),
+        ]))
+        .unwrap();
+        let read = updated.into_note(&c1, &u1);
+        assert_eq!(read.tags, ["rust", "cats", "infra"]);
+        assert_eq!((read.summary.as_str(), read.last_topics.as_slice()), ("new", ["deploy".to_owned()].as_slice()));
+        assert_eq!(read.updated_at, Some(Timestamp(30)));
 
         // As the counting update (ADD, SET) leaves it.
         let profile: ProfileItem = from_item(item(&[

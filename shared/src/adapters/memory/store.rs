@@ -696,6 +696,15 @@ impl ChannelStateStore for MemoryStore {
     }
 }
 
+/// `user`'s note in `channel`, made empty if there is none.
+fn note_of<'a>(inner: &'a mut Inner, channel: &ChannelId, user: &UserId) -> &'a mut UserNote {
+    inner.notes.entry((channel.clone(), user.clone())).or_insert_with(|| UserNote {
+        channel: channel.clone(),
+        user: user.clone(),
+        ..UserNote::default()
+    })
+}
+
 /// Channel lines most recently updated first, ties by channel id (a stable order).
 pub(crate) fn newest_first(mut lines: Vec<ChannelLine>) -> Vec<ChannelLine> {
     lines.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.channel.0.cmp(&b.channel.0)));
@@ -751,6 +760,42 @@ impl FactStore for MemoryStore {
 
     async fn put_user_note(&self, note: &UserNote) -> PortResult<()> {
         self.lock().notes.insert((note.channel.clone(), note.user.clone()), note.clone());
+        Ok(())
+    }
+
+    async fn note_reflection(
+        &self,
+        channel: &ChannelId,
+        user: &UserId,
+        tags: &[String],
+        summary: &str,
+        at: Timestamp,
+    ) -> PortResult<()> {
+        let mut inner = self.lock();
+        let note = note_of(&mut inner, channel, user);
+        for tag in tags {
+            if !note.tags.contains(tag) {
+                note.tags.push(tag.clone());
+            }
+        }
+        if !summary.is_empty() {
+            note.summary = summary.to_owned();
+        }
+        note.updated_at = Some(at);
+        Ok(())
+    }
+
+    async fn note_topics(
+        &self,
+        channel: &ChannelId,
+        user: &UserId,
+        topics: &[String],
+        at: Timestamp,
+    ) -> PortResult<()> {
+        let mut inner = self.lock();
+        let note = note_of(&mut inner, channel, user);
+        note.last_topics = topics.to_vec();
+        note.updated_at = Some(at);
         Ok(())
     }
 
