@@ -1511,7 +1511,7 @@ const RULES_ONLY: Costing = Costing {
 /// read served each job, 6.0 before interventions were written without a read). With
 /// the memory work (one summary and one reflection for these ten messages, 1.8 calls a
 /// message, 2.0 before the facts were read once and the note about a person written
-/// without reading it) 7.6 calls. AWS $0.00702 a thousand
+/// without reading it) 7.6 calls. AWS $0.00704 a thousand
 /// messages with the memory work ($0.00773 before each channel's line in the workspace
 /// memory had an item of its own), $0.00522
 /// without, Lambda's wait for the model (one generation, a reflection and a summary)

@@ -927,16 +927,22 @@ async fn a_reflection_that_outlasts_a_forget_keeps_nothing_of_the_person() {
 }
 
 /// A reflection whose fact writes find the facts changed meanwhile (another write came
-/// between: a forget's edit, a twin's reflection) merges what those writes carried into
-/// the facts as they are then: each fact counted once, none lost. One that keeps
-/// finding them changed fails, and its redelivery stores them.
+/// between: a forget's edit, a twin's reflection, the sweep's delete) merges what those
+/// writes carried into the facts as they are then: each fact counted once, none lost.
+/// One whose writes keep finding them changed stores what it could and drops the rest
+/// (failing, its redelivery would strengthen again what it stored).
 #[tokio::test]
 async fn a_reflection_whose_facts_changed_meanwhile_merges_again_and_counts_each_once() {
+    use kuuki::domain::EventKind;
     use kuuki::ports::FactStore;
     let script = r#"{"role": "reflect", "reply": {"facts": [{"content": "the team deploys on Mondays", "keywords": ["deploy"], "source_users": ["bob"], "confidence": 0.9, "shareable": false}, {"content": "standups are at ten", "keywords": ["standup"], "source_users": ["alice"], "confidence": 0.9, "shareable": false}], "profiles": []}, "repeat": true}"#;
-    let llm: std::sync::Arc<dyn kuuki::ports::Llm> =
-        std::sync::Arc::new(kuuki::adapters::llm::ScriptedLlm::parse(script).unwrap());
-    let w = SlackWorld::start_with(&[("REFLECTION_MIN_MESSAGES", "2")], true, Some(llm)).await;
+    let llm = std::sync::Arc::new(DeletesAFactWhileAnswering {
+        inner: kuuki::adapters::llm::ScriptedLlm::parse(script).unwrap(),
+        store: std::sync::OnceLock::new(),
+        delete: std::sync::Mutex::new(None),
+    });
+    let w = SlackWorld::start_with(&[("REFLECTION_MIN_MESSAGES", "2")], true, Some(llm.clone())).await;
+    llm.store.set(w.store.clone()).ok().expect("set once");
     let channel = ChannelId(CH.into());
     let say = |n: u32, user: &str, name: &str, text: &str| kuuki::domain::Message {
         channel: channel.clone(),
@@ -951,38 +957,76 @@ async fn a_reflection_whose_facts_changed_meanwhile_merges_again_and_counts_each
         private_channel: false,
         at: w.clock.now(),
     };
-    for message in [say(1, "UALICE", "alice", "standup at ten?"), say(2, "UBOB", "bob", "we deploy on Mondays")] {
-        w.store.put_message(&std::sync::Arc::new(message)).await.unwrap();
-    }
-    w.store.put_fact(&taught(&w, &channel, "the team deploys on Mondays", &["UBOB"])).await.unwrap();
-    let strengths = |facts: Vec<kuuki::domain::Fact>| {
-        let mut strengths: Vec<(String, u32)> = facts.into_iter().map(|f| (f.content, f.strength)).collect();
+    let mut said = 0;
+    let mut two_more = async || {
+        for (user, name, text) in [("UALICE", "alice", "standup at ten?"), ("UBOB", "bob", "we deploy on Mondays")] {
+            said += 1;
+            w.store.put_message(&std::sync::Arc::new(say(said, user, name, text))).await.unwrap();
+        }
+    };
+    let deploys = taught(&w, &channel, "the team deploys on Mondays", &["UBOB"]);
+    w.store.put_fact(&deploys).await.unwrap();
+    let strengths = async || {
+        let mut strengths: Vec<(String, u32)> =
+            w.store.facts(&channel).await.unwrap().into_iter().map(|f| (f.content, f.strength)).collect();
         strengths.sort();
         strengths
     };
+    let counted = || {
+        let events = w.log.take();
+        let counts = events.iter().filter_map(|e| match &e.kind {
+            EventKind::Reflect { facts_new, facts_strengthened, .. } => Some((*facts_new, *facts_strengthened)),
+            _ => None,
+        });
+        counts.collect::<Vec<_>>()
+    };
+    let fact = |content: &str, strength: u32| (content.to_owned(), strength);
 
     // The first write finds its fact changed: the reflection merges it again.
+    two_more().await;
     w.store.refuse_next_fact_writes(1);
-    let facts = reflect_now(&w, &channel).await;
-    let once = [("standups are at ten".to_owned(), 1), ("the team deploys on Mondays".to_owned(), 2)];
-    assert_eq!(strengths(facts), once, "each stored once, the known one strengthened once");
+    reflect_now(&w, &channel).await;
+    assert_eq!(strengths().await, [fact("standups are at ten", 1), fact("the team deploys on Mondays", 2)]);
+    assert_eq!(counted(), [(1, 1)], "one added, one strengthened, each once");
 
-    // Every write of the next reflection finds them changed, three times over: it fails
-    // (nothing stored), and its redelivery stores each once.
-    for message in [say(3, "UALICE", "alice", "standup moved?"), say(4, "UBOB", "bob", "still Mondays")] {
-        w.store.put_message(&std::sync::Arc::new(message)).await.unwrap();
-    }
+    // The fact it strengthens was deleted since it was read (the sweep, a forget): it
+    // comes back as learned anew, not from the copy read.
+    two_more().await;
+    *llm.delete.lock().unwrap() = Some((channel.clone(), deploys.id.clone()));
+    reflect_now(&w, &channel).await;
+    assert!(llm.delete.lock().unwrap().is_none(), "deleted while the model answered");
+    assert_eq!(strengths().await, [fact("standups are at ten", 2), fact("the team deploys on Mondays", 1)]);
+    assert_eq!(counted(), [(1, 1)], "the deleted one added again, the other strengthened");
+
+    // Every write keeps finding its fact changed (three tries of two writes): nothing
+    // more is stored, and the reflection completes (no failure, no redelivery).
+    two_more().await;
     w.store.refuse_next_fact_writes(6);
-    let newest = w.store.channel_window(&channel, 1).await.unwrap().messages[0].ts.clone();
-    w.deps
-        .enqueue_after(kuuki::domain::Job::Reflect { channel: channel.clone(), ts: newest }, std::time::Duration::ZERO)
-        .await
-        .unwrap();
-    assert_eq!(w.run_for_counting(1.0).await, 1, "the reflection failed");
-    assert_eq!(strengths(w.store.facts(&channel).await.unwrap()), once, "and stored nothing");
-    w.run_for(1500.0).await;
-    let twice = [("standups are at ten".to_owned(), 2), ("the team deploys on Mondays".to_owned(), 3)];
-    assert_eq!(strengths(w.store.facts(&channel).await.unwrap()), twice, "the redelivery stored each once");
+    reflect_now(&w, &channel).await;
+    assert_eq!(strengths().await, [fact("standups are at ten", 2), fact("the team deploys on Mondays", 1)]);
+    assert_eq!(counted(), [(0, 0)], "nothing stored, nothing counted");
+}
+
+/// A scripted model that, when asked, first deletes the fact it was told to (once).
+struct DeletesAFactWhileAnswering {
+    inner: kuuki::adapters::llm::ScriptedLlm,
+    store: std::sync::OnceLock<std::sync::Arc<kuuki::adapters::memory::MemoryStore>>,
+    delete: std::sync::Mutex<Option<(ChannelId, String)>>,
+}
+
+#[async_trait::async_trait]
+impl kuuki::ports::Llm for DeletesAFactWhileAnswering {
+    async fn complete(
+        &self,
+        request: kuuki::ports::LlmRequest,
+    ) -> Result<kuuki::ports::LlmResponse, kuuki::ports::LlmError> {
+        use kuuki::ports::FactStore;
+        let delete = self.delete.lock().unwrap().take();
+        if let Some((channel, id)) = delete {
+            self.store.get().expect("the world's store").delete_fact(&channel, &id).await.unwrap();
+        }
+        self.inner.complete(request).await
+    }
 }
 
 /// A summary made from Alice's message, written after she was forgotten (the forget

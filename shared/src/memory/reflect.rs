@@ -15,7 +15,7 @@ use super::keywords::{jaccard, keywords};
 use crate::conversation::Window;
 use crate::deps::Deps;
 use crate::domain::{Author, ChannelId, EventKind, Fact, Job, Message, Stage, Timestamp, Ts, UserId};
-use crate::ports::{ChannelState, FactRevision, LlmRequest, LlmRole, MemoryTask, PortError, PortResult};
+use crate::ports::{ChannelState, FactRevision, LlmRequest, LlmRole, MemoryTask, PortResult};
 use crate::prompts::fence::fence_safe;
 use crate::record::record;
 
@@ -235,40 +235,13 @@ async fn reflect_claimed(
     };
     let now = deps.clock.now();
     let speakers = Speakers(new);
-    // Someone forgotten since their messages were read (the model took a while): the
-    // forget may have removed their facts and notes already, so nothing learned from
-    // or about them is kept now. That is anyone who spoke here, or whom a message here
-    // mentions (a fact about them may come from what others said).
-    let mut forgotten: Vec<(UserId, String)> = Vec::new();
-    let mut checked: Vec<(&str, &str)> = Vec::new();
-    let spoke = new.iter().filter(|m| m.author != Author::OwnBot).map(|m| (m.user.as_str(), m.user_name.as_str()));
-    let mentioned = new.iter().flat_map(|m| crate::domain::mentioned_ids(&m.text)).map(|id| (id, ""));
-    for (id, spoken_name) in spoke.chain(mentioned) {
-        if !checked.iter().any(|(seen, _)| *seen == id) && !deps.bot.is_me(id) {
-            checked.push((id, spoken_name));
-        }
+    let people = People::of(deps, new, read_at);
+    people.drop_forgotten(deps, &speakers, &mut facts, &mut notes).await?;
+    let facts_merged = merge_facts(deps, channel, known, facts, (&speakers, &people), now).await?;
+    if facts_merged.refused {
+        // A write found its fact changed: maybe a forget at work. Asked again before the notes.
+        people.drop_forgotten(deps, &speakers, &mut Vec::new(), &mut notes).await?;
     }
-    let users: Vec<UserId> = checked.iter().map(|(id, _)| UserId((*id).into())).collect();
-    let marks = super::forget::forgotten_among(deps, &users, read_at).await?;
-    for ((user, (_, spoken_name)), name) in users.into_iter().zip(checked).zip(marks) {
-        if let Some(name) = name {
-            // By the display name the forget looked up (a message's name may be the id,
-            // as Slack gives people's), and by the name they wrote under here.
-            if !spoken_name.is_empty() && spoken_name != name {
-                forgotten.push((user.clone(), spoken_name.to_owned()));
-            }
-            forgotten.push((user, name));
-        }
-    }
-    if !forgotten.is_empty() {
-        let theirs =
-            |name_or_id: &str| speakers.id_of(name_or_id).is_some_and(|id| forgotten.iter().any(|(u, _)| u == id));
-        let names_them =
-            |text: &str| forgotten.iter().any(|(user, name)| super::forget::names_person(text, user, name));
-        facts.retain(|fact| !fact.source_users.iter().any(|s| theirs(s)) && !names_them(&fact.content));
-        notes.retain(|note| !theirs(&note.user));
-    }
-    let facts_merged = merge_facts(deps, channel, known, facts, &speakers, now).await?;
     // Notes only about people who spoke here, kept in this channel under their id.
     let mut noted = 0;
     for note in notes.iter().filter(|_| deps.settings.user_profile_enabled) {
@@ -365,6 +338,64 @@ struct Merged {
     strengthened: usize,
     /// Why the facts to embed were stored without an embedding.
     embedding_error: Option<String>,
+    /// Whether a write found its fact changed since it was read.
+    refused: bool,
+}
+
+/// Everyone a reflection's messages are about: who spoke (with the name they wrote
+/// under) and whom a message mentions, and when the messages were read.
+struct People<'m> {
+    checked: Vec<(&'m str, &'m str)>,
+    read_at: Timestamp,
+}
+
+impl<'m> People<'m> {
+    fn of(deps: &Deps, new: &'m [Arc<Message>], read_at: Timestamp) -> Self {
+        let mut checked: Vec<(&str, &str)> = Vec::new();
+        let spoke = new.iter().filter(|m| m.author != Author::OwnBot).map(|m| (m.user.as_str(), m.user_name.as_str()));
+        let mentioned = new.iter().flat_map(|m| crate::domain::mentioned_ids(&m.text)).map(|id| (id, ""));
+        for (id, spoken_name) in spoke.chain(mentioned) {
+            if !checked.iter().any(|(seen, _)| *seen == id) && !deps.bot.is_me(id) {
+                checked.push((id, spoken_name));
+            }
+        }
+        People { checked, read_at }
+    }
+
+    /// Someone forgotten since their messages were read (the model took a while): the
+    /// forget may have removed their facts and notes already, so nothing learned from
+    /// or about them is kept. That is anyone who spoke here, or whom a message here
+    /// mentions (a fact about them may come from what others said).
+    async fn drop_forgotten(
+        &self,
+        deps: &Deps,
+        speakers: &Speakers<'_>,
+        facts: &mut Vec<NewFact>,
+        notes: &mut Vec<NewNote>,
+    ) -> PortResult<()> {
+        let users: Vec<UserId> = self.checked.iter().map(|(id, _)| UserId((*id).into())).collect();
+        let marks = super::forget::forgotten_among(deps, &users, self.read_at).await?;
+        let mut forgotten: Vec<(UserId, String)> = Vec::new();
+        for ((user, (_, spoken_name)), name) in users.into_iter().zip(&self.checked).zip(marks) {
+            if let Some(name) = name {
+                // By the display name the forget looked up (a message's name may be the
+                // id, as Slack gives people's), and by the name they wrote under here.
+                if !spoken_name.is_empty() && *spoken_name != name {
+                    forgotten.push((user.clone(), (*spoken_name).to_owned()));
+                }
+                forgotten.push((user, name));
+            }
+        }
+        if !forgotten.is_empty() {
+            let theirs =
+                |name_or_id: &str| speakers.id_of(name_or_id).is_some_and(|id| forgotten.iter().any(|(u, _)| u == id));
+            let names_them =
+                |text: &str| forgotten.iter().any(|(user, name)| super::forget::names_person(text, user, name));
+            facts.retain(|fact| !fact.source_users.iter().any(|s| theirs(s)) && !names_them(&fact.content));
+            notes.retain(|note| !theirs(&note.user));
+        }
+        Ok(())
+    }
 }
 
 /// Stores new facts: one restating a known fact strengthens it; then the channel keeps
@@ -374,16 +405,17 @@ struct Merged {
 /// `known` is the channel's facts as read before the model's answer: each write finds
 /// its fact as read or is refused (a forget may have edited or removed it meanwhile,
 /// and a fact written back from the old copy would bring the person back). The facts
-/// a refused write carried are merged again into the facts as they are then.
+/// a refused write carried are merged again into the facts as they are then, after
+/// asking again who was forgotten; after [`MERGE_ATTEMPTS`] the rest are dropped.
 async fn merge_facts(
     deps: &Deps,
     channel: &ChannelId,
     mut known: Vec<(Fact, FactRevision)>,
     mut pending: Vec<NewFact>,
-    speakers: &Speakers<'_>,
+    (speakers, people): (&Speakers<'_>, &People<'_>),
     now: Timestamp,
 ) -> PortResult<Merged> {
-    let mut merged = Merged { added: 0, strengthened: 0, embedding_error: None };
+    let mut merged = Merged { added: 0, strengthened: 0, embedding_error: None, refused: false };
     for attempt in 1..=MERGE_ATTEMPTS {
         let (mut facts, revisions): (Vec<Fact>, Vec<Option<FactRevision>>) =
             known.into_iter().map(|(fact, revision)| (fact, Some(revision))).unzip();
@@ -414,23 +446,29 @@ async fn merge_facts(
             forget_faded(deps, channel, facts, now).await?;
             return Ok(merged);
         }
-        tracing::info!(%channel, attempt, refused = refused.len(), "facts changed while the reflection waited: merged again");
+        merged.refused = true;
         pending = pending
             .into_iter()
             .zip(&targets)
             .filter(|(_, (index, _))| refused.contains(index))
             .map(|(f, _)| f)
             .collect();
+        if attempt == MERGE_ATTEMPTS {
+            // Failing the job would make its redelivery strengthen again what was stored.
+            tracing::warn!(%channel, dropped = pending.len(), "facts kept changing while a reflection stored its own: the rest dropped");
+            return Ok(merged);
+        }
+        tracing::info!(%channel, attempt, refused = refused.len(), "facts changed while the reflection waited: merged again");
+        // A refusal may be a forget at work: asked again, before merging into what it left.
+        people.drop_forgotten(deps, speakers, &mut pending, &mut Vec::new()).await?;
         known = deps.facts.facts_as_read(channel).await?;
     }
-    Err(PortError::Backend {
-        backend: "facts",
-        message: format!("{channel}'s facts kept changing while a reflection stored its own ({MERGE_ATTEMPTS} tries)"),
-    })
+    Ok(merged)
 }
 
-/// How often a reflection merges its facts again into facts changed meanwhile before it
-/// fails (and is delivered again).
+/// How often a reflection merges its facts into facts changed meanwhile before it drops
+/// the rest (a job that failed instead would strengthen again, when delivered again,
+/// what it had stored).
 const MERGE_ATTEMPTS: usize = 3;
 
 /// Merges `fact` into `facts`: strengthens the one it restates (same id, or keywords
@@ -817,5 +855,63 @@ mod tests {
             assert!(parse_reflection(bad).is_err(), "{bad}");
         }
         assert_eq!(parse_reflection(r#"{"facts": []}"#).unwrap(), (vec![], vec![]));
+    }
+
+    /// A write refused because its fact changed may be a forget at work: before the
+    /// facts are merged again, who was forgotten is asked again, and what came from
+    /// someone forgotten since (after the first asking) is not stored.
+    #[tokio::test]
+    async fn a_refused_write_asks_again_who_was_forgotten() {
+        use crate::adapters::memory::{InProcess, MemoryLog, RecordingChat, TsMint, VirtualClock};
+        use crate::ports::Clock;
+        let clock = Arc::new(VirtualClock::new(Timestamp(1_000_000_000)));
+        let parts = InProcess::new(clock.clone());
+        let chat = Arc::new(RecordingChat::new(clock.clone(), Arc::new(TsMint::default())));
+        let adapters = parts.adapters(chat, None, Arc::new(MemoryLog::default()));
+        let settings = crate::config::Settings::from_vars(&std::collections::HashMap::new()).unwrap();
+        let deps = Deps::new(settings.clone(), settings.persona(None), UserId("UKUUKI".into()), adapters, 1);
+        let channel = ChannelId("C1".into());
+        let said = |user: &str, name: &str, text: &str, n: i64| {
+            Arc::new(Message {
+                channel: channel.clone(),
+                ts: Ts::from_timestamp(Timestamp(clock.now().0 + n)),
+                thread_root: None,
+                user: UserId(user.into()),
+                user_name: name.into(),
+                text: text.into(),
+                author: Author::Human,
+                replies_to_bot: false,
+                in_dm: false,
+                private_channel: false,
+                at: clock.now(),
+            })
+        };
+        let messages =
+            vec![said("UALICE", "alice", "my cat is Miso", 1), said("UBOB", "bob", "we deploy on Mondays", 2)];
+        let read_at = clock.now();
+        let (speakers, people) = (Speakers(&messages), People::of(&deps, &messages, read_at));
+        let learned = |content: &str, from: &str| NewFact {
+            content: content.into(),
+            keywords: vec![content.split(' ').next_back().unwrap().to_lowercase()],
+            source_users: vec![from.into()],
+            messages: Vec::new(),
+            confidence: 0.9,
+            shareable: false,
+        };
+        let new =
+            vec![learned("alice keeps a cat called Miso", "alice"), learned("the team deploys on Mondays", "bob")];
+        // Nobody forgotten when the reflection first asked; then a forget of Alice
+        // begins (its mark), and the first write is refused.
+        let mut unchanged = new.clone();
+        people.drop_forgotten(&deps, &speakers, &mut unchanged, &mut Vec::new()).await.unwrap();
+        assert_eq!(unchanged, new);
+        clock.advance_to(Timestamp(read_at.0 + 1_000_000));
+        let mark = format!("{}\talice", clock.now().0);
+        deps.ledger.cache_put("forgotten:UALICE", &mark, Timestamp(clock.now().0 + 3_600_000_000)).await.unwrap();
+        parts.store.refuse_next_fact_writes(1);
+        let merged = merge_facts(&deps, &channel, Vec::new(), new, (&speakers, &people), clock.now()).await.unwrap();
+        let stored: Vec<String> = deps.facts.facts(&channel).await.unwrap().into_iter().map(|f| f.content).collect();
+        assert_eq!(stored, ["the team deploys on Mondays"], "nothing from her stored on the second try");
+        assert_eq!((merged.added, merged.strengthened, merged.refused), (1, 0, true));
     }
 }

@@ -511,8 +511,27 @@ impl DynamoStore {
             .map_err(backend(what))
     }
 
-    /// Every item of a scope of the facts table, page after page.
-    async fn scope_items(&self, scope: impl Into<String>, what: &'static str) -> PortResult<Vec<Item>> {
+    /// A channel's facts with their revisions.
+    async fn facts_of(&self, channel: &ChannelId, consistent: bool) -> PortResult<Vec<(Fact, FactRevision)>> {
+        let mut facts = Vec::new();
+        for item in self.scope_items(&*channel.0, "query facts", consistent).await? {
+            let FactItem { mut fact, embedding, rev, .. } = from_item(item)?;
+            if embedding.is_some() {
+                fact.embedding = embedding;
+            }
+            facts.push((fact, FactRevision(rev.unwrap_or(0))));
+        }
+        Ok(facts)
+    }
+
+    /// Every item of a scope of the facts table, page after page (`consistent`: with
+    /// every write acknowledged before it, at twice the read units).
+    async fn scope_items(
+        &self,
+        scope: impl Into<String>,
+        what: &'static str,
+        consistent: bool,
+    ) -> PortResult<Vec<Item>> {
         let scope = scope.into();
         let mut items = Vec::new();
         let mut start = None;
@@ -524,6 +543,7 @@ impl DynamoStore {
                 .key_condition_expression("#scope = :scope")
                 .expression_attribute_names("#scope", "scope")
                 .expression_attribute_values(":scope", s(scope.as_str()))
+                .consistent_read(consistent)
                 .set_exclusive_start_key(start)
                 .send()
                 .await
@@ -1367,7 +1387,7 @@ impl ChannelStateStore for DynamoStore {
         // One Query reads the memory and every channel's line (a page holds 1 MB).
         let mut memory = None;
         let mut lines = Vec::new();
-        for item in self.scope_items(WORKSPACE_SCOPE, "query workspace memory").await? {
+        for item in self.scope_items(WORKSPACE_SCOPE, "query workspace memory", false).await? {
             match get_s(&item, "id") {
                 Some(WORKSPACE_MEMORY_ID) => memory = Some(from_item::<WorkspaceMemoryItem>(item)?.workspace),
                 Some(_) => lines.push(from_item::<ChannelLineItem>(item)?.line),
@@ -1477,19 +1497,12 @@ const PROFILES_SCOPE: &str = "#profiles";
 #[async_trait]
 impl FactStore for DynamoStore {
     async fn facts(&self, channel: &ChannelId) -> PortResult<Vec<Fact>> {
-        Ok(self.facts_as_read(channel).await?.into_iter().map(|(fact, _)| fact).collect())
+        Ok(self.facts_of(channel, false).await?.into_iter().map(|(fact, _)| fact).collect())
     }
 
     async fn facts_as_read(&self, channel: &ChannelId) -> PortResult<Vec<(Fact, FactRevision)>> {
-        let mut facts = Vec::new();
-        for item in self.scope_items(&*channel.0, "query facts").await? {
-            let FactItem { mut fact, embedding, rev, .. } = from_item(item)?;
-            if embedding.is_some() {
-                fact.embedding = embedding;
-            }
-            facts.push((fact, FactRevision(rev.unwrap_or(0))));
-        }
-        Ok(facts)
+        // Consistent: read again after a refused write, the facts must show that write.
+        self.facts_of(channel, true).await
     }
 
     async fn put_fact(&self, fact: &Fact) -> PortResult<()> {
