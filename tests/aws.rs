@@ -1262,7 +1262,7 @@ mod end_to_end {
     /// facts only they taught are gone from the tables; a shared fact stays without them.
     #[tokio::test]
     async fn forget_me_empties_the_tables_of_a_person() {
-        use kuuki::domain::{ChannelId, Fact, Timestamp, Ts, UserNote};
+        use kuuki::domain::{ChannelId, Fact, Timestamp, Ts};
         use kuuki::ingest::command::{SlashCommand, run_command};
         let Some((dynamo, moto)) = emulators("forget_me_empties_the_tables_of_a_person") else { return };
         let w = world(&dynamo, &moto, &[]).await;
@@ -1308,9 +1308,7 @@ mod end_to_end {
         };
         w.deps.facts.put_fact(&fact("f1", "her cat is Miso", &["UALICE"])).await.unwrap();
         w.deps.facts.put_fact(&fact("f2", "the team deploys on Mondays", &["UALICE", "UBOB"])).await.unwrap();
-        let note =
-            UserNote { channel: channel.clone(), user: alice.clone(), tags: vec!["cats".into()], ..Default::default() };
-        w.deps.facts.put_user_note(&note).await.unwrap();
+        w.deps.facts.note_reflection(&channel, &alice, &["cats".into()], "", now).await.unwrap();
         assert_eq!(w.deps.facts.profile(&alice).await.unwrap().map(|p| p.interactions), Some(2));
         // The workspace memory where a version before 2026-11-27 kept it (one item in the
         // channels table), naming her: the forget reads it, and its wipe deletes it.

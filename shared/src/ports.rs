@@ -352,8 +352,6 @@ pub trait FactStore: Send + Sync {
     async fn fact_channels(&self) -> PortResult<Vec<ChannelId>>;
     /// What kuuki noted about `user` in `channel` (notes never cross channels).
     async fn user_note(&self, channel: &ChannelId, user: &UserId) -> PortResult<Option<UserNote>>;
-    /// Stores a note, replacing the one for the same channel and person.
-    async fn put_user_note(&self, note: &UserNote) -> PortResult<()>;
     /// What a reflection noted about `user` in `channel`: `tags` added to theirs (a set:
     /// the order is not kept), `summary` replacing theirs unless empty, `at` the time.
     /// One write, nothing read: the note is made if there is none, and whatever else

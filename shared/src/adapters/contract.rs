@@ -534,21 +534,22 @@ pub async fn facts(store: &dyn FactStore) {
     let user = UserId("contract-user".into());
     let elsewhere = ChannelId("contract-elsewhere".into());
     assert_eq!(store.user_note(&ch, &user).await.unwrap(), None);
+    // A reflection's and an answer's notes, each without reading: tags added as a set
+    // (the same tag twice in one call too), the summary replaced unless empty, the
+    // topics replaced, neither losing the other's.
+    let tags = |tags: &[&str]| tags.iter().map(|t| t.to_string()).collect::<Vec<_>>();
+    store.note_reflection(&ch, &user, &tags(&["Rust", "Rust"]), "deploys", at(5)).await.unwrap();
     let note = UserNote {
         channel: ch.clone(),
         user: user.clone(),
         tags: vec!["Rust".into()],
         summary: "deploys".into(),
-        last_topics: vec!["deploy".into()],
+        last_topics: Vec::new(),
         updated_at: Some(at(5)),
     };
-    store.put_user_note(&note).await.unwrap();
     assert_eq!(store.user_note(&ch, &user).await.unwrap(), Some(note.clone()));
     assert_eq!(store.user_note(&elsewhere, &user).await.unwrap(), None, "notes stay in their channel");
     assert!(!store.fact_channels().await.unwrap().iter().any(|c| c.0.starts_with('#')), "notes are not a channel");
-    // A reflection's and an answer's notes, each without reading: tags added as a set,
-    // the summary replaced unless empty, the topics replaced, neither losing the other's.
-    let tags = |tags: &[&str]| tags.iter().map(|t| t.to_string()).collect::<Vec<_>>();
     store.note_reflection(&ch, &user, &tags(&["infra", "Rust"]), "fixed the lock", at(6)).await.unwrap();
     store.note_topics(&ch, &user, &tags(&["lock", "deploy"]), at(7)).await.unwrap();
     store.note_reflection(&ch, &user, &tags(&["infra"]), "", at(8)).await.unwrap();
@@ -569,6 +570,7 @@ pub async fn facts(store: &dyn FactStore) {
         (ch.clone(), newcomer.clone(), 0, tags(&["lunch"]))
     );
     store.delete_user_note(&ch, &newcomer).await.unwrap();
+    assert_eq!(store.user_note(&ch, &newcomer).await.unwrap(), None, "deleted whole");
     store.delete_user_note(&ch, &user).await.unwrap();
     store.delete_user_note(&ch, &user).await.unwrap();
     assert_eq!(store.user_note(&ch, &user).await.unwrap(), None);

@@ -382,9 +382,9 @@ impl FactItem {
 }
 
 /// The facts table's item for a person's note in a channel (scope `#notes#<channel>`):
-/// the note as JSON (`note`) when stored whole, and the parts a reflection or an answer
-/// updates on their own, without reading it (`tags` SS, added to; `summary`,
-/// `last_topics` L, `updated_at`), which win over the JSON's.
+/// the parts a reflection or an answer updates on their own, without reading it (`tags`
+/// SS, added to; `summary`, `last_topics` L, `updated_at`), and, in items written before
+/// 2026-11-27, the note as JSON (`note`), which they win over.
 #[derive(Serialize, Deserialize)]
 struct NoteItem {
     scope: String,
@@ -1568,19 +1568,6 @@ impl FactStore for DynamoStore {
         Ok(out.item.map(from_item::<NoteItem>).transpose()?.map(|item| item.into_note(channel, user)))
     }
 
-    async fn put_user_note(&self, note: &UserNote) -> PortResult<()> {
-        let item = NoteItem {
-            scope: notes_scope(&note.channel),
-            id: note.user.0.to_string(),
-            note: Some(note.clone()),
-            tags: None,
-            summary: None,
-            last_topics: None,
-            updated_at: None,
-        };
-        self.put_facts_item(&item, "put user note").await
-    }
-
     async fn note_reflection(
         &self,
         channel: &ChannelId,
@@ -1605,12 +1592,15 @@ impl FactStore for DynamoStore {
                 .expression_attribute_values(":summary", s(summary));
         }
         let mut expression = format!("SET {}", set.join(", "));
-        // An empty set cannot be stored.
+        // A set given twice the same string, or none, is refused.
+        let mut tags = tags.to_vec();
+        tags.sort();
+        tags.dedup();
         if !tags.is_empty() {
             expression.push_str(" ADD #tags :tags");
             request = request
                 .expression_attribute_names("#tags", "tags")
-                .expression_attribute_values(":tags", AttributeValue::Ss(tags.to_vec()));
+                .expression_attribute_values(":tags", AttributeValue::Ss(tags));
         }
         request.update_expression(expression).send().await.map_err(backend("note a reflection"))?;
         Ok(())

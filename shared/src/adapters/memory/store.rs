@@ -758,11 +758,6 @@ impl FactStore for MemoryStore {
         Ok(self.lock().notes.get(&(channel.clone(), user.clone())).cloned())
     }
 
-    async fn put_user_note(&self, note: &UserNote) -> PortResult<()> {
-        self.lock().notes.insert((note.channel.clone(), note.user.clone()), note.clone());
-        Ok(())
-    }
-
     async fn note_reflection(
         &self,
         channel: &ChannelId,
