@@ -110,7 +110,7 @@ settings_doc! {
     "SUMMARIZE_QUEUE_ARN", "", "ARN of the SUMMARIZE queue (the scheduler's target).";
     "REFLECT_QUEUE_ARN", "", "ARN of the REFLECT queue (the scheduler's target).";
     "FORGET_QUEUE_ARN", "", "ARN of the FORGET queue (the scheduler's target).";
-    "FACTS_TABLE", "kuuki-facts", "DynamoDB table of facts and notes about people (long-term memory).";
+    "FACTS_TABLE", "kuuki-facts", "DynamoDB table of facts, notes about people and their counters, and the workspace memory (long-term memory).";
     "SCHEDULE_GROUP", "kuuki", "EventBridge Scheduler group of one-time schedules.";
     "SCHEDULER_ROLE_ARN", "", "Role EventBridge Scheduler assumes to send to the queues.";
 }

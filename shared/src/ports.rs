@@ -325,7 +325,8 @@ pub trait ChannelStateStore: Send + Sync {
     /// Forgets a queued or deferred `task`, leaving the memory as it is.
     async fn clear_marks(&self, channel: &ChannelId, task: MemoryTask) -> PortResult<()>;
     /// The workspace memory with every channel's one-line memory (most recently updated
-    /// first), read together (DynamoDB: one Query).
+    /// first), read together (DynamoDB: one Query, and a GetItem of the item it was
+    /// kept in before until the memory is written anew).
     async fn workspace_memory(&self) -> PortResult<WorkspaceMemory>;
     /// Stores the history and recent events; the channel lines are left as they are.
     async fn set_workspace_memory(&self, memory: WorkspaceMemory) -> PortResult<()>;

@@ -607,6 +607,8 @@ impl Fact {
 pub struct UserNote {
     pub channel: ChannelId,
     pub user: UserId,
+    /// What reflections noted about them, each once (added as a set: DynamoDB keeps no
+    /// order, and gives the tags added since 2026-11-27 sorted after older ones).
     pub tags: Vec<String>,
     /// The last conversation with them, as reflection summed it up.
     pub summary: String,
