@@ -165,6 +165,7 @@ async fn the_old_workspace_item_is_read_until_the_memory_is_written_anew_and_the
     assert_eq!(store.workspace_memory().await.unwrap(), WorkspaceMemory::default(), "nothing anywhere yet");
     write_old().await;
     assert_eq!(store.workspace_memory().await.unwrap(), old, "the old memory is read, its lines are not");
+    assert_eq!(store.workspace_memory_without_lines().await.unwrap(), old, "also alone");
     let line = ChannelLine { channel: ChannelId("C-new".into()), line: "new news".into(), updated_at: at(60) };
     store.set_channel_line(&line.channel, Some(line.clone())).await.unwrap();
     let read = other.workspace_memory().await.unwrap();
@@ -186,6 +187,7 @@ async fn the_old_workspace_item_is_read_until_the_memory_is_written_anew_and_the
     // memory written anew wins over it, and the next write deletes it again.
     write_old().await;
     assert_eq!(store.workspace_memory().await.unwrap(), read, "the memory written anew wins");
+    assert_eq!(store.workspace_memory_without_lines().await.unwrap(), WorkspaceMemory::default(), "also alone");
     let fresh = WorkspaceMemory { history: "fresh".into(), updated_at: Some(at(120)), ..WorkspaceMemory::default() };
     store.set_workspace_memory(fresh.clone()).await.unwrap();
     assert_eq!(old_item().await, None, "deleted again");
@@ -1509,7 +1511,7 @@ const RULES_ONLY: Costing = Costing {
 /// read served each job, 6.0 before interventions were written without a read). With
 /// the memory work (one summary and one reflection for these ten messages, 1.8 calls a
 /// message, 2.0 before the facts were read once and the note about a person written
-/// without reading it) 7.6 calls. AWS $0.00704 a thousand
+/// without reading it) 7.6 calls. AWS $0.00703 a thousand
 /// messages with the memory work ($0.00773 before each channel's line in the workspace
 /// memory had an item of its own), $0.00522
 /// without, Lambda's wait for the model (one generation, a reflection and a summary)
@@ -1561,7 +1563,7 @@ const RULES_ONLY_IN_BUSY_THREADS: Costing = Costing {
 /// the last summary, the claim and its completion, the new memory (read first), the
 /// channel's line in the workspace memory (an item of its own: 1 write unit, 12 when
 /// every channel's line shared one item, before 2026-11-27), the workspace memory
-/// (refreshed only once in four summary periods, not here). The reflection: the newest messages, the state, the messages
+/// without the lines (a GetItem; refreshed only once in four summary periods, not here). The reflection: the newest messages, the state, the messages
 /// since its watermark, the claim and its completion, the facts (once: each write finds
 /// its fact as read, or merges again; read again after the model's answer before
 /// 2026-11-27), whether a speaker asked to be forgotten meanwhile (all at once),
@@ -1571,9 +1573,9 @@ const RULES_ONLY_IN_BUSY_THREADS: Costing = Costing {
 /// without reading the channel's item first.
 const MEMORY_WORK: &[(&str, f64)] = &[
     ("dynamodb.BatchGetItem", 0.3),
-    ("dynamodb.GetItem", 0.1),
+    ("dynamodb.GetItem", 0.2),
     ("dynamodb.PutItem", 0.4),
-    ("dynamodb.Query", 0.5),
+    ("dynamodb.Query", 0.4),
     ("dynamodb.UpdateItem", 0.5),
 ];
 
@@ -1582,7 +1584,7 @@ const MEMORY_WORK: &[(&str, f64)] = &[
 /// memory marks. The marks vary by a call or two from run to run (the jobs of one batch
 /// run together, so two may both try a summary's mark the state did not show yet, and
 /// both queue it): 7.9 to 8.2 calls and $0.0063-0.0067 in 8 runs without the memory
-/// work, 9.7 to 10.2 and $0.0085-0.0091 with it and with Lambda's wait for the model
+/// work, 9.6 to 10.2 and $0.0085-0.0091 with it and with Lambda's wait for the model
 /// (5 runs; $0.0092-0.0098 before each channel's line had an item of its own);
 /// ceilings a mark and a job above that. 8.6 to 8.9 calls and $0.0069-0.0073 with a reflection queued by each
 /// judgment, 9.2-9.5 calls before the page before the window (those jobs not counted).
@@ -1603,9 +1605,9 @@ const WITH_AN_LLM_IN_BUSY_THREADS: Costing = Costing {
     // it reads the state and finds nothing new, and writes nothing (no mark is left).
     memory: &[
         ("dynamodb.BatchGetItem", 0.4),
-        ("dynamodb.GetItem", 0.1),
+        ("dynamodb.GetItem", 0.2),
         ("dynamodb.PutItem", 0.4),
-        ("dynamodb.Query", 0.6),
+        ("dynamodb.Query", 0.5),
         ("dynamodb.UpdateItem", 0.5),
     ],
     calls: 10.9,

@@ -328,6 +328,9 @@ pub trait ChannelStateStore: Send + Sync {
     /// first), read together (DynamoDB: one Query, and a GetItem of the item it was
     /// kept in before until the memory is written anew).
     async fn workspace_memory(&self) -> PortResult<WorkspaceMemory>;
+    /// The workspace memory without the channels' lines (what its refresh and a forget
+    /// read): one small read, however many channels there are.
+    async fn workspace_memory_without_lines(&self) -> PortResult<WorkspaceMemory>;
     /// Stores the history and recent events; the channel lines are left as they are.
     async fn set_workspace_memory(&self, memory: WorkspaceMemory) -> PortResult<()>;
     /// Sets `channel`'s one-line memory in the workspace memory, or removes it (`None`:

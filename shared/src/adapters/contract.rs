@@ -427,6 +427,7 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     store.set_reflection_watermark(&ch, Ts::from_timestamp(at(650))).await.unwrap();
     assert_eq!(store.channel_state(&ch).await.unwrap().reflection_watermark, Some(Ts::from_timestamp(at(650))));
     assert_eq!(store.workspace_memory().await.unwrap(), WorkspaceMemory::default());
+    assert_eq!(store.workspace_memory_without_lines().await.unwrap(), WorkspaceMemory::default());
     let workspace = WorkspaceMemory {
         history: "a team".into(),
         recent_events: "a release".into(),
@@ -448,6 +449,7 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     let read = store.workspace_memory().await.unwrap();
     assert_eq!(read.channel_lines, vec![line("dev", 1300), line("ops", 1200)]);
     assert_eq!(WorkspaceMemory { channel_lines: Vec::new(), ..read }, workspace);
+    assert_eq!(store.workspace_memory_without_lines().await.unwrap(), workspace, "the memory alone");
 }
 
 /// Facts per channel, replaced by id, deleted; notes about people.

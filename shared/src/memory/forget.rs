@@ -416,7 +416,7 @@ pub async fn forget_user(
         // Done here: the mark expires at once.
         deps.ledger.cache_put(&working_here, "", deps.clock.now()).await?;
     }
-    let workspace = deps.channels.workspace_memory().await?;
+    let workspace = deps.channels.workspace_memory_without_lines().await?;
     if mentions(&workspace.history) || mentions(&workspace.recent_events) {
         // Made anew from the channel memories at the next summary.
         deps.channels.set_workspace_memory(WorkspaceMemory::default()).await?;

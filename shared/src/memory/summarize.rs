@@ -230,7 +230,7 @@ async fn summarize_claimed(
 /// `WORKSPACE_PERIODS` summary periods. Returns whether it did.
 async fn refresh_workspace(deps: &Deps, channel: &ChannelId, memory: &ChannelMemory) -> PortResult<bool> {
     let Some(llm) = &deps.llm else { return Ok(false) };
-    let workspace = deps.channels.workspace_memory().await?;
+    let workspace = deps.channels.workspace_memory_without_lines().await?;
     let now = deps.clock.now();
     let period =
         Duration::from_secs(u64::from(deps.settings.summarize_every_n_minutes) * 60 * u64::from(WORKSPACE_PERIODS));

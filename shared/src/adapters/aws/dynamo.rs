@@ -1401,6 +1401,14 @@ impl ChannelStateStore for DynamoStore {
         Ok(WorkspaceMemory { channel_lines: crate::adapters::memory::newest_first(lines), ..memory })
     }
 
+    async fn workspace_memory_without_lines(&self) -> PortResult<WorkspaceMemory> {
+        let out = self.get_facts_item(WORKSPACE_SCOPE, WORKSPACE_MEMORY_ID, "get workspace memory").await?;
+        match out.item {
+            Some(item) => Ok(from_item::<WorkspaceMemoryItem>(item)?.workspace),
+            None => self.legacy_workspace_memory().await,
+        }
+    }
+
     async fn set_workspace_memory(&self, memory: WorkspaceMemory) -> PortResult<()> {
         // The item the memory was kept in before (read while the one below is missing)
         // goes first, at every write (once an hour at most, and one unit): a forget's

@@ -680,6 +680,10 @@ impl ChannelStateStore for MemoryStore {
         })
     }
 
+    async fn workspace_memory_without_lines(&self) -> PortResult<WorkspaceMemory> {
+        Ok(self.lock().workspace.clone())
+    }
+
     async fn set_workspace_memory(&self, memory: WorkspaceMemory) -> PortResult<()> {
         self.lock().workspace = WorkspaceMemory { channel_lines: Vec::new(), ..memory };
         Ok(())
