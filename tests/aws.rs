@@ -201,6 +201,40 @@ async fn the_old_workspace_item_is_read_until_the_memory_is_written_anew_and_the
     assert_eq!(store.workspace_memory().await.unwrap(), fresh, "a line is removed on its own");
 }
 
+/// A write of the workspace memory that dies after deleting the old item (its own write
+/// fails: here a facts table that is not there) leaves no copy of the old memory: what
+/// is read then is none, not the old text, and the write made again stores the memory.
+#[tokio::test]
+async fn a_workspace_memory_write_that_dies_halfway_leaves_no_old_copy() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use kuuki::domain::WorkspaceMemory;
+    use kuuki::ports::ChannelStateStore;
+    let Some((dynamo, _)) = emulators("a_workspace_memory_write_that_dies_halfway_leaves_no_old_copy") else { return };
+    let (client, tables) = fresh_tables(&dynamo).await;
+    let store_on = |tables: TableNames| {
+        let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
+        DynamoStore::new(client.clone(), tables, clock, Duration::from_secs(3650 * 86_400))
+    };
+    let old = WorkspaceMemory { history: "UALICE has a cat named Miso".into(), ..WorkspaceMemory::default() };
+    client
+        .put_item()
+        .table_name(&tables.channels)
+        .item("channel", AttributeValue::S("#workspace".into()))
+        .item("workspace", AttributeValue::S(serde_json::to_string(&old).unwrap()))
+        .send()
+        .await
+        .unwrap();
+    let store = store_on(tables.clone());
+    assert_eq!(store.workspace_memory_without_lines().await.unwrap(), old);
+    let dying = store_on(TableNames { facts: unique("no-such-facts"), ..tables.clone() });
+    assert!(dying.set_workspace_memory(WorkspaceMemory::default()).await.is_err(), "its write fails");
+    assert_eq!(store.workspace_memory_without_lines().await.unwrap(), WorkspaceMemory::default(), "no old copy");
+    assert_eq!(store.workspace_memory().await.unwrap(), WorkspaceMemory::default());
+    let again = WorkspaceMemory { history: "a team".into(), ..WorkspaceMemory::default() };
+    store.set_workspace_memory(again.clone()).await.unwrap();
+    assert_eq!(store.workspace_memory_without_lines().await.unwrap(), again, "the write made again stores it");
+}
+
 /// A fact stored before facts had revisions (no `rev`): read as revision 0, a write
 /// conditional on that goes through once, and not after another write came between.
 #[tokio::test]
