@@ -511,6 +511,19 @@ impl DynamoStore {
             .map_err(backend(what))
     }
 
+    /// An update of `user`'s note in `channel` (made if there is none).
+    fn note_update(
+        &self,
+        channel: &ChannelId,
+        user: &UserId,
+    ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
+        self.client
+            .update_item()
+            .table_name(&self.tables.facts)
+            .key("scope", s(notes_scope(channel)))
+            .key("id", s(&*user.0))
+    }
+
     /// A channel's facts with their revisions.
     async fn facts_of(&self, channel: &ChannelId, consistent: bool) -> PortResult<Vec<(Fact, FactRevision)>> {
         let mut facts = Vec::new();
@@ -1585,11 +1598,7 @@ impl FactStore for DynamoStore {
         at: Timestamp,
     ) -> PortResult<()> {
         let mut request = self
-            .client
-            .update_item()
-            .table_name(&self.tables.facts)
-            .key("scope", s(notes_scope(channel)))
-            .key("id", s(&*user.0))
+            .note_update(channel, user)
             .expression_attribute_names("#at", "updated_at")
             .expression_attribute_values(":at", n(at.0));
         let mut set = vec!["#at = :at"];
@@ -1622,11 +1631,7 @@ impl FactStore for DynamoStore {
         at: Timestamp,
     ) -> PortResult<()> {
         let topics = AttributeValue::L(topics.iter().map(|t| s(t.as_str())).collect());
-        self.client
-            .update_item()
-            .table_name(&self.tables.facts)
-            .key("scope", s(notes_scope(channel)))
-            .key("id", s(&*user.0))
+        self.note_update(channel, user)
             .update_expression("SET #topics = :topics, #at = :at")
             .expression_attribute_names("#topics", "last_topics")
             .expression_attribute_names("#at", "updated_at")

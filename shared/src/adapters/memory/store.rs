@@ -700,6 +700,13 @@ impl ChannelStateStore for MemoryStore {
     }
 }
 
+/// Stores `fact` with a new revision, replacing the one with its id.
+fn store_fact(inner: &mut Inner, fact: &Fact) {
+    inner.fact_revisions += 1;
+    let revision = inner.fact_revisions;
+    slot(&mut inner.facts, &fact.channel).insert(fact.id.clone(), (fact.clone(), revision));
+}
+
 /// `user`'s note in `channel`, made empty if there is none.
 fn note_of<'a>(inner: &'a mut Inner, channel: &ChannelId, user: &UserId) -> &'a mut UserNote {
     inner.notes.entry((channel.clone(), user.clone())).or_insert_with(|| UserNote {
@@ -728,10 +735,7 @@ impl FactStore for MemoryStore {
     }
 
     async fn put_fact(&self, fact: &Fact) -> PortResult<()> {
-        let mut inner = self.lock();
-        inner.fact_revisions += 1;
-        let revision = inner.fact_revisions;
-        slot(&mut inner.facts, &fact.channel).insert(fact.id.clone(), (fact.clone(), revision));
+        store_fact(&mut self.lock(), fact);
         Ok(())
     }
 
@@ -741,9 +745,7 @@ impl FactStore for MemoryStore {
         if stored != read || self.refused_fact_writes.take() {
             return Ok(false);
         }
-        inner.fact_revisions += 1;
-        let revision = inner.fact_revisions;
-        slot(&mut inner.facts, &fact.channel).insert(fact.id.clone(), (fact.clone(), revision));
+        store_fact(&mut inner, fact);
         Ok(true)
     }
 
