@@ -142,13 +142,14 @@ fn each_worker_runs_its_own_kind_and_sends_only_where_its_jobs_go() {
     // What each function queues: ingress a judgment, an answer, a REMEMBER or a FORGET;
     // a judgment itself again (a wait), an answer and the memory triggers; an answer
     // and REMEMBER the memory triggers (a summary, a reflection); a FORGET the
-    // summaries of the channels it touched, a lull's reflection itself again.
+    // summaries of the channels it touched and its own second look (a FORGET_LATE on
+    // the forget queue), a lull's reflection itself again.
     let sends = [
         ("IngressFunction", vec![JobKind::Judge, JobKind::Respond, JobKind::Summarize, JobKind::Forget]),
         ("JudgeFunction", vec![JobKind::Judge, JobKind::Respond, JobKind::Summarize, JobKind::Reflect]),
         ("RespondFunction", vec![JobKind::Summarize, JobKind::Reflect]),
         ("SummarizeFunction", vec![JobKind::Summarize, JobKind::Reflect]),
-        ("ReflectFunction", vec![JobKind::Summarize, JobKind::Reflect]),
+        ("ReflectFunction", vec![JobKind::Summarize, JobKind::Reflect, JobKind::Forget]),
     ];
     for (name, kinds) in sends {
         let expected: BTreeSet<String> = kinds.into_iter().map(queue_of).collect();

@@ -926,6 +926,78 @@ async fn a_reflection_that_outlasts_a_forget_keeps_nothing_of_the_person() {
     assert!(w.store.user_note(&channel, &kuuki::domain::UserId("UBOB".into())).await.unwrap().is_some());
 }
 
+/// Work that read Alice's messages before her forget and wrote after the forget had
+/// looked at the channel (a reflection that checked the forget marks just before the
+/// forget set them, an answer noting her topics) is caught by the forget's second look,
+/// once every job that could still be running has ended: what was learned from what she
+/// wrote before the forget goes, and her note; a fact learned only from what she wrote
+/// after it stays (she spoke again), as does what Bob taught. The second look answers
+/// nobody and is logged as a forget of its own.
+#[tokio::test]
+async fn a_forgets_second_look_removes_what_work_in_flight_wrote_after_it_looked() {
+    use kuuki::domain::UserId;
+    use kuuki::ports::FactStore;
+    let w = SlackWorld::start(&[], true).await;
+    slack_refuses_answers_then_takes_them(&w, 0, 0).await;
+    let channel = ChannelId(CH.into());
+    let alice = UserId("UALICE".into());
+    w.send_event(message(CH, "UALICE", "my cat is Miso", &w.ts(0, 1)), &[]).await;
+    w.run_for(60.0).await;
+    command(&w, "forget-me").await;
+    w.run_for(5.0).await;
+    assert_eq!(answers_sent(&w).await.len(), 1, "the forget is done and answered");
+    assert_eq!(forget_lines(&w), 1);
+    let learned = |content: &str, sources: &[&str], from: Ts| kuuki::domain::Fact {
+        source_messages: vec![from],
+        ..taught(&w, &channel, content, sources)
+    };
+    let before = Ts::new(w.ts(0, 1));
+    let since = Ts::from_timestamp(w.clock.now() + std::time::Duration::from_secs(1));
+    for fact in [
+        learned("her cat is called Miso", &["UALICE"], before.clone()),
+        learned("the team deploys on Mondays", &["UALICE", "UBOB"], before.clone()),
+        learned("standups are at ten", &["UBOB"], before.clone()),
+        learned("the office moves in May", &["UALICE"], since),
+    ] {
+        w.store.put_fact(&fact).await.unwrap();
+    }
+    w.store.note_reflection(&channel, &alice, &["cats".into()], "has a cat", w.clock.now()).await.unwrap();
+    let contents = async || {
+        let mut facts: Vec<(String, Vec<String>)> =
+            w.store.facts(&channel).await.unwrap().into_iter().map(|f| (f.content, f.source_users)).collect();
+        facts.sort();
+        facts
+    };
+    let fact = |content: &str, sources: &[&str]| (content.to_owned(), sources.iter().map(|s| s.to_string()).collect());
+
+    // Not before every job that read before the forget has ended.
+    let lease = w.deps.budget.claim_lease().as_secs_f64();
+    w.run_for(lease - 10.0).await;
+    assert_eq!(contents().await.len(), 4, "still there while work that read before the forget may run");
+    w.run_for(20.0).await;
+    assert_eq!(
+        contents().await,
+        [
+            fact("standups are at ten", &["UBOB"]),
+            fact("the office moves in May", &["UALICE"]),
+            fact("the team deploys on Mondays", &["UBOB"]),
+        ]
+    );
+    assert!(w.store.user_note(&channel, &alice).await.unwrap().is_none(), "her note went too");
+    assert_eq!(answers_sent(&w).await.len(), 1, "the second look answers nobody");
+    let events = w.log.take();
+    let looks: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Forget { facts_removed, facts_edited, notes, messages, .. } => {
+                Some((*messages, *facts_removed, *facts_edited, *notes))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(looks, [(0, 1, 1, 1)], "one fact removed, one edited, the note");
+}
+
 /// A reflection whose fact writes find the facts changed meanwhile (another write came
 /// between: a forget's edit, a twin's reflection, the sweep's delete) merges what those
 /// writes carried into the facts as they are then: each fact counted once, none lost.

@@ -185,7 +185,7 @@ impl JobKind {
             // Runs on the summarize worker; it asks no model itself.
             Job::Summarize { .. } | Job::Remember { .. } => JobKind::Summarize,
             Job::Reflect { .. } | Job::SweepFacts => JobKind::Reflect,
-            Job::Forget { .. } => JobKind::Forget,
+            Job::Forget { .. } | Job::ForgetLate { .. } => JobKind::Forget,
         }
     }
 

@@ -35,6 +35,18 @@ pub async fn run_job(deps: &Deps, job: &Job) -> PortResult<()> {
         Job::Forget { channel, user, whom, ts, reply, server } => {
             crate::memory::forget::carry_out(deps, channel, user, whom, ts, reply, server.as_deref()).await
         }
+        Job::ForgetLate { channel, ts, user, name, channels, server, until } => {
+            let late = crate::memory::forget::Late {
+                channel,
+                ts,
+                user,
+                name,
+                channels,
+                server: server.as_deref(),
+                until: *until,
+            };
+            crate::memory::forget::look_again(deps, &late).await
+        }
     }
 }
 
@@ -65,7 +77,7 @@ impl Pool {
             Job::Respond { .. } | Job::Open { .. } => Pool::RespondAmbient,
             Job::Judge { .. } => Pool::Judge,
             Job::Summarize { .. } | Job::Reflect { .. } | Job::SweepFacts | Job::Remember { .. } => Pool::Memory,
-            Job::Forget { .. } => Pool::Forget,
+            Job::Forget { .. } | Job::ForgetLate { .. } => Pool::Forget,
         }
     }
 

@@ -371,6 +371,24 @@ pub enum Job {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         server: Option<String>,
     },
+    /// A forget's second look, queued by the forget for a claim lease after it ended:
+    /// work that read the person's messages before it and wrote after it looked (a
+    /// reflection's facts and notes, an answer's topics) has ended by then, and what it
+    /// wrote of them goes. Answers nobody.
+    ForgetLate {
+        /// Where the forget was asked, and when (the request's own `ts`).
+        channel: ChannelId,
+        ts: Ts,
+        user: UserId,
+        /// The display name the forget looked for (older facts name people by it).
+        name: String,
+        /// The channels the forget reached, and its bound (as [`Job::Forget`]'s).
+        channels: Vec<ChannelId>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        server: Option<String>,
+        /// When the forget ended: a fact learned only from messages after it stays.
+        until: Timestamp,
+    },
 }
 
 /// The one Slack workspace a deployment serves, as the reach of a Slack admin's forget
@@ -445,11 +463,16 @@ impl JobEnvelope {
     /// The newest version this build reads. 2: a FORGET bounded to one server or
     /// workspace, which a build from before the bound would carry out everywhere (it
     /// ignores a field it does not know), so it must refuse it and leave it for a newer
-    /// worker instead.
-    pub const NEWEST: u32 = 2;
+    /// worker instead. 3: a forget's second look ([`Job::ForgetLate`]), which a build
+    /// from before it cannot read.
+    pub const NEWEST: u32 = 3;
 
     pub fn new(job: Job) -> Self {
-        let v = if matches!(job, Job::Forget { server: Some(_), .. }) { Self::NEWEST } else { Self::VERSION };
+        let v = match job {
+            Job::ForgetLate { .. } => Self::NEWEST,
+            Job::Forget { server: Some(_), .. } => 2,
+            _ => Self::VERSION,
+        };
         Self { v, job }
     }
 }
@@ -464,7 +487,10 @@ impl Job {
             | Job::Respond { thread, .. }
             | Job::Remember { thread, .. }
             | Job::Open { thread, .. } => &thread.channel,
-            Job::Summarize { channel, .. } | Job::Reflect { channel, .. } | Job::Forget { channel, .. } => channel,
+            Job::Summarize { channel, .. }
+            | Job::Reflect { channel, .. }
+            | Job::Forget { channel, .. }
+            | Job::ForgetLate { channel, .. } => channel,
         }
     }
 
@@ -475,9 +501,10 @@ impl Job {
             | Job::Respond { thread, .. }
             | Job::Remember { thread, .. }
             | Job::Open { thread, .. } => thread.clone(),
-            Job::Summarize { channel, .. } | Job::Reflect { channel, .. } | Job::Forget { channel, .. } => {
-                ThreadKey::top_level(channel.clone())
-            }
+            Job::Summarize { channel, .. }
+            | Job::Reflect { channel, .. }
+            | Job::Forget { channel, .. }
+            | Job::ForgetLate { channel, .. } => ThreadKey::top_level(channel.clone()),
             Job::SweepFacts => ThreadKey::top_level(self.channel().clone()),
         }
     }
@@ -492,7 +519,8 @@ impl Job {
             | Job::Reflect { ts, .. }
             | Job::Remember { ts, .. }
             | Job::Open { ts, .. }
-            | Job::Forget { ts, .. } => ts,
+            | Job::Forget { ts, .. }
+            | Job::ForgetLate { ts, .. } => ts,
         }
     }
 
@@ -501,7 +529,7 @@ impl Job {
         let thread = self.thread();
         // A forget request is one person's: two asked at once are two requests.
         let root = match self {
-            Job::Forget { user, .. } => user.as_str(),
+            Job::Forget { user, .. } | Job::ForgetLate { user, .. } => user.as_str(),
             _ => thread.root.as_ref().map(Ts::as_str).unwrap_or("-"),
         };
         let kind = match self {
@@ -513,6 +541,7 @@ impl Job {
             Job::SweepFacts => "sweep_facts",
             Job::Open { .. } => "open",
             Job::Forget { .. } => "forget",
+            Job::ForgetLate { .. } => "forget_late",
         };
         format!("{kind}:{}:{root}:{}", thread.channel, self.ts())
     }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use super::keywords::contains_phrase;
 use crate::deps::Deps;
 use crate::domain::{
-    ChannelId, ChannelMemory, CommandReply, EventKind, Job, SLACK_WORKSPACE, Ts, UserId, WorkspaceMemory,
+    ChannelId, ChannelMemory, CommandReply, EventKind, Job, SLACK_WORKSPACE, Timestamp, Ts, UserId, WorkspaceMemory,
     discord_server, is_discord_id,
 };
 use crate::ports::{ClaimOutcome, PortError, PortResult};
@@ -376,24 +376,7 @@ pub async fn forget_user(
         deps.ledger.cache_put(&working_here, "1", deps.clock.now() + FORGOTTEN_KEEP).await?;
         let messages = deps.messages.delete_messages_by(channel, user).await?;
         done.messages += messages;
-        for mut fact in deps.facts.facts(channel).await? {
-            if !fact.is_from(user, &name) && !mentions(&fact.content) {
-                continue;
-            }
-            fact.source_users.retain(|u| **u != *user.0 && u != &name);
-            // A fact that names them cannot be edited safely; it goes with them.
-            if fact.source_users.is_empty() || mentions(&fact.content) {
-                deps.facts.delete_fact(channel, &fact.id).await?;
-                done.facts_removed += 1;
-            } else {
-                deps.facts.put_fact(&fact).await?;
-                done.facts_edited += 1;
-            }
-        }
-        if deps.facts.user_note(channel, user).await?.is_some() {
-            deps.facts.delete_user_note(channel, user).await?;
-            done.notes += 1;
-        }
+        done = done + forget_facts_and_note(deps, channel, user, &name, |_| true).await?;
         let state = deps.channels.channel_state(channel).await?;
         let memory = &state.memory;
         let in_memory =
@@ -416,11 +399,7 @@ pub async fn forget_user(
         // Done here: the mark expires at once.
         deps.ledger.cache_put(&working_here, "", deps.clock.now()).await?;
     }
-    let workspace = deps.channels.workspace_memory_without_lines().await?;
-    if mentions(&workspace.history) || mentions(&workspace.recent_events) {
-        // Made anew from the channel memories at the next summary.
-        deps.channels.set_workspace_memory(WorkspaceMemory::default()).await?;
-    }
+    forget_in_workspace_memory(deps, user, &name).await?;
     if profile.is_some() && wrote_elsewhere {
         done.profile_kept = true;
     } else if profile.is_some() {
@@ -428,7 +407,117 @@ pub async fn forget_user(
         done.profile = true;
     }
     mark_forgotten(deps, user, &name, true).await?;
+    // Queued after the mark: a run that dies before this is run again whole (its
+    // request is not finished), and queues it then.
+    let late = Job::ForgetLate {
+        channel: requested_in.clone(),
+        ts: Ts::from_timestamp(deps.clock.now()),
+        user: user.clone(),
+        name,
+        channels,
+        server: server.map(str::to_owned),
+        until: deps.clock.now(),
+    };
+    deps.enqueue_after(late, deps.budget.claim_lease()).await?;
     Ok(done)
+}
+
+/// Removes from `channel`'s facts what came from `user` (display name `name`) or names
+/// them, among the facts `learned_before` says yes to, and their note there.
+async fn forget_facts_and_note(
+    deps: &Deps,
+    channel: &ChannelId,
+    user: &UserId,
+    name: &str,
+    learned_before: impl Fn(&crate::domain::Fact) -> bool,
+) -> PortResult<Forgotten> {
+    let mut done = Forgotten::default();
+    let mentions = |text: &str| names_person(text, user, name);
+    for mut fact in deps.facts.facts(channel).await? {
+        if !(fact.is_from(user, name) || mentions(&fact.content)) || !learned_before(&fact) {
+            continue;
+        }
+        fact.source_users.retain(|u| **u != *user.0 && u != name);
+        // A fact that names them cannot be edited safely; it goes with them.
+        if fact.source_users.is_empty() || mentions(&fact.content) {
+            deps.facts.delete_fact(channel, &fact.id).await?;
+            done.facts_removed += 1;
+        } else {
+            deps.facts.put_fact(&fact).await?;
+            done.facts_edited += 1;
+        }
+    }
+    if deps.facts.user_note(channel, user).await?.is_some() {
+        deps.facts.delete_user_note(channel, user).await?;
+        done.notes += 1;
+    }
+    Ok(done)
+}
+
+async fn forget_in_workspace_memory(deps: &Deps, user: &UserId, name: &str) -> PortResult<()> {
+    let workspace = deps.channels.workspace_memory_without_lines().await?;
+    let mentions = |text: &str| names_person(text, user, name);
+    if mentions(&workspace.history) || mentions(&workspace.recent_events) {
+        // Made anew from the channel memories at the next summary.
+        deps.channels.set_workspace_memory(WorkspaceMemory::default()).await?;
+    }
+    Ok(())
+}
+
+/// A forget's second look ([`Job::ForgetLate`]).
+pub struct Late<'a> {
+    pub channel: &'a ChannelId,
+    pub ts: &'a Ts,
+    pub user: &'a UserId,
+    pub name: &'a str,
+    pub channels: &'a [ChannelId],
+    pub server: Option<&'a str>,
+    pub until: Timestamp,
+}
+
+/// Runs a forget's second look: the forget marked the person before it began, and
+/// memory work checks that mark before it writes, but work that checked just before
+/// the mark and wrote after the forget had looked at that channel (a reflection's new
+/// fact or note, an answer's topics) is only caught by looking again once every such
+/// job has ended. Facts learned only from messages written after the forget stay (the
+/// person spoke again); their notes go whatever wrote them, since a note does not say
+/// which messages it came from. Safe to repeat; recorded only when it removed
+/// something.
+pub async fn look_again(deps: &Deps, late: &Late<'_>) -> PortResult<()> {
+    let Late { channel, ts, user, name, channels, server, until } = *late;
+    let key = format!("forget-late:{channel}:{user}:{ts}");
+    let now = deps.clock.now();
+    match deps.ledger.claim(&key, now, deps.budget.claim_lease()).await? {
+        ClaimOutcome::Completed => return Ok(()),
+        ClaimOutcome::InProgress { until } => return Err(ClaimOutcome::busy(&key, until, now)),
+        ClaimOutcome::Claimed | ClaimOutcome::Resumed => {}
+    }
+    let looked = async {
+        // A fact without its messages (stored before they were kept) is taken as old.
+        let learned_before = |fact: &crate::domain::Fact| {
+            fact.source_messages.is_empty()
+                || fact.source_messages.iter().any(|m| m.posted_at().is_none_or(|at| at < until))
+        };
+        let mut done = Forgotten::default();
+        for each in channels {
+            done = done + forget_facts_and_note(deps, each, user, name, learned_before).await?;
+        }
+        forget_in_workspace_memory(deps, user, name).await?;
+        if done != Forgotten::default() {
+            tracing::info!(%user, ?done, "a forget's second look removed what work in flight wrote of them");
+            record_forgotten(deps, channel, user, &done, server);
+        }
+        Ok(())
+    };
+    match looked.await {
+        Ok(()) => deps.ledger.complete(&key, deps.clock.now(), REQUEST_KEEP).await,
+        Err(error) => {
+            if let Err(release) = deps.ledger.release(&key).await {
+                tracing::warn!(error = %release, %key, "could not release a forget's second look");
+            }
+            Err(error)
+        }
+    }
 }
 
 /// The decision record of a forget request: who, asked where, and what went.

@@ -394,6 +394,24 @@ mod tests {
         let body = encode_job(&bounded);
         assert!(body.starts_with(r#"{"v":2,"job":"forget","#), "{body}");
         assert_eq!(decode_job(&body), Ok(bounded));
+        // A forget's second look goes to the forget queue as version 3: a build from
+        // before it refuses it by its version and leaves it for a newer worker.
+        let late = Job::ForgetLate {
+            channel: ChannelId("C1".into()),
+            ts: crate::domain::Ts::new("1.000001"),
+            user: crate::domain::UserId("U1".into()),
+            name: "alice".into(),
+            channels: vec![ChannelId("C1".into()), ChannelId("C2".into())],
+            server: Some("41771983423143937".into()),
+            until: crate::domain::Timestamp(1_000_000),
+        };
+        let body = encode_job(&late);
+        assert!(body.starts_with(r#"{"v":3,"job":"forget_late","#), "{body}");
+        assert_eq!(decode_job(&body), Ok(late.clone()));
+        assert_eq!(urls.for_job(&late), urls.forget.as_str());
+        assert!(JobKind::Forget.runs(&late) && JobKind::Reflect.runs(&late) && !JobKind::Judge.runs(&late));
+        assert_eq!(crate::worker::Pool::of(&late), crate::worker::Pool::Forget);
+        assert!(decode_job(&body.replacen(r#""v":3"#, r#""v":4"#, 1)).is_err(), "a newer version is refused");
         assert_eq!(urls.kind_of_arn("arn:aws:sqs:eu-west-1:123456789012:kuuki-forget-dead-letters"), None);
     }
 
