@@ -529,8 +529,8 @@ async fn sqs_carries_versioned_jobs_to_their_worker_queue_with_their_delay() {
     tokio::time::sleep(Duration::from_millis(2500)).await;
     let later = client.receive_message().queue_url(&urls.judge).max_number_of_messages(10).send().await.unwrap();
     assert_eq!(later.messages.unwrap_or_default().len(), 1, "the delayed one arrives after its delay");
-    let newer = kuuki::adapters::aws::sqs::encode_job(&judge_job()).replace("\"v\":1", "\"v\":3");
-    assert!(decode_job(&newer).unwrap_err().contains("version 3"), "{newer}");
+    let newer = kuuki::adapters::aws::sqs::encode_job(&judge_job()).replace("\"v\":1", "\"v\":4");
+    assert!(decode_job(&newer).unwrap_err().contains("version 4"), "{newer}");
     assert!(decode_job("not json").unwrap_err().contains("not a kuuki job"));
 }
 
@@ -1540,12 +1540,13 @@ const RULES_ONLY: Costing = Costing {
 
 /// With a model the LLM judge runs, and each judgment also checks whether a summary or
 /// a reflection is due (counted in the channel read the judgment makes anyway). The
-/// goal of at most six AWS calls a message: ingress and the workers 5.8 today, the
+/// goal of at most six AWS calls a message: ingress and the workers 5.7 today, the
 /// lull's reflection counted (one a lull, not one a judgment; 9.2 before one channel
-/// read served each job, 6.0 before interventions were written without a read). With
+/// read served each job, 6.0 before interventions were written without a read, 5.8
+/// before an answer read the person's profile and note together). With
 /// the memory work (one summary and one reflection for these ten messages, 1.8 calls a
 /// message, 2.0 before the facts were read once and the note about a person written
-/// without reading it) 7.6 calls. AWS $0.00703 a thousand
+/// without reading it) 7.5 calls. AWS $0.00702 a thousand
 /// messages with the memory work ($0.00773 before each channel's line in the workspace
 /// memory had an item of its own), $0.00522
 /// without, Lambda's wait for the model (one generation, a reflection and a summary)
@@ -1555,8 +1556,8 @@ const WITH_AN_LLM: Costing = Costing {
     with_llm: true,
     place: Place::TopLevel,
     workers: &[
-        ("dynamodb.BatchGetItem", 0.2),
-        ("dynamodb.GetItem", 0.5),
+        // The channel's state; an answer's profile and note of the person (together).
+        ("dynamodb.BatchGetItem", 0.3),
         ("dynamodb.PutItem", 0.5),
         ("dynamodb.Query", 1.5),
         ("dynamodb.UpdateItem", 1.0),
@@ -1564,7 +1565,7 @@ const WITH_AN_LLM: Costing = Costing {
         ("sqs.SendMessage", 0.5),
     ],
     memory: MEMORY_WORK,
-    calls: 7.6,
+    calls: 7.5,
     dollars: 0.0071,
 };
 
@@ -1627,8 +1628,7 @@ const WITH_AN_LLM_IN_BUSY_THREADS: Costing = Costing {
     with_llm: true,
     place: Place::BusyThreads,
     workers: &[
-        ("dynamodb.BatchGetItem", 0.5),
-        ("dynamodb.GetItem", 0.2),
+        ("dynamodb.BatchGetItem", 0.6),
         ("dynamodb.PutItem", 0.6),
         // The workspace memory is a Query (of its own items) since 2026-11-27, not a GetItem.
         ("dynamodb.Query", 1.8),
@@ -1644,7 +1644,7 @@ const WITH_AN_LLM_IN_BUSY_THREADS: Costing = Costing {
         ("dynamodb.Query", 0.5),
         ("dynamodb.UpdateItem", 0.5),
     ],
-    calls: 10.9,
+    calls: 10.8,
     dollars: 0.0095,
 };
 

@@ -938,7 +938,8 @@ impl MessageStore for ThrottlingMessages {
         &self,
         channel: &kuuki::domain::ChannelId,
         user: &kuuki::domain::UserId,
+        posted_before: Option<kuuki::domain::Timestamp>,
     ) -> PortResult<usize> {
-        self.inner.delete_messages_by(channel, user).await
+        self.inner.delete_messages_by(channel, user, posted_before).await
     }
 }

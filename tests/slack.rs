@@ -928,74 +928,106 @@ async fn a_reflection_that_outlasts_a_forget_keeps_nothing_of_the_person() {
 
 /// Work that read Alice's messages before her forget and wrote after the forget had
 /// looked at the channel (a reflection that checked the forget marks just before the
-/// forget set them, an answer noting her topics) is caught by the forget's second look,
-/// once every job that could still be running has ended: what was learned from what she
-/// wrote before the forget goes, and her note; a fact learned only from what she wrote
-/// after it stays (she spoke again), as does what Bob taught. The second look answers
-/// nobody and is logged as a forget of its own.
+/// forget set them, an answer noting her topics), and a message of hers posted before
+/// the forget that Slack delivers late, are caught by the forget's second look, once
+/// every job that could still be running has ended and Slack's retries are over: what
+/// was learned from what she wrote before the forget goes, in a channel the forget did
+/// not look in too, and her note and the late message; a fact learned only from what
+/// she wrote after it stays (she spoke again), as does her new message and what Bob
+/// taught. The second look answers nobody and is logged as a look again, once.
 #[tokio::test]
 async fn a_forgets_second_look_removes_what_work_in_flight_wrote_after_it_looked() {
     use kuuki::domain::UserId;
-    use kuuki::ports::FactStore;
+    use kuuki::ports::{ChannelStateStore, FactStore};
     let w = SlackWorld::start(&[], true).await;
     slack_refuses_answers_then_takes_them(&w, 0, 0).await;
     let channel = ChannelId(CH.into());
+    let elsewhere = ChannelId("C0ELSEWHERE".into());
     let alice = UserId("UALICE".into());
     w.send_event(message(CH, "UALICE", "my cat is Miso", &w.ts(0, 1)), &[]).await;
     w.run_for(60.0).await;
+    let asked = w.clock.now();
     command(&w, "forget-me").await;
     w.run_for(5.0).await;
     assert_eq!(answers_sent(&w).await.len(), 1, "the forget is done and answered");
     assert_eq!(forget_lines(&w), 1);
-    let learned = |content: &str, sources: &[&str], from: Ts| kuuki::domain::Fact {
+    let learned = |channel: &ChannelId, content: &str, sources: &[&str], from: Ts| kuuki::domain::Fact {
         source_messages: vec![from],
-        ..taught(&w, &channel, content, sources)
+        ..taught(&w, channel, content, sources)
     };
+    // What work in flight writes after the forget looked, and what she says after it.
     let before = Ts::new(w.ts(0, 1));
     let since = Ts::from_timestamp(w.clock.now() + std::time::Duration::from_secs(1));
     for fact in [
-        learned("her cat is called Miso", &["UALICE"], before.clone()),
-        learned("the team deploys on Mondays", &["UALICE", "UBOB"], before.clone()),
-        learned("standups are at ten", &["UBOB"], before.clone()),
-        learned("the office moves in May", &["UALICE"], since),
+        learned(&channel, "her cat is called Miso", &["UALICE"], before.clone()),
+        learned(&channel, "the team deploys on Mondays", &["UALICE", "UBOB"], before.clone()),
+        learned(&channel, "standups are at ten", &["UBOB"], before.clone()),
+        learned(&channel, "the office moves in May", &["UALICE"], since.clone()),
+        learned(&elsewhere, "<@UALICE> keeps a cat", &["UBOB"], before.clone()),
     ] {
         w.store.put_fact(&fact).await.unwrap();
     }
     w.store.note_reflection(&channel, &alice, &["cats".into()], "has a cat", w.clock.now()).await.unwrap();
-    let contents = async || {
+    // Slack's retry of a message she posted before the forget, and one she posts after.
+    w.send_event(message(CH, "UALICE", "my cat's vet is Dr. Sato", &w.ts(30, 2)), &[]).await;
+    w.send_event(message(CH, "UALICE", "the office moves in May", &w.ts(80, 3)), &[]).await;
+    let hers = async || {
+        let stored = w.store.messages_after(&channel, None, 10).await.unwrap();
+        stored.iter().filter(|m| m.user == alice).map(|m| m.text.clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(hers().await, ["my cat's vet is Dr. Sato", "the office moves in May"]);
+    // A summary made after the forget's wipe from what was stored then, the late one too.
+    let generation = w.store.channel_state(&channel).await.unwrap().memory.generation;
+    let summarized = kuuki::domain::ChannelMemory {
+        summary: "someone's cat sees Dr. Sato".into(),
+        updated_at: Some(w.clock.now()),
+        generation,
+        ..Default::default()
+    };
+    assert!(w.store.set_channel_memory(&channel, summarized).await.unwrap());
+    let contents = async |channel: &ChannelId| {
         let mut facts: Vec<(String, Vec<String>)> =
-            w.store.facts(&channel).await.unwrap().into_iter().map(|f| (f.content, f.source_users)).collect();
+            w.store.facts(channel).await.unwrap().into_iter().map(|f| (f.content, f.source_users)).collect();
         facts.sort();
         facts
     };
     let fact = |content: &str, sources: &[&str]| (content.to_owned(), sources.iter().map(|s| s.to_string()).collect());
 
-    // Not before every job that read before the forget has ended.
+    // Not while a job that read before the forget's end may still run.
     let lease = w.deps.budget.claim_lease().as_secs_f64();
     w.run_for(lease - 10.0).await;
-    assert_eq!(contents().await.len(), 4, "still there while work that read before the forget may run");
-    w.run_for(20.0).await;
+    assert_eq!(contents(&channel).await.len(), 4, "still there while work that read before the forget may run");
+    assert_eq!(hers().await.len(), 2);
+    // Within the queue's longest delay of the request.
+    w.run_for(900.0 - w.clock.now().seconds_since(asked)).await;
     assert_eq!(
-        contents().await,
+        contents(&channel).await,
         [
             fact("standups are at ten", &["UBOB"]),
             fact("the office moves in May", &["UALICE"]),
             fact("the team deploys on Mondays", &["UBOB"]),
         ]
     );
+    assert_eq!(contents(&elsewhere).await, [], "a channel the forget did not look in");
     assert!(w.store.user_note(&channel, &alice).await.unwrap().is_none(), "her note went too");
+    assert_eq!(hers().await, ["the office moves in May"], "the late message went, the new one stays");
+    let memory = w.store.channel_state(&channel).await.unwrap().memory.clone();
+    assert_eq!((memory.summary.as_str(), memory.generation), ("", generation + 1), "made anew without it");
     assert_eq!(answers_sent(&w).await.len(), 1, "the second look answers nobody");
-    let events = w.log.take();
-    let looks: Vec<_> = events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Forget { facts_removed, facts_edited, notes, messages, .. } => {
-                Some((*messages, *facts_removed, *facts_edited, *notes))
+    let looks: Vec<_> = w
+        .log
+        .take()
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Forget { facts_removed, facts_edited, notes, messages, summaries, late, .. } => {
+                Some((late, messages, facts_removed, facts_edited, notes, summaries))
             }
             _ => None,
         })
         .collect();
-    assert_eq!(looks, [(0, 1, 1, 1)], "one fact removed, one edited, the note");
+    assert_eq!(looks, [(true, 1, 2, 1, 1, 1)], "a message, two facts removed, one edited, the note, the summary");
+    w.run_for(3600.0).await;
+    assert_eq!(forget_lines(&w), 0, "it looks once");
 }
 
 /// A reflection whose fact writes find the facts changed meanwhile (another write came

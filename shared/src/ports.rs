@@ -103,9 +103,15 @@ pub trait MessageStore: Send + Sync {
     async fn channel_window_before(&self, channel: &ChannelId, before: &Ts, limit: usize) -> PortResult<ChannelWindow>;
     /// The newest message anywhere in the channel (any conversation) older than `before`.
     async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Arc<Message>>>;
-    /// Removes every stored message `user` wrote in `channel` (a forget request);
-    /// returns how many there were. Safe to repeat.
-    async fn delete_messages_by(&self, channel: &ChannelId, user: &UserId) -> PortResult<usize>;
+    /// Removes every stored message `user` wrote in `channel` (a forget request), or
+    /// those of them posted before `posted_before`; returns how many there were. Safe
+    /// to repeat.
+    async fn delete_messages_by(
+        &self,
+        channel: &ChannelId,
+        user: &UserId,
+        posted_before: Option<Timestamp>,
+    ) -> PortResult<usize>;
 }
 
 /// The newest messages of a channel, oldest first (expired ones left out).
@@ -375,6 +381,15 @@ pub trait FactStore: Send + Sync {
     async fn delete_user_note(&self, channel: &ChannelId, user: &UserId) -> PortResult<()>;
     /// Someone's counters across the workspace.
     async fn profile(&self, user: &UserId) -> PortResult<Option<UserProfile>>;
+    /// [`FactStore::profile`] and [`FactStore::user_note`] read together (an answer
+    /// reads both; DynamoDB: one BatchGetItem).
+    async fn profile_and_note(
+        &self,
+        channel: &ChannelId,
+        user: &UserId,
+    ) -> PortResult<(Option<UserProfile>, Option<UserNote>)> {
+        Ok((self.profile(user).await?, self.user_note(channel, user).await?))
+    }
     /// Counts a message `user` wrote in `channel` at `at` (and whether it called kuuki)
     /// with blind increments: nothing is read. Count each stored message once.
     async fn count_message(

@@ -35,16 +35,8 @@ pub async fn run_job(deps: &Deps, job: &Job) -> PortResult<()> {
         Job::Forget { channel, user, whom, ts, reply, server } => {
             crate::memory::forget::carry_out(deps, channel, user, whom, ts, reply, server.as_deref()).await
         }
-        Job::ForgetLate { channel, ts, user, name, channels, server, until } => {
-            let late = crate::memory::forget::Late {
-                channel,
-                ts,
-                user,
-                name,
-                channels,
-                server: server.as_deref(),
-                until: *until,
-            };
+        Job::ForgetLate { channel, ts, user, name, channels, server } => {
+            let late = crate::memory::forget::Late { channel, ts, user, name, channels, server: server.as_deref() };
             crate::memory::forget::look_again(deps, &late).await
         }
     }

@@ -182,8 +182,13 @@ pub async fn message_store(store: &dyn MessageStore) {
     let mut bobs = message(&ch.0, 50, None, "bob's");
     bobs.user = UserId("U2".into());
     store.put_message(&std::sync::Arc::new(crate::domain::Message::clone(&bobs))).await.unwrap();
-    assert_eq!(store.delete_messages_by(&ch, &UserId("U1".into())).await.unwrap(), 3, "one, two and reply 2");
-    assert_eq!(store.delete_messages_by(&ch, &UserId("U1".into())).await.unwrap(), 0, "safe to repeat");
+    // A forget's second look: only what was posted before its end (`at` 10, not 30).
+    let u1 = UserId("U1".into());
+    assert_eq!(store.delete_messages_by(&ch, &u1, Some(at(30))).await.unwrap(), 1, "one, posted before");
+    assert_eq!(store.delete_messages_by(&ch, &u1, Some(at(30))).await.unwrap(), 0, "safe to repeat");
+    assert_eq!(texts(store.messages_after(&ch, None, 10).await.unwrap()), ["two, edited", "reply 2", "bob's"]);
+    assert_eq!(store.delete_messages_by(&ch, &u1, None).await.unwrap(), 2, "two and reply 2");
+    assert_eq!(store.delete_messages_by(&ch, &u1, None).await.unwrap(), 0, "safe to repeat");
     assert_eq!(texts(store.messages_after(&ch, None, 10).await.unwrap()), ["bob's"]);
     assert_eq!(
         store.get_message(&ChannelId("contract-other".into()), &other.ts).await.unwrap().unwrap().text,
@@ -589,7 +594,20 @@ pub async fn facts(store: &dyn FactStore) {
     assert_eq!(channels, vec![elsewhere.clone(), ch.clone()]);
     assert_eq!((profile.first_interaction, profile.last_interaction), (Some(at(10)), Some(at(30))));
     assert!(!store.fact_channels().await.unwrap().iter().any(|c| c.0.starts_with('#')), "profiles are not a channel");
+    // Read together: the profile with the note of that channel only, each or neither.
+    assert_eq!(store.profile_and_note(&ch, &user).await.unwrap(), (Some(profile.clone()), None));
+    store.note_reflection(&ch, &user, &tags(&["tea"]), "likes tea", at(40)).await.unwrap();
+    store.note_reflection(&elsewhere, &user, &tags(&["coffee"]), "likes coffee", at(41)).await.unwrap();
+    let (both, note) = store.profile_and_note(&ch, &user).await.unwrap();
+    assert_eq!(both.as_ref(), Some(&profile));
+    assert_eq!(note, store.user_note(&ch, &user).await.unwrap());
+    assert_eq!(note.map(|n| (n.channel, n.user, n.summary)), Some((ch.clone(), user.clone(), "likes tea".into())));
+    assert_eq!(store.profile_and_note(&ch, &newcomer).await.unwrap(), (None, None), "someone with neither");
     store.delete_profile(&user).await.unwrap();
+    let (gone, kept) = store.profile_and_note(&ch, &user).await.unwrap();
+    assert_eq!((gone, kept.map(|n| n.summary)), (None, Some("likes tea".into())), "a note without a profile");
+    store.delete_user_note(&ch, &user).await.unwrap();
+    store.delete_user_note(&elsewhere, &user).await.unwrap();
     store.delete_profile(&user).await.unwrap();
     assert_eq!(store.profile(&user).await.unwrap(), None);
 }

@@ -134,6 +134,10 @@ pub enum EventKind {
         /// (`slack`), and the channels it could not place there; `None` everywhere.
         server: Option<String>,
         unplaced: usize,
+        /// A forget's second look ([`crate::domain::Job::ForgetLate`]): what work in
+        /// flight wrote after the forget, not a request of its own.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        late: bool,
     },
     /// A `/kuuki` command someone ran in the channel, and kuuki's answer to them.
     Command {

@@ -371,10 +371,11 @@ pub enum Job {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         server: Option<String>,
     },
-    /// A forget's second look, queued by the forget for a claim lease after it ended:
-    /// work that read the person's messages before it and wrote after it looked (a
-    /// reflection's facts and notes, an answer's topics) has ended by then, and what it
-    /// wrote of them goes. Answers nobody.
+    /// A forget's second look, queued by the forget as it starts, to run once the forget
+    /// has ended, every job that read the person's messages before then has too (a
+    /// reflection's facts and notes, an answer's topics written after the forget
+    /// looked), and their messages posted before it have all arrived: what those stored
+    /// of them goes. Answers nobody. The forget's end is read from its mark.
     ForgetLate {
         /// Where the forget was asked, and when (the request's own `ts`).
         channel: ChannelId,
@@ -386,8 +387,6 @@ pub enum Job {
         channels: Vec<ChannelId>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         server: Option<String>,
-        /// When the forget ended: a fact learned only from messages after it stays.
-        until: Timestamp,
     },
 }
 

@@ -138,7 +138,7 @@ async fn forget(
 ) -> PortResult<Answer> {
     let Some(reply) = command.reply() else {
         let forgotten = crate::memory::forget::forget_user(deps, &user, channel, server.as_deref()).await?;
-        crate::memory::forget::record_forgotten(deps, channel, &user, &forgotten, server.as_deref());
+        crate::memory::forget::record_forgotten(deps, channel, &user, &forgotten, server.as_deref(), false);
         return Ok(crate::memory::forget::answer(&forgotten, whom, server.as_deref()).into());
     };
     let job = crate::domain::Job::Forget {
@@ -570,7 +570,7 @@ async fn memory(deps: &Deps, channel: &ChannelId, caller: &UserId, now: Timestam
         let _ = writeln!(out, "kuuki keeps no profiles (USER_PROFILE_ENABLED is off).");
         return Ok(out.trim_end().to_owned());
     }
-    let profile = deps.facts.profile(caller).await?;
+    let (profile, note) = deps.facts.profile_and_note(channel, caller).await?;
     let interactions = profile.as_ref().map_or(0, |p| p.interactions);
     let familiarity = Familiarity::of(interactions, deps.settings.familiarity_thresholds);
     let _ = writeln!(
@@ -579,7 +579,7 @@ async fn memory(deps: &Deps, channel: &ChannelId, caller: &UserId, now: Timestam
         profile.as_ref().map_or(0, |p| p.bot_mentions),
         familiarity.as_str()
     );
-    match deps.facts.user_note(channel, caller).await? {
+    match note {
         Some(note) => {
             let _ = writeln!(
                 out,

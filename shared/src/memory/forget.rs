@@ -160,7 +160,7 @@ async fn forget_and_answer(deps: &Deps, key: &str, asked: &Asked<'_>, resumed: b
         (None, interrupted) => (forget_user(deps, user, channel, server).await?, interrupted),
     };
     if !already {
-        record_forgotten(deps, channel, user, &removed, server);
+        record_forgotten(deps, channel, user, &removed, server, false);
         let json = serde_json::to_string(&removed).expect("counts encode");
         deps.ledger.cache_put(&progress, &json, until).await?;
     }
@@ -365,6 +365,17 @@ pub async fn forget_user(
     let (channels, unplaced) = in_reach(deps, channels, server, requested_in).await?;
     done.unplaced = unplaced;
     let wrote_elsewhere = wrote_in.iter().any(|channel| !channels.contains(channel));
+    // Queued before anything goes, so a run that dies anywhere after has queued it (a
+    // redelivery queues another: the second finds nothing left).
+    let late = Job::ForgetLate {
+        channel: requested_in.clone(),
+        ts: Ts::from_timestamp(deps.clock.now()),
+        user: user.clone(),
+        name: name.clone(),
+        channels: channels.clone(),
+        server: server.map(str::to_owned),
+    };
+    deps.enqueue_after(late, second_look_delay(deps)).await?;
     mark_forgotten(deps, user, &name, false).await?;
     let mentions = |text: &str| names_person(text, user, &name);
     for channel in &channels {
@@ -374,7 +385,7 @@ pub async fn forget_user(
         let working_here = format!("forgetting:{user}:{channel}");
         let interrupted_here = deps.ledger.cache_get(&working_here, deps.clock.now()).await?.is_some();
         deps.ledger.cache_put(&working_here, "1", deps.clock.now() + FORGOTTEN_KEEP).await?;
-        let messages = deps.messages.delete_messages_by(channel, user).await?;
+        let messages = deps.messages.delete_messages_by(channel, user, None).await?;
         done.messages += messages;
         done = done + forget_facts_and_note(deps, channel, user, &name, |_| true).await?;
         let state = deps.channels.channel_state(channel).await?;
@@ -407,19 +418,27 @@ pub async fn forget_user(
         done.profile = true;
     }
     mark_forgotten(deps, user, &name, true).await?;
-    // Queued after the mark: a run that dies before this is run again whole (its
-    // request is not finished), and queues it then.
-    let late = Job::ForgetLate {
-        channel: requested_in.clone(),
-        ts: Ts::from_timestamp(deps.clock.now()),
-        user: user.clone(),
-        name,
-        channels,
-        server: server.map(str::to_owned),
-        until: deps.clock.now(),
-    };
-    deps.enqueue_after(late, deps.budget.claim_lease()).await?;
     Ok(done)
+}
+
+/// How long after it was posted a message may still arrive: Slack retries an event it
+/// could not deliver after one minute and after five; a Discord relay resends sooner.
+const LATE_DELIVERY: Duration = Duration::from_secs(10 * 60);
+
+/// When a forget's second look runs, counted from the forget's start: after the forget
+/// has ended (within a worker timeout) and then every job that read before its end has
+/// too (a claim lease), and every message posted before its end has arrived.
+fn second_look_delay(deps: &Deps) -> Duration {
+    let lease = deps.budget.claim_lease();
+    lease + LATE_DELIVERY.max(lease)
+}
+
+/// When `user`'s forget last ended, if it did within [`FORGOTTEN_KEEP`] (not while
+/// one is in progress).
+async fn forgotten_at(deps: &Deps, user: &UserId) -> PortResult<Option<Timestamp>> {
+    let mark = deps.ledger.cache_get(&forgotten_key(user), deps.clock.now()).await?;
+    let at = mark.as_deref().and_then(|m| m.split('\t').next()).and_then(|at| at.parse::<i64>().ok());
+    Ok(at.filter(|at| *at != i64::MAX).map(Timestamp))
 }
 
 /// Removes from `channel`'s facts what came from `user` (display name `name`) or names
@@ -433,25 +452,63 @@ async fn forget_facts_and_note(
 ) -> PortResult<Forgotten> {
     let mut done = Forgotten::default();
     let mentions = |text: &str| names_person(text, user, name);
-    for mut fact in deps.facts.facts(channel).await? {
-        if !(fact.is_from(user, name) || mentions(&fact.content)) || !learned_before(&fact) {
-            continue;
+    (done.facts_removed, done.facts_edited) = rewrite_facts(deps, channel, |fact| {
+        if !(fact.is_from(user, name) || mentions(&fact.content)) || !learned_before(fact) {
+            return None;
         }
+        let mut fact = fact.clone();
         fact.source_users.retain(|u| **u != *user.0 && u != name);
         // A fact that names them cannot be edited safely; it goes with them.
-        if fact.source_users.is_empty() || mentions(&fact.content) {
-            deps.facts.delete_fact(channel, &fact.id).await?;
-            done.facts_removed += 1;
-        } else {
-            deps.facts.put_fact(&fact).await?;
-            done.facts_edited += 1;
-        }
-    }
+        Some((!fact.source_users.is_empty() && !mentions(&fact.content)).then_some(fact))
+    })
+    .await?;
     if deps.facts.user_note(channel, user).await?.is_some() {
         deps.facts.delete_user_note(channel, user).await?;
         done.notes += 1;
     }
     Ok(done)
+}
+
+/// Tries of [`rewrite_facts`] before it gives up (the job comes back).
+const REWRITE_ATTEMPTS: usize = 5;
+
+/// Applies `change` to each of `channel`'s facts: `None` leaves it, `Some(None)`
+/// deletes it, `Some(Some(fact))` stores that edit, only if the fact is still as read
+/// (a reflection's write between would otherwise be undone, or undo the edit); a
+/// refused edit is made again on the fact as it is then. Returns how many were
+/// removed and edited.
+async fn rewrite_facts(
+    deps: &Deps,
+    channel: &ChannelId,
+    change: impl Fn(&crate::domain::Fact) -> Option<Option<crate::domain::Fact>>,
+) -> PortResult<(usize, usize)> {
+    let (mut removed, mut edited) = (0, 0);
+    for _ in 0..REWRITE_ATTEMPTS {
+        let mut refused = false;
+        for (fact, revision) in deps.facts.facts_as_read(channel).await? {
+            match change(&fact) {
+                None => {}
+                Some(None) => {
+                    deps.facts.delete_fact(channel, &fact.id).await?;
+                    removed += 1;
+                }
+                Some(Some(edit)) => {
+                    if deps.facts.put_fact_if_unchanged(&edit, Some(revision)).await? {
+                        edited += 1;
+                    } else {
+                        refused = true;
+                    }
+                }
+            }
+        }
+        if !refused {
+            return Ok((removed, edited));
+        }
+    }
+    Err(PortError::Busy {
+        message: format!("the facts of {channel} kept changing under {REWRITE_ATTEMPTS} rewrites"),
+        retry_after: Duration::from_secs(1),
+    })
 }
 
 async fn forget_in_workspace_memory(deps: &Deps, user: &UserId, name: &str) -> PortResult<()> {
@@ -472,19 +529,28 @@ pub struct Late<'a> {
     pub name: &'a str,
     pub channels: &'a [ChannelId],
     pub server: Option<&'a str>,
-    pub until: Timestamp,
 }
 
 /// Runs a forget's second look: the forget marked the person before it began, and
 /// memory work checks that mark before it writes, but work that checked just before
 /// the mark and wrote after the forget had looked at that channel (a reflection's new
 /// fact or note, an answer's topics) is only caught by looking again once every such
-/// job has ended. Facts learned only from messages written after the forget stay (the
-/// person spoke again); their notes go whatever wrote them, since a note does not say
-/// which messages it came from. Safe to repeat; recorded only when it removed
-/// something.
+/// job has ended; and a message of theirs posted before the forget and delivered late
+/// (a platform's retry) is stored after it. In the channels the forget reached and
+/// every channel with facts or (again) in their profile within its reach: their
+/// messages posted before it ended go (and the channel's memory is made anew from the
+/// rest), facts from or naming them learned from messages older than its end are
+/// removed or edited, their note goes (a note does not say which messages it came
+/// from), and a workspace memory naming them is cleared. A fact learned only from what
+/// was written after stays: they spoke again. Safe to repeat; recorded (as `late`)
+/// only when it removed something.
 pub async fn look_again(deps: &Deps, late: &Late<'_>) -> PortResult<()> {
-    let Late { channel, ts, user, name, channels, server, until } = *late;
+    let Late { channel, ts, user, name, channels, server } = *late;
+    let Some(until) = forgotten_at(deps, user).await? else {
+        // Not finished: the delivery that finishes it queued a second look of its own.
+        tracing::info!(%user, "a forget's second look before the forget ended; the next one looks");
+        return Ok(());
+    };
     let key = format!("forget-late:{channel}:{user}:{ts}");
     let now = deps.clock.now();
     match deps.ledger.claim(&key, now, deps.budget.claim_lease()).await? {
@@ -493,19 +559,34 @@ pub async fn look_again(deps: &Deps, late: &Late<'_>) -> PortResult<()> {
         ClaimOutcome::Claimed | ClaimOutcome::Resumed => {}
     }
     let looked = async {
+        let mut more: Vec<ChannelId> = deps.facts.fact_channels().await?;
+        if let Some(profile) = deps.facts.profile(user).await? {
+            more.extend(profile.channels);
+        }
+        more.retain(|c| !channels.contains(c));
+        more.sort();
+        more.dedup();
+        let (more, _) = in_reach(deps, more, server, channel).await?;
         // A fact without its messages (stored before they were kept) is taken as old.
         let learned_before = |fact: &crate::domain::Fact| {
             fact.source_messages.is_empty()
                 || fact.source_messages.iter().any(|m| m.posted_at().is_none_or(|at| at < until))
         };
         let mut done = Forgotten::default();
-        for each in channels {
+        for each in channels.iter().chain(&more) {
+            let messages = deps.messages.delete_messages_by(each, user, Some(until)).await?;
+            done.messages += messages;
             done = done + forget_facts_and_note(deps, each, user, name, learned_before).await?;
+            let memory = deps.channels.channel_state(each).await?.memory.clone();
+            if messages > 0 && memory.updated_at.is_some() {
+                remake_memory(deps, each, &memory).await?;
+                done.summaries += 1;
+            }
         }
         forget_in_workspace_memory(deps, user, name).await?;
         if done != Forgotten::default() {
-            tracing::info!(%user, ?done, "a forget's second look removed what work in flight wrote of them");
-            record_forgotten(deps, channel, user, &done, server);
+            tracing::info!(%user, ?done, "a forget's second look removed what was stored of them after it");
+            record_forgotten(deps, channel, user, &done, server, true);
         }
         Ok(())
     };
@@ -521,7 +602,14 @@ pub async fn look_again(deps: &Deps, late: &Late<'_>) -> PortResult<()> {
 }
 
 /// The decision record of a forget request: who, asked where, and what went.
-pub fn record_forgotten(deps: &Deps, requested_in: &ChannelId, user: &UserId, done: &Forgotten, server: Option<&str>) {
+pub fn record_forgotten(
+    deps: &Deps,
+    requested_in: &ChannelId,
+    user: &UserId,
+    done: &Forgotten,
+    server: Option<&str>,
+    late: bool,
+) {
     record(
         deps,
         requested_in,
@@ -536,6 +624,7 @@ pub fn record_forgotten(deps: &Deps, requested_in: &ChannelId, user: &UserId, do
             summaries: done.summaries,
             server: server.map(str::to_owned),
             unplaced: done.unplaced,
+            late,
         },
     );
 }
@@ -558,20 +647,15 @@ async fn remake_memory(deps: &Deps, channel: &ChannelId, memory: &ChannelMemory)
 /// A deleted message leaves the facts learned from it: those it was the only source
 /// of are removed, the others forget it as a source. Safe to repeat.
 pub async fn forget_message(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()> {
-    let (mut removed, mut edited) = (0, 0);
-    for mut fact in deps.facts.facts(channel).await? {
+    let (removed, edited) = rewrite_facts(deps, channel, |fact| {
         if !fact.source_messages.contains(ts) {
-            continue;
+            return None;
         }
+        let mut fact = fact.clone();
         fact.source_messages.retain(|t| t != ts);
-        if fact.source_messages.is_empty() {
-            deps.facts.delete_fact(channel, &fact.id).await?;
-            removed += 1;
-        } else {
-            deps.facts.put_fact(&fact).await?;
-            edited += 1;
-        }
-    }
+        Some((!fact.source_messages.is_empty()).then_some(fact))
+    })
+    .await?;
     if removed + edited > 0 {
         record(
             deps,
@@ -587,6 +671,7 @@ pub async fn forget_message(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortRe
                 summaries: 0,
                 server: None,
                 unplaced: 0,
+                late: false,
             },
         );
     }

@@ -306,6 +306,8 @@ enum Body<'a> {
         server: Option<&'a str>,
         #[serde(skip_serializing_if = "is_zero")]
         unplaced: usize,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        late: bool,
     },
     Command {
         user: &'a UserId,
@@ -393,7 +395,7 @@ fn body(event: &Event) -> Body<'_> {
             profiles: *profiles,
             embedding_error: embedding_error.as_deref(),
         },
-        EventKind::Forget { user, messages, facts_removed, facts_edited, notes, summaries, server, unplaced } => {
+        EventKind::Forget { user, messages, facts_removed, facts_edited, notes, summaries, server, unplaced, late } => {
             Body::Forget {
                 user: user.as_ref(),
                 messages: *messages,
@@ -403,6 +405,7 @@ fn body(event: &Event) -> Body<'_> {
                 summaries: *summaries,
                 server: server.as_deref(),
                 unplaced: *unplaced,
+                late: *late,
             }
         }
         EventKind::Command { user, command, answer, announced } => {

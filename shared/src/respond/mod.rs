@@ -431,9 +431,9 @@ const LAST_TOPICS: usize = 8;
 /// about them in this channel. Notes the topics they speak of now for next time (this
 /// channel's note only: what someone says in one channel stays there).
 async fn speaker(deps: &Deps, target: &Message, conversation: &[Arc<Message>]) -> PortResult<context::SpeakerContext> {
-    let interactions = deps.facts.profile(&target.user).await?.map_or(0, |p| p.interactions);
+    let (profile, note) = deps.facts.profile_and_note(&target.channel, &target.user).await?;
+    let interactions = profile.map_or(0, |p| p.interactions);
     let familiarity = Familiarity::of(interactions, deps.settings.familiarity_thresholds);
-    let note = deps.facts.user_note(&target.channel, &target.user).await?;
     let speaker = context::SpeakerContext::new(familiarity, interactions, note.as_ref());
     let mut topics: Vec<String> = Vec::new();
     let theirs = conversation.iter().map(|m| &**m).chain(std::iter::once(target)).filter(|m| m.user == target.user);

@@ -1152,28 +1152,36 @@ impl MessageStore for DynamoStore {
         Ok(items.into_iter().find_map(|i| self.message_from(i)))
     }
 
-    async fn delete_messages_by(&self, channel: &ChannelId, user: &UserId) -> PortResult<usize> {
+    async fn delete_messages_by(
+        &self,
+        channel: &ChannelId,
+        user: &UserId,
+        posted_before: Option<Timestamp>,
+    ) -> PortResult<usize> {
         // No index by person: a rare request reads the channel's keys (bounded by the
         // retention) and deletes theirs; a repeat after a crash finds what is left.
         let mut keys = Vec::new();
         let mut start = None;
         loop {
-            let out = self
+            let query = self
                 .client
                 .query()
                 .table_name(&self.tables.messages)
                 .key_condition_expression("#p = :p")
-                .filter_expression("#u = :u")
                 .projection_expression("#p, #sk")
                 .expression_attribute_names("#p", "channel")
                 .expression_attribute_names("#sk", "sk")
                 .expression_attribute_names("#u", "user")
                 .expression_attribute_values(":p", s(&*channel.0))
-                .expression_attribute_values(":u", s(&*user.0))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(backend("query messages by user"))?;
+                .expression_attribute_values(":u", s(&*user.0));
+            let query = match posted_before {
+                None => query.filter_expression("#u = :u"),
+                Some(before) => query
+                    .filter_expression("#u = :u AND #at < :before")
+                    .expression_attribute_names("#at", "at")
+                    .expression_attribute_values(":before", n(before.as_micros())),
+            };
+            let out = query.set_exclusive_start_key(start).send().await.map_err(backend("query messages by user"))?;
             keys.extend(out.items.unwrap_or_default());
             start = out.last_evaluated_key;
             if start.is_none() {
@@ -1649,18 +1657,28 @@ impl FactStore for DynamoStore {
 
     async fn profile(&self, user: &UserId) -> PortResult<Option<UserProfile>> {
         let out = self.get_facts_item(PROFILES_SCOPE, &user.0, "get profile").await?;
-        let Some(item) = out.item else { return Ok(None) };
-        let item: ProfileItem = from_item(item)?;
-        let mut channels: Vec<ChannelId> = item.channels.into_iter().map(|c| ChannelId(c.into())).collect();
-        channels.sort();
-        Ok(Some(UserProfile {
-            user: user.clone(),
-            interactions: item.interactions.max(0) as u64,
-            bot_mentions: item.bot_mentions.max(0) as u64,
-            channels,
-            first_interaction: item.first_at,
-            last_interaction: item.last_at,
-        }))
+        out.item.map(|item| profile_from(user, item)).transpose()
+    }
+
+    async fn profile_and_note(
+        &self,
+        channel: &ChannelId,
+        user: &UserId,
+    ) -> PortResult<(Option<UserProfile>, Option<UserNote>)> {
+        let notes = notes_scope(channel);
+        let keys = [PROFILES_SCOPE, notes.as_str()]
+            .into_iter()
+            .map(|scope| [("scope".to_owned(), s(scope)), ("id".to_owned(), s(&*user.0))].into())
+            .collect();
+        let (mut profile, mut note) = (None, None);
+        for item in self.batch_get(&self.tables.facts, keys, false, "get profile and note").await? {
+            if get_s(&item, "scope") == Some(PROFILES_SCOPE) {
+                profile = Some(profile_from(user, item)?);
+            } else {
+                note = Some(from_item::<NoteItem>(item)?.into_note(channel, user));
+            }
+        }
+        Ok((profile, note))
     }
 
     async fn count_message(
@@ -1692,6 +1710,21 @@ impl FactStore for DynamoStore {
     async fn delete_profile(&self, user: &UserId) -> PortResult<()> {
         self.delete_facts_item(PROFILES_SCOPE, &user.0, "delete profile").await
     }
+}
+
+/// A person's profile item as a [`UserProfile`].
+fn profile_from(user: &UserId, item: Item) -> PortResult<UserProfile> {
+    let item: ProfileItem = from_item(item)?;
+    let mut channels: Vec<ChannelId> = item.channels.into_iter().map(|c| ChannelId(c.into())).collect();
+    channels.sort();
+    Ok(UserProfile {
+        user: user.clone(),
+        interactions: item.interactions.max(0) as u64,
+        bot_mentions: item.bot_mentions.max(0) as u64,
+        channels,
+        first_interaction: item.first_at,
+        last_interaction: item.last_at,
+    })
 }
 
 const IN_PROGRESS: &str = "in_progress";

@@ -130,8 +130,9 @@ pub fn metrics_of(event: &Event) -> Vec<(&'static str, f64, &'static str)> {
         ],
         EventKind::Message { .. } => vec![("Messages", 1.0, "Count")],
         EventKind::Command { .. } => vec![("Commands", 1.0, "Count")],
-        EventKind::Forget { facts_removed, .. } => {
-            vec![("Forgets", 1.0, "Count"), ("FactsForgotten", *facts_removed as f64, "Count")]
+        // A second look is the same request's: counted in its facts, not as a forget.
+        EventKind::Forget { facts_removed, late, .. } => {
+            vec![("Forgets", f64::from(u8::from(!late)), "Count"), ("FactsForgotten", *facts_removed as f64, "Count")]
         }
         EventKind::Edited { .. } | EventKind::Deleted => vec![],
     }
@@ -207,6 +208,31 @@ mod tests {
             (v["LlmCalls"].clone(), v["LlmFailures"].clone(), v["LlmLatency"].clone()),
             (json!(1.0), json!(1.0), json!(30_000.0))
         );
+    }
+
+    /// A forget's second look counts the facts it removed, not a second forget.
+    #[test]
+    fn a_forgets_second_look_is_not_counted_as_a_forget() {
+        let forget = |late: bool| Event {
+            at: crate::domain::Timestamp(0),
+            channel: crate::domain::ChannelId("C1".into()),
+            thread_root: None,
+            ts: crate::domain::Ts::new("1.000001"),
+            kind: EventKind::Forget {
+                user: Some(crate::domain::UserId("U1".into())),
+                messages: 0,
+                facts_removed: 2,
+                facts_edited: 0,
+                notes: 0,
+                summaries: 0,
+                server: None,
+                unplaced: 0,
+                late,
+            },
+        };
+        let expect = |forgets: f64| vec![("Forgets", forgets, "Count"), ("FactsForgotten", 2.0, "Count")];
+        assert_eq!(metrics_of(&forget(false)), expect(1.0));
+        assert_eq!(metrics_of(&forget(true)), expect(0.0));
     }
 
     #[test]

@@ -403,7 +403,6 @@ mod tests {
             name: "alice".into(),
             channels: vec![ChannelId("C1".into()), ChannelId("C2".into())],
             server: Some("41771983423143937".into()),
-            until: crate::domain::Timestamp(1_000_000),
         };
         let body = encode_job(&late);
         assert!(body.starts_with(r#"{"v":3,"job":"forget_late","#), "{body}");

@@ -552,12 +552,17 @@ impl MessageStore for MemoryStore {
         }))
     }
 
-    async fn delete_messages_by(&self, channel: &ChannelId, user: &UserId) -> PortResult<usize> {
+    async fn delete_messages_by(
+        &self,
+        channel: &ChannelId,
+        user: &UserId,
+        posted_before: Option<Timestamp>,
+    ) -> PortResult<usize> {
         let mut inner = self.lock();
         let Some(messages) = inner.channels.get_mut(channel) else {
             return Ok(0);
         };
-        Ok(messages.remove_where(|m| &m.user == user))
+        Ok(messages.remove_where(|m| &m.user == user && posted_before.is_none_or(|before| m.at < before)))
     }
 }
 
@@ -964,7 +969,7 @@ mod tests {
         assert!(store.delete_message(&ChannelId("c".into()), &reply(40, 30, "U1").ts).await.unwrap());
         assert_eq!(thread(root(30)).await, Vec::<i64>::new());
         assert_eq!(store.lock().channels[&ChannelId("c".into())].threads.len(), 3, "the emptied thread went");
-        assert_eq!(store.delete_messages_by(&ChannelId("c".into()), &UserId("U2".into())).await.unwrap(), 2);
+        assert_eq!(store.delete_messages_by(&ChannelId("c".into()), &UserId("U2".into()), None).await.unwrap(), 2);
         assert_eq!(thread(root(10)).await, [50]);
         assert_eq!(thread(root(20)).await, Vec::<i64>::new());
         assert_eq!(thread(Some(texts_root)).await, [80]);

@@ -105,6 +105,8 @@ pub(super) struct ForgetLine {
     pub facts_edited: Lenient<u64>,
     pub notes: Lenient<u64>,
     pub summaries: Lenient<u64>,
+    /// A forget's second look.
+    pub late: Lenient<bool>,
 }
 
 #[derive(Deserialize, Default)]

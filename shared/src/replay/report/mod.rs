@@ -876,6 +876,7 @@ fn row(ci: usize, i: usize, e: &Ev, ctx: &Ctx) -> Row {
                 facts_edited: *f.facts_edited,
                 notes: *f.notes,
                 summaries: *f.summaries,
+                late: f.late.unwrap_or(false),
             },
         ),
         Body::Command(c) => (

@@ -560,6 +560,7 @@ fn one_of_every_kind() -> Vec<crate::domain::Event> {
             summaries: 1,
             server: None,
             unplaced: 0,
+            late: false,
         },
     ];
     let mut seen = [false; 12];
@@ -593,6 +594,44 @@ fn one_of_every_kind() -> Vec<crate::domain::Event> {
             kind,
         })
         .collect()
+}
+
+/// A forget's second look reads as what it is, not as a second request.
+#[test]
+fn a_forgets_second_look_reads_as_a_look_again() {
+    use crate::domain::{ChannelId, Event, EventKind, Ts, UserId};
+    let at = |s: i64| crate::replay::REPLAY_EPOCH + std::time::Duration::from_secs(s as u64);
+    let ts = |s: i64| Ts::from_timestamp(at(s));
+    let late = |late: bool| Event {
+        at: at(10),
+        channel: ChannelId("general".into()),
+        thread_root: None,
+        ts: ts(1),
+        kind: EventKind::Forget {
+            user: Some(UserId("alice".into())),
+            messages: 1,
+            facts_removed: 1,
+            facts_edited: 0,
+            notes: 1,
+            summaries: 1,
+            server: None,
+            unplaced: 0,
+            late,
+        },
+    };
+    let mut sink = std::io::sink();
+    let mut writer = crate::replay::LogWriter::new(&mut sink, true);
+    writer.write_events(&mut vec![late(true), late(false)]);
+    let lines = writer.kept().to_vec();
+    assert_eq!((&lines[0]["late"], &lines[1]["late"]), (&json!(true), &serde_json::Value::Null), "{lines:?}");
+    let html = render("second look", &lines, &with_llm_judge());
+    assert!(
+        html.contains(
+            "looked again for alice once work in flight had ended: 1 message stored late, 1 fact removed, 0 facts kept without them, 1 note, 1 summary made anew"
+        ),
+        "{html}"
+    );
+    assert_eq!(html.matches("forgot alice").count(), 1, "the request alone reads as a forget");
 }
 
 #[test]

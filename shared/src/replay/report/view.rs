@@ -262,6 +262,8 @@ pub(super) enum What {
         facts_edited: Option<u64>,
         notes: Option<u64>,
         summaries: Option<u64>,
+        /// A forget's second look, not a request.
+        late: bool,
     },
     Command {
         user: String,
