@@ -998,8 +998,11 @@ async fn a_forgets_second_look_removes_what_work_in_flight_wrote_after_it_looked
     w.run_for(lease - 10.0).await;
     assert_eq!(contents(&channel).await.len(), 4, "still there while work that read before the forget may run");
     assert_eq!(hers().await.len(), 2);
-    // Within the queue's longest delay of the request.
-    w.run_for(900.0 - w.clock.now().seconds_since(asked)).await;
+    // Once Slack's retries (ten minutes) and the jobs that read them (a lease) are over,
+    // and not before.
+    w.run_for(2.0 * lease + 600.0 - 10.0 - w.clock.now().seconds_since(asked)).await;
+    assert_eq!(contents(&channel).await.len(), 4, "still there while a job that read a late message may run");
+    w.run_for(20.0).await;
     assert_eq!(
         contents(&channel).await,
         [

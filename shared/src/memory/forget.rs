@@ -367,9 +367,10 @@ pub async fn forget_user(
     let wrote_elsewhere = wrote_in.iter().any(|channel| !channels.contains(channel));
     // Queued before anything goes, so a run that dies anywhere after has queued it (a
     // redelivery queues another: the second finds nothing left).
+    let late_ts = Ts::from_timestamp(deps.clock.now());
     let late = Job::ForgetLate {
         channel: requested_in.clone(),
-        ts: Ts::from_timestamp(deps.clock.now()),
+        ts: late_ts.clone(),
         user: user.clone(),
         name: name.clone(),
         channels: channels.clone(),
@@ -418,7 +419,16 @@ pub async fn forget_user(
         done.profile = true;
     }
     mark_forgotten(deps, user, &name, true).await?;
+    // This run's end, for its own second look (the person's mark is the last forget's).
+    let ended = deps.clock.now();
+    let key = ended_key(requested_in, user, &late_ts);
+    deps.ledger.cache_put(&key, &ended.0.to_string(), ended + second_look_delay(deps) + REQUEST_KEEP).await?;
     Ok(done)
+}
+
+/// Where a forget run keeps when it ended, for the second look it queued (`late_ts`).
+fn ended_key(requested_in: &ChannelId, user: &UserId, late_ts: &Ts) -> String {
+    format!("forget-ended:{requested_in}:{user}:{late_ts}")
 }
 
 /// How long after it was posted a message may still arrive: Slack retries an event it
@@ -426,19 +436,18 @@ pub async fn forget_user(
 const LATE_DELIVERY: Duration = Duration::from_secs(10 * 60);
 
 /// When a forget's second look runs, counted from the forget's start: after the forget
-/// has ended (within a worker timeout) and then every job that read before its end has
-/// too (a claim lease), and every message posted before its end has arrived.
+/// has ended (within a worker timeout, under a claim lease), every message posted before
+/// its end has arrived, and every job that read before its end or read such a late
+/// message has ended too (a claim lease after each).
 fn second_look_delay(deps: &Deps) -> Duration {
     let lease = deps.budget.claim_lease();
-    lease + LATE_DELIVERY.max(lease)
+    lease + LATE_DELIVERY + lease
 }
 
-/// When `user`'s forget last ended, if it did within [`FORGOTTEN_KEEP`] (not while
-/// one is in progress).
-async fn forgotten_at(deps: &Deps, user: &UserId) -> PortResult<Option<Timestamp>> {
+/// Whether a forget of `user` is being carried out now (its mark says in progress).
+async fn forget_in_progress(deps: &Deps, user: &UserId) -> PortResult<bool> {
     let mark = deps.ledger.cache_get(&forgotten_key(user), deps.clock.now()).await?;
-    let at = mark.as_deref().and_then(|m| m.split('\t').next()).and_then(|at| at.parse::<i64>().ok());
-    Ok(at.filter(|at| *at != i64::MAX).map(Timestamp))
+    Ok(mark.as_deref().and_then(|m| m.split('\t').next()) == Some(&i64::MAX.to_string()))
 }
 
 /// Removes from `channel`'s facts what came from `user` (display name `name`) or names
@@ -546,9 +555,17 @@ pub struct Late<'a> {
 /// only when it removed something.
 pub async fn look_again(deps: &Deps, late: &Late<'_>) -> PortResult<()> {
     let Late { channel, ts, user, name, channels, server } = *late;
-    let Some(until) = forgotten_at(deps, user).await? else {
-        // Not finished: the delivery that finishes it queued a second look of its own.
-        tracing::info!(%user, "a forget's second look before the forget ended; the next one looks");
+    let ended = deps.ledger.cache_get(&ended_key(channel, user, ts), deps.clock.now()).await?;
+    let Some(until) = ended.and_then(|at| at.parse().ok()).map(Timestamp) else {
+        if forget_in_progress(deps, user).await? {
+            // Its run may still be going: ask again once it can have ended.
+            return Err(PortError::Busy {
+                message: format!("a forget of {user} is still being carried out"),
+                retry_after: deps.budget.claim_lease(),
+            });
+        }
+        // The run that queued this died before it ended; its redelivery queued another.
+        tracing::info!(%user, "a forget's second look for a run that did not end; a later one looks");
         return Ok(());
     };
     let key = format!("forget-late:{channel}:{user}:{ts}");
@@ -559,28 +576,43 @@ pub async fn look_again(deps: &Deps, late: &Late<'_>) -> PortResult<()> {
         ClaimOutcome::Claimed | ClaimOutcome::Resumed => {}
     }
     let looked = async {
-        let mut more: Vec<ChannelId> = deps.facts.fact_channels().await?;
-        if let Some(profile) = deps.facts.profile(user).await? {
-            more.extend(profile.channels);
-        }
-        more.retain(|c| !channels.contains(c));
-        more.sort();
-        more.dedup();
-        let (more, _) = in_reach(deps, more, server, channel).await?;
         // A fact without its messages (stored before they were kept) is taken as old.
         let learned_before = |fact: &crate::domain::Fact| {
             fact.source_messages.is_empty()
                 || fact.source_messages.iter().any(|m| m.posted_at().is_none_or(|at| at < until))
         };
+        let mentions = |text: &str| names_person(text, user, name);
+        // Besides the forget's channels: where a late message of theirs recreated their
+        // profile, and where a fact learned since is from or about them.
+        let mut more: Vec<ChannelId> = deps.facts.profile(user).await?.map(|p| p.channels).unwrap_or_default();
+        for other in deps.facts.fact_channels().await? {
+            if !channels.contains(&other) && !more.contains(&other) {
+                let facts = deps.facts.facts(&other).await?;
+                if facts.iter().any(|f| (f.is_from(user, name) || mentions(&f.content)) && learned_before(f)) {
+                    more.push(other);
+                }
+            }
+        }
+        more.retain(|c| !channels.contains(c));
+        more.sort();
+        more.dedup();
+        let (more, _) = in_reach(deps, more, server, channel).await?;
         let mut done = Forgotten::default();
         for each in channels.iter().chain(&more) {
             let messages = deps.messages.delete_messages_by(each, user, Some(until)).await?;
             done.messages += messages;
             done = done + forget_facts_and_note(deps, each, user, name, learned_before).await?;
-            let memory = deps.channels.channel_state(each).await?.memory.clone();
-            if messages > 0 && memory.updated_at.is_some() {
-                remake_memory(deps, each, &memory).await?;
-                done.summaries += 1;
+            if messages > 0 {
+                // A summary made since may hold what they said: made anew from the rest
+                // (one never stored yet moves to a new generation, as in the forget).
+                let memory = deps.channels.channel_state(each).await?.memory.clone();
+                if memory.updated_at.is_some() {
+                    remake_memory(deps, each, &memory).await?;
+                    done.summaries += 1;
+                } else {
+                    let next = ChannelMemory { generation: memory.generation + 1, ..memory };
+                    deps.channels.set_channel_memory(each, next).await?;
+                }
             }
         }
         forget_in_workspace_memory(deps, user, name).await?;
@@ -775,6 +807,21 @@ mod tests {
     /// Memory work that read someone's messages before their forget ended, or while it
     /// runs, counts them forgotten; work that read after it ended does not (what they
     /// say after a forget is theirs to be remembered again).
+    /// A second look whose forget run never ended does nothing (the run's redelivery
+    /// queued another); one while a forget of the person is in progress waits for it.
+    #[tokio::test]
+    async fn a_second_look_waits_for_a_forget_in_progress_and_skips_a_run_that_did_not_end() {
+        let (deps, _clock) = in_process();
+        let (channel, user) = (ChannelId("C1".into()), UserId("U1".into()));
+        let ts = Ts::new("1.000001");
+        let late = Late { channel: &channel, ts: &ts, user: &user, name: "", channels: &[], server: None };
+        look_again(&deps, &late).await.expect("nothing to do");
+        mark_forgotten(&deps, &user, "", false).await.unwrap();
+        assert!(matches!(look_again(&deps, &late).await, Err(PortError::Busy { .. })), "waits for the forget");
+        mark_forgotten(&deps, &user, "", true).await.unwrap();
+        look_again(&deps, &late).await.expect("another run's end is not this run's");
+    }
+
     #[tokio::test]
     async fn a_person_counts_forgotten_for_work_that_read_before_the_forget_ended() {
         let (deps, clock) = in_process();
