@@ -733,6 +733,8 @@ async fn a_managers_forget_stays_in_their_server_and_forget_me_reaches_everywher
         assert_eq!(w.relay("MESSAGE_CREATE", event, &[]).await.status(), 200);
     }
     assert_eq!((said(CHANNEL).await, said(OTHER_CHANNEL).await, said(HIDDEN_CHANNEL).await), (1, 1, 1));
+    // Said a while before the forget (its second look removes what was posted before).
+    w.run_for(60.0).await;
 
     let whom = json!([{"name": "user", "type": 6, "value": someone}]);
     let ack =
@@ -766,6 +768,11 @@ async fn a_managers_forget_stays_in_their_server_and_forget_me_reaches_everywher
         ),
         "{answer}"
     );
+    // Its second look, once work in flight has ended, stays within the server too.
+    let lease = w.deps.budget.claim_lease().as_secs_f64();
+    w.run_for(2.0 * lease + 610.0).await;
+    assert_eq!((said(OTHER_CHANNEL).await, said(HIDDEN_CHANNEL).await), (1, 1), "the second look stays in the server");
+    assert!(w.deps.facts.profile(&UserId(someone.into())).await.unwrap().is_some(), "the profile stays");
 
     // Their own request, asked in this server, reaches the other one too.
     let mut forget_me = command("forget-me", json!([]));
