@@ -1621,7 +1621,10 @@ const MEMORY_WORK: &[(&str, f64)] = &[
 /// both queue it): 7.9 to 8.2 calls and $0.0063-0.0067 in 8 runs without the memory
 /// work, 9.6 to 10.2 and $0.0085-0.0091 with it and with Lambda's wait for the model
 /// (5 runs; $0.0092-0.0098 before each channel's line had an item of its own);
-/// ceilings a mark and a job above that. 8.6 to 8.9 calls and $0.0069-0.0073 with a reflection queued by each
+/// ceilings a mark and a job above that. Since an answer reads the person's profile
+/// and note in one BatchGetItem (not two GetItems): 7.8 and 9.6 calls, $0.00858 in
+/// the first run; the BatchGetItem ceiling is the state reads and that one, as counted
+/// (they do not vary from run to run). 8.6 to 8.9 calls and $0.0069-0.0073 with a reflection queued by each
 /// judgment, 9.2-9.5 calls before the page before the window (those jobs not counted).
 const WITH_AN_LLM_IN_BUSY_THREADS: Costing = Costing {
     what: "with an LLM, busy threads",

@@ -167,9 +167,9 @@ pub enum JobKind {
     Respond,
     Summarize,
     Reflect,
-    /// Forgetting a person on request: a queue of its own, so an answer the person
-    /// waits for never queues behind reflections that wait for the model; the reflect
-    /// worker runs it (it already changes facts and notes).
+    /// Forgetting a person on request (and each forget's second look): a queue of its
+    /// own, so an answer the person waits for never queues behind reflections that wait
+    /// for the model; the reflect worker runs it (it already changes facts and notes).
     Forget,
 }
 

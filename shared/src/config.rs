@@ -104,7 +104,7 @@ settings_doc! {
     "RESPOND_QUEUE_URL", "", "SQS queue of RESPOND jobs.";
     "SUMMARIZE_QUEUE_URL", "", "SQS queue of SUMMARIZE jobs (and REMEMBER jobs, which queue them).";
     "REFLECT_QUEUE_URL", "", "SQS queue of REFLECT jobs (and the daily fact sweep).";
-    "FORGET_QUEUE_URL", "", "SQS queue of FORGET jobs (forgetting a person on request); the reflect worker runs them, apart from reflections so an answer never waits behind the model.";
+    "FORGET_QUEUE_URL", "", "SQS queue of FORGET jobs (forgetting a person on request) and their second looks (FORGET_LATE); the reflect worker runs them, apart from reflections so an answer never waits behind the model.";
     "JUDGE_QUEUE_ARN", "", "ARN of the JUDGE queue (the scheduler's target).";
     "RESPOND_QUEUE_ARN", "", "ARN of the RESPOND queue (the scheduler's target).";
     "SUMMARIZE_QUEUE_ARN", "", "ARN of the SUMMARIZE queue (the scheduler's target).";

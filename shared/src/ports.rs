@@ -355,7 +355,8 @@ pub trait FactStore: Send + Sync {
     async fn put_fact(&self, fact: &Fact) -> PortResult<()>;
     /// Stores `fact` only if the stored one is still as read: at revision `read`, or
     /// none with its id (`None`). False, and nothing changes, when another write came
-    /// between (a forget's edit while a reflection waited for the model).
+    /// between (a forget's edit while a reflection waited for the model, a reflection's
+    /// write while a forget or a deleted message's edit was made).
     async fn put_fact_if_unchanged(&self, fact: &Fact, read: Option<FactRevision>) -> PortResult<bool>;
     async fn delete_fact(&self, channel: &ChannelId, id: &str) -> PortResult<()>;
     /// Every channel that has facts (for the daily clean-up).

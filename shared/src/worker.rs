@@ -54,9 +54,9 @@ pub enum Pool {
     Judge,
     /// Summaries, reflections, the fact sweep.
     Memory,
-    /// Forget requests: someone waits for the answer, so they never wait for slots
-    /// that reflections hold while the model thinks (in AWS, the forget queue's own
-    /// concurrency).
+    /// Forget requests (and their second looks): someone waits for the answer, so they
+    /// never wait for slots that reflections hold while the model thinks (in AWS, the
+    /// forget queue's own concurrency).
     Forget,
 }
 

@@ -375,9 +375,11 @@ pub enum Job {
     /// has ended, every job that read the person's messages before then has too (a
     /// reflection's facts and notes, an answer's topics written after the forget
     /// looked), and their messages posted before it have all arrived: what those stored
-    /// of them goes. Answers nobody. The forget's end is read from its mark.
+    /// of them goes. Answers nobody. The forget's end is read from the ledger entry its
+    /// run writes as it ends (`forget-ended:<channel>:<user>:<ts>`).
     ForgetLate {
-        /// Where the forget was asked, and when (the request's own `ts`).
+        /// Where the forget was asked, and when the run that queued this began (the key
+        /// of its end's entry).
         channel: ChannelId,
         ts: Ts,
         user: UserId,
@@ -457,7 +459,7 @@ pub struct JobEnvelope {
 }
 
 impl JobEnvelope {
-    /// The version jobs travel as, unless they need [`JobEnvelope::NEWEST`].
+    /// The version jobs travel as, unless they need a newer one (see [`JobEnvelope::NEWEST`]).
     pub const VERSION: u32 = 1;
     /// The newest version this build reads. 2: a FORGET bounded to one server or
     /// workspace, which a build from before the bound would carry out everywhere (it

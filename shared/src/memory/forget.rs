@@ -5,7 +5,9 @@
 //!
 //! Every step deletes or rewrites what is still there, so a request that dies halfway
 //! is finished by running it again; the person's profile goes last because it lists
-//! the channels to look in.
+//! the channels to look in. Each run first queues its second look ([`look_again`]),
+//! which removes what work in flight and late deliveries stored of them after it, and
+//! records its end for it as it ends.
 
 use std::time::Duration;
 
@@ -327,7 +329,9 @@ async fn in_reach(
 /// the messages left. `requested_in` is searched even when no profile lists it.
 /// `server`: only in that Discord server's (or the Slack workspace's) channels; the
 /// profile (counters and where they wrote, no content) then stays when they wrote
-/// elsewhere too, so a later request of their own still finds every channel.
+/// elsewhere too, so a later request of their own still finds every channel. Queues
+/// its second look ([`Job::ForgetLate`]) before anything goes, and records its end for
+/// it.
 pub async fn forget_user(
     deps: &Deps,
     user: &UserId,
@@ -545,8 +549,9 @@ pub struct Late<'a> {
 /// the mark and wrote after the forget had looked at that channel (a reflection's new
 /// fact or note, an answer's topics) is only caught by looking again once every such
 /// job has ended; and a message of theirs posted before the forget and delivered late
-/// (a platform's retry) is stored after it. In the channels the forget reached and
-/// every channel with facts or (again) in their profile within its reach: their
+/// (a platform's retry) is stored after it. In the channels the forget reached, every
+/// channel with a fact from or naming them learned before its end, and every channel
+/// their profile (again) lists, within its reach: their
 /// messages posted before it ended go (and the channel's memory is made anew from the
 /// rest), facts from or naming them learned from messages older than its end are
 /// removed or edited, their note goes (a note does not say which messages it came
@@ -804,9 +809,6 @@ mod tests {
         }
     }
 
-    /// Memory work that read someone's messages before their forget ended, or while it
-    /// runs, counts them forgotten; work that read after it ended does not (what they
-    /// say after a forget is theirs to be remembered again).
     /// A second look whose forget run never ended does nothing (the run's redelivery
     /// queued another); one while a forget of the person is in progress waits for it.
     #[tokio::test]
@@ -822,6 +824,9 @@ mod tests {
         look_again(&deps, &late).await.expect("another run's end is not this run's");
     }
 
+    /// Memory work that read someone's messages before their forget ended, or while it
+    /// runs, counts them forgotten; work that read after it ended does not (what they
+    /// say after a forget is theirs to be remembered again).
     #[tokio::test]
     async fn a_person_counts_forgotten_for_work_that_read_before_the_forget_ended() {
         let (deps, clock) = in_process();
