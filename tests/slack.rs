@@ -1033,6 +1033,54 @@ async fn a_forgets_second_look_removes_what_work_in_flight_wrote_after_it_looked
     assert_eq!(forget_lines(&w), 0, "it looks once");
 }
 
+/// A forget's second look that dies between deleting a late-delivered message and
+/// making the channel's memory anew (a summary made since held what the message said)
+/// makes it anew on its redelivery, though it finds no message of theirs left; the log
+/// line counts what the attempt that finished removed.
+#[tokio::test]
+async fn a_second_look_that_dies_before_remaking_the_memory_remakes_it_when_delivered_again() {
+    use kuuki::ports::ChannelStateStore;
+    let w = SlackWorld::start(&[], true).await;
+    slack_refuses_answers_then_takes_them(&w, 0, 0).await;
+    let channel = ChannelId(CH.into());
+    w.send_event(message(CH, "UALICE", "my cat is Miso", &w.ts(0, 1)), &[]).await;
+    w.run_for(60.0).await;
+    let asked = w.clock.now();
+    command(&w, "forget-me").await;
+    w.run_for(5.0).await;
+    assert_eq!(forget_lines(&w), 1);
+    // Slack's retry of a message she posted before, and a summary made from it.
+    w.send_event(message(CH, "UALICE", "my cat's vet is Dr. Sato", &w.ts(30, 2)), &[]).await;
+    w.run_for(60.0).await;
+    let generation = w.store.channel_state(&channel).await.unwrap().memory.generation;
+    let summarized = kuuki::domain::ChannelMemory {
+        summary: "someone's cat sees Dr. Sato".into(),
+        updated_at: Some(w.clock.now()),
+        generation,
+        ..Default::default()
+    };
+    assert!(w.store.set_channel_memory(&channel, summarized).await.unwrap());
+    let lease = w.deps.budget.claim_lease().as_secs_f64();
+    w.run_for(2.0 * lease + 600.0 - 10.0 - w.clock.now().seconds_since(asked)).await;
+    w.store.fail_next_writes(1);
+    assert_eq!(w.run_for_counting(20.0).await, 1, "the look dies wiping the summary");
+    assert!(w.store.messages_after(&channel, None, 10).await.unwrap().is_empty(), "the late message went first");
+    assert_eq!(w.store.channel_state(&channel).await.unwrap().memory.summary, "someone's cat sees Dr. Sato");
+    w.run_for(lease + 60.0).await;
+    let memory = w.store.channel_state(&channel).await.unwrap().memory.clone();
+    assert_eq!((memory.summary.as_str(), memory.generation), ("", generation + 1), "made anew by the redelivery");
+    let looks: Vec<_> = w
+        .log
+        .take()
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Forget { messages, summaries, late, .. } => Some((late, messages, summaries)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(looks, [(true, 0, 1)], "one line, from the attempt that finished");
+}
+
 /// A reflection whose fact writes find the facts changed meanwhile (another write came
 /// between: a forget's edit, a twin's reflection, the sweep's delete) merges what those
 /// writes carried into the facts as they are then: each fact counted once, none lost.

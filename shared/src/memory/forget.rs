@@ -604,10 +604,15 @@ pub async fn look_again(deps: &Deps, late: &Late<'_>) -> PortResult<()> {
         let (more, _) = in_reach(deps, more, server, channel).await?;
         let mut done = Forgotten::default();
         for each in channels.iter().chain(&more) {
+            // Kept from their late messages' deletion to the memory's remake: a look
+            // that dies in between remakes it on its redelivery, which finds no message.
+            let remaking = format!("{key}:remake:{each}");
+            let interrupted = deps.ledger.cache_get(&remaking, deps.clock.now()).await?.is_some();
             let messages = deps.messages.delete_messages_by(each, user, Some(until)).await?;
             done.messages += messages;
             done = done + forget_facts_and_note(deps, each, user, name, learned_before).await?;
-            if messages > 0 {
+            if messages > 0 || interrupted {
+                deps.ledger.cache_put(&remaking, "1", deps.clock.now() + REQUEST_KEEP).await?;
                 // A summary made since may hold what they said: made anew from the rest
                 // (one never stored yet moves to a new generation, as in the forget).
                 let memory = deps.channels.channel_state(each).await?.memory.clone();
@@ -618,6 +623,8 @@ pub async fn look_again(deps: &Deps, late: &Late<'_>) -> PortResult<()> {
                     let next = ChannelMemory { generation: memory.generation + 1, ..memory };
                     deps.channels.set_channel_memory(each, next).await?;
                 }
+                // Done here: the mark expires at once.
+                deps.ledger.cache_put(&remaking, "", deps.clock.now()).await?;
             }
         }
         forget_in_workspace_memory(deps, user, name).await?;
