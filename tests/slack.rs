@@ -977,14 +977,7 @@ async fn a_forgets_second_look_removes_what_work_in_flight_wrote_after_it_looked
     };
     assert_eq!(hers().await, ["my cat's vet is Dr. Sato", "the office moves in May"]);
     // A summary made after the forget's wipe from what was stored then, the late one too.
-    let generation = w.store.channel_state(&channel).await.unwrap().memory.generation;
-    let summarized = kuuki::domain::ChannelMemory {
-        summary: "someone's cat sees Dr. Sato".into(),
-        updated_at: Some(w.clock.now()),
-        generation,
-        ..Default::default()
-    };
-    assert!(w.store.set_channel_memory(&channel, summarized).await.unwrap());
+    let generation = summarized_since_the_forget(&w, &channel).await;
     let contents = async |channel: &ChannelId| {
         let mut facts: Vec<(String, Vec<String>)> =
             w.store.facts(channel).await.unwrap().into_iter().map(|f| (f.content, f.source_users)).collect();
@@ -1033,6 +1026,21 @@ async fn a_forgets_second_look_removes_what_work_in_flight_wrote_after_it_looked
     assert_eq!(forget_lines(&w), 0, "it looks once");
 }
 
+/// A summary of `channel` made after a forget's wipe from what was stored then (a late
+/// message of the person's among it); returns the memory's generation.
+async fn summarized_since_the_forget(w: &SlackWorld, channel: &ChannelId) -> u32 {
+    use kuuki::ports::ChannelStateStore;
+    let generation = w.store.channel_state(channel).await.unwrap().memory.generation;
+    let summarized = kuuki::domain::ChannelMemory {
+        summary: "someone's cat sees Dr. Sato".into(),
+        updated_at: Some(w.clock.now()),
+        generation,
+        ..Default::default()
+    };
+    assert!(w.store.set_channel_memory(channel, summarized).await.unwrap());
+    generation
+}
+
 /// A forget's second look that dies between deleting a late-delivered message and
 /// making the channel's memory anew (a summary made since held what the message said)
 /// makes it anew on its redelivery, though it finds no message of theirs left; the log
@@ -1052,14 +1060,7 @@ async fn a_second_look_that_dies_before_remaking_the_memory_remakes_it_when_deli
     // Slack's retry of a message she posted before, and a summary made from it.
     w.send_event(message(CH, "UALICE", "my cat's vet is Dr. Sato", &w.ts(30, 2)), &[]).await;
     w.run_for(60.0).await;
-    let generation = w.store.channel_state(&channel).await.unwrap().memory.generation;
-    let summarized = kuuki::domain::ChannelMemory {
-        summary: "someone's cat sees Dr. Sato".into(),
-        updated_at: Some(w.clock.now()),
-        generation,
-        ..Default::default()
-    };
-    assert!(w.store.set_channel_memory(&channel, summarized).await.unwrap());
+    let generation = summarized_since_the_forget(&w, &channel).await;
     let lease = w.deps.budget.claim_lease().as_secs_f64();
     w.run_for(2.0 * lease + 600.0 - 10.0 - w.clock.now().seconds_since(asked)).await;
     w.store.fail_next_writes(1);
