@@ -1042,12 +1042,30 @@ async fn summarized_since_the_forget(w: &SlackWorld, channel: &ChannelId) -> u32
 }
 
 /// A forget's second look that dies between deleting a late-delivered message and
-/// making the channel's memory anew (a summary made since held what the message said)
-/// makes it anew on its redelivery, though it finds no message of theirs left; the log
-/// line counts what the attempt that finished removed.
+/// making the channel's memory anew (a summary made since held what the message said),
+/// at the memory's write or before it at a fact's edit, makes it anew on its
+/// redelivery, though it finds no message of theirs left; the log line counts what the
+/// attempt that finished removed.
 #[tokio::test]
 async fn a_second_look_that_dies_before_remaking_the_memory_remakes_it_when_delivered_again() {
-    use kuuki::ports::ChannelStateStore;
+    second_look_dies_then_remakes(LookDies::AtTheMemory).await;
+}
+
+#[tokio::test]
+async fn a_second_look_that_dies_at_a_fact_remakes_the_memory_when_delivered_again() {
+    second_look_dies_then_remakes(LookDies::AtAFact).await;
+}
+
+enum LookDies {
+    /// The memory's write fails (the late message and the facts are done).
+    AtTheMemory,
+    /// A fact's edit keeps being refused (another write each time), so the look gives
+    /// up before the memory (the late message is done).
+    AtAFact,
+}
+
+async fn second_look_dies_then_remakes(dies: LookDies) {
+    use kuuki::ports::{ChannelStateStore, FactStore};
     let w = SlackWorld::start(&[], true).await;
     slack_refuses_answers_then_takes_them(&w, 0, 0).await;
     let channel = ChannelId(CH.into());
@@ -1057,19 +1075,30 @@ async fn a_second_look_that_dies_before_remaking_the_memory_remakes_it_when_deli
     command(&w, "forget-me").await;
     w.run_for(5.0).await;
     assert_eq!(forget_lines(&w), 1);
-    // Slack's retry of a message she posted before, and a summary made from it.
+    // Slack's retry of a message she posted before, a summary made from it, and a fact
+    // she and Bob taught, learned from it.
     w.send_event(message(CH, "UALICE", "my cat's vet is Dr. Sato", &w.ts(30, 2)), &[]).await;
     w.run_for(60.0).await;
     let generation = summarized_since_the_forget(&w, &channel).await;
+    let shared = kuuki::domain::Fact {
+        source_messages: vec![Ts::new(w.ts(30, 2))],
+        ..taught(&w, &channel, "the vet is Dr. Sato", &["UALICE", "UBOB"])
+    };
+    w.store.put_fact(&shared).await.unwrap();
     let lease = w.deps.budget.claim_lease().as_secs_f64();
     w.run_for(2.0 * lease + 600.0 - 10.0 - w.clock.now().seconds_since(asked)).await;
-    w.store.fail_next_writes(1);
-    assert_eq!(w.run_for_counting(20.0).await, 1, "the look dies wiping the summary");
+    match dies {
+        LookDies::AtTheMemory => w.store.fail_next_writes(1),
+        LookDies::AtAFact => w.store.refuse_next_fact_writes(5),
+    }
+    assert_eq!(w.run_for_counting(20.0).await, 1, "the look dies");
     assert!(w.store.messages_after(&channel, None, 10).await.unwrap().is_empty(), "the late message went first");
     assert_eq!(w.store.channel_state(&channel).await.unwrap().memory.summary, "someone's cat sees Dr. Sato");
     w.run_for(lease + 60.0).await;
     let memory = w.store.channel_state(&channel).await.unwrap().memory.clone();
     assert_eq!((memory.summary.as_str(), memory.generation), ("", generation + 1), "made anew by the redelivery");
+    let facts = w.store.facts(&channel).await.unwrap();
+    assert_eq!(facts.iter().map(|f| f.source_users.clone()).collect::<Vec<_>>(), [["UBOB"]], "Bob's alone");
     let looks: Vec<_> = w
         .log
         .take()

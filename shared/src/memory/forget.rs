@@ -402,7 +402,8 @@ pub async fn forget_user(
         // message the next time, but the profile (deleted last) still lists the channel.
         let wrote_here = wrote_in.contains(channel) || interrupted_here;
         if messages > 0 || wrote_here || in_memory {
-            if memory.updated_at.is_some() {
+            // A run that died after the wipe finds it empty, and still owes its remake.
+            if memory.updated_at.is_some() || interrupted_here {
                 remake_memory(deps, channel, memory).await?;
                 done.summaries += 1;
             } else {
@@ -426,7 +427,7 @@ pub async fn forget_user(
     // This run's end, for its own second look (the person's mark is the last forget's).
     let ended = deps.clock.now();
     let key = ended_key(requested_in, user, &late_ts);
-    deps.ledger.cache_put(&key, &ended.0.to_string(), ended + second_look_delay(deps) + REQUEST_KEEP).await?;
+    deps.ledger.cache_put(&key, &ended.0.to_string(), ended + second_look_delay(deps) + DEAD_LETTER_KEEP).await?;
     Ok(done)
 }
 
@@ -434,6 +435,10 @@ pub async fn forget_user(
 fn ended_key(requested_in: &ChannelId, user: &UserId, late_ts: &Ts) -> String {
     format!("forget-ended:{requested_in}:{user}:{late_ts}")
 }
+
+/// How long the forget queue's dead letters are kept (the template's
+/// `MessageRetentionPeriod`): a second look redriven from there still finds its run's end.
+const DEAD_LETTER_KEEP: Duration = Duration::from_secs(14 * 24 * 60 * 60);
 
 /// How long after it was posted a message may still arrive: Slack retries an event it
 /// could not deliver after one minute and after five; a Discord relay resends sooner.
@@ -563,14 +568,22 @@ pub async fn look_again(deps: &Deps, late: &Late<'_>) -> PortResult<()> {
     let ended = deps.ledger.cache_get(&ended_key(channel, user, ts), deps.clock.now()).await?;
     let Some(until) = ended.and_then(|at| at.parse().ok()).map(Timestamp) else {
         if forget_in_progress(deps, user).await? {
-            // Its run may still be going: ask again once it can have ended.
-            return Err(PortError::Busy {
-                message: format!("a forget of {user} is still being carried out"),
-                retry_after: deps.budget.claim_lease(),
-            });
+            // Its run may still be going: this look comes again once it can have ended
+            // (queued anew, not failed, so however long that takes it never ends in the
+            // dead letters; the mark expires if the run never comes back).
+            let again = Job::ForgetLate {
+                channel: channel.clone(),
+                ts: ts.clone(),
+                user: user.clone(),
+                name: name.to_owned(),
+                channels: channels.to_vec(),
+                server: server.map(str::to_owned),
+            };
+            return deps.enqueue_after(again, deps.budget.claim_lease()).await;
         }
-        // The run that queued this died before it ended; its redelivery queued another.
-        tracing::info!(%user, "a forget's second look for a run that did not end; a later one looks");
+        // The run that queued this died before it ended (its redelivery, if any, queued
+        // a look of its own), or its end expired before a redrive.
+        tracing::warn!(%user, "a forget's second look found no end of its run; it does nothing");
         return Ok(());
     };
     let key = format!("forget-late:{channel}:{user}:{ts}");
@@ -606,26 +619,29 @@ pub async fn look_again(deps: &Deps, late: &Late<'_>) -> PortResult<()> {
         for each in channels.iter().chain(&more) {
             // Kept from their late messages' deletion to the memory's remake: a look
             // that dies in between remakes it on its redelivery, which finds no message.
+            // Set before their late messages go, kept until the memory is made anew: a
+            // look that dies in between (at the facts, at the memory) remakes it on its
+            // redelivery, which finds no message.
             let remaking = format!("{key}:remake:{each}");
             let interrupted = deps.ledger.cache_get(&remaking, deps.clock.now()).await?.is_some();
+            deps.ledger.cache_put(&remaking, "1", deps.clock.now() + DEAD_LETTER_KEEP).await?;
             let messages = deps.messages.delete_messages_by(each, user, Some(until)).await?;
             done.messages += messages;
             done = done + forget_facts_and_note(deps, each, user, name, learned_before).await?;
             if messages > 0 || interrupted {
-                deps.ledger.cache_put(&remaking, "1", deps.clock.now() + REQUEST_KEEP).await?;
                 // A summary made since may hold what they said: made anew from the rest
                 // (one never stored yet moves to a new generation, as in the forget).
                 let memory = deps.channels.channel_state(each).await?.memory.clone();
-                if memory.updated_at.is_some() {
+                if memory.updated_at.is_some() || interrupted {
                     remake_memory(deps, each, &memory).await?;
                     done.summaries += 1;
                 } else {
                     let next = ChannelMemory { generation: memory.generation + 1, ..memory };
                     deps.channels.set_channel_memory(each, next).await?;
                 }
-                // Done here: the mark expires at once.
-                deps.ledger.cache_put(&remaking, "", deps.clock.now()).await?;
             }
+            // Done here: the mark expires at once.
+            deps.ledger.cache_put(&remaking, "", deps.clock.now()).await?;
         }
         forget_in_workspace_memory(deps, user, name).await?;
         if done != Forgotten::default() {
@@ -816,19 +832,42 @@ mod tests {
         }
     }
 
-    /// A second look whose forget run never ended does nothing (the run's redelivery
-    /// queued another); one while a forget of the person is in progress waits for it.
+    /// A second look whose forget run is still going comes again a lease later (queued
+    /// anew, never failed into the dead letters); one whose run never ended does nothing
+    /// (not even under another forget's end: the person's messages stay).
     #[tokio::test]
     async fn a_second_look_waits_for_a_forget_in_progress_and_skips_a_run_that_did_not_end() {
-        let (deps, _clock) = in_process();
+        let clock = Arc::new(VirtualClock::new(Timestamp(1_000_000_000)));
+        let parts = InProcess::new(clock.clone());
+        let deps = deps_over(&parts, Arc::new(RecordingChat::new(clock.clone(), Arc::new(TsMint::default()))));
         let (channel, user) = (ChannelId("C1".into()), UserId("U1".into()));
+        let said = crate::domain::Message {
+            channel: channel.clone(),
+            ts: Ts::from_timestamp(Timestamp(999_000_000)),
+            thread_root: None,
+            user: user.clone(),
+            user_name: "alice".into(),
+            text: "my cat is Miso".into(),
+            author: crate::domain::Author::Human,
+            replies_to_bot: false,
+            in_dm: false,
+            private_channel: false,
+            at: Timestamp(999_000_000),
+        };
+        deps.messages.put_message(&Arc::new(said)).await.unwrap();
         let ts = Ts::new("1.000001");
-        let late = Late { channel: &channel, ts: &ts, user: &user, name: "", channels: &[], server: None };
+        let channels = [channel.clone()];
+        let late = Late { channel: &channel, ts: &ts, user: &user, name: "", channels: &channels, server: None };
+        let looks = || parts.queue.waiting(|job| matches!(job, Job::ForgetLate { .. }));
         look_again(&deps, &late).await.expect("nothing to do");
+        assert!(looks().is_empty());
         mark_forgotten(&deps, &user, "", false).await.unwrap();
-        assert!(matches!(look_again(&deps, &late).await, Err(PortError::Busy { .. })), "waits for the forget");
+        look_again(&deps, &late).await.expect("queued again, not failed");
+        assert_eq!(looks(), [clock.now() + deps.budget.claim_lease()], "again once the run can have ended");
         mark_forgotten(&deps, &user, "", true).await.unwrap();
         look_again(&deps, &late).await.expect("another run's end is not this run's");
+        let left = deps.messages.messages_after(&channel, None, 10).await.unwrap();
+        assert_eq!(left.len(), 1, "nothing removed without its own run's end");
     }
 
     /// Memory work that read someone's messages before their forget ended, or while it
