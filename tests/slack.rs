@@ -1045,7 +1045,7 @@ async fn summarized_since_the_forget(w: &SlackWorld, channel: &ChannelId) -> u32
 /// making the channel's memory anew (a summary made since held what the message said),
 /// at the memory's write or before it at a fact's edit, makes it anew on its
 /// redelivery, though it finds no message of theirs left; the log line counts what the
-/// attempt that finished removed.
+/// whole look removed (the late message the first attempt deleted too).
 #[tokio::test]
 async fn a_second_look_that_dies_before_remaking_the_memory_remakes_it_when_delivered_again() {
     second_look_dies_then_remakes(LookDies::AtTheMemory).await;
@@ -1108,7 +1108,7 @@ async fn second_look_dies_then_remakes(dies: LookDies) {
             _ => None,
         })
         .collect();
-    assert_eq!(looks, [(true, 0, 1)], "one line, from the attempt that finished");
+    assert_eq!(looks, [(true, 1, 1)], "one line, counting what every attempt removed");
 }
 
 /// A reflection whose fact writes find the facts changed meanwhile (another write came

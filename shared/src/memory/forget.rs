@@ -615,10 +615,16 @@ pub async fn look_again(deps: &Deps, late: &Late<'_>) -> PortResult<()> {
         more.sort();
         more.dedup();
         let (more, _) = in_reach(deps, more, server, channel).await?;
-        let mut done = Forgotten::default();
+        // What earlier attempts removed, kept channel by channel: the log line counts
+        // the whole look, not only the attempt that finished it.
+        let progress = format!("{key}:removed");
+        let earlier = deps.ledger.cache_get(&progress, deps.clock.now()).await?;
+        let mut done: Forgotten = earlier.and_then(|json| serde_json::from_str(&json).ok()).unwrap_or_default();
+        let save = async |done: &Forgotten| {
+            let json = serde_json::to_string(done).expect("counts encode");
+            deps.ledger.cache_put(&progress, &json, deps.clock.now() + DEAD_LETTER_KEEP).await
+        };
         for each in channels.iter().chain(&more) {
-            // Kept from their late messages' deletion to the memory's remake: a look
-            // that dies in between remakes it on its redelivery, which finds no message.
             // Set before their late messages go, kept until the memory is made anew: a
             // look that dies in between (at the facts, at the memory) remakes it on its
             // redelivery, which finds no message.
@@ -626,8 +632,15 @@ pub async fn look_again(deps: &Deps, late: &Late<'_>) -> PortResult<()> {
             let interrupted = deps.ledger.cache_get(&remaking, deps.clock.now()).await?.is_some();
             deps.ledger.cache_put(&remaking, "1", deps.clock.now() + DEAD_LETTER_KEEP).await?;
             let messages = deps.messages.delete_messages_by(each, user, Some(until)).await?;
-            done.messages += messages;
-            done = done + forget_facts_and_note(deps, each, user, name, learned_before).await?;
+            if messages > 0 {
+                done.messages += messages;
+                save(&done).await?;
+            }
+            let here = forget_facts_and_note(deps, each, user, name, learned_before).await?;
+            if here != Forgotten::default() {
+                done = done + here;
+                save(&done).await?;
+            }
             if messages > 0 || interrupted {
                 // A summary made since may hold what they said: made anew from the rest
                 // (one never stored yet moves to a new generation, as in the forget).
