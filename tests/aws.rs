@@ -1624,7 +1624,11 @@ const MEMORY_WORK: &[(&str, f64)] = &[
 /// ceilings a mark and a job above that. Since an answer reads the person's profile
 /// and note in one BatchGetItem (not two GetItems): 7.8 and 9.6 calls, $0.00858 in
 /// the first run; the BatchGetItem ceiling is the state reads and that one, as counted
-/// (they do not vary from run to run). 8.6 to 8.9 calls and $0.0069-0.0073 with a reflection queued by each
+/// (they do not vary from run to run). A fresh-clone CI run then drew three summaries
+/// (the N-messages mark overtaking an N-minutes one in the same batch, each queueing
+/// one): 10.4 calls and $0.00947, the judges' sends and updates and the summaries'
+/// state reads and queries one more each; the ceilings allow one more summary than
+/// that. 8.6 to 8.9 calls and $0.0069-0.0073 with a reflection queued by each
 /// judgment, 9.2-9.5 calls before the page before the window (those jobs not counted).
 const WITH_AN_LLM_IN_BUSY_THREADS: Costing = Costing {
     what: "with an LLM, busy threads",
@@ -1635,20 +1639,21 @@ const WITH_AN_LLM_IN_BUSY_THREADS: Costing = Costing {
         ("dynamodb.PutItem", 0.6),
         // The workspace memory is a Query (of its own items) since 2026-11-27, not a GetItem.
         ("dynamodb.Query", 1.8),
-        ("dynamodb.UpdateItem", 1.7),
-        ("sqs.SendMessage", 0.6),
+        ("dynamodb.UpdateItem", 1.8),
+        ("sqs.SendMessage", 0.7),
     ],
-    // As in the one conversation, and a second summary when two judgments queued one:
-    // it reads the state and finds nothing new, and writes nothing (no mark is left).
+    // As in the one conversation, and a second or third summary when judgments queued
+    // more than one: each reads the state and its messages, finds nothing new, and
+    // writes nothing (no mark is left).
     memory: &[
-        ("dynamodb.BatchGetItem", 0.4),
+        ("dynamodb.BatchGetItem", 0.6),
         ("dynamodb.GetItem", 0.2),
         ("dynamodb.PutItem", 0.4),
-        ("dynamodb.Query", 0.5),
+        ("dynamodb.Query", 0.7),
         ("dynamodb.UpdateItem", 0.5),
     ],
     calls: 10.8,
-    dollars: 0.0095,
+    dollars: 0.0097,
 };
 
 /// AWS calls a conversation costs, by service and operation, for the README's cost
