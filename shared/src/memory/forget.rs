@@ -75,11 +75,17 @@ pub async fn forgotten_among(
         .into_iter()
         .map(|marked| {
             let marked = marked?;
-            // Marks written before the name was kept hold the time alone.
-            let (at, name) = marked.split_once('\t').unwrap_or((&marked, ""));
-            at.parse::<i64>().ok().filter(|at| *at >= read_at.0).map(|_| name.to_owned())
+            let (at, name) = read_mark(&marked);
+            at.filter(|at| *at >= read_at.0).map(|_| name.to_owned())
         })
         .collect())
+}
+
+/// A forget mark's time (`i64::MAX` while in progress) and display name; marks written
+/// before the name was kept hold the time alone.
+fn read_mark(marked: &str) -> (Option<i64>, &str) {
+    let (at, name) = marked.split_once('\t').unwrap_or((marked, ""));
+    (at.parse().ok(), name)
 }
 
 impl std::ops::Add for Forgotten {
@@ -372,15 +378,8 @@ pub async fn forget_user(
     // Queued before anything goes, so a run that dies anywhere after has queued it (a
     // redelivery queues another: the second finds nothing left).
     let late_ts = Ts::from_timestamp(deps.clock.now());
-    let late = Job::ForgetLate {
-        channel: requested_in.clone(),
-        ts: late_ts.clone(),
-        user: user.clone(),
-        name: name.clone(),
-        channels: channels.clone(),
-        server: server.map(str::to_owned),
-    };
-    deps.enqueue_after(late, second_look_delay(deps)).await?;
+    let late = Late { channel: requested_in, ts: &late_ts, user, name: &name, channels: &channels, server };
+    deps.enqueue_after(late.job(), second_look_delay(deps)).await?;
     mark_forgotten(deps, user, &name, false).await?;
     let mentions = |text: &str| names_person(text, user, &name);
     for channel in &channels {
@@ -401,17 +400,10 @@ pub async fn forget_user(
         // expired; and a run that died between deleting them and wiping it finds no
         // message the next time, but the profile (deleted last) still lists the channel.
         let wrote_here = wrote_in.contains(channel) || interrupted_here;
-        if messages > 0 || wrote_here || in_memory {
-            // A run that died after the wipe finds it empty, and still owes its remake.
-            if memory.updated_at.is_some() || interrupted_here {
-                remake_memory(deps, channel, memory).await?;
-                done.summaries += 1;
-            } else {
-                // Never summarized yet: a first summary being made from their messages
-                // must not be stored (a memory of an older generation never is).
-                let next = ChannelMemory { generation: memory.generation + 1, ..memory.clone() };
-                deps.channels.set_channel_memory(channel, next).await?;
-            }
+        if (messages > 0 || wrote_here || in_memory)
+            && make_memory_anew(deps, channel, memory, interrupted_here).await?
+        {
+            done.summaries += 1;
         }
         // Done here: the mark expires at once.
         deps.ledger.cache_put(&working_here, "", deps.clock.now()).await?;
@@ -456,7 +448,7 @@ fn second_look_delay(deps: &Deps) -> Duration {
 /// Whether a forget of `user` is being carried out now (its mark says in progress).
 async fn forget_in_progress(deps: &Deps, user: &UserId) -> PortResult<bool> {
     let mark = deps.ledger.cache_get(&forgotten_key(user), deps.clock.now()).await?;
-    Ok(mark.as_deref().and_then(|m| m.split('\t').next()) == Some(&i64::MAX.to_string()))
+    Ok(mark.is_some_and(|marked| read_mark(&marked).0 == Some(i64::MAX)))
 }
 
 /// Removes from `channel`'s facts what came from `user` (display name `name`) or names
@@ -549,6 +541,20 @@ pub struct Late<'a> {
     pub server: Option<&'a str>,
 }
 
+impl Late<'_> {
+    /// The queued job that carries this look.
+    fn job(&self) -> Job {
+        Job::ForgetLate {
+            channel: self.channel.clone(),
+            ts: self.ts.clone(),
+            user: self.user.clone(),
+            name: self.name.to_owned(),
+            channels: self.channels.to_vec(),
+            server: self.server.map(str::to_owned),
+        }
+    }
+}
+
 /// Runs a forget's second look: the forget marked the person before it began, and
 /// memory work checks that mark before it writes, but work that checked just before
 /// the mark and wrote after the forget had looked at that channel (a reflection's new
@@ -571,15 +577,7 @@ pub async fn look_again(deps: &Deps, late: &Late<'_>) -> PortResult<()> {
             // Its run may still be going: this look comes again once it can have ended
             // (queued anew, not failed, so however long that takes it never ends in the
             // dead letters; the mark expires if the run never comes back).
-            let again = Job::ForgetLate {
-                channel: channel.clone(),
-                ts: ts.clone(),
-                user: user.clone(),
-                name: name.to_owned(),
-                channels: channels.to_vec(),
-                server: server.map(str::to_owned),
-            };
-            return deps.enqueue_after(again, deps.budget.claim_lease()).await;
+            return deps.enqueue_after(late.job(), deps.budget.claim_lease()).await;
         }
         // The run that queued this died before it ended (its redelivery, if any, queued
         // a look of its own), or its end expired before a redrive.
@@ -642,15 +640,10 @@ pub async fn look_again(deps: &Deps, late: &Late<'_>) -> PortResult<()> {
                 save(&done).await?;
             }
             if messages > 0 || interrupted {
-                // A summary made since may hold what they said: made anew from the rest
-                // (one never stored yet moves to a new generation, as in the forget).
+                // A summary made since may hold what they said: made anew from the rest.
                 let memory = deps.channels.channel_state(each).await?.memory.clone();
-                if memory.updated_at.is_some() || interrupted {
-                    remake_memory(deps, each, &memory).await?;
+                if make_memory_anew(deps, each, &memory, interrupted).await? {
                     done.summaries += 1;
-                } else {
-                    let next = ChannelMemory { generation: memory.generation + 1, ..memory };
-                    deps.channels.set_channel_memory(each, next).await?;
                 }
             }
             // Done here: the mark expires at once.
@@ -700,6 +693,21 @@ pub fn record_forgotten(
             late,
         },
     );
+}
+
+/// Makes `channel`'s memory anew ([`remake_memory`]) once it was summarized, or when an
+/// interrupted run owes it (it died after the wipe, so finds it empty); a memory never
+/// summarized moves to a new generation instead, so a first summary being made from
+/// what went is not stored (a memory of an older generation never is). Returns whether
+/// it was made anew.
+async fn make_memory_anew(deps: &Deps, channel: &ChannelId, memory: &ChannelMemory, owed: bool) -> PortResult<bool> {
+    if memory.updated_at.is_some() || owed {
+        remake_memory(deps, channel, memory).await?;
+        return Ok(true);
+    }
+    let next = ChannelMemory { generation: memory.generation + 1, ..memory.clone() };
+    deps.channels.set_channel_memory(channel, next).await?;
+    Ok(false)
 }
 
 /// Wipes a channel's memory and queues a summary that makes it anew from the messages
