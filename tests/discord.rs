@@ -125,7 +125,11 @@ impl World {
         let ingress = Arc::new(Ingress {
             deps: deps.clone(),
             slack: None,
-            discord: Some(DiscordIngress { public_key, relay_secret: SigningSecret::new(RELAY_SECRET), identity: me }),
+            discord: Some(DiscordIngress {
+                public_key: Some(public_key),
+                relay_secret: SigningSecret::new(RELAY_SECRET),
+                identity: me,
+            }),
             metrics_for: None,
         });
         let base_url = serve_ingress(ingress).await;

@@ -91,11 +91,15 @@ settings_doc! {
     "SLACK_SIGNING_SECRET", "", "Verifies Slack requests.";
     "SLACK_BOT_TOKEN", "", "Slack Web API token (xoxb-…).";
     "SLACK_API_BASE_URL", "https://slack.com/api", "Slack Web API base URL.";
+    "SLACK_APP_TOKEN", "", "Slack app-level token (xapp-…, scope connections:write): set, `kuuki serve` reaches Slack over Socket Mode (no public URL, no signing secret needed).";
     "DISCORD_PUBLIC_KEY", "", "The Discord application's public key (64 hex digits): verifies interactions (Ed25519). Needed when DISCORD_BOT_TOKEN is set.";
     "DISCORD_BOT_TOKEN", "", "Discord bot token: set, kuuki serves Discord (REST posts, reactions, names).";
     "DISCORD_APPLICATION_ID", "", "The Discord application's id: `kuuki discord register` installs /kuuki under it.";
     "DISCORD_RELAY_SECRET", "", "Signs the Gateway relay's requests to /discord/events (HMAC-SHA256, like Slack's signing secret); unset, relayed events are refused.";
     "DISCORD_API_BASE_URL", "https://discord.com/api/v10", "Discord REST base URL.";
+    "DISCORD_GATEWAY", "true", "With DISCORD_BOT_TOKEN, `kuuki serve` connects to the Discord Gateway itself (messages and interactions, no public URL); false when a separate relay feeds /discord/events.";
+    "DISCORD_GATEWAY_URL", "", "Another Gateway address to connect to (tests, a gateway proxy); empty: the one Discord names.";
+    "DATA_PATH", "kuuki.db", "`kuuki serve`: the SQLite file that keeps every memory tier, the ledger and the job queue (`--data`); `:memory:` keeps nothing across a restart.";
     "SLACK_SIGNING_SECRET_ARN", "", "In Lambda: the Secrets Manager secret holding SLACK_SIGNING_SECRET, read once per cold start. Likewise SLACK_BOT_TOKEN_ARN, OPENAI_API_KEY_ARN, ANTHROPIC_API_KEY_ARN, DISCORD_BOT_TOKEN_ARN, DISCORD_PUBLIC_KEY_ARN and DISCORD_RELAY_SECRET_ARN.";
     "MESSAGES_TABLE", "kuuki-messages", "DynamoDB table of messages (short-term memory).";
     "CHANNELS_TABLE", "kuuki-channels", "DynamoDB table of channel state (cooldown, engagement, history, mute).";
@@ -211,11 +215,18 @@ pub struct Settings {
     pub slack_signing_secret: SecretString,
     pub slack_bot_token: SecretString,
     pub slack_api_base_url: String,
+    /// `SLACK_APP_TOKEN`: Socket Mode when set.
+    pub slack_app_token: SecretString,
     pub discord_public_key: String,
     pub discord_bot_token: SecretString,
     pub discord_application_id: String,
     pub discord_relay_secret: SecretString,
     pub discord_api_base_url: String,
+    /// `DISCORD_GATEWAY`: `kuuki serve` runs the Gateway in process.
+    pub discord_gateway: bool,
+    pub discord_gateway_url: String,
+    /// `DATA_PATH`: `kuuki serve`'s SQLite file (`:memory:`: nothing kept).
+    pub data_path: String,
     pub messages_table: String,
     pub channels_table: String,
     pub ledger_table: String,
@@ -460,11 +471,15 @@ impl Settings {
             slack_signing_secret: r.secret("SLACK_SIGNING_SECRET"),
             slack_bot_token: r.secret("SLACK_BOT_TOKEN"),
             slack_api_base_url: r.string("SLACK_API_BASE_URL", "https://slack.com/api"),
+            slack_app_token: r.secret("SLACK_APP_TOKEN"),
             discord_public_key: r.string("DISCORD_PUBLIC_KEY", ""),
             discord_bot_token: r.secret("DISCORD_BOT_TOKEN"),
             discord_application_id: r.string("DISCORD_APPLICATION_ID", ""),
             discord_relay_secret: r.secret("DISCORD_RELAY_SECRET"),
             discord_api_base_url: r.string("DISCORD_API_BASE_URL", "https://discord.com/api/v10"),
+            discord_gateway: r.bool("DISCORD_GATEWAY", true)?,
+            discord_gateway_url: r.string("DISCORD_GATEWAY_URL", ""),
+            data_path: r.string("DATA_PATH", "kuuki.db"),
             messages_table: r.string("MESSAGES_TABLE", "kuuki-messages"),
             channels_table: r.string("CHANNELS_TABLE", "kuuki-channels"),
             ledger_table: r.string("LEDGER_TABLE", "kuuki-ledger"),

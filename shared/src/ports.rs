@@ -253,6 +253,43 @@ impl ChannelState {
         self.shadow_at(now).is_some_and(|shadow| shadow.all || mode != crate::domain::RespondMode::Direct)
     }
 
+    /// Records a response: the last response time, and the intervention in the history
+    /// in time order. A repeat (a redelivered answer) is the same intervention, kept
+    /// once; only the newest keeps its excerpt and facts (the only ones read), so the
+    /// history stays small to write.
+    pub fn record_intervention(&mut self, intervention: Intervention) {
+        self.last_response_at = Some(self.last_response_at.map_or(intervention.at, |t| t.max(intervention.at)));
+        if self.interventions.iter().any(|i| i.at == intervention.at && i.thread == intervention.thread) {
+            return;
+        }
+        // A resumed answer may be recorded after a newer one.
+        let place = self.interventions.partition_point(|i| i.at <= intervention.at);
+        if place == self.interventions.len() {
+            for older in &mut self.interventions {
+                older.excerpt.clear();
+                older.facts.clear();
+            }
+            self.interventions.push(intervention);
+        } else {
+            self.interventions
+                .insert(place, Intervention { excerpt: String::new(), facts: Vec::new(), ..intervention });
+        }
+        let excess = self.interventions.len().saturating_sub(ChannelState::KEPT_INTERVENTIONS);
+        self.interventions.drain(..excess);
+    }
+
+    /// Takes a new channel memory and clears the pending summary; false (nothing
+    /// changes) when the memory held is of a newer generation (a forget wiped it while
+    /// this one was being made).
+    pub fn replace_memory(&mut self, memory: ChannelMemory) -> bool {
+        if memory.generation < self.memory.generation {
+            return false;
+        }
+        self.memory = memory;
+        self.clear_marks(MemoryTask::Summary);
+        true
+    }
+
     /// Interventions in the `window` before `now`.
     pub fn interventions_within(&self, now: Timestamp, window: Duration) -> usize {
         let since = now - window;

@@ -86,18 +86,33 @@ impl Pool {
 }
 
 /// Runs jobs as they come due on the real clock until the task is dropped: the
-/// in-process stand-in for SQS pollers and Lambda (`kuuki serve`). Each pool runs its
-/// own jobs at once up to its slots; a job that runs past `WORKER_TIMEOUT_SECONDS` is
-/// stopped as Lambda would stop it, and comes back after the visibility timeout.
+/// in-process stand-in for SQS pollers and Lambda (see [`run_until_stopped`]).
 pub async fn run_forever(deps: Arc<Deps>, queue: Arc<dyn InProcessQueue>) {
+    let (_never, stopping) = tokio::sync::watch::channel(false);
+    run_until_stopped(deps, queue, stopping, Duration::ZERO).await;
+}
+
+/// Runs jobs as they come due on the real clock (`kuuki serve`) until `stopping` turns
+/// true: then takes no more and gives the running ones up to `drain` to finish. One
+/// still running after that is stopped unsettled: its job comes back (a durable
+/// queue's next process takes it up at once). Each pool runs its own jobs at once up to
+/// its slots; a job that runs past `WORKER_TIMEOUT_SECONDS` is stopped as Lambda would
+/// stop it, and comes back after the visibility timeout.
+pub async fn run_until_stopped(
+    deps: Arc<Deps>,
+    queue: Arc<dyn InProcessQueue>,
+    mut stopping: tokio::sync::watch::Receiver<bool>,
+    drain: Duration,
+) {
     queue.set_visibility_timeout(deps.budget.visibility_timeout());
     let pools: HashMap<Pool, Arc<Semaphore>> =
         Pool::ALL.into_iter().map(|pool| (pool, Arc::new(Semaphore::new(pool.slots())))).collect();
-    loop {
+    let mut running = tokio::task::JoinSet::new();
+    while !*stopping.borrow() {
         while let Some(delivery) = queue.pop_due(deps.clock.now()) {
             let slots = pools[&Pool::of(&delivery.job)].clone();
             let (deps, queue) = (deps.clone(), queue.clone());
-            tokio::spawn(async move {
+            running.spawn(async move {
                 let _slot = slots.acquire_owned().await.expect("the semaphore is never closed");
                 let timeout = deps.settings.worker_timeout;
                 let job = delivery.job.clone();
@@ -106,6 +121,8 @@ pub async fn run_forever(deps: Arc<Deps>, queue: Arc<dyn InProcessQueue>) {
                 }
             });
         }
+        // Finished jobs leave the set as they go, so it holds only running ones.
+        while running.try_join_next().is_some() {}
         let wait = match queue.next_due() {
             Some(due) => Duration::from_micros((due.as_micros() - deps.clock.now().as_micros()).max(0) as u64),
             None => Duration::from_secs(3600),
@@ -113,7 +130,21 @@ pub async fn run_forever(deps: Arc<Deps>, queue: Arc<dyn InProcessQueue>) {
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
             _ = queue.arrived() => {}
+            changed = stopping.changed() => {
+                if changed.is_err() {
+                    // Nobody can stop it any more: it runs until dropped.
+                    std::future::pending::<()>().await;
+                }
+            }
         }
+    }
+    if running.is_empty() {
+        return;
+    }
+    tracing::info!(jobs = running.len(), ?drain, "stopping: letting the running jobs finish");
+    if tokio::time::timeout(drain, async { while running.join_next().await.is_some() {} }).await.is_err() {
+        tracing::warn!(jobs = running.len(), "stopped jobs still running; they come back when kuuki starts again");
+        running.abort_all();
     }
 }
 

@@ -7,6 +7,9 @@
 //! The shard is read without pause (a shard that is not polled sends no heartbeats),
 //! so forwarding runs in a task of its own behind a bounded queue, in order, one
 //! dispatch at a time, retrying a failed POST with back-off.
+//!
+//! `kuuki serve` runs the same shard and read loop in process ([`new_shard`],
+//! [`read_gateway`], [`close_shard`]), without the relay (`DISCORD_GATEWAY`).
 
 mod forward;
 mod gateway;
@@ -20,7 +23,10 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 pub use forward::{Forwarder, Outcome, RETRY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, unix_seconds};
-pub use gateway::{Dispatch, FORWARDED_EVENTS, GatewayError, classify, intents, relay_gateway, shard};
+pub use gateway::{
+    Dispatch, FORWARDED_EVENTS, GatewayError, classify, close_shard, fatal_close_reason, intents, new_shard,
+    read_gateway, relay_gateway, shard,
+};
 pub use settings::{RetryPolicy, Settings, SettingsError};
 pub use stats::{FUNCTION, Stats, health_router, metrics_line};
 

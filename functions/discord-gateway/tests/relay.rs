@@ -403,7 +403,7 @@ async fn kuuki_ingress_verifies_and_stores_what_the_relay_forwards() {
         deps,
         slack: None,
         discord: Some(DiscordIngress {
-            public_key,
+            public_key: Some(public_key),
             relay_secret: SigningSecret::new(SECRET),
             identity: DiscordIdentity { user_id: BOT.into(), managed_roles: vec![] },
         }),

@@ -30,6 +30,10 @@ use serde_json::json;
 /// Largest request body accepted; larger ones get 413 before anything is read.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
+/// The ephemeral answer to a slash command that failed on a backend (over HTTP and
+/// over Socket Mode alike).
+pub const COMMAND_FAILED: &str = "kuuki could not do that just now; please try again in a moment.";
+
 /// The relay's signature: Slack's scheme under kuuki's own header names.
 pub const RELAY: Scheme = Scheme {
     timestamp_header: "X-Kuuki-Relay-Timestamp",
@@ -44,9 +48,10 @@ pub struct SlackIngress {
 }
 
 /// Discord, when it is served: the application's public key (interactions), the
-/// relay's secret (Gateway events) and who kuuki is there.
+/// relay's secret (Gateway events) and who kuuki is there. Without a public key (the
+/// Gateway runs in process: interactions come over it) `/discord/interactions` is 404.
 pub struct DiscordIngress {
-    pub public_key: DiscordPublicKey,
+    pub public_key: Option<DiscordPublicKey>,
     pub relay_secret: SigningSecret,
     pub identity: DiscordIdentity,
 }
@@ -64,24 +69,37 @@ pub struct Ingress {
 impl Ingress {
     /// The routes for the platforms `connected` signed in to, with their secrets from
     /// the settings. A served platform without its verifying secret is an error that
-    /// names the setting (every request would be refused).
+    /// names the setting (every request would be refused), except Slack over Socket Mode
+    /// (`SLACK_APP_TOKEN`): its events come over the websocket, and the HTTP routes are
+    /// served only when the signing secret is set too (404 otherwise).
     pub fn new(deps: Arc<Deps>, connected: &Connected, metrics_for: Option<String>) -> Result<Ingress, String> {
         let settings = &deps.settings;
+        let socket_mode = !settings.slack_app_token.expose_secret().is_empty();
         let slack = match &connected.slack {
             Some(identity) => {
                 let secret = settings.slack_signing_secret.expose_secret();
-                if secret.is_empty() {
-                    return Err("SLACK_SIGNING_SECRET is not set: every Slack request is verified with it".into());
+                if secret.is_empty() && !socket_mode {
+                    return Err("SLACK_SIGNING_SECRET is not set: every Slack request is verified with it \
+                         (or set SLACK_APP_TOKEN to take Slack's events over Socket Mode)"
+                        .into());
                 }
-                Some(SlackIngress { secret: SigningSecret::new(secret), identity: identity.clone() })
+                (!secret.is_empty())
+                    .then(|| SlackIngress { secret: SigningSecret::new(secret), identity: identity.clone() })
             }
             None => None,
         };
         let discord = match &connected.discord {
             Some(identity) => {
-                let public_key = DiscordPublicKey::from_hex(&settings.discord_public_key).map_err(|e| e.to_string())?;
+                // With the Gateway in this process (`DISCORD_GATEWAY`, `kuuki serve`),
+                // interactions and messages come over it: the HTTP routes are optional.
+                let gateway = settings.discord_gateway;
+                let public_key = if gateway && settings.discord_public_key.trim().is_empty() {
+                    None
+                } else {
+                    Some(DiscordPublicKey::from_hex(&settings.discord_public_key).map_err(|e| e.to_string())?)
+                };
                 let relay_secret = settings.discord_relay_secret.expose_secret();
-                if relay_secret.is_empty() {
+                if relay_secret.is_empty() && !gateway {
                     tracing::warn!("DISCORD_RELAY_SECRET is not set: relayed Discord messages are refused");
                 }
                 Some(DiscordIngress {
@@ -101,8 +119,11 @@ impl Ingress {
         if self.slack.is_some() {
             routes.extend(["POST /slack/events", "POST /slack/commands"]);
         }
-        if self.discord.is_some() {
-            routes.extend(["POST /discord/interactions", "POST /discord/events"]);
+        if let Some(discord) = &self.discord {
+            if discord.public_key.is_some() {
+                routes.push("POST /discord/interactions");
+            }
+            routes.push("POST /discord/events");
         }
         routes.push("GET /healthz");
         routes
@@ -196,11 +217,7 @@ async fn slack_commands(State(ingress): State<Arc<Ingress>>, headers: HeaderMap,
         Ok(text) => axum::Json(json!({ "response_type": "ephemeral", "text": text })).into_response(),
         Err(error) => {
             tracing::error!(%error, "slash command failed");
-            axum::Json(json!({
-                "response_type": "ephemeral",
-                "text": "kuuki could not do that just now; please try again in a moment.",
-            }))
-            .into_response()
+            axum::Json(json!({ "response_type": "ephemeral", "text": COMMAND_FAILED })).into_response()
         }
     }
 }
@@ -209,11 +226,13 @@ async fn slack_commands(State(ingress): State<Arc<Ingress>>, headers: HeaderMap,
 /// read (Discord probes the endpoint with bad signatures and wants 401).
 async fn discord_interactions(State(ingress): State<Arc<Ingress>>, headers: HeaderMap, body: Bytes) -> Response {
     let Some(discord) = &ingress.discord else { return not_served("Discord") };
-    let verified = discord.public_key.verify(
-        header(&headers, "x-signature-ed25519"),
-        header(&headers, "x-signature-timestamp"),
-        &body,
-    );
+    let Some(public_key) = &discord.public_key else {
+        let why =
+            "Discord interactions are not served here: DISCORD_PUBLIC_KEY is not set (they come over the Gateway)";
+        return (StatusCode::NOT_FOUND, why).into_response();
+    };
+    let verified =
+        public_key.verify(header(&headers, "x-signature-ed25519"), header(&headers, "x-signature-timestamp"), &body);
     if let Err(error) = verified {
         return refuse(&ingress, error);
     }

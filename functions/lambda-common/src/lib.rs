@@ -38,6 +38,9 @@ pub struct Started {
 pub async fn cold_start(vars: &HashMap<String, String>, role: Role) -> Result<Started, String> {
     let function = vars.get("AWS_LAMBDA_FUNCTION_NAME").cloned().unwrap_or_else(|| "kuuki".into());
     let mut vars = vars.clone();
+    // A Lambda holds no websocket: Discord reaches it over HTTP (interactions verified
+    // with DISCORD_PUBLIC_KEY, relayed messages), so ingress requires the public key.
+    vars.insert("DISCORD_GATEWAY".into(), "false".into());
     let config = kuuki::adapters::aws::config::load().await;
     secrets::resolve(&aws_sdk_secretsmanager::Client::new(&config), &mut vars).await?;
     let settings = Settings::from_vars(&vars).map_err(|e| e.to_string())?;

@@ -41,6 +41,9 @@ enum Bench {
     /// Every figure of the README's benchmark table, printed as that table (and written
     /// into the README with `--readme`).
     All(AllBenchArgs),
+    /// `kuuki serve`'s SQLite store: replay throughput by size, bytes on disk a
+    /// message, start-up on a large file.
+    Sqlite(crate::bench_sqlite::SqliteBenchArgs),
 }
 
 #[derive(Args)]
@@ -117,6 +120,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         Bench::Llm(args) => llm_bench(args).await,
         Bench::History(args) => history_bench(args).await,
         Bench::All(args) => all_bench(args).await,
+        Bench::Sqlite(args) => crate::bench_sqlite::run(args).await,
     }
 }
 

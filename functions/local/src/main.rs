@@ -3,10 +3,13 @@
 
 mod aws;
 mod bench;
+mod bench_sqlite;
 mod cli;
 mod discord;
+mod discord_gateway;
 mod eval;
 mod serve;
+mod socket_mode;
 
 use std::process::ExitCode;
 

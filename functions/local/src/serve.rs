@@ -1,5 +1,7 @@
-//! `kuuki serve`: the real ingress routes on a local address, the workers in-process
-//! on the real clock, the embedded store, and the real Slack Web API.
+//! `kuuki serve`: the real ingress routes on a local address, Slack over Socket Mode
+//! and the Discord Gateway when their tokens are set, the workers in-process on the
+//! real clock, every memory tier and the job queue in one SQLite file (or on AWS with
+//! `--aws`), and the real platform APIs.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -10,11 +12,11 @@ use clap::Args;
 use kuuki::adapters::aws::AwsAdapters;
 use kuuki::adapters::aws::sqs::poll_forever;
 use kuuki::adapters::llm::CountingLlm;
-use kuuki::adapters::memory::InProcess;
 use kuuki::adapters::platforms::{Role, connect};
+use kuuki::adapters::sqlite::SqliteStore;
 use kuuki::adapters::system::{JsonLinesLog, SystemClock};
 use kuuki::budget::JobKind;
-use kuuki::deps::Deps;
+use kuuki::deps::{Adapters, Deps, Surroundings};
 use kuuki::domain::UserId;
 use kuuki::ports::Clock;
 use kuuki_ingress::{Ingress, ServerLimits, app, serve_http};
@@ -30,6 +32,15 @@ pub struct ServeArgs {
     /// (AWS_ENDPOINT_URL* for emulators), with in-process SQS pollers.
     #[arg(long)]
     aws: bool,
+    /// The SQLite file that keeps every memory tier, the ledger and the job queue
+    /// (default: the setting DATA_PATH, `kuuki.db`); `:memory:` keeps nothing across a
+    /// restart. Not with --aws.
+    #[arg(long, conflicts_with = "aws")]
+    data: Option<String>,
+    /// Seconds a stop (SIGTERM, Ctrl-C) gives running jobs to finish; one still running
+    /// then is taken up again when kuuki starts.
+    #[arg(long, default_value_t = 8)]
+    stop_timeout_secs: u64,
     /// Seconds a connection may take to send a request's headers, counted from its
     /// first byte or its previous response: idle and slow connections close after it.
     #[arg(long, default_value_t = ServerLimits::default().header_timeout.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
@@ -47,6 +58,29 @@ pub struct ServeArgs {
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let options = setup(&args.common)?.options;
     let settings = options.settings;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    // The data file first: one that is locked, damaged or newer stops start-up before
+    // anything else is done, and is left as it was.
+    let store = if args.aws {
+        None
+    } else {
+        let path = args.data.clone().unwrap_or_else(|| settings.data_path.clone());
+        let retention = Duration::from_secs(u64::from(settings.message_retention_days) * 86_400);
+        let store = SqliteStore::open(&path, clock.clone(), Some(retention))?;
+        let recovered = store.recovered();
+        eprintln!(
+            "kuuki serve: data in {path} ({} jobs and {} claims taken up from the last run)",
+            recovered.jobs, recovered.claims
+        );
+        Some(Arc::new(store))
+    };
+    // SIGTERM or SIGINT: every part stops taking events, running jobs get a moment.
+    let (stop, stopping) = tokio::sync::watch::channel(false);
+    let signalled = stop_signals()?;
+    tokio::spawn(async move {
+        signalled.await;
+        let _ = stop.send(true);
+    });
     // Slack, Discord or both: each platform whose token is set.
     let connected = connect(&settings, Role::Ingress).await.map_err(anyhow::Error::msg)?;
     if let Some(me) = &connected.slack {
@@ -60,7 +94,6 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let user = ids.next().expect("connect serves at least one platform");
     let also: Vec<UserId> = ids.collect();
 
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let llm = options.llm.map(|llm| Arc::new(CountingLlm::new(llm)) as Arc<dyn kuuki::ports::Llm>);
     let log = Arc::new(JsonLinesLog::new(std::io::stdout()));
     let (deps, workers) = if args.aws {
@@ -95,17 +128,28 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             .collect();
         (deps_on(&AwsAdapters::for_role(&config, Role::Ingress, &settings, clock)), pollers)
     } else {
-        let retention = std::time::Duration::from_secs(u64::from(settings.message_retention_days) * 86_400);
-        let parts = InProcess::with_retention(clock, retention);
-        let queue = parts.queue.clone();
-        let adapters = parts.adapters(chat, llm, log).with_embedder(options.embedder);
+        let store = store.expect("opened unless --aws");
+        let around = Surroundings { chat, llm, clock, log };
+        let adapters =
+            Adapters::from_store(store.clone(), store.clone(), store.clone(), around).with_embedder(options.embedder);
         let deps = Deps::new(settings, options.persona, user, adapters, options.seed);
         let deps = Arc::new(also.into_iter().fold(deps, Deps::also_known_as));
-        (deps.clone(), vec![tokio::spawn(kuuki::worker::run_forever(deps, queue))])
+        let drain = Duration::from_secs(args.stop_timeout_secs);
+        let workers = kuuki::worker::run_until_stopped(deps.clone(), store, stopping.clone(), drain);
+        (deps, vec![tokio::spawn(workers)])
     };
-    let ingress = Ingress::new(deps, &connected, None).map_err(anyhow::Error::msg)?;
+    let ingress = Arc::new(Ingress::new(deps, &connected, None).map_err(anyhow::Error::msg)?);
+    // The platforms' own connections (Socket Mode, the Discord Gateway): each task ends
+    // when `stopping` turns true, or with an error that stops kuuki (a revoked token).
+    let mut platforms: Vec<tokio::task::JoinHandle<anyhow::Result<()>>> = Vec::new();
+    if let Some(socket_mode) = crate::socket_mode::start(ingress.deps.clone(), &connected, stopping.clone())? {
+        platforms.push(socket_mode);
+    }
+    if let Some(gateway) = crate::discord_gateway::start(ingress.deps.clone(), &connected, stopping.clone())? {
+        platforms.push(gateway);
+    }
     let routes = ingress.routes().join(", ");
-    let router = app(Arc::new(ingress));
+    let router = app(ingress.clone());
     let listener =
         tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("listening on {}", args.listen))?;
     eprintln!("kuuki serve: listening on http://{} ({routes})", listener.local_addr()?);
@@ -114,13 +158,81 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         request_timeout: Duration::from_secs(args.request_timeout_secs),
         max_connections: args.max_connections,
     };
-    serve_http(listener, router, limits, async {
-        let _ = tokio::signal::ctrl_c().await;
-    })
-    .await
-    .context("serving")?;
-    for worker in workers {
-        worker.abort();
+    let mut http_stopping = stopping.clone();
+    let serving = serve_http(listener, router, limits, async move {
+        let _ = http_stopping.wait_for(|stop| *stop).await;
+    });
+    // A platform's error (a refused token) stops kuuki at once; otherwise it runs until
+    // a stop signal, then gives the platforms a moment to close their connections.
+    tokio::select! {
+        served = serving => served.context("serving")?,
+        error = first_failure(&mut platforms) => return Err(error),
+    }
+    platforms_stopped(platforms).await?;
+    if args.aws {
+        // SQS keeps what was not deleted: a job cut short comes back to a poller.
+        for worker in workers {
+            worker.abort();
+        }
+    } else {
+        // The in-process workers finish or set aside their running jobs themselves.
+        for worker in workers {
+            let _ = worker.await;
+        }
     }
     Ok(())
+}
+
+/// How long a stop waits for the platforms' connections to close.
+const PLATFORMS_STOP_WITHIN: Duration = Duration::from_secs(5);
+
+/// The first error a platform's task ends with (one that ends well is let go);
+/// pending while none has failed.
+async fn first_failure(platforms: &mut Vec<tokio::task::JoinHandle<anyhow::Result<()>>>) -> anyhow::Error {
+    while !platforms.is_empty() {
+        let (ended, index, _) = futures_util::future::select_all(platforms.iter_mut()).await;
+        platforms.swap_remove(index);
+        match ended {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => return error,
+            Err(failed) => return anyhow::anyhow!("a platform's connection task failed: {failed}"),
+        }
+    }
+    std::future::pending().await
+}
+
+/// After a stop: the platforms' tasks, awaited for at most [`PLATFORMS_STOP_WITHIN`].
+async fn platforms_stopped(platforms: Vec<tokio::task::JoinHandle<anyhow::Result<()>>>) -> anyhow::Result<()> {
+    let Ok(ended) = tokio::time::timeout(PLATFORMS_STOP_WITHIN, futures_util::future::join_all(platforms)).await else {
+        tracing::warn!("the platforms' connections did not close within {PLATFORMS_STOP_WITHIN:?}; stopping anyway");
+        return Ok(());
+    };
+    for task in ended {
+        task.context("a platform's connection task failed")??;
+    }
+    Ok(())
+}
+
+/// Listens for SIGTERM (systemd, docker stop) and SIGINT (Ctrl-C) from now on: a
+/// signal that comes before the returned future is first polled is not missed (or
+/// left to kill the process, the default action).
+fn stop_signals() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut terminate = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
+        let mut interrupt = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
+        Ok(async move {
+            tokio::select! {
+                _ = terminate.recv() => {}
+                _ = interrupt.recv() => {}
+            }
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+    }
 }

@@ -1,101 +1,18 @@
 //! `kuuki serve` as a user runs it: the real binary on the real clock, signed requests
 //! in over HTTP, the Slack Web API (a local fake) called out.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use common::*;
 use kuuki::adapters::slack::SigningSecret;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
-
-const SECRET: &str = "serve-test-secret";
-
-struct Served {
-    child: Child,
-    base_url: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(slack_api: &str, extra_env: &[(&str, &str)]) -> Result<Served, String> {
-    serve_with(slack_api, extra_env, &[])
-}
-
-fn serve_with(slack_api: &str, extra_env: &[(&str, &str)], flags: &[&str]) -> Result<Served, String> {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_kuuki"));
-    command
-        .args(["serve", "--listen", "127.0.0.1:0", "--seed", "1"])
-        .args(flags)
-        .env_remove("LLM_PROVIDER")
-        .env("SLACK_SIGNING_SECRET", SECRET)
-        .env("SLACK_BOT_TOKEN", "xoxb-serve-test")
-        .env("SLACK_API_BASE_URL", slack_api)
-        .env("JUDGE_MIN_WAIT_SECONDS", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    for (k, v) in extra_env {
-        command.env(k, v);
-    }
-    start(command)
-}
-
-/// Starts `kuuki serve` and waits for its "listening on" line.
-fn start(mut command: Command) -> Result<Served, String> {
-    let mut child = command.spawn().expect("kuuki starts");
-    let stderr = child.stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr).lines();
-    let mut seen = String::new();
-    while let Some(Ok(line)) = lines.next() {
-        seen.push_str(&line);
-        seen.push('\n');
-        if let Some(rest) = line.split("listening on ").nth(1) {
-            let base_url = rest.split_whitespace().next().unwrap().to_owned();
-            // Keep draining stderr so the server never blocks on a full pipe.
-            std::thread::spawn(move || for _ in lines {});
-            return Ok(Served { child, base_url });
-        }
-    }
-    let _ = child.wait();
-    Err(seen)
-}
-
-async fn fake_slack() -> MockServer {
-    let server = MockServer::start().await;
-    for (api, answer) in [
-        ("/auth.test", json!({"ok": true, "user_id": "UKUUKI", "bot_id": "BKUUKI"})),
-        ("/chat.postMessage", json!({"ok": true, "ts": "1999999999.000001"})),
-        ("/reactions.add", json!({"ok": true})),
-        ("/users.info", json!({"ok": true, "user": {"name": "alice"}})),
-        ("/conversations.history", json!({"ok": true, "messages": []})),
-    ] {
-        Mock::given(method("POST"))
-            .and(path(api))
-            .respond_with(ResponseTemplate::new(200).set_body_json(answer))
-            .mount(&server)
-            .await;
-    }
-    server
-}
-
-async fn posts(server: &MockServer) -> Vec<serde_json::Value> {
-    server
-        .received_requests()
-        .await
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|r| r.url.path() == "/chat.postMessage")
-        .map(|r| serde_json::from_slice(&r.body).unwrap())
-        .collect()
-}
 
 #[tokio::test]
 async fn serve_answers_a_signed_mention_through_the_slack_api() {
@@ -165,35 +82,6 @@ fn emulators(test: &str) -> bool {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "SKIPPED {test}: no local AWS emulators (./scripts/test starts them)");
     false
-}
-
-/// A signed `app_mention` in `channel`: its body and the headers Slack would send.
-fn signed_mention_request(channel: &str, event_id: &str) -> (String, [(&'static str, String); 3]) {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
-    let body = json!({
-        "type": "event_callback", "team_id": "T1", "event_id": event_id, "event_time": now,
-        "event": {"type": "app_mention", "channel": channel, "user": "UALICE", "text": "<@UKUUKI> are you there?", "ts": format!("{now}.000200")},
-    })
-    .to_string();
-    let timestamp = now.to_string();
-    let signature = SigningSecret::new(SECRET).sign(&timestamp, body.as_bytes());
-    let headers = [
-        ("x-slack-request-timestamp", timestamp),
-        ("x-slack-signature", signature),
-        ("content-type", "application/json".to_owned()),
-    ];
-    (body, headers)
-}
-
-/// Posts a signed mention on a new connection and returns the status.
-async fn signed_mention(base_url: &str, channel: &str) -> u16 {
-    let (body, headers) = signed_mention_request(channel, &format!("Ev-{channel}"));
-    let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
-    let mut request = http.post(format!("{base_url}/slack/events")).body(body);
-    for (name, value) in headers {
-        request = request.header(name, value);
-    }
-    request.send().await.expect("an answer within 10 s").status().as_u16()
 }
 
 #[tokio::test]
@@ -296,20 +184,6 @@ fn slowloris(mut stream: TcpStream) -> tokio::task::JoinHandle<bool> {
     })
 }
 
-/// Sends SIGINT, as Ctrl-C does; whether kuuki then exits successfully within 10 s.
-fn interrupt_exits_cleanly(served: &mut Served) -> bool {
-    let sent = Command::new("kill").args(["-INT", &served.child.id().to_string()]).status().unwrap();
-    assert!(sent.success());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if let Some(status) = served.child.try_wait().unwrap() {
-            return status.success();
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
-}
-
 #[tokio::test]
 async fn at_the_connection_cap_the_oldest_idle_connections_make_room_for_a_signed_request() {
     let slack = fake_slack().await;
@@ -400,37 +274,6 @@ async fn a_request_whose_body_never_finishes_gets_408_and_is_neither_stored_nor_
 // answer, then started again: SQS delivers the job again after its visibility timeout,
 // the new process takes the expired claim over and answers once.
 
-const ANSWER: &str = "Deploys go out from main with `make deploy`.";
-
-/// A small time budget, so the queue's visibility timeout (6 × the worker timeout) is a
-/// minute and a half, not 24: the LLM call (2 s, no retries) and three chat calls of 3 s
-/// fit in 14 s.
-const SMALL_BUDGET: [(&str, &str); 4] = [
-    ("WORKER_TIMEOUT_SECONDS", "14"),
-    ("LLM_TIMEOUT_SECONDS", "2"),
-    ("LLM_MAX_RETRIES", "0"),
-    ("CHAT_TIMEOUT_SECONDS", "1"),
-];
-
-async fn requests_to(server: &MockServer, api: &str) -> Vec<serde_json::Value> {
-    server
-        .received_requests()
-        .await
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|r| r.url.path() == api)
-        .map(|r| serde_json::from_slice(&r.body).unwrap_or_default())
-        .collect()
-}
-
-async fn wait_for(what: &str, limit: Duration, mut done: impl AsyncFnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !done().await {
-        assert!(Instant::now() < deadline, "gave up waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_aws_killed_mid_generation_answers_once_after_a_restart() {
     if !emulators("serve_aws_killed_mid_generation_answers_once_after_a_restart") {
@@ -438,12 +281,6 @@ async fn serve_aws_killed_mid_generation_answers_once_after_a_restart() {
     }
     let slack = fake_slack().await;
     let llm = MockServer::start().await;
-    let completion = |text: &str| {
-        ResponseTemplate::new(200).set_body_json(json!({
-            "choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5},
-        }))
-    };
     // The first generation hangs until the process is killed.
     Mock::given(method("POST"))
         .and(path("/chat/completions"))
@@ -520,7 +357,7 @@ async fn serve_runs_discord_alone_without_any_slack_variable() {
     let signing = SigningKey::from_bytes(&[9u8; 32]);
     let mut command = Command::new(env!("CARGO_BIN_EXE_kuuki"));
     command
-        .args(["serve", "--listen", "127.0.0.1:0", "--seed", "1"])
+        .args(["serve", "--listen", "127.0.0.1:0", "--seed", "1", "--data", ":memory:"])
         .env_remove("LLM_PROVIDER")
         .env_remove("SLACK_SIGNING_SECRET")
         .env_remove("SLACK_BOT_TOKEN")
@@ -528,6 +365,8 @@ async fn serve_runs_discord_alone_without_any_slack_variable() {
         .env("DISCORD_PUBLIC_KEY", hex::encode(signing.verifying_key().as_bytes()))
         .env("DISCORD_RELAY_SECRET", "relay")
         .env("DISCORD_API_BASE_URL", discord.uri())
+        // Interactions over HTTP: no Gateway (it would dial Discord's).
+        .env("DISCORD_GATEWAY", "false")
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     let served = start(command).expect("kuuki serve starts for Discord alone");
@@ -552,7 +391,7 @@ async fn serve_runs_discord_alone_without_any_slack_variable() {
 
     // Neither platform's token: a clear refusal.
     let mut none = Command::new(env!("CARGO_BIN_EXE_kuuki"));
-    none.args(["serve", "--listen", "127.0.0.1:0"])
+    none.args(["serve", "--listen", "127.0.0.1:0", "--data", ":memory:"])
         .env_remove("SLACK_BOT_TOKEN")
         .env_remove("DISCORD_BOT_TOKEN")
         .env_remove("LLM_PROVIDER")

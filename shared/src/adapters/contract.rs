@@ -612,6 +612,81 @@ pub async fn facts(store: &dyn FactStore) {
     assert_eq!(store.profile(&user).await.unwrap(), None);
 }
 
+/// A queue whose deliveries are settled in process (the in-process queue, the SQLite
+/// store's): delays, a delivery invisible until settled or its visibility is over, a
+/// late acknowledgement that still settles, a failed job put back and counted, and
+/// jobs through the scheduler at their time. `clock` drives the queue's `now`.
+pub async fn in_process_queue<Q>(queue: &Q, clock: &crate::adapters::memory::VirtualClock)
+where
+    Q: crate::ports::Queue + crate::ports::Scheduler + crate::ports::InProcessQueue + ?Sized,
+{
+    use crate::domain::Job;
+    let job = |n: u32| Job::Judge {
+        thread: ThreadKey::top_level(ChannelId("contract-queue".into())),
+        ts: Ts::new(format!("{n}.000000")),
+    };
+    let start = clock_now(clock);
+    let at = |secs: i64| Timestamp(start.0 + secs * 1_000_000);
+    queue.set_visibility_timeout(Duration::from_secs(100));
+    assert_eq!(queue.next_due(), None, "an empty queue has nothing due");
+    queue.enqueue(job(1), Duration::from_secs(10)).await.unwrap();
+    queue.enqueue(job(2), Duration::from_secs(20)).await.unwrap();
+    assert_eq!(queue.next_due(), Some(at(10)));
+    assert!(queue.pop_due(at(5)).is_none(), "not due yet");
+
+    let first = queue.pop_due(at(10)).expect("due");
+    assert_eq!((crate::domain::Job::clone(&first.job), first.deliveries), (job(1), 0));
+    assert_eq!(queue.next_due(), Some(at(20)), "the delivered job is invisible");
+    let second = queue.pop_due(at(20)).expect("due");
+    assert_eq!(*second.job, job(2));
+    queue.ack(&second);
+    // The first was never settled (its worker died): back at 10 + 100.
+    assert_eq!(queue.next_due(), Some(at(110)));
+    assert!(queue.pop_due(at(109)).is_none());
+    let again = queue.pop_due(at(110)).expect("visible again");
+    assert_eq!((Job::clone(&again.job), again.deliveries, again.receipt), (job(1), 1, first.receipt));
+    queue.ack(&again);
+    assert_eq!(queue.next_due(), None, "settled jobs are gone");
+
+    // Settled after it came back (a worker past its timeout): not delivered again.
+    queue.enqueue(job(3), Duration::from_secs(110)).await.unwrap();
+    let slow = queue.pop_due(at(110)).expect("due");
+    queue.enqueue(job(4), Duration::from_secs(150)).await.unwrap();
+    // At 210 job 3 is visible again, behind job 4, which goes first.
+    let four = queue.pop_due(at(210)).expect("due");
+    assert_eq!(*four.job, job(4));
+    queue.ack(&four);
+    queue.ack(&slow);
+    assert_eq!(queue.next_due(), None, "job 3 settled late is not due");
+    assert!(queue.pop_due(at(300)).is_none(), "and not delivered again");
+
+    // Put back: comes again after the delay, counted.
+    queue.enqueue(job(5), Duration::ZERO).await.unwrap();
+    let failed = queue.pop_due(at(600)).expect("due");
+    clock.advance_to(at(600));
+    queue.redeliver(failed, Duration::from_secs(30));
+    assert!(queue.pop_due(at(629)).is_none(), "not before the delay");
+    let retry = queue.pop_due(at(630)).expect("back");
+    assert_eq!((Job::clone(&retry.job), retry.deliveries), (job(5), 1));
+    queue.ack(&retry);
+
+    // The scheduler has no delay limit; ties go first come, first served.
+    queue.schedule_once(job(6), at(100_000)).await.unwrap();
+    queue.schedule_once(job(7), at(100_000)).await.unwrap();
+    assert_eq!(queue.next_due(), Some(at(100_000)));
+    let six = queue.pop_due(at(100_000)).expect("due");
+    let seven = queue.pop_due(at(100_000)).expect("due");
+    assert_eq!((Job::clone(&six.job), Job::clone(&seven.job)), (job(6), job(7)));
+    queue.ack(&six);
+    queue.ack(&seven);
+    assert_eq!(queue.next_due(), None);
+}
+
+fn clock_now(clock: &crate::adapters::memory::VirtualClock) -> Timestamp {
+    use crate::ports::Clock;
+    clock.now()
+}
+
 #[cfg(test)]
 mod tests {
     use crate::adapters::memory::MemoryStore;

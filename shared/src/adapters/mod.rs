@@ -13,4 +13,6 @@ pub mod memory;
 pub mod platforms;
 pub mod retry;
 pub mod slack;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 pub mod system;

@@ -478,6 +478,25 @@ impl JobEnvelope {
     }
 }
 
+/// A job as a queue message body (SQS, the embedded store's queue).
+pub fn encode_job(job: &Job) -> String {
+    serde_json::to_string(&JobEnvelope::new(job.clone())).expect("jobs serialize")
+}
+
+/// A queue message body back to a job; a body of another version or shape is an error.
+pub fn decode_job(body: &str) -> Result<Job, String> {
+    let envelope: JobEnvelope = serde_json::from_str(body).map_err(|e| format!("not a kuuki job: {e}"))?;
+    if !(JobEnvelope::VERSION..=JobEnvelope::NEWEST).contains(&envelope.v) {
+        return Err(format!(
+            "job version {} (this build reads {} to {})",
+            envelope.v,
+            JobEnvelope::VERSION,
+            JobEnvelope::NEWEST
+        ));
+    }
+    Ok(envelope.job)
+}
+
 impl Job {
     /// The channel the job is about; the sweep is about all of them.
     pub fn channel(&self) -> &ChannelId {
@@ -662,6 +681,36 @@ pub struct UserProfile {
     pub channels: Vec<ChannelId>,
     pub first_interaction: Option<Timestamp>,
     pub last_interaction: Option<Timestamp>,
+}
+
+impl UserNote {
+    /// What a reflection noted: `tags` added to theirs (each once), `summary` replacing
+    /// theirs unless empty, at `at`.
+    pub fn add_reflection(&mut self, tags: &[String], summary: &str, at: Timestamp) {
+        for tag in tags {
+            if !self.tags.contains(tag) {
+                self.tags.push(tag.clone());
+            }
+        }
+        if !summary.is_empty() {
+            self.summary = summary.to_owned();
+        }
+        self.updated_at = Some(at);
+    }
+}
+
+impl UserProfile {
+    /// Counts a message they wrote in `channel` at `at`; `listed`: `channel` is among
+    /// their channels already (a store may know it quicker than the list).
+    pub fn count(&mut self, channel: &ChannelId, at: Timestamp, called_bot: bool, listed: bool) {
+        self.interactions += 1;
+        self.bot_mentions += u64::from(called_bot);
+        if !listed {
+            self.channels.push(channel.clone());
+        }
+        self.first_interaction.get_or_insert(at);
+        self.last_interaction = Some(self.last_interaction.map_or(at, |t| t.max(at)));
+    }
 }
 
 /// How well kuuki knows someone, from their interaction count and

@@ -74,6 +74,12 @@ pub fn parse_command(body: &[u8]) -> Result<SlashCommand, CommandError> {
     serde_urlencoded::from_bytes(body).map_err(|e| CommandError(e.to_string()))
 }
 
+/// The same command from Socket Mode, where Slack sends the form's fields as a JSON
+/// object (the `slash_commands` envelope's `payload`): the same fields, read the same way.
+pub fn parse_command_json(payload: &serde_json::Value) -> Result<SlashCommand, CommandError> {
+    SlashCommand::deserialize(payload).map_err(|e| CommandError(e.to_string()))
+}
+
 /// Mute lasts this long when no duration is given.
 const DEFAULT_MUTE: Duration = Duration::from_secs(60 * 60);
 /// Shadow mode is for trying kuuki out quietly: a day unless told.
@@ -665,8 +671,23 @@ fn mentioned_user(arg: &str) -> Option<UserId> {
 
 #[cfg(test)]
 mod forget_argument_tests {
-    use super::{CommandReply, mentioned_user, parse_command};
+    use super::{CommandReply, mentioned_user, parse_command, parse_command_json};
     use crate::domain::UserId;
+
+    /// Socket Mode's JSON fields make the command the form makes, way back included.
+    #[test]
+    fn a_socket_mode_command_reads_as_its_form_does() {
+        let body =
+            "command=%2Fkuuki&text=forget-me&channel_id=C1&user_id=U1&response_url=https%3A%2F%2Fhooks.slack.com%2Fx";
+        let payload = serde_json::json!({
+            "token": "t", "team_id": "T1", "command": "/kuuki", "text": "forget-me", "channel_id": "C1",
+            "user_id": "U1", "response_url": "https://hooks.slack.com/x", "is_enterprise_install": "false",
+        });
+        let (form, json) = (parse_command(body.as_bytes()).unwrap(), parse_command_json(&payload).unwrap());
+        assert_eq!(format!("{json:?}"), format!("{form:?}"));
+        assert_eq!(json.reply(), form.reply());
+        assert!(parse_command_json(&serde_json::json!({"command": "/kuuki"})).is_err(), "no channel, no command");
+    }
 
     /// A Slack command's `response_url` becomes its way back, and stays out of logs.
     #[test]

@@ -17,7 +17,7 @@ use std::time::Duration;
 use crate::adapters::llm::CountingLlm;
 use crate::adapters::memory::{InProcess, MemoryLog, RecordingChat, TsMint, VirtualClock};
 use crate::config::Settings;
-use crate::deps::Deps;
+use crate::deps::{Adapters, Deps, Surroundings};
 use crate::domain::{Author, ChannelId, Message, Persona, Timestamp, Ts, UserId};
 use crate::ingest::command::{SlashCommand, run_command};
 use crate::ingest::{Incoming, ingest};
@@ -61,7 +61,7 @@ pub struct Replay {
     deps: Deps,
     clock: Arc<VirtualClock>,
     mint: Arc<TsMint>,
-    queue: Arc<crate::adapters::memory::MemoryQueue>,
+    queue: Arc<dyn InProcessQueue>,
     log: Arc<MemoryLog>,
     counting: Option<Arc<CountingLlm>>,
     /// Channel -> thread ids of the transcript -> the thread's number in `threads`. An
@@ -100,27 +100,43 @@ fn interned<Id: Clone>(ids: &mut HashMap<String, Id>, text: &str, make: impl FnO
 impl Replay {
     pub fn new(options: ReplayOptions) -> Self {
         let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
-        let mint = Arc::new(TsMint::default());
         // Like `kuuki serve` and DynamoDB's TTL: old messages and expired claims go, so
         // a long replay holds what production would, not its whole history.
-        let retention = Duration::from_secs(u64::from(options.settings.message_retention_days) * 86_400);
-        let parts = InProcess::with_retention(clock.clone(), retention);
-        parts
-            .queue
-            .set_visibility_timeout(crate::budget::TimeBudget::from_settings(&options.settings).visibility_timeout());
-        let queue = parts.queue.clone();
+        let parts = InProcess::with_retention(clock.clone(), Self::retention(&options));
+        Self::on_store(options, clock, parts.store, parts.queue)
+    }
+
+    /// How long the replay's store keeps a message (`MESSAGE_RETENTION_DAYS`).
+    pub fn retention(options: &ReplayOptions) -> Duration {
+        Duration::from_secs(u64::from(options.settings.message_retention_days) * 86_400)
+    }
+
+    /// The replay on `store` (every memory tier and the ledger) and `queue`, both on
+    /// `clock`, which starts at [`REPLAY_EPOCH`]: `kuuki bench` replays on the SQLite
+    /// store this way.
+    pub fn on_store<S, Q>(options: ReplayOptions, clock: Arc<VirtualClock>, store: Arc<S>, queue: Arc<Q>) -> Self
+    where
+        S: crate::ports::MessageStore
+            + crate::ports::ChannelStateStore
+            + crate::ports::FactStore
+            + crate::ports::Ledger
+            + 'static,
+        Q: crate::ports::Queue + crate::ports::Scheduler + crate::ports::InProcessQueue + 'static,
+    {
+        queue.set_visibility_timeout(crate::budget::TimeBudget::from_settings(&options.settings).visibility_timeout());
         let log = Arc::new(MemoryLog::default());
+        let mint = Arc::new(TsMint::default());
         let chat = Arc::new(RecordingChat::new(clock.clone(), mint.clone()));
         let counting = options.llm.map(|llm| Arc::new(CountingLlm::new(llm)));
-        let deps = Deps::new(
-            options.settings,
-            options.persona,
-            UserId(REPLAY_BOT_USER.into()),
-            parts
-                .adapters(chat, counting.clone().map(|c| c as Arc<dyn Llm>), log.clone())
-                .with_embedder(options.embedder),
-            options.seed,
-        );
+        let around = Surroundings {
+            chat,
+            llm: counting.clone().map(|c| c as Arc<dyn Llm>),
+            clock: clock.clone(),
+            log: log.clone(),
+        };
+        let adapters =
+            Adapters::from_store(store, queue.clone(), queue.clone(), around).with_embedder(options.embedder);
+        let deps = Deps::new(options.settings, options.persona, UserId(REPLAY_BOT_USER.into()), adapters, options.seed);
         Replay {
             deps,
             clock,

@@ -9,7 +9,7 @@ use aws_sdk_sqs::Client;
 use aws_sdk_sqs::operation::receive_message::ReceiveMessageError;
 
 use crate::budget::JobKind;
-use crate::domain::{Job, JobEnvelope};
+use crate::domain::Job;
 use crate::ports::{MAX_QUEUE_DELAY, PortError, PortResult, Queue};
 
 /// The queue URLs (settings `JUDGE_QUEUE_URL`, `RESPOND_QUEUE_URL`).
@@ -290,10 +290,7 @@ pub async fn create_queues(
     ))
 }
 
-/// A job as a queue message body.
-pub fn encode_job(job: &Job) -> String {
-    serde_json::to_string(&JobEnvelope::new(job.clone())).expect("jobs serialize")
-}
+pub use crate::domain::{decode_job, encode_job};
 
 /// A received message as the worker takes it: its id, its decoded job, and how often
 /// it was delivered before (from SQS's `ApproximateReceiveCount`, which counts this
@@ -301,20 +298,6 @@ pub fn encode_job(job: &Job) -> String {
 pub fn queue_message(id: String, body: &str, receive_count: Option<&str>) -> crate::worker::QueueMessage {
     let deliveries = receive_count.and_then(|n| n.parse::<u32>().ok()).map_or(0, |n| n.saturating_sub(1));
     crate::worker::QueueMessage { id, job: decode_job(body), deliveries }
-}
-
-/// A queue message body back to a job; a body of another version or shape is an error.
-pub fn decode_job(body: &str) -> Result<Job, String> {
-    let envelope: JobEnvelope = serde_json::from_str(body).map_err(|e| format!("not a kuuki job: {e}"))?;
-    if !(JobEnvelope::VERSION..=JobEnvelope::NEWEST).contains(&envelope.v) {
-        return Err(format!(
-            "job version {} (this build reads {} to {})",
-            envelope.v,
-            JobEnvelope::VERSION,
-            JobEnvelope::NEWEST
-        ));
-    }
-    Ok(envelope.job)
 }
 
 #[async_trait]

@@ -247,64 +247,12 @@ impl Queue for MemoryQueue {
 mod tests {
     use super::*;
     use crate::adapters::memory::VirtualClock;
-    use crate::domain::{ChannelId, ThreadKey, Ts};
 
-    fn job(n: u32) -> Job {
-        Job::Judge { thread: ThreadKey::top_level(ChannelId("C1".into())), ts: Ts::new(format!("{n}.000000")) }
-    }
-
-    fn at(secs: i64) -> Timestamp {
-        Timestamp(secs * 1_000_000)
-    }
-
-    /// Like SQS: a delivered job stays, invisible, until acknowledged; one that is not
-    /// comes back when its visibility ends; a late acknowledgement still settles it.
     #[tokio::test]
-    async fn a_delivery_is_invisible_until_settled_or_its_time_is_up() {
-        let clock = Arc::new(VirtualClock::new(at(0)));
+    async fn the_in_process_queue_keeps_the_queue_contract() {
+        let clock = Arc::new(VirtualClock::new(Timestamp(0)));
         let queue = MemoryQueue::new(clock.clone());
-        queue.set_visibility_timeout(Duration::from_secs(100));
-        queue.enqueue(job(1), Duration::from_secs(10)).await.unwrap();
-        queue.enqueue(job(2), Duration::from_secs(20)).await.unwrap();
-        assert_eq!(queue.next_due(), Some(at(10)));
-        assert!(queue.pop_due(at(5)).is_none(), "not due yet");
-
-        let first = queue.pop_due(at(10)).expect("due");
-        assert_eq!((Job::clone(&first.job), first.deliveries), (job(1), 0));
-        assert_eq!(queue.len(), 2, "delivered, not gone");
-        assert_eq!(queue.next_due(), Some(at(20)));
-        let second = queue.pop_due(at(20)).expect("due");
-        queue.ack(&second);
-        assert_eq!(queue.len(), 1);
-        // The first was never settled (its worker died): back at 10 + 100.
-        assert_eq!(queue.next_due(), Some(at(110)));
-        assert!(queue.pop_due(at(109)).is_none());
-        let again = queue.pop_due(at(110)).expect("visible again");
-        assert_eq!((Job::clone(&again.job), again.deliveries, again.receipt), (job(1), 1, first.receipt));
-        queue.ack(&again);
+        crate::adapters::contract::in_process_queue(&queue, &clock).await;
         assert!(queue.is_empty());
-        assert_eq!(queue.next_due(), None);
-
-        // Settled after it came back (a worker past its timeout): not delivered again.
-        queue.enqueue(job(3), Duration::from_secs(110)).await.unwrap();
-        let slow = queue.pop_due(at(110)).expect("due");
-        queue.enqueue(job(4), Duration::from_secs(150)).await.unwrap();
-        // At 210 job 3 is visible again, behind job 4, which goes first.
-        let four = queue.pop_due(at(210)).expect("due");
-        assert_eq!(*four.job, job(4));
-        queue.ack(&four);
-        queue.ack(&slow);
-        assert!(queue.is_empty(), "job 3 settled late");
-        assert_eq!(queue.next_due(), None, "nothing is due: the late copy is not reported");
-        assert!(queue.pop_due(at(300)).is_none(), "and not delivered again");
-
-        // Put back: comes again after the delay, counted.
-        queue.enqueue(job(5), Duration::ZERO).await.unwrap();
-        let failed = queue.pop_due(at(600)).expect("due");
-        clock.advance_to(at(600));
-        queue.redeliver(failed, Duration::from_secs(30));
-        assert_eq!(queue.pop_due(at(629)).map(|d| d.job), None::<Arc<Job>>);
-        let retry = queue.pop_due(at(630)).expect("back");
-        assert_eq!((Job::clone(&retry.job), retry.deliveries), (job(5), 1));
     }
 }

@@ -575,29 +575,7 @@ impl ChannelStateStore for MemoryStore {
     async fn record_intervention(&self, channel: &ChannelId, intervention: Intervention) -> PortResult<()> {
         self.check_write()?;
         let mut inner = self.lock();
-        let state = Arc::make_mut(slot(&mut inner.states, channel));
-        state.last_response_at = Some(state.last_response_at.map_or(intervention.at, |t| t.max(intervention.at)));
-        // A repeat (a redelivered answer) is the same intervention, kept once, as the
-        // DynamoDB store keeps it under one attribute.
-        if state.interventions.iter().any(|i| i.at == intervention.at && i.thread == intervention.thread) {
-            return Ok(());
-        }
-        // In time order; only the newest keeps its excerpt and facts, as in the DynamoDB
-        // store (a resumed answer may be recorded after a newer one).
-        let place = state.interventions.partition_point(|i| i.at <= intervention.at);
-        if place == state.interventions.len() {
-            for older in &mut state.interventions {
-                older.excerpt.clear();
-                older.facts.clear();
-            }
-            state.interventions.push(intervention);
-        } else {
-            state
-                .interventions
-                .insert(place, Intervention { excerpt: String::new(), facts: Vec::new(), ..intervention });
-        }
-        let excess = state.interventions.len().saturating_sub(ChannelState::KEPT_INTERVENTIONS);
-        state.interventions.drain(..excess);
+        Arc::make_mut(slot(&mut inner.states, channel)).record_intervention(intervention);
         Ok(())
     }
 
@@ -640,14 +618,7 @@ impl ChannelStateStore for MemoryStore {
 
     async fn set_channel_memory(&self, channel: &ChannelId, memory: ChannelMemory) -> PortResult<bool> {
         self.check_write()?;
-        Ok(self.update(channel, |state| {
-            if memory.generation < state.memory.generation {
-                return false;
-            }
-            state.memory = memory;
-            state.clear_marks(MemoryTask::Summary);
-            true
-        }))
+        Ok(self.update(channel, |state| state.replace_memory(memory)))
     }
 
     async fn set_reflection_watermark(&self, channel: &ChannelId, ts: Ts) -> PortResult<()> {
@@ -778,16 +749,7 @@ impl FactStore for MemoryStore {
         at: Timestamp,
     ) -> PortResult<()> {
         let mut inner = self.lock();
-        let note = note_of(&mut inner, channel, user);
-        for tag in tags {
-            if !note.tags.contains(tag) {
-                note.tags.push(tag.clone());
-            }
-        }
-        if !summary.is_empty() {
-            note.summary = summary.to_owned();
-        }
-        note.updated_at = Some(at);
+        note_of(&mut inner, channel, user).add_reflection(tags, summary, at);
         Ok(())
     }
 
@@ -829,15 +791,8 @@ impl FactStore for MemoryStore {
                 channels: Default::default(),
             }),
         };
-        let profile = &mut stored.profile;
-        profile.interactions += 1;
-        profile.bot_mentions += u64::from(called_bot);
-        if !stored.channels.contains(channel) {
-            stored.channels.insert(channel.clone());
-            profile.channels.push(channel.clone());
-        }
-        profile.first_interaction.get_or_insert(at);
-        profile.last_interaction = Some(profile.last_interaction.map_or(at, |t| t.max(at)));
+        let listed = !stored.channels.insert(channel.clone());
+        stored.profile.count(channel, at, called_bot, listed);
         Ok(())
     }
 

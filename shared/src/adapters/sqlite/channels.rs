@@ -1,0 +1,176 @@
+//! Channel state and the workspace memory: [`ChannelStateStore`]. A channel's state is
+//! the ports' JSON in one row; every change reads, changes and writes it in one
+//! transaction, with the rules the ports give ([`ChannelState`]'s methods).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{SqliteStore, backend, unreadable};
+use crate::domain::{
+    ChannelId, ChannelLine, ChannelMemory, Intervention, JudgmentNote, Timestamp, Ts, WorkspaceMemory,
+};
+use crate::ports::{ChannelState, ChannelStateStore, MemoryTask, OpenerState, PortResult, Shadow};
+
+fn read_state(conn: &Connection, channel: &ChannelId) -> PortResult<ChannelState> {
+    let row: Option<(String, Option<i64>)> = conn
+        .prepare_cached("SELECT state, lull_at FROM channel_states WHERE channel = ?1")
+        .and_then(|mut s| s.query_row([channel.0.as_ref()], |row| Ok((row.get(0)?, row.get(1)?))).optional())
+        .map_err(backend)?;
+    let Some((json, lull_at)) = row else { return Ok(ChannelState::default()) };
+    let mut state: ChannelState = serde_json::from_str(&json).map_err(|e| unreadable("channel state", e))?;
+    state.reflection_lull_at = lull_at.map(Timestamp);
+    Ok(state)
+}
+
+fn write_state(conn: &Connection, channel: &ChannelId, state: &ChannelState) -> PortResult<()> {
+    let json = serde_json::to_string(state).expect("channel state serializes");
+    conn.prepare_cached(
+        "INSERT INTO channel_states (channel, state, lull_at) VALUES (?1, ?2, ?3)
+         ON CONFLICT (channel) DO UPDATE SET state = excluded.state, lull_at = excluded.lull_at",
+    )
+    .and_then(|mut s| s.execute(params![channel.0.as_ref(), json, state.reflection_lull_at.map(Timestamp::as_micros)]))
+    .map_err(backend)?;
+    Ok(())
+}
+
+fn read_workspace(conn: &Connection) -> PortResult<WorkspaceMemory> {
+    let json: Option<String> = conn
+        .prepare_cached("SELECT memory FROM workspace WHERE key = 'memory'")
+        .and_then(|mut s| s.query_row([], |row| row.get(0)).optional())
+        .map_err(backend)?;
+    match json {
+        Some(json) => serde_json::from_str(&json).map_err(|e| unreadable("workspace memory", e)),
+        None => Ok(WorkspaceMemory::default()),
+    }
+}
+
+impl SqliteStore {
+    /// Changes `channel`'s state in one transaction.
+    fn update_state<T>(&self, channel: &ChannelId, change: impl FnOnce(&mut ChannelState) -> T) -> PortResult<T> {
+        let mut conn = self.lock();
+        let tx = conn.transaction().map_err(backend)?;
+        let mut state = read_state(&tx, channel)?;
+        let outcome = change(&mut state);
+        write_state(&tx, channel, &state)?;
+        tx.commit().map_err(backend)?;
+        Ok(outcome)
+    }
+}
+
+#[async_trait]
+impl ChannelStateStore for SqliteStore {
+    async fn channel_state(&self, channel: &ChannelId) -> PortResult<Arc<ChannelState>> {
+        Ok(Arc::new(read_state(&self.lock(), channel)?))
+    }
+
+    async fn record_intervention(&self, channel: &ChannelId, intervention: Intervention) -> PortResult<()> {
+        self.update_state(channel, |state| state.record_intervention(intervention))
+    }
+
+    async fn record_judgment(
+        &self,
+        channel: &ChannelId,
+        note: JudgmentNote,
+        reflection_lull_at: Option<Timestamp>,
+    ) -> PortResult<()> {
+        self.update_state(channel, |state| {
+            state.last_judgment = Some(note);
+            if reflection_lull_at.is_some() {
+                state.reflection_lull_at = reflection_lull_at;
+            }
+        })
+    }
+
+    async fn note_lull_reflection(&self, channel: &ChannelId, at: Timestamp) -> PortResult<()> {
+        self.update_state(channel, |state| state.reflection_lull_at = Some(at))
+    }
+
+    async fn set_muted(&self, channel: &ChannelId, until: Option<Timestamp>) -> PortResult<()> {
+        self.update_state(channel, |state| state.muted_until = until)
+    }
+
+    async fn set_opener(&self, channel: &ChannelId, opener: OpenerState) -> PortResult<()> {
+        self.update_state(channel, |state| state.opener = opener)
+    }
+
+    async fn set_shadow(&self, channel: &ChannelId, shadow: Option<Shadow>) -> PortResult<()> {
+        self.update_state(channel, |state| state.shadow = shadow)
+    }
+
+    async fn set_channel_memory(&self, channel: &ChannelId, memory: ChannelMemory) -> PortResult<bool> {
+        self.update_state(channel, |state| state.replace_memory(memory))
+    }
+
+    async fn set_reflection_watermark(&self, channel: &ChannelId, ts: Ts) -> PortResult<()> {
+        self.update_state(channel, |state| state.reflection_watermark = Some(ts))
+    }
+
+    async fn mark_due(
+        &self,
+        channel: &ChannelId,
+        task: MemoryTask,
+        due: Timestamp,
+        now: Timestamp,
+    ) -> PortResult<bool> {
+        self.update_state(channel, |state| state.mark_due(task, due, now))
+    }
+
+    async fn defer(&self, channel: &ChannelId, task: MemoryTask, until: Timestamp) -> PortResult<()> {
+        self.update_state(channel, |state| state.defer(task, until))
+    }
+
+    async fn clear_marks(&self, channel: &ChannelId, task: MemoryTask) -> PortResult<()> {
+        self.update_state(channel, |state| state.clear_marks(task))
+    }
+
+    async fn workspace_memory(&self) -> PortResult<WorkspaceMemory> {
+        let conn = self.lock();
+        let memory = read_workspace(&conn)?;
+        let mut statement = conn.prepare_cached("SELECT line FROM channel_lines").map_err(backend)?;
+        let lines = statement
+            .query_map([], |row| row.get::<_, String>(0))
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
+            .map_err(backend)?;
+        let lines = lines
+            .iter()
+            .map(|json| serde_json::from_str::<ChannelLine>(json).map_err(|e| unreadable("channel line", e)))
+            .collect::<PortResult<Vec<_>>>()?;
+        Ok(WorkspaceMemory { channel_lines: crate::adapters::memory::newest_first(lines), ..memory })
+    }
+
+    async fn workspace_memory_without_lines(&self) -> PortResult<WorkspaceMemory> {
+        read_workspace(&self.lock())
+    }
+
+    async fn set_workspace_memory(&self, memory: WorkspaceMemory) -> PortResult<()> {
+        let json = serde_json::to_string(&memory).expect("workspace memory serializes");
+        self.lock()
+            .prepare_cached(
+                "INSERT INTO workspace (key, memory) VALUES ('memory', ?1)
+                 ON CONFLICT (key) DO UPDATE SET memory = excluded.memory",
+            )
+            .and_then(|mut s| s.execute([json]))
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn set_channel_line(&self, channel: &ChannelId, line: Option<ChannelLine>) -> PortResult<()> {
+        let conn = self.lock();
+        let written = match line {
+            Some(line) => {
+                let json = serde_json::to_string(&line).expect("channel line serializes");
+                conn.prepare_cached(
+                    "INSERT INTO channel_lines (channel, line) VALUES (?1, ?2)
+                     ON CONFLICT (channel) DO UPDATE SET line = excluded.line",
+                )
+                .and_then(|mut s| s.execute(params![channel.0.as_ref(), json]))
+            }
+            None => conn
+                .prepare_cached("DELETE FROM channel_lines WHERE channel = ?1")
+                .and_then(|mut s| s.execute([channel.0.as_ref()])),
+        };
+        written.map(drop).map_err(backend)
+    }
+}

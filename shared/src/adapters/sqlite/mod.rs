@@ -1,0 +1,213 @@
+//! The embedded durable store of `kuuki serve`: every memory tier, the ledger and the
+//! job queue in one SQLite file (WAL), one port per file beside this one. It passes the
+//! same contract suite as the in-process and DynamoDB stores.
+//!
+//! One process owns the file (an exclusive lock, taken at open): a second `kuuki serve`
+//! on the same file stops at start-up. So whatever a process had taken when it died
+//! (jobs in delivery, claims in progress) is known to be abandoned when the next one
+//! opens the file, and is taken up again at once ([`SqliteStore::open`]).
+//!
+//! Every port write is one transaction, committed before the call returns: a process
+//! killed at any instant loses nothing a call acknowledged. Commits are not synced to
+//! the disk one by one (`synchronous = NORMAL`, WAL): a power cut may lose the last
+//! moments before it, a crashed or killed process loses nothing.
+
+mod channels;
+mod facts;
+mod ledger;
+mod messages;
+mod queue;
+mod schema;
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+use thiserror::Error;
+
+use crate::domain::Timestamp;
+use crate::ports::{Clock, PortError};
+
+pub use schema::SCHEMA_VERSION;
+
+/// Why the store could not be opened. Each names the file and what to do; none has
+/// changed the file.
+#[derive(Debug, Error)]
+pub enum OpenError {
+    #[error("{path} is in use by another process (is another `kuuki serve` running on it?)")]
+    Locked { path: String },
+    #[error("{path} is not a kuuki data file or is damaged ({reason}); move it away or restore a backup")]
+    Corrupt { path: String, reason: String },
+    #[error(
+        "{path} was written by a newer kuuki (data format {found}; this build reads up to {supported}): run that version, or restore a backup"
+    )]
+    Newer { path: String, found: i64, supported: i64 },
+    #[error("cannot open {path}: {reason}")]
+    Other { path: String, reason: String },
+}
+
+/// What the opening process found the previous one left unfinished.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Recovered {
+    /// Jobs in delivery when it stopped: visible again at once.
+    pub jobs: usize,
+    /// Claims it held: released, so their work is not held up for a lease.
+    pub claims: usize,
+}
+
+/// Every port on one SQLite connection. Each call takes the connection for the few
+/// statements it runs (microseconds on a local file), so callers never wait on I/O
+/// held by another for long.
+pub struct SqliteStore {
+    conn: Mutex<Connection>,
+    clock: Arc<dyn Clock>,
+    /// Messages older than this are forgotten (`MESSAGE_RETENTION_DAYS`), with expired
+    /// claims and cache entries.
+    retention: Option<Duration>,
+    /// Messages stored, for pruning every [`PRUNE_EVERY`].
+    puts: AtomicU64,
+    /// How long a delivered job stays invisible, in microseconds.
+    visibility_micros: AtomicU64,
+    /// Wakes a real-time driver when a job arrives.
+    arrived: tokio::sync::Notify,
+    recovered: Recovered,
+}
+
+/// Prepared statements kept: more than the ports have.
+const STATEMENTS_KEPT: usize = 128;
+
+/// How often (in stored messages) a store with a retention prunes itself.
+const PRUNE_EVERY: u64 = 1024;
+
+impl SqliteStore {
+    /// Opens (or creates) the store at `path` (`:memory:`: a store in memory, gone
+    /// with the process), migrates an older file, and takes up what a previous process
+    /// left in progress. Refuses a file another process has open, one from a newer
+    /// build, and one that is not a database, changing nothing in it.
+    pub fn open(path: &str, clock: Arc<dyn Clock>, retention: Option<Duration>) -> Result<SqliteStore, OpenError> {
+        Self::open_with(path, clock, retention, schema::MIGRATIONS)
+    }
+
+    fn open_with(
+        path: &str,
+        clock: Arc<dyn Clock>,
+        retention: Option<Duration>,
+        migrations: &[&str],
+    ) -> Result<SqliteStore, OpenError> {
+        let named = |error: rusqlite::Error| classify(path, error);
+        let conn = if path == ":memory:" {
+            Connection::open_in_memory().map_err(named)?
+        } else {
+            if let Some(parent) = Path::new(path).parent().filter(|p| !p.as_os_str().is_empty())
+                && !parent.is_dir()
+            {
+                return Err(OpenError::Other { path: path.into(), reason: format!("no folder {}", parent.display()) });
+            }
+            let flags =
+                OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            Connection::open_with_flags(path, flags).map_err(named)?
+        };
+        // Read before anything is written: a file that is no database fails here.
+        let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(named)?;
+        if version > migrations.len() as i64 {
+            return Err(OpenError::Newer { path: path.into(), found: version, supported: migrations.len() as i64 });
+        }
+        // One process per file: the lock is taken by the first write below (every open
+        // writes: see `queue::take_up_abandoned`) and held until the connection
+        // closes. A second process gets "busy" at once.
+        let _: String =
+            conn.pragma_update_and_check(None, "locking_mode", "EXCLUSIVE", |row| row.get(0)).map_err(named)?;
+        conn.busy_timeout(Duration::ZERO).map_err(named)?;
+        let mode: String =
+            conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0)).map_err(named)?;
+        if path != ":memory:" && !mode.eq_ignore_ascii_case("wal") {
+            return Err(OpenError::Other { path: path.into(), reason: format!("journal mode {mode}, not WAL") });
+        }
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(named)?;
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(named)?;
+        // Every statement kuuki runs stays prepared (rusqlite keeps 16 by default, fewer
+        // than the ports use: the rest would be parsed and planned anew each time).
+        conn.set_prepared_statement_cache_capacity(STATEMENTS_KEPT);
+        let mut conn = conn;
+        schema::migrate(&mut conn, version, migrations).map_err(named)?;
+        let now = clock.now();
+        let recovered = queue::take_up_abandoned(&mut conn, now).map_err(named)?;
+        if recovered != Recovered::default() {
+            tracing::info!(jobs = recovered.jobs, claims = recovered.claims, "taking up what the last process left");
+        }
+        let default_budget = Duration::from_secs(crate::budget::DEFAULT_WORKER_TIMEOUT_SECONDS);
+        let visibility = default_budget * crate::budget::VISIBILITY_PER_WORKER_TIMEOUT;
+        Ok(SqliteStore {
+            conn: Mutex::new(conn),
+            clock,
+            retention,
+            puts: AtomicU64::new(0),
+            visibility_micros: AtomicU64::new(visibility.as_micros() as u64),
+            arrived: tokio::sync::Notify::new(),
+            recovered,
+        })
+    }
+
+    /// What this open found unfinished by the previous process.
+    pub fn recovered(&self) -> Recovered {
+        self.recovered
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the connection leaves no transaction open (rusqlite
+        // rolls back on drop), so the connection is still sound.
+        self.conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    /// Drops what has expired: messages past the retention, claims and cache entries
+    /// past their time (an abandoned post's claim stays for whoever takes it over).
+    fn prune(&self, conn: &Connection) -> rusqlite::Result<()> {
+        let Some(retention) = self.retention else { return Ok(()) };
+        let now = self.now();
+        let oldest = now - retention;
+        conn.prepare_cached("DELETE FROM messages WHERE at < ?1")?.execute([oldest.as_micros()])?;
+        conn.prepare_cached("DELETE FROM claims WHERE until <= ?1 AND posting = 0")?.execute([now.as_micros()])?;
+        conn.prepare_cached("DELETE FROM cache WHERE until <= ?1")?.execute([now.as_micros()])?;
+        Ok(())
+    }
+
+    /// Counts a stored message; every [`PRUNE_EVERY`] prunes.
+    fn count_put(&self, conn: &Connection) -> rusqlite::Result<()> {
+        let puts = self.puts.fetch_add(1, Ordering::Relaxed) + 1;
+        if puts.is_multiple_of(PRUNE_EVERY) {
+            self.prune(conn)?;
+        }
+        Ok(())
+    }
+}
+
+/// A failed statement as the ports' error: the queue delivers the job again.
+fn backend(error: rusqlite::Error) -> PortError {
+    PortError::Backend { backend: "sqlite", message: error.to_string() }
+}
+
+/// A value stored as JSON that no longer reads (written by hand, or damaged).
+fn unreadable(what: &str, error: serde_json::Error) -> PortError {
+    PortError::Backend { backend: "sqlite", message: format!("a stored {what} does not read: {error}") }
+}
+
+fn classify(path: &str, error: rusqlite::Error) -> OpenError {
+    let reason = error.to_string();
+    match error.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => OpenError::Locked { path: path.into() },
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => OpenError::Corrupt { path: path.into(), reason },
+        _ => OpenError::Other { path: path.into(), reason },
+    }
+}
+
+fn bool_int(value: bool) -> i64 {
+    i64::from(value)
+}
