@@ -53,9 +53,14 @@ impl Kuuki {
     }
 
     fn start_with(slack_api: &str, extra_env: &[(&str, &str)]) -> Kuuki {
+        Kuuki::start_on(slack_api, ":memory:", extra_env)
+    }
+
+    /// `kuuki serve` on the data file `data`.
+    fn start_on(slack_api: &str, data: &str, extra_env: &[(&str, &str)]) -> Kuuki {
         let mut command = Command::new(env!("CARGO_BIN_EXE_kuuki"));
         command
-            .args(["serve", "--listen", "127.0.0.1:0", "--seed", "1", "--data", ":memory:"])
+            .args(["serve", "--listen", "127.0.0.1:0", "--seed", "1", "--data", data])
             .env_remove("LLM_PROVIDER")
             .env_remove("SLACK_SIGNING_SECRET")
             .env_remove("DISCORD_BOT_TOKEN")
@@ -444,6 +449,14 @@ fn mention(envelope_id: &str, event_id: &str, channel: &str, ts: &str, retry_att
     })
 }
 
+/// An `events_api` envelope with a message in `channel` that does not call kuuki.
+fn ambient(envelope_id: &str, event_id: &str, channel: &str, ts: &str) -> Value {
+    let mut envelope = mention(envelope_id, event_id, channel, ts, 0);
+    envelope["payload"]["event"] = json!({"type": "message", "channel": channel, "channel_type": "channel",
+        "user": "UALICE", "text": "does anyone know how the deploys work here?", "ts": ts});
+    envelope
+}
+
 /// A `slash_commands` envelope: `/kuuki {text}` in `channel`.
 fn slash_command(envelope_id: &str, channel: &str, text: &str) -> Value {
     json!({
@@ -643,4 +656,44 @@ async fn a_stop_signal_closes_the_connection_and_kuuki_exits_cleanly() {
     let status = kuuki.exit().await;
     assert!(closed, "kuuki sends a close frame when it stops ({status}): {}", kuuki.stderr());
     assert!(status.success(), "{status}: {}", kuuki.stderr());
+}
+
+/// Killed (SIGKILL) and started again on its data file: Slack's redelivery of a mention
+/// answered before the kill gets no second answer, and a judgment that was queued when
+/// it was killed (its envelope acknowledged) runs in the new process, once.
+#[tokio::test]
+async fn killed_and_started_again_on_its_file_it_answers_nothing_twice_and_loses_nothing_acknowledged() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("kuuki.db").to_string_lossy().into_owned();
+    // Every message is worth an answer, two seconds after it came.
+    let env = [("JUDGE_SCORE_THRESHOLD", "0"), ("JUDGE_MIN_WAIT_SECONDS", "2"), ("JUDGE_JITTER_RATIO", "0")];
+    let env = [env.as_slice(), &[("UNANSWERED_QUESTION_WAIT_SECONDS", "0")]].concat();
+    let mut socket_mode = FakeSocketMode::start().await;
+    let slack = Slack::start(&socket_mode.url).await;
+    let first = Kuuki::start_on(&slack.api.uri(), &data, &env);
+    let mut link = socket_mode.next_link(&first).await;
+    link.hello();
+    let answered = ts(300);
+    link.send(mention("E30", "Ev30", "C30", &answered, 0));
+    link.ack("E30").await;
+    slack.wait_for_posts_in("C30").await;
+    first.wait_for_decision("respond", &answered, |_| true).await;
+    let queued = ts(301);
+    link.send(ambient("E31", "Ev31", "C31", &queued));
+    link.ack("E31").await;
+    drop(first); // SIGKILL, before the queued judgment's two seconds
+    assert!(slack.posts_in("C31").is_empty(), "killed before it could answer");
+
+    let second = Kuuki::start_on(&slack.api.uri(), &data, &env);
+    let mut link = socket_mode.next_link(&second).await;
+    link.hello();
+    link.send(mention("E30-again", "Ev30", "C30", &answered, 1));
+    link.ack("E30-again").await;
+    second.wait_for_decision("dropped", &answered, |d| d["event"]["reason"] == "already answered").await;
+    slack.wait_for_posts_in("C31").await;
+    second.wait_for_decision("respond", &queued, |_| true).await;
+    // Give a second answer time to show up, were there one.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(slack.posts_in("C30").len(), 1, "the mention answered once");
+    assert_eq!(slack.posts_in("C31").len(), 1, "the queued judgment answered once");
 }
