@@ -44,6 +44,9 @@ enum Bench {
     /// `kuuki serve`'s SQLite store: replay throughput by size, bytes on disk a
     /// message, start-up on a large file.
     Sqlite(crate::bench_sqlite::SqliteBenchArgs),
+    /// `kuuki serve` over Socket Mode: envelope-to-acknowledgement latency at a steady
+    /// rate, against a stand-in Socket Mode server.
+    SocketMode(crate::bench_socket_mode::SocketModeBenchArgs),
 }
 
 #[derive(Args)]
@@ -121,6 +124,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         Bench::History(args) => history_bench(args).await,
         Bench::All(args) => all_bench(args).await,
         Bench::Sqlite(args) => crate::bench_sqlite::run(args).await,
+        Bench::SocketMode(args) => crate::bench_socket_mode::run(args).await,
     }
 }
 
@@ -564,8 +568,11 @@ async fn serve_figures(requests: usize) -> anyhow::Result<Latencies> {
     tokio::spawn(async move { axum::serve(slack, stand_in).await });
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let target = format!("http://127.0.0.1:{port}");
+    // On its SQLite file, as a self-hosted kuuki runs; removed after.
+    let data = std::env::temp_dir().join(format!("kuuki-bench-serve-{}.db", std::process::id()));
+    let data = data.to_string_lossy().into_owned();
     let mut server = std::process::Command::new(std::env::current_exe()?)
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data", &data])
         .env("SLACK_SIGNING_SECRET", "bench-secret")
         .env("SLACK_BOT_TOKEN", "xoxb-bench")
         .env("SLACK_API_BASE_URL", &slack_url)
@@ -589,6 +596,9 @@ async fn serve_figures(requests: usize) -> anyhow::Result<Latencies> {
     };
     server.kill().ok();
     server.wait().ok();
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{data}{suffix}"));
+    }
     figures
 }
 

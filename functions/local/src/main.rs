@@ -3,6 +3,7 @@
 
 mod aws;
 mod bench;
+mod bench_socket_mode;
 mod bench_sqlite;
 mod cli;
 mod discord;
