@@ -555,6 +555,9 @@ pub trait InProcessQueue: Send + Sync {
     fn ack(&self, delivery: &Delivery);
     /// Puts a job back `after` a failed delivery, like a message becoming visible again.
     fn redeliver(&self, delivery: Delivery, after: Duration);
+    /// Returns a delivery that never started (its worker stopped first): visible again
+    /// at once, its delivery not counted.
+    fn put_back(&self, delivery: Delivery);
     /// Completes when a job was added since the last call (or is added now).
     async fn arrived(&self);
 }

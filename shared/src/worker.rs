@@ -111,9 +111,18 @@ pub async fn run_until_stopped(
     while !*stopping.borrow() {
         while let Some(delivery) = queue.pop_due(deps.clock.now()) {
             let slots = pools[&Pool::of(&delivery.job)].clone();
-            let (deps, queue) = (deps.clone(), queue.clone());
+            let (deps, queue, mut stop) = (deps.clone(), queue.clone(), stopping.clone());
             running.spawn(async move {
-                let _slot = slots.acquire_owned().await.expect("the semaphore is never closed");
+                // A job still waiting for a slot when kuuki stops never starts: it goes
+                // back as it was, its delivery not counted (stops never dead-letter it).
+                let _slot = tokio::select! {
+                    biased;
+                    () = stopped(&mut stop) => {
+                        queue.put_back(delivery);
+                        return;
+                    }
+                    slot = slots.acquire_owned() => slot.expect("the semaphore is never closed"),
+                };
                 let timeout = deps.settings.worker_timeout;
                 let job = delivery.job.clone();
                 if tokio::time::timeout(timeout, deliver(&deps, &*queue, delivery)).await.is_err() {
@@ -130,12 +139,7 @@ pub async fn run_until_stopped(
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
             _ = queue.arrived() => {}
-            changed = stopping.changed() => {
-                if changed.is_err() {
-                    // Nobody can stop it any more: it runs until dropped.
-                    std::future::pending::<()>().await;
-                }
-            }
+            () = stopped(&mut stopping) => {}
         }
     }
     if running.is_empty() {
@@ -145,6 +149,13 @@ pub async fn run_until_stopped(
     if tokio::time::timeout(drain, async { while running.join_next().await.is_some() {} }).await.is_err() {
         tracing::warn!(jobs = running.len(), "stopped jobs still running; they come back when kuuki starts again");
         running.abort_all();
+    }
+}
+
+/// Completes once `stopping` turns true; never when nobody can stop it any more.
+async fn stopped(stopping: &mut tokio::sync::watch::Receiver<bool>) {
+    if stopping.wait_for(|stop| *stop).await.is_err() {
+        std::future::pending::<()>().await;
     }
 }
 

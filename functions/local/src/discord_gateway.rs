@@ -5,9 +5,14 @@
 //!
 //! - `MESSAGE_CREATE`, `MESSAGE_UPDATE` and `MESSAGE_DELETE` go, as the gateway sent
 //!   them, to the code behind `POST /discord/events`, in order, one at a time. The
-//!   store's conditional put is the dedup: a dispatch Discord replays after a resume, or
-//!   delivers again after a restart, is a duplicate and answered once. A store or queue
-//!   failure is retried with back-off, as a redelivery (`retry`), like the relay does.
+//!   store's conditional put is the dedup: a dispatch Discord replays after a resume is
+//!   a duplicate and answered once. A store or queue failure is retried with back-off,
+//!   as a redelivery (`retry`), like the relay does.
+//! - Not yet: a session carried across a restart. A new process identifies anew, so
+//!   what was written while no kuuki ran is not replayed, and dispatches read but not
+//!   yet stored when the process is killed are lost (the Gateway has no acknowledgement;
+//!   keeping the session id, resume URL and the last stored sequence in the data file,
+//!   closing with 4000 on stop and resuming at start would close both gaps).
 //! - `INTERACTION_CREATE` (`/kuuki …`; Discord sends it over the Gateway when the
 //!   application has no Interactions Endpoint URL) runs what `POST /discord/interactions`
 //!   runs and sends the answer to `POST /interactions/{id}/{token}/callback`; a deferred

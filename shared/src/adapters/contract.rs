@@ -680,6 +680,17 @@ where
     queue.ack(&six);
     queue.ack(&seven);
     assert_eq!(queue.next_due(), None);
+
+    // A delivery that never started (its worker stopped) goes back as it was: visible
+    // at once, its delivery not counted.
+    clock.advance_to(at(100_000));
+    queue.enqueue(job(8), Duration::ZERO).await.unwrap();
+    let unstarted = queue.pop_due(at(100_000)).expect("due");
+    queue.put_back(unstarted);
+    let again = queue.pop_due(at(100_000)).expect("visible at once");
+    assert_eq!((Job::clone(&again.job), again.deliveries), (job(8), 0), "not counted");
+    queue.ack(&again);
+    assert_eq!(queue.next_due(), None);
 }
 
 fn clock_now(clock: &crate::adapters::memory::VirtualClock) -> Timestamp {

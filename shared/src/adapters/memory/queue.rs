@@ -220,6 +220,11 @@ impl InProcessQueue for MemoryQueue {
         self.push(delivery.job, due, delivery.deliveries + 1);
     }
 
+    fn put_back(&self, delivery: Delivery) {
+        self.ack(&delivery);
+        self.push(delivery.job, self.clock.now(), delivery.deliveries);
+    }
+
     async fn arrived(&self) {
         self.arrived.notified().await;
     }

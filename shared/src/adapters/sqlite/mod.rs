@@ -2,17 +2,19 @@
 //! job queue in one SQLite file (WAL), one port per file beside this one. It passes the
 //! same contract suite as the in-process and DynamoDB stores.
 //!
-//! One process owns the file (an exclusive lock, taken at open): a second `kuuki serve`
-//! on the same file stops at start-up. So whatever a process had taken when it died
+//! One process owns the file (a lock on `PATH.lock`, taken at open): a second `kuuki
+//! serve` on the same file stops at start-up. So whatever a process had taken when it died
 //! (jobs in delivery, claims in progress) is known to be abandoned when the next one
 //! opens the file, and is taken up again at once ([`SqliteStore::open`]).
 //!
 //! Every port write is one transaction, committed before the call returns: a process
 //! killed at any instant loses nothing a call acknowledged. Commits are not synced to
 //! the disk one by one (`synchronous = NORMAL`, WAL): a power cut may lose the last
-//! moments before it, a crashed or killed process loses nothing.
+//! moments before it, a crashed or killed process loses nothing. A thread of the store's
+//! own checkpoints the log (`checkpoint.rs`), so no port call waits for the disk.
 
 mod channels;
+mod checkpoint;
 mod facts;
 mod ledger;
 mod messages;
@@ -22,7 +24,7 @@ mod schema;
 mod tests;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -63,17 +65,28 @@ pub struct Recovered {
 /// statements it runs (microseconds on a local file), so callers never wait on I/O
 /// held by another for long.
 pub struct SqliteStore {
+    /// Stopped (and joined) before the connection closes: fields drop in this order.
+    _checkpointer: Option<checkpoint::Checkpointer>,
     conn: Mutex<Connection>,
+    /// Held while the store is open: no other process opens the file meanwhile.
+    _lock: Option<std::fs::File>,
     clock: Arc<dyn Clock>,
     /// Messages older than this are forgotten (`MESSAGE_RETENTION_DAYS`), with expired
     /// claims and cache entries.
     retention: Option<Duration>,
     /// Messages stored, for pruning every [`PRUNE_EVERY`].
     puts: AtomicU64,
+    /// When messages were last pruned, and claims and cache entries last swept (µs):
+    /// a quiet workspace is pruned by the hour and swept by the day all the same.
+    pruned_at: AtomicI64,
+    swept_at: AtomicI64,
     /// How long a delivered job stays invisible, in microseconds.
     visibility_micros: AtomicU64,
     /// Wakes a real-time driver when a job arrives.
     arrived: tokio::sync::Notify,
+    /// After a failed take (a full disk): no job is taken, nor reported due, before
+    /// then (µs), so the workers wait instead of spinning on the failure.
+    take_again_at: AtomicI64,
     recovered: Recovered,
 }
 
@@ -84,6 +97,10 @@ const STATEMENTS_KEPT: usize = 128;
 const PRUNE_EVERY: u64 = 1024;
 /// How often (in stored messages) it sweeps expired claims and cache entries.
 const SWEEP_EVERY: u64 = 64 * PRUNE_EVERY;
+/// Messages are pruned at least this often (by the clock), claims and cache swept at
+/// least every [`SWEEP_AFTER`], however few messages come.
+const PRUNE_AFTER: Duration = Duration::from_secs(3600);
+const SWEEP_AFTER: Duration = Duration::from_secs(86_400);
 
 impl SqliteStore {
     /// Opens (or creates) the store at `path` (`:memory:`: a store in memory, gone
@@ -101,37 +118,40 @@ impl SqliteStore {
         migrations: &[&str],
     ) -> Result<SqliteStore, OpenError> {
         let named = |error: rusqlite::Error| classify(path, error);
-        let conn = if path == ":memory:" {
-            Connection::open_in_memory().map_err(named)?
+        let in_memory = path == ":memory:";
+        let (conn, lock) = if in_memory {
+            (Connection::open_in_memory().map_err(named)?, None)
         } else {
             if let Some(parent) = Path::new(path).parent().filter(|p| !p.as_os_str().is_empty())
                 && !parent.is_dir()
             {
                 return Err(OpenError::Other { path: path.into(), reason: format!("no folder {}", parent.display()) });
             }
+            // One process per file, checked before anything in it is read.
+            let lock = checkpoint::lock(path)?;
             let flags =
                 OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-            Connection::open_with_flags(path, flags).map_err(named)?
+            (Connection::open_with_flags(path, flags).map_err(named)?, Some(lock))
         };
         // Read before anything is written: a file that is no database fails here.
         let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(named)?;
         if version > migrations.len() as i64 {
             return Err(OpenError::Newer { path: path.into(), found: version, supported: migrations.len() as i64 });
         }
-        // One process per file: the lock is taken by the first write below (every open
-        // writes: see `queue::take_up_abandoned`) and held until the connection
-        // closes. A second process gets "busy" at once.
-        let _: String =
-            conn.pragma_update_and_check(None, "locking_mode", "EXCLUSIVE", |row| row.get(0)).map_err(named)?;
-        conn.busy_timeout(Duration::ZERO).map_err(named)?;
+        // The only other connection is this store's checkpointer, which never holds a
+        // writer up for long.
+        conn.busy_timeout(Duration::from_secs(5)).map_err(named)?;
         let mode: String =
             conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0)).map_err(named)?;
-        if path != ":memory:" && !mode.eq_ignore_ascii_case("wal") {
+        if !in_memory && !mode.eq_ignore_ascii_case("wal") {
             return Err(OpenError::Other { path: path.into(), reason: format!("journal mode {mode}, not WAL") });
         }
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(named)?;
-        // A checkpoint syncs the file: one every 40 MB of changes, not every 4 MB.
-        conn.pragma_update(None, "wal_autocheckpoint", 10_000).map_err(named)?;
+        // Checkpoints are the checkpointer's (a checkpoint syncs the disk: here it would
+        // hold up every call behind it); this one is a safety net should it fall far
+        // behind (400 MB), and the log is cut back to 64 MB after one.
+        conn.pragma_update(None, "wal_autocheckpoint", 100_000).map_err(named)?;
+        conn.pragma_update(None, "journal_size_limit", 1i64 << 26).map_err(named)?;
         // The pages every message touches (the newest of each index) stay in memory:
         // a page cache of 64 MiB, and the rest of the file read through a mapping.
         conn.pragma_update(None, "cache_size", -65_536).map_err(named)?;
@@ -149,15 +169,24 @@ impl SqliteStore {
         }
         let default_budget = Duration::from_secs(crate::budget::DEFAULT_WORKER_TIMEOUT_SECONDS);
         let visibility = default_budget * crate::budget::VISIBILITY_PER_WORKER_TIMEOUT;
-        Ok(SqliteStore {
+        let checkpointer = if in_memory { None } else { Some(checkpoint::Checkpointer::start(path).map_err(named)?) };
+        let store = SqliteStore {
+            _checkpointer: checkpointer,
             conn: Mutex::new(conn),
+            _lock: lock,
             clock,
             retention,
             puts: AtomicU64::new(0),
+            pruned_at: AtomicI64::new(i64::MIN),
+            swept_at: AtomicI64::new(i64::MIN),
             visibility_micros: AtomicU64::new(visibility.as_micros() as u64),
             arrived: tokio::sync::Notify::new(),
+            take_again_at: AtomicI64::new(i64::MIN),
             recovered,
-        })
+        };
+        // What expired while no process ran goes before anything reads it.
+        store.prune(&store.lock(), true).map_err(named)?;
+        Ok(store)
     }
 
     /// What this open found unfinished by the previous process.
@@ -180,6 +209,10 @@ impl SqliteStore {
     fn prune(&self, conn: &Connection, sweep: bool) -> rusqlite::Result<()> {
         let Some(retention) = self.retention else { return Ok(()) };
         let now = self.now();
+        self.pruned_at.store(now.as_micros(), Ordering::Relaxed);
+        if sweep {
+            self.swept_at.store(now.as_micros(), Ordering::Relaxed);
+        }
         let oldest = now - retention;
         conn.prepare_cached("DELETE FROM messages WHERE at < ?1")?.execute([oldest.as_micros()])?;
         if sweep {
@@ -189,13 +222,19 @@ impl SqliteStore {
         Ok(())
     }
 
-    /// Counts a stored message; every [`PRUNE_EVERY`] prunes the messages, every
-    /// [`SWEEP_EVERY`] the claims and the cache too (a walk over each table: rare
-    /// enough to cost nothing a message, often enough to keep them to a day's worth).
+    /// Counts a stored message; prunes the messages every [`PRUNE_EVERY`] of them or
+    /// [`PRUNE_AFTER`], whichever comes first, and sweeps the claims and the cache every
+    /// [`SWEEP_EVERY`] or [`SWEEP_AFTER`] (a walk over each table: rare enough to cost
+    /// nothing a message, often enough to keep them to a day's worth).
     fn count_put(&self, conn: &Connection) -> rusqlite::Result<()> {
         let puts = self.puts.fetch_add(1, Ordering::Relaxed) + 1;
-        if puts.is_multiple_of(PRUNE_EVERY) {
-            self.prune(conn, puts.is_multiple_of(SWEEP_EVERY))?;
+        let now = self.now().as_micros();
+        let due = |at: &AtomicI64, after: Duration| {
+            now.saturating_sub(at.load(Ordering::Relaxed)) >= after.as_micros() as i64
+        };
+        let sweep = puts.is_multiple_of(SWEEP_EVERY) || due(&self.swept_at, SWEEP_AFTER);
+        if sweep || puts.is_multiple_of(PRUNE_EVERY) || due(&self.pruned_at, PRUNE_AFTER) {
+            self.prune(conn, sweep)?;
         }
         Ok(())
     }

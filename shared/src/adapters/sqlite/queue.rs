@@ -16,8 +16,8 @@ use crate::ports::{Delivery, InProcessQueue, PortResult, Queue, Scheduler};
 
 /// At open: the jobs the previous process had taken are visible now, and the claims
 /// it held are released (a posting mark stays, so the next holder looks for the post
-/// first). Only one process has the file, so whatever was held is abandoned. Counts
-/// the open too, which is the write that takes the file's lock.
+/// first). Only one process has the file (its lock file), so whatever was held is
+/// abandoned. Counts the open too.
 pub(super) fn take_up_abandoned(conn: &mut Connection, now: Timestamp) -> rusqlite::Result<Recovered> {
     let tx = conn.transaction()?;
     tx.execute("UPDATE meta SET value = value + 1 WHERE key = 'opens'", [])?;
@@ -26,6 +26,9 @@ pub(super) fn take_up_abandoned(conn: &mut Connection, now: Timestamp) -> rusqli
     tx.commit()?;
     Ok(Recovered { jobs, claims })
 }
+
+/// How long the queue waits after it could not take a job (or read when one is due).
+const RETRY_AFTER_A_FAILED_TAKE: Duration = Duration::from_secs(1);
 
 impl SqliteStore {
     fn push(&self, job: &Job, visible_at: Timestamp) -> PortResult<()> {
@@ -97,18 +100,23 @@ impl InProcessQueue for SqliteStore {
             .lock()
             .prepare_cached("SELECT MIN(visible_at) FROM jobs")
             .and_then(|mut s| s.query_row([], |row| row.get::<_, Option<i64>>(0)));
+        let take_again_at = self.take_again_at.load(Ordering::Relaxed);
         match found {
-            Ok(due) => due.map(Timestamp),
+            Ok(due) => due.map(|due| Timestamp(due.max(take_again_at))),
             Err(error) => {
                 tracing::error!(%error, "cannot read the job queue; trying again in a second");
-                Some(self.now() + Duration::from_secs(1))
+                Some(self.now() + RETRY_AFTER_A_FAILED_TAKE)
             }
         }
     }
 
     fn pop_due(&self, now: Timestamp) -> Option<Delivery> {
+        if now.as_micros() < self.take_again_at.load(Ordering::Relaxed) {
+            return None;
+        }
         self.take_due(now).unwrap_or_else(|error| {
-            tracing::error!(%error, "cannot take a job from the queue");
+            tracing::error!(%error, "cannot take a job from the queue; trying again in a second");
+            self.take_again_at.store((now + RETRY_AFTER_A_FAILED_TAKE).as_micros(), Ordering::Relaxed);
             None
         })
     }
@@ -148,6 +156,19 @@ impl InProcessQueue for SqliteStore {
             }
             Ok(_) => {}
             Err(error) => tracing::error!(%error, receipt = delivery.receipt, "cannot put a failed job back"),
+        }
+        self.arrived.notify_one();
+    }
+
+    fn put_back(&self, delivery: Delivery) {
+        let now = self.now();
+        let updated = self
+            .lock()
+            .prepare_cached("UPDATE jobs SET visible_at = ?2, deliveries = ?3, taken = 0 WHERE seq = ?1")
+            .and_then(|mut s| s.execute(params![delivery.receipt as i64, now.as_micros(), delivery.deliveries]));
+        if let Err(error) = updated {
+            // It comes back after its visibility timeout, counted: at least once still.
+            tracing::error!(%error, receipt = delivery.receipt, "cannot put an unstarted job back");
         }
         self.arrived.notify_one();
     }

@@ -161,8 +161,9 @@ fn a_failed_migration_changes_nothing() {
     assert_eq!(half, 0, "the failed step's first statement was rolled back");
 }
 
-/// With a retention, old messages go as new ones come, and expired claims and cache
-/// entries with them; a claim whose holder began to post stays for the next holder.
+/// With a retention, old messages go as new ones come (by the hour, however few), and
+/// expired claims and cache entries with them (by the day); a claim whose holder began
+/// to post stays for the next holder. What expired while no process ran goes at open.
 #[tokio::test]
 async fn a_store_with_a_retention_forgets_what_expired() {
     let clock = clock();
@@ -191,13 +192,11 @@ async fn a_store_with_a_retention_forgets_what_expired() {
     store.mark_posting("abandoned").await.unwrap();
     store.cache_put("cached", "v", start + Duration::from_secs(60)).await.unwrap();
     clock.advance_to(start + 2 * day);
-    for i in 0..super::PRUNE_EVERY as i64 {
-        store.put_message(&message("new", start + 2 * day + Duration::from_secs(i as u64))).await.unwrap();
-    }
+    // A quiet workspace: the first message after an hour prunes, whatever the count.
+    store.put_message(&message("new", start + 2 * day)).await.unwrap();
     assert!(store.get_message(&old.channel, &old.ts).await.unwrap().is_none(), "the old message went");
-    // The claims and the cache are swept more seldom (every SWEEP_EVERY messages).
+    // The claims and the cache are swept by the day too.
     let conn = store.lock();
-    store.prune(&conn, true).unwrap();
     let claims: Vec<String> = conn
         .prepare("SELECT key FROM claims")
         .unwrap()
@@ -229,4 +228,30 @@ async fn a_job_this_build_cannot_read_is_set_aside() {
     assert_eq!(*delivery.job, judge(1));
     let set_aside: String = store.lock().query_row("SELECT reason FROM dead_jobs", [], |row| row.get(0)).unwrap();
     assert!(set_aside.contains("version 99"), "{set_aside}");
+}
+
+#[tokio::test]
+async fn what_expired_while_no_process_ran_goes_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = file_in(&dir);
+    let clock = clock();
+    let day = Duration::from_secs(86_400);
+    let start = crate::ports::Clock::now(&*clock);
+    let message = crate::domain::Message {
+        channel: ChannelId("C1".into()),
+        ts: Ts::from_timestamp(start),
+        thread_root: None,
+        user: crate::domain::UserId("U1".into()),
+        user_name: "alice".into(),
+        text: "x".into(),
+        author: crate::domain::Author::Human,
+        replies_to_bot: false,
+        in_dm: false,
+        private_channel: false,
+        at: start,
+    };
+    SqliteStore::open(&path, clock.clone(), Some(day)).unwrap().put_message(&Arc::new(message.clone())).await.unwrap();
+    clock.advance_to(start + 2 * day);
+    let store = SqliteStore::open(&path, clock.clone(), Some(day)).unwrap();
+    assert!(store.get_message(&message.channel, &message.ts).await.unwrap().is_none());
 }
