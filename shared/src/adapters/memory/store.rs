@@ -791,7 +791,11 @@ impl FactStore for MemoryStore {
                 channels: Default::default(),
             }),
         };
-        let listed = !stored.channels.insert(channel.clone());
+        // Looked up before it is cloned: a person's channel is nearly always listed.
+        let listed = stored.channels.contains(channel);
+        if !listed {
+            stored.channels.insert(channel.clone());
+        }
         stored.profile.count(channel, at, called_bot, listed);
         Ok(())
     }
