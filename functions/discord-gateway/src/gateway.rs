@@ -38,11 +38,32 @@ pub fn shard(settings: &Settings) -> Shard {
 /// `gateway_url` another gateway than Discord's (a `ws://` or `wss://` URL, checked
 /// by the caller: twilight panics on an unparsable one).
 pub fn new_shard(bot_token: String, gateway_url: Option<String>) -> Shard {
+    resuming_shard(bot_token, gateway_url, None)
+}
+
+/// A session another process (or an earlier run) had, to take up where it was left:
+/// the first connection RESUMEs it at `resume_url` from `sequence` (Discord replays
+/// what came since) instead of identifying anew; one Discord no longer has is
+/// refused (INVALID_SESSION) and the shard identifies anew.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct SavedSession {
+    pub session_id: String,
+    pub sequence: u64,
+    pub resume_url: String,
+}
+
+/// [`new_shard`], resuming `saved` when there is one.
+pub fn resuming_shard(bot_token: String, gateway_url: Option<String>, saved: Option<SavedSession>) -> Shard {
     // rustls picks its crypto from crate features; say which, so it never has to guess.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut config = ConfigBuilder::new(bot_token, intents());
     if let Some(url) = gateway_url {
         config = config.proxy_url(url);
+    }
+    if let Some(saved) = saved {
+        config = config
+            .session(twilight_gateway::Session::new(saved.sequence, saved.session_id))
+            .resume_url(saved.resume_url);
     }
     Shard::with_config(ShardId::ONE, config.build())
 }
@@ -123,6 +144,7 @@ pub async fn read_gateway(
                 Dispatch::Session { resumed } => {
                     stats.session_started(resumed);
                     tracing::info!(resumed, "gateway session {}", if resumed { "resumed" } else { "ready" });
+                    handle(Dispatch::Session { resumed }, json)?;
                 }
                 Dispatch::Other => {}
                 dispatch => handle(dispatch, json)?,
@@ -144,11 +166,12 @@ pub async fn read_gateway(
     Err(GatewayError::FatallyClosed(last_close))
 }
 
-/// Ends the session (close code 1000: Discord shows the bot offline at once and the
-/// session cannot be resumed) and reads until the gateway answers the close, for at
-/// most `within`. What arrives meanwhile is dropped.
-pub async fn close_shard(shard: &mut Shard, within: Duration) {
-    shard.close(CloseFrame::NORMAL);
+/// Closes the connection with `frame` and reads until the gateway answers the close,
+/// for at most `within`. What arrives meanwhile is dropped. [`CloseFrame::NORMAL`]
+/// ends the session (Discord shows the bot offline at once, nothing can resume it);
+/// [`CloseFrame::RESUME`] keeps it for a next process to resume.
+pub async fn close_shard(shard: &mut Shard, frame: CloseFrame<'static>, within: Duration) {
+    shard.close(frame);
     let closed = tokio::time::timeout(within, async {
         while let Some(item) = shard.next().await {
             // After a close the shard is disconnected; connected again (the gateway

@@ -24,11 +24,13 @@ use tokio::sync::mpsc;
 
 pub use forward::{Forwarder, Outcome, RETRY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, unix_seconds};
 pub use gateway::{
-    Dispatch, FORWARDED_EVENTS, GatewayError, classify, close_shard, fatal_close_reason, intents, new_shard,
-    read_gateway, relay_gateway, shard,
+    Dispatch, FORWARDED_EVENTS, GatewayError, SavedSession, classify, close_shard, fatal_close_reason, intents,
+    new_shard, read_gateway, relay_gateway, resuming_shard, shard,
 };
 pub use settings::{RetryPolicy, Settings, SettingsError};
 pub use stats::{FUNCTION, Stats, health_router, metrics_line};
+/// How a connection is closed (`close_shard`): ending the session or keeping it.
+pub use twilight_gateway::CloseFrame;
 
 /// Dispatches waiting for ingress while it is slow or down; beyond this the newest
 /// are dropped (and counted) rather than stalling the shard.

@@ -8,18 +8,19 @@
 //!   store's conditional put is the dedup: a dispatch Discord replays after a resume is
 //!   a duplicate and answered once. A store or queue failure is retried with back-off,
 //!   as a redelivery (`retry`), like the relay does.
-//! - Not yet: a session carried across a restart. A new process identifies anew, so
-//!   what was written while no kuuki ran is not replayed, and dispatches read but not
-//!   yet stored when the process is killed are lost (the Gateway has no acknowledgement;
-//!   keeping the session id, resume URL and the last stored sequence in the data file,
-//!   closing with 4000 on stop and resuming at start would close both gaps).
+//! - The session outlives the process: after each stored dispatch the data file keeps
+//!   the session id, resume URL and that dispatch's sequence (the ledger's cache, for
+//!   ten minutes); a stop closes with 4000, which leaves the session resumable; the next
+//!   start RESUMEs it, and Discord replays what came after the last stored dispatch (what
+//!   a killed process had read but not stored, and what was written while none ran).
+//!   A session Discord no longer has is refused, and the shard identifies anew.
 //! - `INTERACTION_CREATE` (`/kuuki …`; Discord sends it over the Gateway when the
 //!   application has no Interactions Endpoint URL) runs what `POST /discord/interactions`
 //!   runs and sends the answer to `POST /interactions/{id}/{token}/callback`; a deferred
 //!   `ask` is completed later through the interaction's webhook, as over HTTP.
 //! - twilight resumes after a drop and reconnects with back-off; a fatal close (4004 a
 //!   refused token, 4014 the Message Content intent off) stops `kuuki serve`.
-//! - On stop the session is closed with 1000 and what was read is handled first.
+//! - On stop the connection is closed with 4000 and what was read is stored first.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,7 +33,8 @@ use kuuki::domain::is_discord_id;
 use kuuki::ingest::discord::{DiscordIngressError, handle_interaction, handle_relay_event};
 use kuuki::secrecy::ExposeSecret;
 use kuuki_discord_gateway::{
-    Dispatch, GatewayError, QUEUE_CAPACITY, RetryPolicy, Stats, close_shard, new_shard, read_gateway,
+    CloseFrame, Dispatch, GatewayError, QUEUE_CAPACITY, RetryPolicy, SavedSession, Stats, close_shard, read_gateway,
+    resuming_shard,
 };
 use kuuki_ingress::COMMAND_FAILED;
 use serde_json::{Value, json};
@@ -113,14 +115,21 @@ struct Gateway {
 
 impl Gateway {
     async fn run(self, mut stopping: watch::Receiver<bool>) -> anyhow::Result<()> {
-        let mut shard = new_shard(self.token, self.gateway_url);
+        let saved = saved_session(&self.deps).await;
+        if let Some(saved) = &saved {
+            tracing::info!(sequence = saved.sequence, "resuming the Discord session the last run left");
+        }
+        // The session the dispatches belong to (id, resume URL), from READY.
+        let mut session = saved.as_ref().map(|s| (s.session_id.clone(), s.resume_url.clone()));
+        let mut shard = resuming_shard(self.token, self.gateway_url, saved);
         let stats = Stats::default();
-        let (tx, rx) = mpsc::channel::<String>(QUEUE_CAPACITY);
+        let (tx, rx) = mpsc::channel::<Read>(QUEUE_CAPACITY);
         let mut ingesting = tokio::spawn(ingest_all(self.deps, self.identity, rx));
         let interactions = self.interactions;
         let read = read_gateway(&mut shard, &stats, |dispatch, json| {
             match dispatch {
-                Dispatch::Forward => match tx.try_send(json) {
+                Dispatch::Session { resumed: false } => session = ready_session(&json).or(session.take()),
+                Dispatch::Forward => match tx.try_send(Read { json, session: session.clone() }) {
                     Ok(()) => {}
                     Err(mpsc::error::TrySendError::Full(_)) => {
                         tracing::error!(
@@ -134,7 +143,7 @@ impl Gateway {
                     let interactions = interactions.clone();
                     tokio::spawn(async move { interactions.answer(&json).await });
                 }
-                Dispatch::Session { .. } | Dispatch::Other => {}
+                Dispatch::Session { resumed: true } | Dispatch::Other => {}
             }
             Ok(())
         });
@@ -145,7 +154,9 @@ impl Gateway {
         };
         let result = match read {
             None => {
-                close_shard(&mut shard, CLOSE_WITHIN).await;
+                // Kept resumable: the next start takes the session up and Discord
+                // replays what was written meanwhile.
+                close_shard(&mut shard, CloseFrame::RESUME, CLOSE_WITHIN).await;
                 Ok(())
             }
             Some(Ok(())) => Ok(()),
@@ -161,17 +172,57 @@ impl Gateway {
     }
 }
 
-/// Takes each queued message dispatch in order, as `POST /discord/events` would.
-async fn ingest_all(deps: Arc<Deps>, identity: DiscordIdentity, mut rx: mpsc::Receiver<String>) {
-    while let Some(body) = rx.recv().await {
-        ingest_one(&deps, &identity, &body, RetryPolicy::default()).await;
+/// A message dispatch read from the Gateway, with the session it came in.
+struct Read {
+    json: String,
+    /// (session id, resume URL), once READY named them.
+    session: Option<(String, String)>,
+}
+
+/// Where the data file keeps the session (the ledger's cache: durable, expiring).
+const SESSION_KEY: &str = "discord:gateway:session";
+/// How long a stopped or killed process's session is tried again: Discord keeps one
+/// for a short while only (it refuses a stale one, and the shard identifies anew).
+const SESSION_KEPT: Duration = Duration::from_secs(600);
+
+/// The session the last run kept in the data file, if it is recent enough.
+async fn saved_session(deps: &Deps) -> Option<SavedSession> {
+    let kept = deps.ledger.cache_get(SESSION_KEY, deps.clock.now()).await.ok()??;
+    serde_json::from_str(&kept).ok()
+}
+
+/// READY's session id and resume URL.
+fn ready_session(json: &str) -> Option<(String, String)> {
+    let ready: serde_json::Value = serde_json::from_str(json).ok()?;
+    let data = &ready["d"];
+    Some((data["session_id"].as_str()?.to_owned(), data["resume_gateway_url"].as_str()?.to_owned()))
+}
+
+/// Takes each queued message dispatch in order, as `POST /discord/events` would, and
+/// keeps in the data file the session and the sequence of the last one stored: a
+/// next process resumes from there, so what came after (read and lost by a killed
+/// process, or written while none ran) is replayed, and what came before is not.
+async fn ingest_all(deps: Arc<Deps>, identity: DiscordIdentity, mut rx: mpsc::Receiver<Read>) {
+    while let Some(read) = rx.recv().await {
+        if !ingest_one(&deps, &identity, &read.json, RetryPolicy::default()).await {
+            continue;
+        }
+        let sequence = serde_json::from_str::<serde_json::Value>(&read.json).ok().and_then(|d| d["s"].as_u64());
+        if let (Some(sequence), Some((session_id, resume_url))) = (sequence, read.session) {
+            let saved = SavedSession { session_id, sequence, resume_url };
+            let value = serde_json::to_string(&saved).expect("a session serializes");
+            let until = deps.clock.now() + SESSION_KEPT;
+            if let Err(error) = deps.ledger.cache_put(SESSION_KEY, &value, until).await {
+                tracing::warn!(%error, "could not keep the Discord session; a restart identifies anew");
+            }
+        }
     }
 }
 
 /// One dispatch: a store or queue failure is retried with back-off (as a redelivery,
 /// so a message stored before its work was queued gets its work); a dispatch kuuki
 /// cannot read is dropped.
-async fn ingest_one(deps: &Deps, identity: &DiscordIdentity, body: &str, retry: RetryPolicy) {
+async fn ingest_one(deps: &Deps, identity: &DiscordIdentity, body: &str, retry: RetryPolicy) -> bool {
     let started = Instant::now();
     let mut delay = retry.first_delay;
     let mut attempts = 0u32;
@@ -180,12 +231,12 @@ async fn ingest_one(deps: &Deps, identity: &DiscordIdentity, body: &str, retry: 
         match handle_relay_event(deps, identity, body.as_bytes(), attempts > 1).await {
             Ok(what) => {
                 tracing::debug!(%what, attempts, "Discord dispatch taken");
-                return;
+                return true;
             }
             Err(DiscordIngressError::Backend(error)) => {
                 if started.elapsed() + delay > retry.give_up_after {
                     tracing::error!(%error, attempts, "could not store or queue a Discord dispatch; dropped");
-                    return;
+                    return false;
                 }
                 tracing::warn!(%error, attempts, "could not store or queue a Discord dispatch; retrying");
                 tokio::time::sleep(delay).await;
@@ -193,7 +244,7 @@ async fn ingest_one(deps: &Deps, identity: &DiscordIdentity, body: &str, retry: 
             }
             Err(error) => {
                 tracing::warn!(%error, "a Discord dispatch kuuki cannot read; dropped");
-                return;
+                return true;
             }
         }
     }

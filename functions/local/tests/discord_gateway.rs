@@ -551,18 +551,55 @@ async fn a_dispatch_delivered_again_after_a_restart_gets_no_second_reply() {
         until_replied(&api, &m1).await;
     } // killed: no stop, no goodbye
     let served = kuuki(&api.uri(), &gateway.url, Some(data), &[]);
-    let (conn, identify) = identified(&gateway, "session-2").await;
-    assert_eq!(identify["op"], 2, "a new process identifies anew");
+    // The new process takes the session up from the last dispatch it stored.
+    let mut conn = gateway.accept().await;
+    conn.hello();
+    let resume = conn.expect(6).await;
+    assert_eq!(resume["d"]["session_id"], "session-1", "{resume}\n{}", served.stderr());
+    assert_eq!(resume["d"]["seq"], 2, "from the last dispatch stored: {resume}");
+    conn.send(r#"{"op":0,"t":"RESUMED","s":3,"d":{}}"#);
+    // Discord replays (at least once): the stored message again, and one written while
+    // no kuuki ran.
     conn.send(&mention(CHANNEL, &m1, 2));
     let m2 = snowflake_now(2);
-    conn.send(&mention(OTHER_CHANNEL, &m2, 3));
+    conn.send(&mention(OTHER_CHANNEL, &m2, 4));
     until_replied(&api, &m2).await;
     let replies = replies_to(&api, &m1).await;
     assert_eq!(replies, 1, "the message was kept: its second delivery is a duplicate\n{}", served.stderr());
 }
 
 #[tokio::test]
-async fn a_stop_signal_ends_the_session_with_a_close_frame_and_a_clean_exit() {
+async fn a_session_discord_no_longer_has_is_identified_anew() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("kuuki.db");
+    let data = data.to_str().unwrap();
+    let api = fake_discord().await;
+    let gateway = FakeGateway::start().await;
+    let m1 = snowflake_now(1);
+    {
+        let _served = kuuki(&api.uri(), &gateway.url, Some(data), &[]);
+        let (conn, _) = identified(&gateway, "session-1").await;
+        conn.send(&mention(CHANNEL, &m1, 2));
+        until_replied(&api, &m1).await;
+    }
+    let served = kuuki(&api.uri(), &gateway.url, Some(data), &[]);
+    let mut conn = gateway.accept().await;
+    conn.hello();
+    conn.expect(6).await;
+    // INVALID_SESSION, not resumable: the shard closes and identifies anew.
+    conn.send(r#"{"op":9,"d":false,"s":null,"t":null}"#);
+    let mut conn = gateway.accept().await;
+    conn.hello();
+    let identify = conn.expect(2).await;
+    assert_eq!(identify["op"], 2, "{}", served.stderr());
+    conn.send(&ready(&gateway.url, "session-2"));
+    let m2 = snowflake_now(2);
+    conn.send(&mention(OTHER_CHANNEL, &m2, 2));
+    until_replied(&api, &m2).await;
+}
+
+#[tokio::test]
+async fn a_stop_signal_closes_keeping_the_session_and_exits_cleanly() {
     let api = fake_discord().await;
     let gateway = FakeGateway::start().await;
     let mut served = kuuki(&api.uri(), &gateway.url, None, &[]);
@@ -571,6 +608,6 @@ async fn a_stop_signal_ends_the_session_with_a_close_frame_and_a_clean_exit() {
     let pid = served.child.id().to_string();
     assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
     let close = conn.expect("close").await;
-    assert_eq!(close["code"], 1000, "a normal close: Discord shows kuuki offline at once");
+    assert_eq!(close["code"], 4000, "a close that keeps the session for the next start to resume");
     assert!(served.exited().await, "a stop is not a failure:\n{}", served.stderr());
 }
