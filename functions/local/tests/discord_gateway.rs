@@ -536,20 +536,28 @@ async fn with_the_gateway_off_the_http_routes_need_their_secrets() {
     assert_eq!(unsigned.unwrap().status(), 401, "served, and verified");
 }
 
-#[tokio::test]
-async fn a_dispatch_delivered_again_after_a_restart_gets_no_second_reply() {
+/// A process on a data file that answered a mention (sequence 2 of "session-1") and
+/// was then killed, with no stop and no goodbye: the folder, the file, the fake REST
+/// API and Gateway, and the mention's id.
+async fn answered_then_killed() -> (tempfile::TempDir, String, MockServer, FakeGateway, String) {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("kuuki.db");
-    let data = data.to_str().unwrap();
+    let data = dir.path().join("kuuki.db").to_str().unwrap().to_owned();
     let api = fake_discord().await;
     let gateway = FakeGateway::start().await;
     let m1 = snowflake_now(1);
     {
-        let _served = kuuki(&api.uri(), &gateway.url, Some(data), &[]);
+        let _served = kuuki(&api.uri(), &gateway.url, Some(&data), &[]);
         let (conn, _) = identified(&gateway, "session-1").await;
         conn.send(&mention(CHANNEL, &m1, 2));
         until_replied(&api, &m1).await;
-    } // killed: no stop, no goodbye
+    }
+    (dir, data, api, gateway, m1)
+}
+
+#[tokio::test]
+async fn a_dispatch_delivered_again_after_a_restart_gets_no_second_reply() {
+    let (_dir, data, api, gateway, m1) = answered_then_killed().await;
+    let data = data.as_str();
     let served = kuuki(&api.uri(), &gateway.url, Some(data), &[]);
     // The new process takes the session up from the last dispatch it stored.
     let mut conn = gateway.accept().await;
@@ -570,18 +578,8 @@ async fn a_dispatch_delivered_again_after_a_restart_gets_no_second_reply() {
 
 #[tokio::test]
 async fn a_session_discord_no_longer_has_is_identified_anew() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("kuuki.db");
-    let data = data.to_str().unwrap();
-    let api = fake_discord().await;
-    let gateway = FakeGateway::start().await;
-    let m1 = snowflake_now(1);
-    {
-        let _served = kuuki(&api.uri(), &gateway.url, Some(data), &[]);
-        let (conn, _) = identified(&gateway, "session-1").await;
-        conn.send(&mention(CHANNEL, &m1, 2));
-        until_replied(&api, &m1).await;
-    }
+    let (_dir, data, api, gateway, _) = answered_then_killed().await;
+    let data = data.as_str();
     let served = kuuki(&api.uri(), &gateway.url, Some(data), &[]);
     let mut conn = gateway.accept().await;
     conn.hello();

@@ -42,6 +42,23 @@ async fn a_store_in_memory_keeps_the_contract_too() {
     contract::in_process_queue(&store, &clock).await;
 }
 
+/// Alice's message in `channel`, written at `at`.
+fn message(channel: &str, at: Timestamp) -> Arc<crate::domain::Message> {
+    Arc::new(crate::domain::Message {
+        channel: ChannelId(channel.into()),
+        ts: Ts::from_timestamp(at),
+        thread_root: None,
+        user: crate::domain::UserId("U1".into()),
+        user_name: "alice".into(),
+        text: "x".into(),
+        author: crate::domain::Author::Human,
+        replies_to_bot: false,
+        in_dm: false,
+        private_channel: false,
+        at,
+    })
+}
+
 fn judge(n: u32) -> Job {
     Job::Judge { thread: ThreadKey::top_level(ChannelId("C1".into())), ts: Ts::new(format!("{n}.000000")) }
 }
@@ -170,21 +187,6 @@ async fn a_store_with_a_retention_forgets_what_expired() {
     let day = Duration::from_secs(86_400);
     let store = SqliteStore::open(":memory:", clock.clone(), Some(day)).unwrap();
     let start = crate::ports::Clock::now(&*clock);
-    let message = |channel: &str, at: Timestamp| {
-        Arc::new(crate::domain::Message {
-            channel: ChannelId(channel.into()),
-            ts: Ts::from_timestamp(at),
-            thread_root: None,
-            user: crate::domain::UserId("U1".into()),
-            user_name: "alice".into(),
-            text: "x".into(),
-            author: crate::domain::Author::Human,
-            replies_to_bot: false,
-            in_dm: false,
-            private_channel: false,
-            at,
-        })
-    };
     let old = message("old", start);
     store.put_message(&old).await.unwrap();
     store.claim("expired", start, Duration::from_secs(60)).await.unwrap();
@@ -237,20 +239,8 @@ async fn what_expired_while_no_process_ran_goes_at_open() {
     let clock = clock();
     let day = Duration::from_secs(86_400);
     let start = crate::ports::Clock::now(&*clock);
-    let message = crate::domain::Message {
-        channel: ChannelId("C1".into()),
-        ts: Ts::from_timestamp(start),
-        thread_root: None,
-        user: crate::domain::UserId("U1".into()),
-        user_name: "alice".into(),
-        text: "x".into(),
-        author: crate::domain::Author::Human,
-        replies_to_bot: false,
-        in_dm: false,
-        private_channel: false,
-        at: start,
-    };
-    SqliteStore::open(&path, clock.clone(), Some(day)).unwrap().put_message(&Arc::new(message.clone())).await.unwrap();
+    let message = message("C1", start);
+    SqliteStore::open(&path, clock.clone(), Some(day)).unwrap().put_message(&message).await.unwrap();
     clock.advance_to(start + 2 * day);
     let store = SqliteStore::open(&path, clock.clone(), Some(day)).unwrap();
     assert!(store.get_message(&message.channel, &message.ts).await.unwrap().is_none());
