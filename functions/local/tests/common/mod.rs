@@ -181,3 +181,16 @@ pub fn completion(text: &str) -> ResponseTemplate {
         "usage": {"prompt_tokens": 10, "completion_tokens": 5},
     }))
 }
+
+/// After a kill mid-answer and a restart: waits (up to `limit`) for the answer, gives a
+/// second one time to show up, and checks there was one, the model's, after the
+/// interrupted call and one more.
+pub async fn answered_once_after_the_restart(slack: &MockServer, llm: &MockServer, limit: Duration) {
+    wait_for("the answer after the restart", limit, async || !posts(slack).await.is_empty()).await;
+    // Give a second answer time to show up, were there one.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let posted = posts(slack).await;
+    assert_eq!(posted.len(), 1, "answered once: {posted:?}");
+    assert_eq!(posted[0]["text"], ANSWER);
+    assert_eq!(requests_to(llm, "/chat/completions").await.len(), 2);
+}
