@@ -163,17 +163,16 @@ impl World {
     }
 
     async fn interaction(&self, body: &Value) -> reqwest::Response {
+        self.interaction_at("/discord/interactions", body).await
+    }
+
+    async fn interaction_at(&self, route: &str, body: &Value) -> reqwest::Response {
         let body = body.to_string();
         let timestamp = "1767603600".to_owned();
         let mut signed = timestamp.as_bytes().to_vec();
         signed.extend_from_slice(body.as_bytes());
         let signature = hex::encode(self.signing.sign(&signed).to_bytes());
-        self.post(
-            "/discord/interactions",
-            &body,
-            &[("x-signature-ed25519", signature), ("x-signature-timestamp", timestamp)],
-        )
-        .await
+        self.post(route, &body, &[("x-signature-ed25519", signature), ("x-signature-timestamp", timestamp)]).await
     }
 
     async fn relay(&self, t: &str, d: Value, extra: &[(&str, String)]) -> reqwest::Response {
@@ -257,6 +256,10 @@ async fn a_ping_pongs_and_anything_unsigned_is_refused_before_it_is_read() {
     let ping = json!({"type": 1, "id": "1", "application_id": "1", "token": "t", "version": 1});
     let answer = w.interaction(&ping).await;
     assert_eq!(answer.status(), 200);
+    assert_eq!(answer.json::<Value>().await.unwrap(), json!({"type": 1}));
+    // The Function URL ends in "/": the URL pasted with /discord/interactions after it.
+    let answer = w.interaction_at("//discord/interactions", &ping).await;
+    assert_eq!(answer.status(), 200, "a doubled leading slash reaches the route");
     assert_eq!(answer.json::<Value>().await.unwrap(), json!({"type": 1}));
 
     let body = ping.to_string();

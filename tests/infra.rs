@@ -186,29 +186,32 @@ struct AlarmMetric {
     dimensions: Vec<(String, Option<String>)>,
 }
 
+/// The metrics an alarm reads: its one metric, or each of its metric-math queries'.
 fn alarm_metrics(alarm: &Value) -> Vec<AlarmMetric> {
-    let queries = alarm["Properties"]["Metrics"].as_sequence().expect("a metric-math alarm");
-    queries
-        .iter()
-        .filter_map(|query| query.get("MetricStat"))
-        .map(|stat| {
-            let metric = &stat["Metric"];
-            let dimensions = metric["Dimensions"].as_sequence().map(Vec::as_slice).unwrap_or_default();
-            AlarmMetric {
-                namespace: metric["Namespace"].as_str().expect("Namespace").to_owned(),
-                name: metric["MetricName"].as_str().expect("MetricName").to_owned(),
-                dimensions: dimensions
-                    .iter()
-                    .map(|d| {
-                        (
-                            d["Name"].as_str().expect("a dimension's Name").to_owned(),
-                            d["Value"].as_str().map(str::to_owned),
-                        )
-                    })
-                    .collect(),
-            }
-        })
-        .collect()
+    let read = |metric: &Value| {
+        let dimensions = metric["Dimensions"].as_sequence().map(Vec::as_slice).unwrap_or_default();
+        AlarmMetric {
+            namespace: metric["Namespace"].as_str().expect("Namespace").to_owned(),
+            name: metric["MetricName"].as_str().expect("MetricName").to_owned(),
+            dimensions: dimensions
+                .iter()
+                .map(|d| {
+                    // A `!Ref` value is resolved at deploy: any value matches it.
+                    let literal = match &d["Value"] {
+                        Value::Tagged(_) => None,
+                        value => value.as_str().map(str::to_owned),
+                    };
+                    (d["Name"].as_str().expect("a dimension's Name").to_owned(), literal)
+                })
+                .collect(),
+        }
+    };
+    match alarm["Properties"]["Metrics"].as_sequence() {
+        Some(queries) => {
+            queries.iter().filter_map(|query| query.get("MetricStat")).map(|s| read(&s["Metric"])).collect()
+        }
+        None => vec![read(&alarm["Properties"])],
+    }
 }
 
 /// Whether the EMF `line` publishes `metric` under exactly its dimensions: a directive in
@@ -317,5 +320,211 @@ fn the_dashboard_shows_every_worker_queue_and_dead_letter_queue() {
         ] {
             assert!(shown.contains(&wanted), "the dashboard lacks {wanted:?}");
         }
+    }
+}
+
+/// Fails unless every metric of `alarm` is published by `line` (the line the code prints).
+fn assert_alarm_reads(t: &Value, alarm: &str, line: &Json) {
+    for metric in alarm_metrics(&t["Resources"][alarm]) {
+        assert!(
+            publishes(line, &metric),
+            "{alarm} reads {}/{} with dimensions {:?}, which the code does not publish: {line}",
+            metric.namespace,
+            metric.name,
+            metric.dimensions
+        );
+    }
+}
+
+#[test]
+fn every_alarm_notifies_the_alarm_topic_and_an_address_may_subscribe() {
+    let t = template();
+    let resources = t["Resources"].as_mapping().unwrap();
+    let alarms: Vec<&str> = resources
+        .iter()
+        .filter(|(_, r)| r["Type"] == "AWS::CloudWatch::Alarm")
+        .map(|(name, _)| name.as_str().unwrap())
+        .collect();
+    for wanted in [
+        "SignatureRejectionsAlarm",
+        "WorkerErrorsAlarm",
+        "IngressErrorsAlarm",
+        "LlmFailureRateAlarm",
+        "RelayForwardFailuresAlarm",
+        "RelayDisconnectedAlarm",
+    ] {
+        assert!(alarms.contains(&wanted), "no {wanted}");
+    }
+    for alarm in &alarms {
+        let actions = t["Resources"][*alarm]["Properties"]["AlarmActions"].as_sequence();
+        let notifies = actions.is_some_and(|actions| {
+            actions.iter().any(|a| intrinsic(a, "Ref").and_then(Value::as_str) == Some("AlarmTopic"))
+        });
+        assert!(notifies, "{alarm} notifies nobody (AlarmActions without !Ref AlarmTopic)");
+    }
+    assert_eq!(t["Resources"]["AlarmTopic"]["Type"], "AWS::SNS::Topic");
+    let subscription = &t["Resources"]["AlarmEmailSubscription"];
+    assert_eq!(subscription["Properties"]["Protocol"], "email");
+    assert_eq!(intrinsic(&subscription["Properties"]["Endpoint"], "Ref").and_then(Value::as_str), Some("AlarmEmail"));
+    assert_eq!(subscription["Condition"], "MailsAlarms", "no subscription without an address");
+    assert_eq!(t["Parameters"]["AlarmEmail"]["Default"], "", "the address is optional");
+}
+
+#[test]
+fn the_worker_errors_alarm_watches_every_worker() {
+    let t = template();
+    let watched: BTreeSet<String> = t["Resources"]["WorkerErrorsAlarm"]["Properties"]["Metrics"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|query| query.get("MetricStat"))
+        .map(|stat| {
+            assert_eq!(stat["Metric"]["MetricName"], "Errors");
+            let value = &stat["Metric"]["Dimensions"][0]["Value"];
+            intrinsic(value, "Ref").and_then(Value::as_str).expect("a function's !Ref").to_owned()
+        })
+        .collect();
+    let workers: BTreeSet<String> = worker_functions(&t).into_iter().map(|(name, ..)| name.to_owned()).collect();
+    assert_eq!(watched, workers);
+}
+
+#[test]
+fn the_signature_and_relay_alarms_read_what_the_code_publishes() {
+    let t = template();
+    let rejection = kuuki_ingress::count_line(1_700_000_000_000, "kuuki-IngressFunction-abc", "SignatureRejections");
+    assert_alarm_reads(&t, "SignatureRejectionsAlarm", &rejection);
+    let stats = kuuki_discord_gateway::Stats::default();
+    let relay = kuuki_discord_gateway::metrics_line(&stats, 1_700_000_000_000);
+    assert_alarm_reads(&t, "RelayForwardFailuresAlarm", &relay);
+    assert_alarm_reads(&t, "RelayDisconnectedAlarm", &relay);
+    // A relay that stopped prints nothing: that is a disconnection too.
+    assert_eq!(t["Resources"]["RelayDisconnectedAlarm"]["Properties"]["TreatMissingData"], "breaching");
+    let shown = dashboard_metrics(&t);
+    for metric in ["Forwarded", "ForwardFailures", "Reconnects", "Connected"] {
+        let wanted = ("kuuki".to_owned(), metric.to_owned(), kuuki_discord_gateway::FUNCTION.to_owned());
+        assert!(shown.contains(&wanted), "the dashboard lacks the relay's {metric}");
+    }
+}
+
+#[test]
+fn the_relay_rolls_back_a_deployment_that_never_turns_healthy() {
+    let t = template();
+    let breaker = &t["Resources"]["RelayService"]["Properties"]["DeploymentConfiguration"]["DeploymentCircuitBreaker"];
+    assert_eq!((breaker["Enable"].as_bool(), breaker["Rollback"].as_bool()), (Some(true), Some(true)));
+}
+
+#[test]
+fn the_memory_and_secrets_outlive_the_stack_and_logs_expire() {
+    let t = template();
+    let resources = t["Resources"].as_mapping().unwrap();
+    let mut kept = 0;
+    for (name, resource) in resources {
+        if ["AWS::DynamoDB::Table", "AWS::SecretsManager::Secret"].contains(&resource["Type"].as_str().unwrap()) {
+            assert_eq!(resource["DeletionPolicy"], "Retain", "{name:?} is deleted with the stack");
+            assert_eq!(resource["UpdateReplacePolicy"], "Retain", "{name:?} is dropped by a replacement");
+            kept += 1;
+        }
+    }
+    assert_eq!(kept, 10, "four tables and six secrets");
+    assert_eq!(t["Parameters"]["LogRetentionDays"]["Default"].as_u64(), Some(30));
+    for (name, resource) in resources {
+        let name = name.as_str().unwrap();
+        match resource["Type"].as_str().unwrap() {
+            "AWS::Serverless::Function" => {
+                let group = intrinsic(&resource["Properties"]["LoggingConfig"]["LogGroup"], "Ref")
+                    .and_then(Value::as_str)
+                    .unwrap_or_else(|| panic!("{name} logs to Lambda's default group, kept forever"));
+                let retention = &t["Resources"][group]["Properties"]["RetentionInDays"];
+                assert_eq!(intrinsic(retention, "Ref").and_then(Value::as_str), Some("LogRetentionDays"), "{group}");
+            }
+            "AWS::Logs::LogGroup" => {
+                let retention = &resource["Properties"]["RetentionInDays"];
+                assert_eq!(intrinsic(retention, "Ref").and_then(Value::as_str), Some("LogRetentionDays"), "{name}");
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The secrets a function is given (its `*_ARN` variables, the template's and its own)
+/// and the ones its policy lets it read, by resource name.
+fn secrets_of(t: &Value, function: &Value) -> (BTreeSet<String>, BTreeSet<String>) {
+    let refs = |value: &Value| -> Vec<String> {
+        let names = match intrinsic(value, "If") {
+            Some(branches) => branches.as_sequence().unwrap()[1..].to_vec(),
+            None => vec![value.clone()],
+        };
+        names.iter().filter_map(|v| intrinsic(v, "Ref").and_then(Value::as_str)).map(str::to_owned).collect()
+    };
+    let mut given = BTreeSet::new();
+    for variables in
+        [&t["Globals"]["Function"]["Environment"]["Variables"], &function["Properties"]["Environment"]["Variables"]]
+    {
+        for (name, value) in variables.as_mapping().into_iter().flatten() {
+            if name.as_str().unwrap().ends_with("_ARN") && !name.as_str().unwrap().contains("QUEUE") {
+                given.extend(refs(value).into_iter().filter(|r| r != "AWS::NoValue"));
+            }
+        }
+    }
+    let mut readable = BTreeSet::new();
+    for policy in function["Properties"]["Policies"].as_sequence().unwrap() {
+        for statement in policy["Statement"].as_sequence().into_iter().flatten() {
+            if statement["Action"] == "secretsmanager:GetSecretValue" {
+                for resource in statement["Resource"].as_sequence().unwrap() {
+                    readable.extend(refs(resource));
+                }
+            }
+        }
+    }
+    (given, readable)
+}
+
+#[test]
+fn each_function_is_given_and_may_read_only_the_secrets_it_uses() {
+    let t = template();
+    let platform = ["SlackBotToken", "DiscordBotToken"];
+    let ingress: BTreeSet<String> = platform
+        .iter()
+        .chain(&["SlackSigningSecret", "DiscordPublicKey", "DiscordRelaySecret"])
+        .map(|s| s.to_string())
+        .collect();
+    let worker: BTreeSet<String> = platform.iter().chain(&["LlmApiKey"]).map(|s| s.to_string()).collect();
+    let (given, readable) = secrets_of(&t, &t["Resources"]["IngressFunction"]);
+    assert_eq!(given, ingress, "the ingress verifies and signs in; it never calls the model");
+    assert_eq!(readable, ingress);
+    for (name, function, _) in worker_functions(&t) {
+        let (given, readable) = secrets_of(&t, function);
+        assert_eq!(given, worker, "{name} posts and calls the model");
+        assert_eq!(readable, worker, "{name}");
+    }
+}
+
+#[test]
+fn sam_deploy_deploys_the_built_template_and_the_outputs_are_the_urls_to_paste() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../samconfig.toml");
+    let config: toml::Table = toml::from_str(&std::fs::read_to_string(path).unwrap()).expect("samconfig.toml");
+    let section = |command: &str| config["default"].get(command).and_then(|c| c.get("parameters"));
+    // sam deploy uses .aws-sam/build/template.yaml (what sam build wrote, with each
+    // function's bootstrap) unless it is given a template: the source one has none.
+    for command in ["global", "deploy", "package"] {
+        let template = section(command).and_then(|p| p.get("template_file")).and_then(toml::Value::as_str);
+        assert!(
+            template.is_none_or(|file| file.starts_with(".aws-sam/build")),
+            "samconfig.toml's [default.{command}.parameters] template_file = {template:?}: deploy would package the \
+             source template (CodeUri: .., no built bootstrap)"
+        );
+    }
+    let built = section("build").and_then(|p| p.get("template_file")).and_then(toml::Value::as_str);
+    assert_eq!(built, Some("infra/template.yaml"), "sam build reads the source template");
+
+    let t = template();
+    for (output, route) in [
+        ("SlackEventsUrl", "slack/events"),
+        ("SlackCommandsUrl", "slack/commands"),
+        ("DiscordInteractionsUrl", "discord/interactions"),
+    ] {
+        let value = intrinsic(&t["Outputs"][output]["Value"], "Sub").and_then(Value::as_str);
+        // The Function URL ends in "/": the route follows it without another.
+        assert_eq!(value, Some(format!("${{IngressFunctionUrl.FunctionUrl}}{route}").as_str()), "{output}");
     }
 }

@@ -28,6 +28,22 @@ async fn the_url_check_is_answered_with_its_challenge() {
     assert_eq!(answer["challenge"], "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P");
 }
 
+/// A Lambda Function URL ends in "/": pasted with `/slack/events` after it, Slack calls
+/// `//slack/events`, and its URL check and events must still arrive.
+#[tokio::test]
+async fn a_doubled_leading_slash_reaches_the_same_routes() {
+    let w = SlackWorld::start(&[], true).await;
+    let body = json!({"token": "x", "challenge": "doubled-slash-challenge", "type": "url_verification"});
+    let response = w.post_signed("//slack/events", &body.to_string(), &[]).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.json::<Value>().await.unwrap()["challenge"], "doubled-slash-challenge");
+    let event = envelope(message(CH, "UALICE", "hello from a doubled slash", &w.ts(0, 1))).to_string();
+    assert_eq!(w.post_signed("//slack/events", &event, &[]).await.status(), 200);
+    assert_eq!(stored(&w, &w.ts(0, 1)).await.expect("stored").text, "hello from a doubled slash");
+    // Only leading slashes are forgiven: another path is still unknown.
+    assert_eq!(w.post_signed("//slack//events", &event, &[]).await.status(), 404);
+}
+
 #[tokio::test]
 async fn bad_stale_or_missing_signatures_are_refused_and_change_nothing() {
     let w = SlackWorld::start(&[], true).await;

@@ -128,3 +128,15 @@ async fn an_api_gateway_http_event_with_a_plain_body_works_too() {
     assert_eq!(status, 200);
     assert!(text.contains("abc123"));
 }
+
+/// The stack's Function URL ends in "/", so the URL pasted into Slack may be
+/// `https://….on.aws//slack/events`: Lambda passes the path as it came.
+#[tokio::test]
+async fn a_function_url_path_with_a_doubled_slash_is_served() {
+    let (ingress, store) = world();
+    let (body, timestamp, signature) = signed_body(&ingress);
+    let event = function_url_event(&body, &timestamp, &signature, "//slack/events");
+    let (status, _) = call(ingress.clone(), &event).await;
+    assert_eq!(status, 200);
+    assert!(store.get_message(&ChannelId("C1".into()), &Ts::new("1767603600.000009")).await.unwrap().is_some());
+}

@@ -132,21 +132,50 @@ impl Ingress {
     fn count(&self, metric: &str) {
         if let Some(function) = &self.metrics_for {
             let now_ms = self.deps.clock.now().as_micros() / 1000;
-            let line = kuuki::adapters::aws::emf::line(now_ms, &[("Function", function)], &[(metric, 1.0, "Count")]);
-            println!("{line}");
+            println!("{}", count_line(now_ms, function, metric));
         }
     }
 }
 
+/// The EMF line counting one `metric` (`SignatureRejections`, `Duplicates`) of the
+/// ingress `function` (the alarms and the dashboard read these).
+pub fn count_line(now_ms: i64, function: &str, metric: &str) -> serde_json::Value {
+    kuuki::adapters::aws::emf::line(now_ms, &[("Function", function)], &[(metric, 1.0, "Count")])
+}
+
 pub fn app(ingress: Arc<Ingress>) -> Router {
-    Router::new()
+    let routes = Router::new()
         .route("/slack/events", post(slack_events))
         .route("/slack/commands", post(slack_commands))
         .route("/discord/interactions", post(discord_interactions))
         .route("/discord/events", post(discord_events))
         .route("/healthz", get(|| async { "ok" }))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(ingress)
+        .with_state(ingress);
+    // A Lambda Function URL ends in "/", so "the URL + /slack/events" pasted into Slack
+    // is `//slack/events`: leading slashes are made one before the routes are matched.
+    Router::new().fallback_service(tower::ServiceExt::map_request(routes, one_leading_slash))
+}
+
+/// `request` with its path's leading slashes made one (`//slack/events` is
+/// `/slack/events`); the query is kept.
+fn one_leading_slash<B>(mut request: axum::http::Request<B>) -> axum::http::Request<B> {
+    let path = request.uri().path();
+    if path.starts_with("//") {
+        let trimmed = format!("/{}", path.trim_start_matches('/'));
+        let path_and_query = match request.uri().query() {
+            Some(query) => format!("{trimmed}?{query}"),
+            None => trimmed,
+        };
+        let mut parts = request.uri().clone().into_parts();
+        if let Ok(path_and_query) = path_and_query.parse() {
+            parts.path_and_query = Some(path_and_query);
+            if let Ok(uri) = axum::http::Uri::from_parts(parts) {
+                *request.uri_mut() = uri;
+            }
+        }
+    }
+    request
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {

@@ -45,10 +45,17 @@ pub async fn cold_start(vars: &HashMap<String, String>, role: Role) -> Result<St
     secrets::resolve(&aws_sdk_secretsmanager::Client::new(&config), &mut vars).await?;
     let settings = Settings::from_vars(&vars).map_err(|e| e.to_string())?;
     let persona_file = persona_from_vars(&vars)?;
-    let llm = kuuki::adapters::llm::from_settings(&settings)
-        .map_err(|e| e.to_string())?
-        .map(|llm| Arc::new(CountingLlm::new(llm).with_metrics(&function)) as Arc<dyn Llm>);
-    let embedder = embedder_from_settings(&settings).map_err(|e| e.to_string())?;
+    // The ingress never calls the model (it verifies, stores and queues), so it is not
+    // given the LLM key (infra/template.yaml) and builds no client that would need it.
+    let (llm, embedder) = match role {
+        Role::Ingress => (None, None),
+        Role::Worker => (
+            kuuki::adapters::llm::from_settings(&settings)
+                .map_err(|e| e.to_string())?
+                .map(|llm| Arc::new(CountingLlm::new(llm).with_metrics(&function)) as Arc<dyn Llm>),
+            embedder_from_settings(&settings).map_err(|e| e.to_string())?,
+        ),
+    };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let aws = AwsAdapters::build_for(role, &settings, clock).await;
     let connected = platforms::connect(&settings, role).await?;

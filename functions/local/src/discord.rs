@@ -45,5 +45,6 @@ async fn register() -> anyhow::Result<()> {
         .await
         .with_context(|| format!("registering /kuuki at {}", settings.discord_api_base_url))?;
     println!("registered {count} command(s) for application {}: /kuuki", settings.discord_application_id.trim());
+    println!("invite the bot with: {}", kuuki::adapters::discord::invite::invite_url(&settings.discord_application_id));
     Ok(())
 }

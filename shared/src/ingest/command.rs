@@ -440,7 +440,8 @@ async fn status(deps: &Deps, channel: &ChannelId, now: Timestamp) -> PortResult<
         ),
     };
     let _ = writeln!(out, "kuuki here: {participation}{shadow}");
-    if s.llm_judge_enabled && deps.llm.is_some() {
+    // The ingress that answers this holds no model client (the workers do): the setting says.
+    if s.llm_judge_enabled && (deps.llm.is_some() || s.llm_provider != crate::config::LlmProvider::None) {
         let _ = writeln!(
             out,
             "Judge: rules, then the LLM for scores between {} and {} (at or above {} responds, at or below {} skips)",

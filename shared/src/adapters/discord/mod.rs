@@ -3,6 +3,7 @@
 
 pub mod client;
 pub mod events;
+pub mod invite;
 pub mod signature;
 
 pub use client::{DiscordApiError, DiscordClient};
