@@ -659,6 +659,17 @@ mod end_to_end {
         settings: &[(&str, &str)],
         llm: Option<Arc<dyn kuuki::ports::Llm>>,
     ) -> World {
+        world_logged(dynamo, moto, settings, llm, Arc::new(MemoryLog::default())).await
+    }
+
+    /// Like [`world_with`], with the decision log `log` (a Lambda's `EmfLog`).
+    pub(super) async fn world_logged(
+        dynamo: &str,
+        moto: &str,
+        settings: &[(&str, &str)],
+        llm: Option<Arc<dyn kuuki::ports::Llm>>,
+        log: Arc<dyn kuuki::ports::DecisionLog>,
+    ) -> World {
         let tables = TableNames {
             messages: unique("messages"),
             channels: unique("channels"),
@@ -689,7 +700,7 @@ mod end_to_end {
         SlackWorld::mount_default_api(&slack_api).await;
         let chat = Arc::new(SlackClient::new(&slack_api.uri(), "xoxb-e2e"));
         let persona = settings.persona(None);
-        let mut adapters = aws.adapters(chat, llm, Arc::new(MemoryLog::default()));
+        let mut adapters = aws.adapters(chat, llm, log);
         let memory_jobs = Arc::new(RecordingQueue { inner: adapters.queue, memory_jobs: Default::default() });
         adapters.queue = memory_jobs.clone();
         let deps = Arc::new(Deps::new(settings, persona, UserId(BOT_USER.into()), adapters, 3));
@@ -1133,6 +1144,92 @@ mod end_to_end {
         assert_eq!(state.memory.summary, "a deploy stalled on a lock", "the summary was stored");
         assert_eq!(w.deps.facts.facts(&channel).await.unwrap().len(), 1, "the reflection's fact was stored");
         w.assert_the_template_allows_what_was_done();
+    }
+
+    /// What a Lambda writes to its log: the decision records (each with its EMF line),
+    /// and the tracing lines, into one buffer.
+    #[derive(Clone, Default)]
+    struct LambdaLog(Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for LambdaLog {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl LambdaLog {
+        fn text(&self) -> String {
+            String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+        }
+    }
+
+    /// Messages with a known phrase through the ingress and every worker's Lambda handler
+    /// (the judge's verdict, the answer, the summary, the reflection's fact and note carry
+    /// it too): the Lambdas' log keeps ids and decisions, never the words. With
+    /// `LogText::Kept` (LOG_MESSAGE_TEXT=true) the same run logs them.
+    #[tokio::test]
+    async fn the_lambdas_logs_keep_no_words() {
+        let Some((dynamo, moto)) = emulators("the_lambdas_logs_keep_no_words") else { return };
+        const PHRASE: &str = "periwinkle-otter";
+        let script = format!(
+            r#"{{"role": "judge", "reply": {{"should_respond": true, "reason": "they ask about {PHRASE}", "confidence": 0.9, "conversation_state": "active"}}, "repeat": true}}
+{{"role": "generate", "reply": "The {PHRASE} runbook is on the wiki.", "repeat": true}}
+{{"role": "summarize", "match": "workspace", "reply": {{"history": "{PHRASE} history", "recent_events": "{PHRASE} events"}}, "repeat": true}}
+{{"role": "summarize", "reply": {{"summary": "talked about {PHRASE}", "history": "{PHRASE}", "mood": "{PHRASE}", "topic_keywords": ["{PHRASE}"], "active_users": ["U0", "U1"]}}, "repeat": true}}
+{{"role": "reflect", "reply": {{"facts": [{{"content": "{PHRASE} owns the deploys", "keywords": ["{PHRASE}"], "source_users": ["U0"], "confidence": 0.8, "shareable": true}}], "profiles": [{{"user": "U1", "tags": ["{PHRASE}"], "summary": "asks about {PHRASE}"}}]}}, "repeat": true}}"#
+        );
+        for text in [kuuki::domain::LogText::Withheld, kuuki::domain::LogText::Kept] {
+            let log = LambdaLog::default();
+            let subscriber = tracing_subscriber::fmt().json().with_writer({
+                let log = log.clone();
+                move || log.clone()
+            });
+            let _tracing = tracing::subscriber::set_default(subscriber.finish());
+            let llm: Arc<dyn kuuki::ports::Llm> = Arc::new(kuuki::adapters::llm::ScriptedLlm::parse(&script).unwrap());
+            let records = Arc::new(kuuki::adapters::aws::emf::EmfLog::new(log.clone(), "kuuki-fn", text));
+            let settings = [("JUDGE_MIN_WAIT_SECONDS", "0"), ("REFLECTION_MIN_MESSAGES", "3")];
+            let w = world_logged(&dynamo, &moto, &settings, Some(llm), records).await;
+            for (i, line) in [
+                format!("who owns {PHRASE}?"),
+                format!("I think {PHRASE} does"),
+                format!("<@UKUUKI> is {PHRASE} on call?"),
+            ]
+            .iter()
+            .enumerate()
+            {
+                assert_eq!(w.deliver_text(line, i as u32).await, 200);
+            }
+            let (failed, _) = w.drain(6).await;
+            assert_eq!(failed, 0);
+            // A question to the room after the answer: judged by the rules.
+            assert_eq!(w.deliver_text(&format!("does {PHRASE} page anyone?"), 3).await, 200);
+            assert_eq!(w.drain(6).await.0, 0);
+            let channel = ChannelId("C0COST".into());
+            let newest = w.deps.messages.channel_window(&channel, 1).await.unwrap().messages[0].ts.clone();
+            for (kind, job) in [
+                (JobKind::Summarize, Job::Summarize { channel: channel.clone(), ts: newest.clone() }),
+                (JobKind::Reflect, Job::Reflect { channel: channel.clone(), ts: newest.clone() }),
+            ] {
+                assert_eq!(w.run_as_worker(kind, job).await, 0);
+            }
+            assert!(
+                w.slack_calls("chat.postMessage").await.iter().any(|p| p["text"].as_str().unwrap().contains(PHRASE)),
+                "kuuki answered with the phrase: {}",
+                log.text()
+            );
+            let logged = log.text();
+            for kind in ["message", "judge", "respond", "summary", "reflect"] {
+                assert!(logged.contains(&format!("\"kind\":\"{kind}\"")), "no {kind} record in:\n{logged}");
+            }
+            match text {
+                kuuki::domain::LogText::Withheld => assert!(!logged.contains(PHRASE), "words in the logs:\n{logged}"),
+                kuuki::domain::LogText::Kept => assert!(logged.contains(PHRASE), "LOG_MESSAGE_TEXT keeps the words"),
+            }
+        }
     }
 
     #[tokio::test]

@@ -99,6 +99,7 @@ settings_doc! {
     "DISCORD_API_BASE_URL", "https://discord.com/api/v10", "Discord REST base URL.";
     "DISCORD_GATEWAY", "true", "With DISCORD_BOT_TOKEN, `kuuki serve` connects to the Discord Gateway itself (messages and interactions, no public URL); false when a separate relay feeds /discord/events.";
     "DISCORD_GATEWAY_URL", "", "Another Gateway address to connect to (tests, a gateway proxy); empty: the one Discord names.";
+    "LOG_MESSAGE_TEXT", "false", "A debugging switch: the decision log of `kuuki serve` and the Lambdas carries message text, replies, facts and summaries (said at start-up). Off, it keeps ids, lengths, scores, rule names and reasons only; `kuuki replay` always keeps text.";
     "DATA_PATH", "kuuki.db", "`kuuki serve`: the SQLite file that keeps every memory tier, the ledger and the job queue (`--data`); `:memory:` keeps nothing across a restart.";
     "SLACK_SIGNING_SECRET_ARN", "", "In Lambda: the Secrets Manager secret holding SLACK_SIGNING_SECRET, read once per cold start. Likewise SLACK_BOT_TOKEN_ARN, OPENAI_API_KEY_ARN, ANTHROPIC_API_KEY_ARN, DISCORD_BOT_TOKEN_ARN, DISCORD_PUBLIC_KEY_ARN and DISCORD_RELAY_SECRET_ARN.";
     "MESSAGES_TABLE", "kuuki-messages", "DynamoDB table of messages (short-term memory).";
@@ -227,6 +228,8 @@ pub struct Settings {
     pub discord_gateway_url: String,
     /// `DATA_PATH`: `kuuki serve`'s SQLite file (`:memory:`: nothing kept).
     pub data_path: String,
+    /// `LOG_MESSAGE_TEXT`: production logs carry people's words (debugging only).
+    pub log_message_text: bool,
     pub messages_table: String,
     pub channels_table: String,
     pub ledger_table: String,
@@ -480,6 +483,7 @@ impl Settings {
             discord_gateway: r.bool("DISCORD_GATEWAY", true)?,
             discord_gateway_url: r.string("DISCORD_GATEWAY_URL", ""),
             data_path: r.string("DATA_PATH", "kuuki.db"),
+            log_message_text: r.bool("LOG_MESSAGE_TEXT", false)?,
             messages_table: r.string("MESSAGES_TABLE", "kuuki-messages"),
             channels_table: r.string("CHANNELS_TABLE", "kuuki-channels"),
             ledger_table: r.string("LEDGER_TABLE", "kuuki-ledger"),

@@ -95,7 +95,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let also: Vec<UserId> = ids.collect();
 
     let llm = options.llm.map(|llm| Arc::new(CountingLlm::new(llm)) as Arc<dyn kuuki::ports::Llm>);
-    let log = Arc::new(JsonLinesLog::new(std::io::stdout()));
+    let log_text = kuuki::domain::LogText::from_setting(settings.log_message_text);
+    if settings.log_message_text {
+        eprintln!(
+            "kuuki serve: LOG_MESSAGE_TEXT=true: the decision log on stdout carries message text, replies, facts and summaries (a debugging switch)"
+        );
+    }
+    let log = Arc::new(JsonLinesLog::new(std::io::stdout(), log_text));
     let (deps, workers) = if args.aws {
         let urls = [
             &settings.judge_queue_url,

@@ -657,8 +657,11 @@ mod tests {
         use kuuki::adapters::system::{JsonLinesLog, SystemClock};
         use kuuki::domain::{Persona, UserId};
         let chat: Arc<dyn kuuki::ports::Chat> = Arc::new(PlatformChat { slack: None, discord: None });
-        let adapters =
-            InProcess::new(Arc::new(SystemClock)).adapters(chat, None, Arc::new(JsonLinesLog::new(std::io::sink())));
+        let adapters = InProcess::new(Arc::new(SystemClock)).adapters(
+            chat,
+            None,
+            Arc::new(JsonLinesLog::new(std::io::sink(), Default::default())),
+        );
         let persona = Persona { name: "kuuki".into(), system_prompt: String::new(), aliases: vec![], topics: vec![] };
         Arc::new(Deps::new(Default::default(), persona, UserId("UKUUKI".into()), adapters, 1))
     }

@@ -7,7 +7,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::*;
-use kuuki::adapters::slack::SigningSecret;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -28,17 +27,7 @@ async fn serve_answers_a_signed_mention_through_the_slack_api() {
         "event": {"type": "app_mention", "channel": "C1", "user": "UALICE", "text": "<@UKUUKI> hello", "ts": ts},
     })
     .to_string();
-    let timestamp = now.to_string();
-    let signature = SigningSecret::new(SECRET).sign(&timestamp, body.as_bytes());
-    let response = http
-        .post(format!("{}/slack/events", served.base_url))
-        .header("x-slack-request-timestamp", &timestamp)
-        .header("x-slack-signature", &signature)
-        .header("content-type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .unwrap();
+    let response = post_signed(&served.base_url, "/slack/events", &body).await;
     assert_eq!(response.status(), 200);
 
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -440,4 +429,66 @@ async fn discord_register_installs_the_kuuki_command_by_bulk_overwrite() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("DISCORD_APPLICATION_ID is not set"));
     assert_eq!(discord.received_requests().await.unwrap().len(), 1);
+}
+
+/// Words that must not reach a log: in the message, the model's reply and the command.
+const PHRASE: &str = "periwinkle-otter";
+
+/// A message, kuuki's answer and `/kuuki why` through the real process: stdout (the
+/// decision log) and stderr keep ids and decisions, never the words; `/kuuki why` still
+/// shows them from the store. With `LOG_MESSAGE_TEXT=true` the same run logs them.
+#[tokio::test]
+async fn a_message_and_its_answer_leave_no_words_in_the_logs() {
+    for log_message_text in [false, true] {
+        let (slack, llm) = (fake_slack().await, MockServer::start().await);
+        let reply = format!("The {PHRASE} runbook is on the wiki.");
+        Mock::given(method("POST")).and(path("/chat/completions")).respond_with(completion(&reply)).mount(&llm).await;
+        let env = [
+            ("LLM_PROVIDER", "openai"),
+            ("OPENAI_BASE_URL", &llm.uri()),
+            ("LOG_MESSAGE_TEXT", if log_message_text { "true" } else { "false" }),
+        ];
+        let served = serve(&slack.uri(), &env).expect("kuuki serve starts");
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+        let send = async |event_id: &str, event: serde_json::Value| {
+            let body = json!({"type": "event_callback", "team_id": "T1", "event_id": event_id, "event_time": now, "event": event});
+            post_signed(&served.base_url, "/slack/events", &body.to_string()).await.status()
+        };
+        // A question to the room (judged: `/kuuki why` quotes it), then a mention.
+        let question = json!({"type": "message", "channel": "C1", "user": "UBOB",
+                              "text": format!("does anyone know who owns {PHRASE}?"), "ts": format!("{now}.000100")});
+        assert_eq!(send("EvWords1", question).await, 200);
+        wait_for("the question's judgment", Duration::from_secs(10), async || {
+            served.output.lock().unwrap().contains("\"kind\":\"judge\"")
+        })
+        .await;
+        let mention = json!({"type": "app_mention", "channel": "C1", "user": "UALICE",
+                             "text": format!("<@UKUUKI> where is the {PHRASE} runbook?"), "ts": format!("{now}.000300")});
+        assert_eq!(send("EvWords2", mention).await, 200);
+        wait_for("the answer", Duration::from_secs(10), async || !posts(&slack).await.is_empty()).await;
+        assert!(posts(&slack).await[0]["text"].as_str().unwrap().contains(PHRASE), "the reply carries the words");
+
+        let command = "team_id=T1&channel_id=C1&user_id=UALICE&user_name=alice&command=%2Fkuuki&text=why";
+        let why = post_signed(&served.base_url, "/slack/commands", command).await;
+        assert_eq!(why.status(), 200);
+        let why = why.text().await.unwrap();
+        assert!(why.contains(PHRASE), "/kuuki why shows the text from the store: {why}");
+
+        // The decision log's lines for the message, the answer and the command are written.
+        wait_for("the command's log line", Duration::from_secs(5), async || {
+            served.output.lock().unwrap().contains("\"kind\":\"command\"")
+        })
+        .await;
+        let logged = served.output.lock().unwrap().clone();
+        for kind in ["message", "judge", "respond", "command"] {
+            assert!(logged.contains(&format!("\"kind\":\"{kind}\"")), "no {kind} line in:\n{logged}");
+        }
+        if log_message_text {
+            assert!(logged.contains(PHRASE), "LOG_MESSAGE_TEXT=true keeps the words");
+            assert!(logged.contains("LOG_MESSAGE_TEXT=true"), "and says so at start-up");
+        } else {
+            assert!(!logged.contains(PHRASE), "words in the logs:\n{logged}");
+            assert!(logged.contains("\"text_chars\""), "lengths instead:\n{logged}");
+        }
+    }
 }

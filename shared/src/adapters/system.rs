@@ -2,7 +2,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::domain::Timestamp;
+use crate::domain::{LogText, Timestamp};
 use crate::ports::Clock;
 
 pub struct SystemClock;
@@ -15,20 +15,22 @@ impl Clock for SystemClock {
 }
 
 /// Writes each decision record as one JSON line (`kuuki serve`; the Lambdas use
-/// `aws::emf::EmfLog`, which adds metrics).
+/// `aws::emf::EmfLog`, which adds metrics), with people's words or without
+/// ([`LogText`]).
 pub struct JsonLinesLog<W: std::io::Write + Send> {
     out: std::sync::Mutex<W>,
+    text: LogText,
 }
 
 impl<W: std::io::Write + Send> JsonLinesLog<W> {
-    pub fn new(out: W) -> Self {
-        Self { out: std::sync::Mutex::new(out) }
+    pub fn new(out: W, text: LogText) -> Self {
+        Self { out: std::sync::Mutex::new(out), text }
     }
 }
 
 impl<W: std::io::Write + Send> crate::ports::DecisionLog for JsonLinesLog<W> {
     fn record(&self, event: crate::domain::Event) {
-        let line = event.to_json();
+        let line = event.to_log_json(self.text);
         let mut out = self.out.lock().expect("log lock");
         if let Err(error) = writeln!(out, "{line}").and_then(|_| out.flush()) {
             tracing::warn!(%error, "could not write a decision record");

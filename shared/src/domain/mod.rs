@@ -788,6 +788,8 @@ pub struct Intervention {
 
 mod event;
 pub use event::{Event, EventKind, LoggedMessage, Stage};
+mod log_text;
+pub use log_text::{LogText, without_quotes};
 
 /// Where a deferred Discord interaction's `application_id/token` is kept (in the ledger's
 /// cache, for the 15 minutes Discord lets it be completed) until the answer to the

@@ -48,7 +48,9 @@ pub async fn handle_event(
             return Ok(SlackReply::Ack(format!("ignored: {reason}")));
         }
         Normalized::Unusable(reason) => {
-            tracing::warn!(%reason, "acknowledged a Slack event kuuki cannot use; nothing stored");
+            // A reader's error may quote the event's text.
+            let logged = crate::domain::without_quotes(&reason);
+            tracing::warn!(reason = %logged, "acknowledged a Slack event kuuki cannot use; nothing stored");
             return Ok(SlackReply::Ack(format!("unusable: {reason}")));
         }
     };

@@ -16,6 +16,8 @@ pub const SECRET: &str = "serve-test-secret";
 pub struct Served {
     pub child: Child,
     pub base_url: String,
+    /// Every line the process has written to stdout and stderr so far.
+    pub output: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 impl Drop for Served {
@@ -39,7 +41,7 @@ pub fn serve_with(slack_api: &str, extra_env: &[(&str, &str)], flags: &[&str]) -
         .env("SLACK_BOT_TOKEN", "xoxb-serve-test")
         .env("SLACK_API_BASE_URL", slack_api)
         .env("JUDGE_MIN_WAIT_SECONDS", "1")
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     // Nothing kept across runs unless the test names a file (or runs on AWS).
     if !flags.iter().any(|flag| *flag == "--data" || *flag == "--aws") {
@@ -54,6 +56,18 @@ pub fn serve_with(slack_api: &str, extra_env: &[(&str, &str)], flags: &[&str]) -
 /// Starts `kuuki serve` and waits for its "listening on" line.
 pub fn start(mut command: Command) -> Result<Served, String> {
     let mut child = command.spawn().expect("kuuki starts");
+    let output = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    // stdout (the decision log), when piped, is kept as it comes, so the pipe never fills.
+    if let Some(stdout) = child.stdout.take() {
+        let output = output.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let mut kept = output.lock().unwrap();
+                kept.push_str(&line);
+                kept.push('\n');
+            }
+        });
+    }
     let stderr = child.stderr.take().unwrap();
     let mut lines = BufReader::new(stderr).lines();
     let mut seen = String::new();
@@ -62,9 +76,17 @@ pub fn start(mut command: Command) -> Result<Served, String> {
         seen.push('\n');
         if let Some(rest) = line.split("listening on ").nth(1) {
             let base_url = rest.split_whitespace().next().unwrap().to_owned();
-            // Keep draining stderr so the server never blocks on a full pipe.
-            std::thread::spawn(move || for _ in lines {});
-            return Ok(Served { child, base_url });
+            output.lock().unwrap().push_str(&seen);
+            // Keep draining stderr (and keeping it) so the server never blocks on a full pipe.
+            let kept = output.clone();
+            std::thread::spawn(move || {
+                for line in lines.map_while(Result::ok) {
+                    let mut kept = kept.lock().unwrap();
+                    kept.push_str(&line);
+                    kept.push('\n');
+                }
+            });
+            return Ok(Served { child, base_url, output });
         }
     }
     let _ = child.wait();
@@ -116,6 +138,23 @@ pub fn signed_mention_request(channel: &str, event_id: &str) -> (String, [(&'sta
         ("content-type", "application/json".to_owned()),
     ];
     (body, headers)
+}
+
+/// Posts `body` to `route` signed with [`SECRET`] now, as Slack sends a request.
+pub async fn post_signed(base_url: &str, route: &str, body: &str) -> reqwest::Response {
+    let timestamp = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs().to_string();
+    let signature = SigningSecret::new(SECRET).sign(&timestamp, body.as_bytes());
+    let content_type =
+        if route.ends_with("commands") { "application/x-www-form-urlencoded" } else { "application/json" };
+    reqwest::Client::new()
+        .post(format!("{base_url}{route}"))
+        .header("x-slack-request-timestamp", &timestamp)
+        .header("x-slack-signature", &signature)
+        .header("content-type", content_type)
+        .body(body.to_owned())
+        .send()
+        .await
+        .unwrap()
 }
 
 /// Posts a signed mention on a new connection and returns the status.

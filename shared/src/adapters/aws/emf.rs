@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use serde_json::{Map, Value, json};
 
-use crate::domain::{Decision, Event, EventKind};
+use crate::domain::{Decision, Event, EventKind, LogText};
 use crate::ports::DecisionLog;
 
 pub const NAMESPACE: &str = "kuuki";
@@ -142,18 +142,20 @@ pub fn metrics_of(event: &Event) -> Vec<(&'static str, f64, &'static str)> {
 pub struct EmfLog<W: Write + Send> {
     out: Mutex<W>,
     function: String,
+    text: LogText,
 }
 
 impl<W: Write + Send> EmfLog<W> {
-    pub fn new(out: W, function: &str) -> Self {
-        EmfLog { out: Mutex::new(out), function: function.to_owned() }
+    /// Records with people's words or without ([`LogText`]); the metrics carry none.
+    pub fn new(out: W, function: &str, text: LogText) -> Self {
+        EmfLog { out: Mutex::new(out), function: function.to_owned(), text }
     }
 }
 
 impl<W: Write + Send> DecisionLog for EmfLog<W> {
     fn record(&self, event: Event) {
         let metrics = metrics_of(&event);
-        let record = event.to_json();
+        let record = event.to_log_json(self.text);
         let mut out = self.out.lock().expect("log lock");
         let mut written = writeln!(out, "{record}");
         if !metrics.is_empty() {
@@ -237,7 +239,7 @@ mod tests {
 
     #[test]
     fn decision_records_are_followed_by_their_metrics() {
-        let log = EmfLog::new(Vec::new(), "judge");
+        let log = EmfLog::new(Vec::new(), "judge", LogText::Kept);
         log.record(Event {
             at: Timestamp(1_700_000_000_000_000),
             channel: ChannelId("C1".into()),
