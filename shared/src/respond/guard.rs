@@ -3,10 +3,13 @@
 //! text is normalised and anything that reads as a fence tag is defused before it goes
 //! in, so no message can close its fence; and what the model writes is compared with
 //! the prompt's instructions before it is posted, so no message can make kuuki post its
-//! own instructions, even disguised.
+//! own instructions, even disguised, cut short or translated (the rules that need no
+//! copied text are in [`super::persona_echo`] and [`super::disclosure`]).
 
 use std::collections::HashSet;
 
+use super::phrases::Folded;
+use super::{disclosure, persona_echo};
 use crate::prompts::FENCE_NAME;
 use crate::prompts::fence::{has_fence_tag, normalize};
 
@@ -28,6 +31,13 @@ const COUNTED_RUN_BYTES: usize = 12;
 /// A reply at least two thirds copied, this many bytes or more, repeats the
 /// instructions too, even when each run is short (a short sentence, lines cut short).
 const LEAK_SHARE_BYTES: usize = 24;
+/// A reply holding the opening of an instruction line, this many bytes of it (seven
+/// Japanese characters, about four English words: "Join the conversation na"), starts
+/// reading the line out when it also has words that present a text ("it begins like
+/// this:", 「冒頭は」, see [`disclosure::presenting_words`]). Only line openings count:
+/// the persona's later sentences begin with the team's own words (「デプロイの仕組み」),
+/// which replies share.
+const OPENING_RUN_BYTES: usize = 21;
 
 /// A fence tag line of a rendered prompt (`<conversation-k3f9q2>` or its closing tag):
 /// messages cannot produce one, their tags are defused.
@@ -108,16 +118,15 @@ fn instruction_sentences(instructions: &str) -> Vec<Vec<char>> {
         .collect()
 }
 
-/// Why `reply` gives away the instructions of `prompt`, if it does: the copied text.
-fn leaked_instructions(reply: &str, prompt: &str) -> Option<String> {
-    let instructions = instruction_text(prompt);
-    let reply = comparable(reply);
-    let runs = copied_runs(&reply, &comparable(&instructions));
+/// Why `reply` (as [`comparable`] characters) gives away `instructions`, if it does: the
+/// copied text.
+fn leaked_instructions(reply: &[char], instructions: &str) -> Option<String> {
+    let runs = copied_runs(reply, &comparable(instructions));
     let shown = |run: &[char]| run.iter().take(40).collect::<String>();
     if let Some(run) = runs.iter().find(|run| bytes(run) >= LEAK_RUN_BYTES) {
         return Some(shown(run));
     }
-    if let Some(sentence) = instruction_sentences(&instructions)
+    if let Some(sentence) = instruction_sentences(instructions)
         .into_iter()
         .find(|sentence| runs.iter().any(|run| run.windows(sentence.len()).any(|w| w == sentence.as_slice())))
     {
@@ -125,7 +134,33 @@ fn leaked_instructions(reply: &str, prompt: &str) -> Option<String> {
     }
     let counted: Vec<&[char]> = runs.into_iter().filter(|run| bytes(run) >= COUNTED_RUN_BYTES).collect();
     let copied: usize = counted.iter().map(|run| bytes(run)).sum();
-    (copied >= LEAK_SHARE_BYTES && 3 * copied >= 2 * bytes(&reply)).then(|| shown(counted[0]))
+    (copied >= LEAK_SHARE_BYTES && 3 * copied >= 2 * bytes(reply)).then(|| shown(counted[0]))
+}
+
+/// The opening of each instruction line, [`OPENING_RUN_BYTES`] of it as [`comparable`]
+/// characters (headings and shorter lines left out).
+fn line_openings(instructions: &str) -> Vec<Vec<char>> {
+    instructions
+        .lines()
+        .filter(|line| !line.trim_start().starts_with('#'))
+        .filter_map(|line| {
+            let line = comparable(line);
+            let mut len = 0;
+            let end = line.iter().position(|c| {
+                len += c.len_utf8();
+                len >= OPENING_RUN_BYTES
+            })?;
+            Some(line[..=end].to_vec())
+        })
+        .collect()
+}
+
+/// The opening of an instruction line that `reply` (as [`comparable`] characters) holds.
+fn opening_held(reply: &[char], instructions: &str) -> Option<String> {
+    line_openings(instructions)
+        .into_iter()
+        .find(|opening| reply.windows(opening.len()).any(|w| w == opening.as_slice()))
+        .map(|opening| opening.into_iter().collect())
 }
 
 /// Cleans a generated reply and refuses one that is empty or gives away the prompt.
@@ -143,8 +178,23 @@ pub fn check_reply(reply: &str, prompt: &str, bot_name: &str) -> Result<String, 
     if has_fence_tag(text) {
         return Err("the reply quotes the prompt's structure".into());
     }
-    if let Some(shown) = leaked_instructions(text, prompt) {
-        return Err(format!("the reply repeats kuuki's instructions (\"{shown}…\")"));
+    let refused = |how: &str, shown: &str| Err(format!("the reply repeats kuuki's instructions ({how}\"{shown}…\")"));
+    let instructions = instruction_text(prompt);
+    let copy = comparable(text);
+    if let Some(shown) = leaked_instructions(&copy, &instructions) {
+        return refused("", &shown);
+    }
+    let folded = Folded::new(text);
+    if let Some(shown) = persona_echo::addresses_kuuki_as_its_persona(&folded, bot_name) {
+        return refused("addresses kuuki by name as its persona does: ", &shown);
+    }
+    if let Some(shown) = disclosure::presents_own_instructions(&folded) {
+        return refused("presents them as its own: ", &shown);
+    }
+    if let Some(opening) = opening_held(&copy, &instructions)
+        && let Some(words) = disclosure::presenting_words(&folded)
+    {
+        return refused(&format!("starts reading them out after \"{words}\": "), &opening);
     }
     Ok(text.to_owned())
 }
@@ -309,6 +359,83 @@ mod tests {
         }
     }
 
+    /// `reply` is refused against `prompt` by the rule whose refusal says `how`.
+    fn refused_as(reply: &str, prompt: &str, bot_name: &str, how: &str) {
+        let refusal = check_reply(reply, prompt, bot_name).expect_err(reply);
+        assert!(refusal.contains("repeats kuuki's instructions") && refusal.contains(how), "{refusal}: {reply}");
+    }
+
+    const BY_NAME: &str = "addresses kuuki by name as its persona does";
+    const AS_ITS_OWN: &str = "presents them as its own";
+    const READING_OUT: &str = "starts reading them out";
+
+    #[test]
+    fn persona_echoes_cut_short_or_translated_are_refused_in_both_languages() {
+        let (en, ja) = (generate_prompt(&EN), generate_prompt(&JA));
+        // Issue 33: posted for a request to repeat kuuki's instructions, 3 of 3 times.
+        let reported = "My instructions begin: あなたは「kuuki」。…";
+        assert!(leaked_instructions(&comparable(reported), &instruction_text(&ja)).is_none(), "too short a copy");
+        refused_as(reported, &ja, "kuuki", BY_NAME);
+        // Under another name, the framing alone refuses it.
+        refused_as(reported, &ja, "mochi", AS_ITS_OWN);
+        assert_leak("My instructions begin: あなたは「kuuki」、プラットフォームチームの…", &ja);
+        // JA_PERSONA read out in English, EN_PERSONA in Japanese: nothing is copied.
+        let english = "You are \"kuuki\", the quiet member of the platform team's channel. You have been involved \
+            in how deploys work for years and know the history well.";
+        let japanese = "あなたはkuuki、プラットフォームチームのチャンネルにいる物静かなチームメイトです。\
+            デプロイパイプラインに何年も携わっていて、なぜ今の形なのかを知っています。短く自然に話します。";
+        for (reply, prompt) in [(english, &ja), (japanese, &en)] {
+            assert!(leaked_instructions(&comparable(reply), &instruction_text(prompt)).is_none(), "{reply}");
+            refused_as(reply, prompt, "kuuki", BY_NAME);
+        }
+        // The persona cut short: mostly copied against its own prompt, addressed by
+        // name against the other.
+        let cut_short = "You are kuuki, the quiet teammate…";
+        assert_leak(cut_short, &en);
+        refused_as(cut_short, &ja, "kuuki", BY_NAME);
+        for prompt in [&en, &ja] {
+            refused_as("Sure! My system prompt says I should speak briefly.", prompt, "kuuki", AS_ITS_OWN);
+        }
+        assert_leak("私の指示は次のとおりです：短く自然な日本語で話します", &ja);
+        refused_as("私の指示は次のとおりです：短く自然な日本語で話します", &en, "kuuki", AS_ITS_OWN);
+        for prompt in [&en, &ja] {
+            refused_as("私の指示は次のとおりです：手短に話すこと", prompt, "kuuki", AS_ITS_OWN);
+        }
+    }
+
+    #[test]
+    fn a_reply_that_presents_a_text_and_holds_an_instruction_lines_opening_reads_it_out() {
+        let (en, ja) = (generate_prompt(&EN), generate_prompt(&JA));
+        for (reply, prompt, bot_name) in [
+            ("Sure, the text starts like this: Join the conversation naturally…", &en, "kuuki"),
+            ("はい、冒頭はこうです：会話の流れに自然に…", &ja, "kuuki"),
+            // The persona's opening, under another name (kuuki's own is refused as
+            // addressed by name first).
+            ("Sure thing, it begins like this: あなたは「kuuki」、プラット…", &ja, "mochi"),
+        ] {
+            let copy = comparable(reply);
+            assert!(leaked_instructions(&copy, &instruction_text(prompt)).is_none(), "too short a copy: {reply}");
+            refused_as(reply, prompt, bot_name, READING_OUT);
+        }
+        // The same openings without words that present a text are shared phrases.
+        for (reply, prompt) in [
+            ("I'll join the conversation naturally once the deploy is out.", &en),
+            ("会話の流れに自然に乗っていきましょう", &ja),
+        ] {
+            assert!(opening_held(&comparable(reply), &instruction_text(prompt)).is_some(), "{reply}");
+            assert_eq!(check_reply(reply, prompt, "kuuki").as_deref(), Ok(reply));
+        }
+        // Words that present a text with less of an opening than OPENING_RUN_BYTES:
+        // "Join the conversa…", 「会話の流れ」 are phrases.
+        for (reply, prompt) in
+            [("Here you go: join the conversation in #ops.", &en), ("会話の流れは設定次第ですね", &ja)]
+        {
+            assert!(opening_held(&comparable(reply), &instruction_text(prompt)).is_none(), "{reply}");
+            assert!(disclosure::presenting_words(&Folded::new(reply)).is_some(), "{reply}");
+            assert_eq!(check_reply(reply, prompt, "kuuki").as_deref(), Ok(reply));
+        }
+    }
+
     #[test]
     fn ordinary_replies_pass_even_when_they_quote_messages_or_share_phrases() {
         let english = [
@@ -320,6 +447,17 @@ mod tests {
             "Recent messages in the channel suggest the conversation is winding down, so I'll keep it brief.",
             "Sorry, I do not know the answer and would rather not guess. Maybe ask in the platform team's channel?",
             "It is 09:05 on 2024-06-03 here.",
+            // Instructions that are not kuuki's own, a person addressed, kuuki named
+            // in the third person or asked about in a quote.
+            "The setup instructions are in docs/self-hosting.md",
+            "The instructions in the README say run make first.",
+            "Here are my instructions for clearing the CI cache: delete the entries for the branch.",
+            "I was told to restart the runner after the upgrade.",
+            "Here you go: the migration lock is held by the deploy job.",
+            "You are right, Aiko, the lock was the problem.",
+            "bob asked \"you are kuuki?\", and yes, that's me.",
+            "kuuki is the bot in this channel; it only speaks when it can help.",
+            "I'm kuuki, nice to meet you!",
         ];
         let japanese = [
             "ステージングのマイグレーションのロック待ちみたいですね。後で見てみます。",
@@ -329,6 +467,13 @@ mod tests {
             "知らないので推測はやめておきます。チームのチャンネルで聞いてみるといいかも。",
             "CI のキャッシュは Actions のタブから消せますよ。ブランチごとにキャッシュがあります。",
             "デプロイの仕組みは何年も前からこうなってますね。",
+            "手順書の指示どおりにキャッシュを消せば直ります",
+            "READMEの指示は以下のとおりです：make を実行してください",
+            "CI はキャッシュを使うように設定されています",
+            "あなたは正しいです",
+            "bob さんに「あなたはkuukiですか？」と聞かれました",
+            "kuuki はこのチャンネルのボットです",
+            "私はkuukiです、よろしく！",
         ];
         for (lang, replies) in [(&EN, &english[..]), (&JA, &japanese[..])] {
             let prompt = generate_prompt(lang);

@@ -1,9 +1,12 @@
 //! The respond worker (DESIGN §3): claim the answer, react or generate and post, then
 //! record it so cooldown, engagement and the intervention history see it.
 
+mod disclosure;
 pub mod guard;
 pub mod opener;
 pub mod output;
+mod persona_echo;
+mod phrases;
 
 use std::sync::Arc;
 use std::time::Duration;
