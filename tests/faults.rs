@@ -568,9 +568,13 @@ async fn anthropic_errors_inside_a_200_and_cut_off_answers_are_not_posted() {
 // Slack: rate limits, outages, refusals.
 
 async fn with_failing_slack(fault: &'static str, answer: ResponseTemplate) -> (World, Observed) {
+    with_slack_failing_times(fault, answer, 1).await
+}
+
+async fn with_slack_failing_times(fault: &'static str, answer: ResponseTemplate, times: u64) -> (World, Observed) {
     let llm = model(completion(ANSWER, "stop")).await;
     let mut world = World::start(&[], client(&llm, Duration::from_secs(30))).await;
-    fail_slack(&world.w.slack_api, "/chat.postMessage", answer, 1).await;
+    fail_slack(&world.w.slack_api, "/chat.postMessage", answer, times).await;
     world.mention(0).await;
     world.run(300.0).await;
     let observed = world.observe(fault, &llm).await;
@@ -594,6 +598,30 @@ async fn short_rate_limit() -> Observed {
 #[tokio::test]
 async fn a_short_rate_limit_is_waited_out_within_the_delivery() {
     short_rate_limit().await;
+}
+
+/// Five short limits in a row are ridden out in about five seconds inside the one
+/// delivery, not after a failed delivery's redelivery delay (or the visibility timeout).
+async fn short_rate_limits_in_a_row() -> Observed {
+    let started = std::time::Instant::now();
+    let (world, observed) = with_slack_failing_times(
+        "Slack answers 429 with `Retry-After: 1` five times in a row",
+        ResponseTemplate::new(429).insert_header("retry-after", "1"),
+        5,
+    )
+    .await;
+    assert!(started.elapsed() >= Duration::from_secs(5), "each Retry-After was honoured");
+    assert_eq!(observed.posts, [ANSWER]);
+    assert_eq!(observed.post_calls, 6, "five 429s, then the post, all in one delivery");
+    assert_eq!(observed.lookups, 0, "no delivery failed, so none looked for an earlier post");
+    assert_eq!(observed.failed_deliveries, 0);
+    assert_eq!(world.responded(), 1);
+    observed
+}
+
+#[tokio::test]
+async fn short_rate_limits_in_a_row_are_waited_out_within_the_delivery() {
+    short_rate_limits_in_a_row().await;
 }
 
 async fn retried_slack_faults() -> Vec<Observed> {
@@ -798,6 +826,7 @@ async fn the_readme_lists_every_fault_with_what_it_ended_with() {
     ];
     let models = failing_models().await;
     rows.push(short_rate_limit().await);
+    rows.push(short_rate_limits_in_a_row().await);
     rows.extend(retried_slack_faults().await);
     rows.push(permanent_refusal().await);
     rows.push(poison_message().await);

@@ -21,9 +21,12 @@ pub const DEFAULT_WORKER_TIMEOUT_SECONDS: u64 = 240;
 /// AWS's advice for SQS event sources: a visibility timeout of at least six times the
 /// function's timeout, so retries of a throttled batch do not make it visible early.
 pub const VISIBILITY_PER_WORKER_TIMEOUT: u32 = 6;
-/// Attempts of one chat API call: a 429 is waited out once, then the job fails and the
-/// queue delivers it again.
+/// One chat API call's share of the time budget is that of this many attempts and the
+/// longest wait between them ([`chat_call`]); within it every 429 is waited out.
 pub const CHAT_ATTEMPTS: u32 = 2;
+/// Attempts of one chat API call at most, however short the waits (a server that
+/// answers 429 with no wait at all is not hammered).
+pub const CHAT_MAX_ATTEMPTS: u32 = 10;
 /// The longest `Retry-After` one LLM call waits out between attempts.
 pub const MAX_LLM_RETRY_WAIT: Duration = Duration::from_secs(5);
 
@@ -63,11 +66,10 @@ impl TimeBudget {
     pub fn from_settings(settings: &Settings) -> Self {
         let attempts = settings.llm_max_retries + 1;
         let llm_wait = llm_retry_wait_cap(settings.llm_timeout);
-        let chat_wait = chat_retry_wait_cap(settings.chat_timeout);
         TimeBudget {
             worker_timeout: settings.worker_timeout,
             llm_call: settings.llm_timeout * attempts + llm_wait * settings.llm_max_retries,
-            chat_call: settings.chat_timeout * CHAT_ATTEMPTS + chat_wait * (CHAT_ATTEMPTS - 1),
+            chat_call: chat_call(settings.chat_timeout),
             margin: settings.worker_timeout / 8,
             settle: settings.worker_timeout / 32,
         }
@@ -158,6 +160,12 @@ pub fn llm_retry_wait_cap(llm_timeout: Duration) -> Duration {
 /// The longest `Retry-After` one chat call waits out.
 pub fn chat_retry_wait_cap(chat_timeout: Duration) -> Duration {
     chat_timeout
+}
+
+/// One chat API call at its worst, its attempts and waits: [`CHAT_ATTEMPTS`] attempts
+/// of `chat_timeout` and the longest wait between each two.
+pub fn chat_call(chat_timeout: Duration) -> Duration {
+    chat_timeout * CHAT_ATTEMPTS + chat_retry_wait_cap(chat_timeout) * (CHAT_ATTEMPTS - 1)
 }
 
 /// The kinds of queued work, each with its own worker (and Lambda).

@@ -82,7 +82,7 @@ settings_doc! {
     "LLM_TIMEOUT_SECONDS", "30", "How long one LLM call may take before it is retried or given up.";
     "LLM_MAX_RETRIES", "2", "Retries of an LLM call after a 429, a 5xx or a timeout (with backoff).";
     "WORKER_TIMEOUT_SECONDS", "240", "How long a worker may run one delivery (each worker Lambda's timeout). The LLM and chat budgets must fit in it (checked at start-up); queues make a job visible again after 6 times this, claims expire after it plus an eighth, and a job's AWS calls are cut off at that eighth, kept between 4 and 20 s.";
-    "CHAT_TIMEOUT_SECONDS", "10", "How long one Slack or Discord API call may take; a 429 is waited out once, up to this long.";
+    "CHAT_TIMEOUT_SECONDS", "10", "How long one attempt of a Slack or Discord API call may take, and the longest 429 wait; a call waits out 429s while another attempt fits two attempts and one such wait.";
     "DIRECT_FAILURE_NOTICE", "true", "When an answer to a direct mention cannot be generated, post one short, honest line saying so; off, post nothing. Ambient answers never post a failure.";
     "OPENAI_BASE_URL", "https://api.openai.com/v1", "OpenAI-compatible endpoint.";
     "OPENAI_API_KEY", "", "Key for the OpenAI-compatible endpoint.";

@@ -22,12 +22,31 @@ pub struct RetryPolicy {
     pub backoff: Duration,
     pub max_wait: Duration,
     pub longer_wait: LongerWait,
+    /// The most one call may take in all, its attempts and waits (the time budget's
+    /// share for it), and the longest one attempt may take: another attempt is made
+    /// only when it would still end within the call's share. `None`: attempts alone
+    /// bound the call.
+    pub within: Option<(Duration, Duration)>,
 }
 
 impl RetryPolicy {
     /// The wait before trying again after attempt `failed` (0 for the first) failed,
     /// with the server's `Retry-After` if it gave one; `None` when it is time to stop.
     pub fn wait_after(&self, failed: u32, asked: Option<Duration>) -> Option<Duration> {
+        self.wait_after_elapsed(failed, asked, Duration::ZERO)
+    }
+
+    /// Like [`RetryPolicy::wait_after`], `elapsed` into the call: with a call share
+    /// ([`RetryPolicy::within`]), no wait whose next attempt could end after it.
+    pub fn wait_after_elapsed(&self, failed: u32, asked: Option<Duration>, elapsed: Duration) -> Option<Duration> {
+        let wait = self.wait_ignoring_share(failed, asked)?;
+        match self.within {
+            Some((share, attempt)) if elapsed + wait + attempt > share => None,
+            _ => Some(wait),
+        }
+    }
+
+    fn wait_ignoring_share(&self, failed: u32, asked: Option<Duration>) -> Option<Duration> {
         if failed + 1 >= self.attempts {
             return None;
         }
@@ -41,15 +60,18 @@ impl RetryPolicy {
 }
 
 impl RetryPolicy {
-    /// The chat platforms' policy (Slack, Discord): a 429 is waited out once, as asked
-    /// (a second after one without a wait), only when that fits the chat call's budget
-    /// (`budget.rs`); otherwise the job fails and its queue delivers it again.
+    /// The chat platforms' policy (Slack, Discord): every 429 is waited out as asked
+    /// (a second after one without a wait) while the next attempt still fits the chat
+    /// call's share of the time budget (`budget.rs`: two attempts and a wait of up to
+    /// `CHAT_TIMEOUT_SECONDS`), so a run of short limits is ridden out in seconds; a
+    /// wait that does not fit fails the job, and its queue delivers it again after it.
     pub fn chat(call_timeout: Duration) -> RetryPolicy {
         RetryPolicy {
-            attempts: crate::budget::CHAT_ATTEMPTS,
+            attempts: crate::budget::CHAT_MAX_ATTEMPTS,
             backoff: Duration::from_secs(1),
             max_wait: crate::budget::chat_retry_wait_cap(call_timeout),
             longer_wait: LongerWait::GiveUp,
+            within: Some((crate::budget::chat_call(call_timeout), call_timeout)),
         }
     }
 }
@@ -73,7 +95,13 @@ mod tests {
 
     #[test]
     fn a_cut_policy_doubles_its_backoff_up_to_the_cap_and_stops_after_its_attempts() {
-        let policy = RetryPolicy { attempts: 4, backoff: SECOND, max_wait: 3 * SECOND, longer_wait: LongerWait::Cut };
+        let policy = RetryPolicy {
+            attempts: 4,
+            backoff: SECOND,
+            max_wait: 3 * SECOND,
+            longer_wait: LongerWait::Cut,
+            within: None,
+        };
         assert_eq!(policy.wait_after(0, None), Some(SECOND));
         assert_eq!(policy.wait_after(1, None), Some(2 * SECOND));
         assert_eq!(policy.wait_after(2, None), Some(3 * SECOND), "4 s cut to the cap");
@@ -84,12 +112,33 @@ mod tests {
 
     #[test]
     fn a_give_up_policy_waits_as_asked_within_the_cap_or_not_at_all() {
-        let policy =
-            RetryPolicy { attempts: 2, backoff: SECOND, max_wait: 10 * SECOND, longer_wait: LongerWait::GiveUp };
+        let policy = RetryPolicy {
+            attempts: 2,
+            backoff: SECOND,
+            max_wait: 10 * SECOND,
+            longer_wait: LongerWait::GiveUp,
+            within: None,
+        };
         assert_eq!(policy.wait_after(0, Some(10 * SECOND)), Some(10 * SECOND));
         assert_eq!(policy.wait_after(0, Some(11 * SECOND)), None);
         assert_eq!(policy.wait_after(0, None), Some(SECOND));
         assert_eq!(policy.wait_after(1, Some(SECOND)), None, "both attempts made");
+    }
+
+    #[test]
+    fn the_chat_policy_waits_out_every_429_while_the_next_attempt_fits_the_calls_share() {
+        let policy = RetryPolicy::chat(10 * SECOND);
+        // Two attempts of 10 s and a wait of up to 10 s between them: 30 s in all.
+        assert_eq!(policy.within, Some((30 * SECOND, 10 * SECOND)));
+        for failed in 0..5 {
+            let elapsed = SECOND * failed;
+            assert_eq!(policy.wait_after_elapsed(failed, Some(SECOND), elapsed), Some(SECOND), "the {failed}th 429");
+        }
+        assert_eq!(policy.wait_after_elapsed(1, Some(10 * SECOND), 10 * SECOND), Some(10 * SECOND));
+        assert_eq!(policy.wait_after_elapsed(1, Some(10 * SECOND), 11 * SECOND), None, "its attempt could end late");
+        assert_eq!(policy.wait_after_elapsed(0, Some(11 * SECOND), Duration::ZERO), None, "longer than the cap");
+        let never_waits = Some(Duration::ZERO);
+        assert_eq!(policy.wait_after_elapsed(crate::budget::CHAT_MAX_ATTEMPTS - 1, never_waits, SECOND), None);
     }
 
     #[test]

@@ -187,6 +187,7 @@ impl DiscordClient {
             message: e.without_url().to_string(),
         };
         let retry = RetryPolicy::chat(self.timeout);
+        let started = Instant::now();
         let mut attempt = 0;
         loop {
             self.wait_for_bucket(route, retry.max_wait).await?;
@@ -204,7 +205,7 @@ impl DiscordClient {
                 if limited.global {
                     *self.global_until.lock().expect("global lock") = Some(Instant::now() + asked);
                 }
-                let Some(wait) = retry.wait_after(attempt, Some(asked)) else {
+                let Some(wait) = retry.wait_after_elapsed(attempt, Some(asked), started.elapsed()) else {
                     return Err(DiscordApiError::RateLimited {
                         route: route.to_owned(),
                         retry_after_ms: asked.as_millis() as u64,

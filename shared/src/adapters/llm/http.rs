@@ -30,6 +30,7 @@ impl HttpPolicy {
             backoff: self.backoff,
             max_wait: self.max_retry_wait,
             longer_wait: LongerWait::Cut,
+            within: None,
         }
     }
 }

@@ -189,6 +189,7 @@ impl SlackClient {
         let url = format!("{}/{method}", self.base_url);
         let transport = |e: reqwest::Error| SlackApiError::Transport { method, message: e.without_url().to_string() };
         let retry = RetryPolicy::chat(self.timeout);
+        let started = std::time::Instant::now();
         let mut attempt = 0;
         loop {
             let request = self.http.post(&url).bearer_auth(&self.token);
@@ -199,7 +200,7 @@ impl SlackClient {
             let response = request.send().await.map_err(transport)?;
             if response.status() == reqwest::StatusCode::TOO_MANY_REQUESTS {
                 let asked = retry_after(response.headers());
-                let Some(wait) = retry.wait_after(attempt, asked) else {
+                let Some(wait) = retry.wait_after_elapsed(attempt, asked, started.elapsed()) else {
                     return Err(SlackApiError::RateLimited {
                         method,
                         retry_after_seconds: asked.unwrap_or(retry.backoff).as_secs(),
@@ -311,6 +312,7 @@ impl Chat for SlackClient {
         }
         let body = json!({ "response_type": "ephemeral", "text": text });
         let retry = RetryPolicy::chat(self.timeout);
+        let started = std::time::Instant::now();
         let mut attempt = 0;
         loop {
             let response = self.hooks.post(response_url).json(&body).send().await.map_err(|e| PortError::Backend {
@@ -330,7 +332,7 @@ impl Chat for SlackClient {
             // once the retries are spent it is `Busy`: not shown, to try later.
             if status == reqwest::StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
                 let asked = retry_after(response.headers());
-                if let Some(wait) = retry.wait_after(attempt, asked) {
+                if let Some(wait) = retry.wait_after_elapsed(attempt, asked, started.elapsed()) {
                     tokio::time::sleep(wait).await;
                     attempt += 1;
                     continue;
