@@ -176,6 +176,32 @@ mod tests {
         )
     }
 
+    /// A worker whose Slack token Slack refuses as dead (an uninstall) still starts, as
+    /// nobody on Slack, so its queued work can end; an ingress, or a token Slack cannot
+    /// judge just now, still stops the start with the setting to check.
+    #[tokio::test]
+    async fn a_worker_starts_with_a_dead_slack_token_and_an_ingress_does_not() {
+        use wiremock::{Mock, MockServer, ResponseTemplate, matchers::path};
+        let slack = MockServer::start().await;
+        Mock::given(path("/auth.test"))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_json(serde_json::json!({"ok": false, "error": "token_revoked"})),
+            )
+            .mount(&slack)
+            .await;
+        let vars: std::collections::HashMap<String, String> =
+            [("SLACK_BOT_TOKEN", "xoxb-gone"), ("SLACK_API_BASE_URL", slack.uri().as_str())]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect();
+        let settings = crate::config::Settings::from_vars(&vars).unwrap();
+        let worker = connect(&settings, Role::Worker).await.expect("a worker starts");
+        assert_eq!(worker.bot_ids(), [UserId(UNKNOWN_SLACK_BOT.into())]);
+        assert!(worker.chat.slack.is_some(), "it still serves Slack's channels");
+        let ingress = connect(&settings, Role::Ingress).await.err().expect("an ingress does not");
+        assert!(ingress.contains("token_revoked") && ingress.contains("SLACK_BOT_TOKEN"), "{ingress}");
+    }
+
     #[tokio::test]
     async fn each_id_goes_to_its_platform_and_an_unserved_one_is_refused() {
         let (slack, discord) = (recording(4000), recording(2000));
