@@ -450,6 +450,7 @@ async fn the_dynamodb_store_keeps_the_port_contract() {
     contract::ledger(&store).await;
     contract::channel_states(&store).await;
     contract::facts(&store).await;
+    contract::workspace_purge(&store).await;
 }
 
 #[tokio::test]
@@ -529,8 +530,8 @@ async fn sqs_carries_versioned_jobs_to_their_worker_queue_with_their_delay() {
     tokio::time::sleep(Duration::from_millis(2500)).await;
     let later = client.receive_message().queue_url(&urls.judge).max_number_of_messages(10).send().await.unwrap();
     assert_eq!(later.messages.unwrap_or_default().len(), 1, "the delayed one arrives after its delay");
-    let newer = kuuki::adapters::aws::sqs::encode_job(&judge_job()).replace("\"v\":1", "\"v\":4");
-    assert!(decode_job(&newer).unwrap_err().contains("version 4"), "{newer}");
+    let newer = kuuki::adapters::aws::sqs::encode_job(&judge_job()).replace("\"v\":1", "\"v\":5");
+    assert!(decode_job(&newer).unwrap_err().contains("version 5"), "{newer}");
     assert!(decode_job("not json").unwrap_err().contains("not a kuuki job"));
 }
 
@@ -1390,6 +1391,60 @@ mod end_to_end {
         let listed = scheduler.list_schedules().group_name(&group).send().await.unwrap();
         assert_eq!(listed.schedules().len(), 1, "the judgment waits in the scheduler");
         w.assert_the_template_allows_what_was_done();
+    }
+
+    /// An uninstall on DynamoDB: the ingress marks Slack's access gone (the event's time
+    /// is long past here, so the purge is queued at once, on the forget queue), a Slack
+    /// channel's state read carries the mark, and the reflect function's purge empties
+    /// the Slack channels while a Discord channel keeps its message: every call within
+    /// the template's policies.
+    #[tokio::test]
+    async fn an_uninstalled_workspace_is_purged_from_the_tables_within_the_policies() {
+        use kuuki::domain::{ChannelId, Timestamp, Ts};
+        let Some((dynamo, moto)) = emulators("an_uninstalled_workspace_is_purged_from_the_tables_within_the_policies")
+        else {
+            return;
+        };
+        let w = world(&dynamo, &moto, &[]).await;
+        let (slack, discord) = (ChannelId("C0GONE".into()), ChannelId("41771983423143940".into()));
+        for n in 0..3 {
+            assert_eq!(w.deliver(message("C0GONE", "UALICE", "my cat is Miso", &now_ts(n + 40)), false).await, 200);
+        }
+        let at = w.deps.clock.now();
+        let theirs = kuuki::domain::Message {
+            channel: discord.clone(),
+            ts: Ts::new("1301213485260619790"),
+            thread_root: None,
+            user: UserId("80351110224678912".into()),
+            user_name: "bob".into(),
+            text: "my dog is Pochi".into(),
+            author: kuuki::domain::Author::Human,
+            replies_to_bot: false,
+            in_dm: false,
+            private_channel: false,
+            at,
+        };
+        w.deps.messages.put_message(&Arc::new(theirs)).await.unwrap();
+        w.deps.channels.set_muted(&slack, Some(Timestamp(at.0 + 3_600_000_000))).await.unwrap();
+        for _ in 0..2 {
+            assert_eq!(w.deliver(json!({"type": "app_uninstalled"}), true).await, 200);
+        }
+        let gone = w.deps.channels.slack_gone().await.unwrap().expect("marked");
+        assert_eq!(w.deps.channels.channel_state(&slack).await.unwrap().slack_gone, Some(gone));
+        let event = w.receive(&w.urls.forget).await;
+        assert_eq!(event.records.len(), 1, "one purge on the forget queue");
+        w.counter.acting_as("ReflectFunction");
+        for _ in 0..2 {
+            let response = handle_sqs_event(&w.deps, &w.queue, JobKind::Forget, event.clone(), None).await;
+            assert!(response.batch_item_failures.is_empty(), "the purge failed");
+        }
+        w.counter.acting_as("");
+        w.assert_the_template_allows_what_was_done();
+        assert!(w.deps.messages.messages_after(&slack, None, 10).await.unwrap().is_empty());
+        assert!(!w.deps.channels.state_channels().await.unwrap().contains(&slack));
+        assert_eq!(w.deps.facts.profile(&UserId("UALICE".into())).await.unwrap(), None);
+        assert_eq!(w.deps.messages.message_channels().await.unwrap(), std::slice::from_ref(&discord));
+        assert_eq!(w.deps.messages.messages_after(&discord, None, 10).await.unwrap().len(), 1, "Discord's stays");
     }
 
     /// `/kuuki forget-me` on DynamoDB: the person's messages, profile, notes and the

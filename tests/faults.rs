@@ -971,4 +971,10 @@ impl MessageStore for ThrottlingMessages {
     ) -> PortResult<usize> {
         self.inner.delete_messages_by(channel, user, posted_before).await
     }
+    async fn message_channels(&self) -> PortResult<Vec<kuuki::domain::ChannelId>> {
+        self.inner.message_channels().await
+    }
+    async fn delete_channel_messages(&self, channel: &kuuki::domain::ChannelId) -> PortResult<usize> {
+        self.inner.delete_channel_messages(channel).await
+    }
 }

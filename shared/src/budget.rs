@@ -193,7 +193,8 @@ impl JobKind {
             // Runs on the summarize worker; it asks no model itself.
             Job::Summarize { .. } | Job::Remember { .. } => JobKind::Summarize,
             Job::Reflect { .. } | Job::SweepFacts => JobKind::Reflect,
-            Job::Forget { .. } | Job::ForgetLate { .. } => JobKind::Forget,
+            // A workspace's purge after an uninstall forgets too, on the same queue.
+            Job::Forget { .. } | Job::ForgetLate { .. } | Job::PurgeSlack { .. } => JobKind::Forget,
         }
     }
 

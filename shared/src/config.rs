@@ -77,6 +77,8 @@ settings_doc! {
     "IGNORE_OTHER_BOTS", "true", "Other bots' messages are stored but never judged (loop prevention).";
     "COMMAND_MANAGERS", "", "Comma-separated user ids (Slack `U…`, Discord snowflakes; in replay, transcript names) who may run `/kuuki mute`, `unmute` and `shadow` anywhere, besides Slack workspace admins and owners and Discord members with Manage Channels.";
     "MESSAGE_RETENTION_DAYS", "30", "Stored messages expire after this many days.";
+    "PURGE_ON_UNINSTALL", "true", "When Slack says kuuki was removed from the workspace (app_uninstalled, or tokens_revoked naming its bot) and it is not installed again within UNINSTALL_PURGE_GRACE_HOURS, delete everything stored of that workspace (messages, channel memories, facts, notes, profiles, the workspace memory); Discord's data stays. Off: kuuki only stops answering there.";
+    "UNINSTALL_PURGE_GRACE_HOURS", "72", "How long after an uninstall the workspace's data is kept: a reinstall within it (a message posted since delivered) keeps everything.";
     "LLM_PROVIDER", "none", "none, openai or anthropic (replay and serve also take --llm).";
     "LLM_MODEL", "gpt-4o-mini", "Model for generation, and for every role without its own model.";
     "LLM_TIMEOUT_SECONDS", "30", "How long one LLM call may take before it is retried or given up.";
@@ -202,6 +204,10 @@ pub struct Settings {
     /// `COMMAND_MANAGERS`: who may change how kuuki takes part, wherever they are.
     pub command_managers: Vec<String>,
     pub message_retention_days: u32,
+    /// `PURGE_ON_UNINSTALL`: forget a Slack workspace that removed kuuki, after the grace.
+    pub purge_on_uninstall: bool,
+    /// `UNINSTALL_PURGE_GRACE_HOURS`.
+    pub uninstall_purge_grace: Duration,
     pub llm_provider: LlmProvider,
     pub llm_model: String,
     pub llm_timeout: Duration,
@@ -455,6 +461,10 @@ impl Settings {
             ignore_other_bots: r.bool("IGNORE_OTHER_BOTS", true)?,
             command_managers: r.list("COMMAND_MANAGERS", ""),
             message_retention_days: r.int("MESSAGE_RETENTION_DAYS", 30, 1, 3650)? as u32,
+            purge_on_uninstall: r.bool("PURGE_ON_UNINSTALL", true)?,
+            uninstall_purge_grace: Duration::from_secs(
+                r.int("UNINSTALL_PURGE_GRACE_HOURS", 72, 1, 24 * 365)? as u64 * 3600,
+            ),
             llm_provider,
             llm_model,
             llm_timeout: Duration::from_secs(r.int("LLM_TIMEOUT_SECONDS", 30, 1, 600)? as u64),

@@ -112,6 +112,12 @@ pub trait MessageStore: Send + Sync {
         user: &UserId,
         posted_before: Option<Timestamp>,
     ) -> PortResult<usize>;
+    /// Every channel with stored messages (a workspace's purge after an uninstall;
+    /// DynamoDB: a scan of the keys, rare and paged).
+    async fn message_channels(&self) -> PortResult<Vec<ChannelId>>;
+    /// Removes every stored message of `channel`; returns how many there were. Safe to
+    /// repeat.
+    async fn delete_channel_messages(&self, channel: &ChannelId) -> PortResult<usize>;
 }
 
 /// The newest messages of a channel, oldest first (expired ones left out).
@@ -162,6 +168,12 @@ pub struct ChannelState {
     /// Proactive openers here: when the last was, how long until the next may come.
     #[serde(default)]
     pub opener: OpenerState,
+    /// When Slack took kuuki's access to the workspace away (an uninstall, its bot's
+    /// token revoked), for a Slack channel while that stands: read with the state, so
+    /// the jobs that read it anyway learn it without a call of their own; never
+    /// written with it ([`ChannelStateStore::mark_slack_gone`]).
+    #[serde(skip)]
+    pub slack_gone: Option<Timestamp>,
 }
 
 /// What kuuki keeps about its proactive openers in a channel.
@@ -379,6 +391,20 @@ pub trait ChannelStateStore: Send + Sync {
     /// Sets `channel`'s one-line memory in the workspace memory, or removes it (`None`:
     /// a private channel), leaving the other channels' lines alone.
     async fn set_channel_line(&self, channel: &ChannelId, line: Option<ChannelLine>) -> PortResult<()>;
+    /// Every channel with a stored state (a workspace's purge; DynamoDB: a scan).
+    async fn state_channels(&self) -> PortResult<Vec<ChannelId>>;
+    /// Removes `channel`'s whole state (memory, last judgment, answers, mute, shadow
+    /// mode, openers) and its line in the workspace memory. Safe to repeat.
+    async fn delete_channel_state(&self, channel: &ChannelId) -> PortResult<()>;
+    /// When Slack took kuuki's access away, while no reinstall has cleared it (see
+    /// [`ChannelState::slack_gone`]: a Slack channel's state carries it too).
+    async fn slack_gone(&self) -> PortResult<Option<Timestamp>>;
+    /// Marks Slack's access gone since `at` unless it is marked already (a conditional
+    /// write, so of two deliveries one marks); returns whether this call marked it.
+    async fn mark_slack_gone(&self, at: Timestamp) -> PortResult<bool>;
+    /// Clears the mark if it still says `at` (conditional: a newer mark stays); returns
+    /// whether this call cleared it.
+    async fn clear_slack_gone(&self, at: Timestamp) -> PortResult<bool>;
 }
 
 /// Facts and notes about people (DESIGN §6, long-term memory).
@@ -438,6 +464,10 @@ pub trait FactStore: Send + Sync {
         called_bot: bool,
     ) -> PortResult<()>;
     async fn delete_profile(&self, user: &UserId) -> PortResult<()>;
+    /// Everyone with a note in `channel` (a workspace's purge).
+    async fn noted_users(&self, channel: &ChannelId) -> PortResult<Vec<UserId>>;
+    /// Everyone with a profile (a workspace's purge).
+    async fn profiled_users(&self) -> PortResult<Vec<UserId>>;
 }
 
 /// Which write of a stored fact was read: every write makes a new one. `FactRevision(0)`:

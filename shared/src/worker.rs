@@ -39,6 +39,7 @@ pub async fn run_job(deps: &Deps, job: &Job) -> PortResult<()> {
             let late = crate::memory::forget::Late { channel, ts, user, name, channels, server: server.as_deref() };
             crate::memory::forget::look_again(deps, &late).await
         }
+        Job::PurgeSlack { team, gone_at } => crate::memory::purge::purge_slack(deps, team, gone_at).await,
     }
 }
 
@@ -69,7 +70,7 @@ impl Pool {
             Job::Respond { .. } | Job::Open { .. } => Pool::RespondAmbient,
             Job::Judge { .. } => Pool::Judge,
             Job::Summarize { .. } | Job::Reflect { .. } | Job::SweepFacts | Job::Remember { .. } => Pool::Memory,
-            Job::Forget { .. } | Job::ForgetLate { .. } => Pool::Forget,
+            Job::Forget { .. } | Job::ForgetLate { .. } | Job::PurgeSlack { .. } => Pool::Forget,
         }
     }
 

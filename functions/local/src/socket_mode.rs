@@ -649,6 +649,37 @@ mod tests {
         assert!(closed, "no close frame");
     }
 
+    /// An uninstall arriving as a Socket Mode envelope goes through the handler the
+    /// HTTP route uses: acknowledged, Slack's access marked gone since the event's time
+    /// and its purge queued, once (Slack's redelivery of the envelope changes nothing).
+    #[tokio::test]
+    async fn an_uninstall_over_socket_mode_marks_slack_access_gone_once() {
+        use kuuki::adapters::memory::{InProcess, MemoryLog, VirtualClock};
+        use kuuki::domain::{Job, Persona, Timestamp, UserId};
+        let clock = Arc::new(VirtualClock::new(Timestamp(1_767_603_600_000_000)));
+        let parts = InProcess::new(clock);
+        let chat: Arc<dyn kuuki::ports::Chat> =
+            Arc::new(kuuki::adapters::platforms::PlatformChat { slack: None, discord: None });
+        let settings = kuuki::config::Settings::from_vars(&Default::default()).unwrap();
+        let persona = Persona { name: "kuuki".into(), system_prompt: String::new(), aliases: vec![], topics: vec![] };
+        let adapters = parts.adapters(chat, None, Arc::new(MemoryLog::default()));
+        let deps = Arc::new(Deps::new(settings, persona, UserId("UKUUKI".into()), adapters, 1));
+        let handler =
+            Handler { deps: deps.clone(), identity: SlackIdentity { user_id: "UKUUKI".into(), bot_id: None } };
+        let envelope = |retry_attempt: u64| -> Envelope {
+            serde_json::from_value(json!({"type": "events_api", "envelope_id": "env-1", "retry_attempt": retry_attempt,
+                "payload": {"type": "event_callback", "team_id": "T0TEAM", "event_id": "EvGONE",
+                    "event_time": 1_767_603_000, "event": {"type": "app_uninstalled"}}}))
+            .unwrap()
+        };
+        for retry_attempt in [0, 1] {
+            let ack = handler.answer(1, envelope(retry_attempt)).await.expect("acknowledged");
+            assert_eq!(serde_json::from_str::<Value>(&ack).unwrap()["envelope_id"], "env-1");
+        }
+        assert_eq!(deps.channels.slack_gone().await.unwrap(), Some(Timestamp(1_767_603_000_000_000)));
+        assert_eq!(parts.queue.waiting(|job| matches!(job, Job::PurgeSlack { .. })).len(), 1, "one purge queued");
+    }
+
     /// The in-process adapters, no platform to post to: enough for a link that answers
     /// no envelope.
     fn kuuki_test_deps() -> Arc<Deps> {

@@ -693,6 +693,92 @@ where
     assert_eq!(queue.next_due(), None);
 }
 
+/// What a Slack workspace's purge after an uninstall asks of the stores: the lists of
+/// what is stored (other checks' names may be among them), a channel's messages and
+/// state removed whole (again: nothing more), the notes of a channel, the profiles, and
+/// the mark that Slack's access is gone, set and cleared conditionally and read with a
+/// Slack channel's state (never a Discord one's). Leaves no mark.
+pub async fn workspace_purge<S>(store: &S)
+where
+    S: MessageStore + ChannelStateStore + FactStore,
+{
+    let (gone, kept) = (ChannelId("contract-purge".into()), ChannelId("contract-purge-kept".into()));
+    let discord = ChannelId("41771983423143939".into());
+    for (channel, secs) in [(&gone, 10), (&gone, 20), (&kept, 10)] {
+        let m = std::sync::Arc::new(message(&channel.0, secs, None, "purge me"));
+        store.put_message(&m).await.unwrap();
+    }
+    let listed = store.message_channels().await.unwrap();
+    assert!(listed.contains(&gone) && listed.contains(&kept), "every channel with messages: {listed:?}");
+    assert_eq!(listed.iter().filter(|c| **c == gone).count(), 1, "each channel once: {listed:?}");
+    assert_eq!(store.delete_channel_messages(&gone).await.unwrap(), 2);
+    assert_eq!(store.delete_channel_messages(&gone).await.unwrap(), 0, "again: nothing more");
+    assert!(!store.message_channels().await.unwrap().contains(&gone));
+    assert_eq!(store.messages_after(&kept, None, 10).await.unwrap().len(), 1, "another channel keeps its own");
+
+    store.set_muted(&gone, Some(at(100))).await.unwrap();
+    let note = JudgmentNote {
+        at: at(30),
+        ts: Ts::from_timestamp(at(20)),
+        user: UserId("U1".into()),
+        text: "purge me".into(),
+        score: 10,
+        breakdown: Default::default(),
+        decision: Decision::Skip,
+        respond: false,
+        response_type: None,
+        reason: "quiet".into(),
+    };
+    store.record_judgment(&gone, note, Some(at(40))).await.unwrap();
+    let answer = Intervention {
+        at: at(35),
+        thread: ThreadKey::top_level(gone.clone()),
+        response_type: ResponseType::ShortAck,
+        excerpt: "purge me".into(),
+        facts: Vec::new(),
+    };
+    store.record_intervention(&gone, answer).await.unwrap();
+    let line = ChannelLine { channel: gone.clone(), line: "a purged channel".into(), updated_at: at(30) };
+    store.set_channel_line(&gone, Some(line)).await.unwrap();
+    store.set_muted(&kept, Some(at(100))).await.unwrap();
+    let states = store.state_channels().await.unwrap();
+    assert!(states.contains(&gone) && states.contains(&kept), "every channel with a state: {states:?}");
+    assert_eq!(states.iter().filter(|c| **c == gone).count(), 1, "each channel once: {states:?}");
+    for _ in 0..2 {
+        store.delete_channel_state(&gone).await.expect("removed, and again: nothing more");
+    }
+    assert_eq!(*store.channel_state(&gone).await.unwrap(), ChannelState::default(), "nothing of it left");
+    assert!(!store.state_channels().await.unwrap().contains(&gone));
+    let lines = store.workspace_memory().await.unwrap().channel_lines;
+    assert!(lines.iter().all(|l| l.channel != gone), "its line went too: {lines:?}");
+    assert_eq!(store.channel_state(&kept).await.unwrap().muted_until, Some(at(100)), "another keeps its own");
+
+    let (u1, u2) = (UserId("U-purge-1".into()), UserId("U-purge-2".into()));
+    store.note_reflection(&gone, &u1, &["tag".into()], "noted", at(10)).await.unwrap();
+    store.note_topics(&gone, &u2, &["topic".into()], at(10)).await.unwrap();
+    store.note_topics(&kept, &u1, &["topic".into()], at(10)).await.unwrap();
+    let mut noted = store.noted_users(&gone).await.unwrap();
+    noted.sort();
+    assert_eq!(noted, [u1.clone(), u2.clone()], "everyone noted in that channel, no one else's channel");
+    store.count_message(&u1, &gone, at(10), false).await.unwrap();
+    let profiled = store.profiled_users().await.unwrap();
+    assert!(profiled.contains(&u1) && !profiled.contains(&u2), "everyone with a profile: {profiled:?}");
+
+    assert_eq!(store.slack_gone().await.unwrap(), None);
+    assert!(store.mark_slack_gone(at(50)).await.unwrap(), "marked");
+    assert!(!store.mark_slack_gone(at(60)).await.unwrap(), "marked once: a second mark changes nothing");
+    assert_eq!(store.slack_gone().await.unwrap(), Some(at(50)));
+    assert_eq!(store.channel_state(&kept).await.unwrap().slack_gone, Some(at(50)), "a Slack channel reads it");
+    assert_eq!(store.channel_state(&discord).await.unwrap().slack_gone, None, "a Discord channel does not");
+    assert!(!store.clear_slack_gone(at(60)).await.unwrap(), "cleared only as it was read");
+    assert!(store.clear_slack_gone(at(50)).await.unwrap());
+    assert!(!store.clear_slack_gone(at(50)).await.unwrap(), "cleared once");
+    assert_eq!(store.slack_gone().await.unwrap(), None);
+    assert_eq!(store.channel_state(&kept).await.unwrap().slack_gone, None);
+    assert!(store.mark_slack_gone(at(70)).await.unwrap(), "marked again after a clear");
+    assert!(store.clear_slack_gone(at(70)).await.unwrap());
+}
+
 fn clock_now(clock: &crate::adapters::memory::VirtualClock) -> Timestamp {
     use crate::ports::Clock;
     clock.now()
@@ -709,5 +795,6 @@ mod tests {
         super::ledger(&store).await;
         super::channel_states(&store).await;
         super::facts(&store).await;
+        super::workspace_purge(&store).await;
     }
 }

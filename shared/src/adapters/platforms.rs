@@ -84,11 +84,20 @@ pub struct Connected {
 impl Connected {
     /// kuuki's ids: the first for [`crate::deps::Deps::new`], the rest `also_known_as`.
     pub fn bot_ids(&self) -> Vec<UserId> {
-        let slack = self.slack.iter().map(|s| UserId(s.user_id.as_str().into()));
+        // A worker whose Slack token Slack refuses still serves Slack, as nobody.
+        let unknown = (self.slack.is_none() && self.chat.slack.is_some()).then(|| UNKNOWN_SLACK_BOT.into());
+        let slack = self.slack.iter().map(|s| s.user_id.as_str().into()).chain(unknown).map(UserId);
         let discord = self.discord.iter().map(|d| UserId(d.user_id.as_str().into()));
         slack.chain(discord).collect()
     }
 }
+
+/// `auth.test` refusals that say the token is dead, not wrong for a moment.
+const DEAD_TOKEN_ERRORS: &[&str] = &["invalid_auth", "token_revoked", "account_inactive", "not_authed"];
+
+/// kuuki's Slack user id in a worker whose token Slack refuses (see [`connect`]): no
+/// Slack id has a dash, so nothing mentions it.
+pub const UNKNOWN_SLACK_BOT: &str = "U-unknown";
 
 /// What a process does with the platforms: ingress reads incoming messages (and needs
 /// kuuki's Discord roles to read a role mention); workers only post.
@@ -106,7 +115,7 @@ pub async fn connect(settings: &crate::config::Settings, role: Role) -> Result<C
     use secrecy::ExposeSecret;
 
     use crate::adapters::discord::DiscordClient;
-    use crate::adapters::slack::SlackClient;
+    use crate::adapters::slack::{SlackApiError, SlackClient};
 
     let slack_token = settings.slack_bot_token.expose_secret();
     let discord_token = settings.discord_bot_token.expose_secret();
@@ -118,11 +127,22 @@ pub async fn connect(settings: &crate::config::Settings, role: Role) -> Result<C
     if !slack_token.is_empty() {
         let client =
             Arc::new(SlackClient::new(&settings.slack_api_base_url, slack_token).with_timeout(settings.chat_timeout));
-        let me = client
-            .auth_test()
-            .await
-            .map_err(|e| format!("auth.test at {}: {e} (is SLACK_BOT_TOKEN right?)", settings.slack_api_base_url))?;
-        connected_slack = Some(me);
+        connected_slack = match client.auth_test().await {
+            Ok(me) => Some(me),
+            // Slack says the token is dead (kuuki was uninstalled, or its token revoked):
+            // a worker starts all the same, so the work queued for that workspace ends
+            // (dropped while its access is marked gone, purged after the grace) instead
+            // of failing at every cold start until the dead letters.
+            Err(SlackApiError::Refused { error, .. })
+                if role == Role::Worker && DEAD_TOKEN_ERRORS.contains(&error.as_str()) =>
+            {
+                tracing::error!(%error, "Slack refuses SLACK_BOT_TOKEN: this worker starts without kuuki's Slack identity");
+                None
+            }
+            Err(e) => {
+                return Err(format!("auth.test at {}: {e} (is SLACK_BOT_TOKEN right?)", settings.slack_api_base_url));
+            }
+        };
         chat.slack = Some(client);
     }
     let mut connected_discord = None;
@@ -154,6 +174,32 @@ mod tests {
             RecordingChat::new(Arc::new(VirtualClock::new(Timestamp(0))), Arc::new(TsMint::default()))
                 .with_max_chars(max),
         )
+    }
+
+    /// A worker whose Slack token Slack refuses as dead (an uninstall) still starts, as
+    /// nobody on Slack, so its queued work can end; an ingress, or a token Slack cannot
+    /// judge just now, still stops the start with the setting to check.
+    #[tokio::test]
+    async fn a_worker_starts_with_a_dead_slack_token_and_an_ingress_does_not() {
+        use wiremock::{Mock, MockServer, ResponseTemplate, matchers::path};
+        let slack = MockServer::start().await;
+        Mock::given(path("/auth.test"))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_json(serde_json::json!({"ok": false, "error": "token_revoked"})),
+            )
+            .mount(&slack)
+            .await;
+        let vars: std::collections::HashMap<String, String> =
+            [("SLACK_BOT_TOKEN", "xoxb-gone"), ("SLACK_API_BASE_URL", slack.uri().as_str())]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect();
+        let settings = crate::config::Settings::from_vars(&vars).unwrap();
+        let worker = connect(&settings, Role::Worker).await.expect("a worker starts");
+        assert_eq!(worker.bot_ids(), [UserId(UNKNOWN_SLACK_BOT.into())]);
+        assert!(worker.chat.slack.is_some(), "it still serves Slack's channels");
+        let ingress = connect(&settings, Role::Ingress).await.err().expect("an ingress does not");
+        assert!(ingress.contains("token_revoked") && ingress.contains("SLACK_BOT_TOKEN"), "{ingress}");
     }
 
     #[tokio::test]

@@ -155,6 +155,29 @@ pub enum EventKind {
         /// `DIRECT_FAILURE_NOTICE`).
         notice: Option<String>,
     },
+    /// Slack took kuuki's access to the workspace away (`gone`: `app_uninstalled`, or
+    /// `tokens_revoked` naming its bot), or it came back (a message posted since was
+    /// delivered: the app was installed again). Logged once each way.
+    SlackAccess {
+        gone: bool,
+        /// The workspace Slack named, when it did.
+        team: Option<String>,
+        /// The event that said so, or the message that showed access was back.
+        reason: String,
+        /// When the workspace's data is purged unless access comes back first
+        /// (`PURGE_ON_UNINSTALL`); `None` when nothing is purged.
+        purge_at: Option<Timestamp>,
+    },
+    /// A Slack workspace's stored data went, after an uninstall's grace period: how
+    /// many of each (ids and counts, never content).
+    Purge {
+        team: String,
+        channels: usize,
+        messages: usize,
+        facts: usize,
+        notes: usize,
+        profiles: usize,
+    },
 }
 
 impl Event {
@@ -186,6 +209,8 @@ impl EventKind {
             EventKind::Reflect { .. } => "reflect",
             EventKind::Command { .. } => "command",
             EventKind::Forget { .. } => "forget",
+            EventKind::SlackAccess { .. } => "slack_access",
+            EventKind::Purge { .. } => "purge",
         }
     }
 }

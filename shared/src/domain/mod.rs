@@ -390,6 +390,16 @@ pub enum Job {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         server: Option<String>,
     },
+    /// Slack took kuuki's access away (`app_uninstalled`, or `tokens_revoked` naming its
+    /// bot) at `gone_at` (a Slack ts: the event's time): once `UNINSTALL_PURGE_GRACE_HOURS`
+    /// have passed, if access is still gone (no reinstall since), everything stored of
+    /// the Slack workspace goes (`PURGE_ON_UNINSTALL`). Queued by the ingress for that
+    /// moment; Discord's data is left alone.
+    PurgeSlack {
+        /// The workspace Slack named (logs only: a deployment serves one).
+        team: String,
+        gone_at: Ts,
+    },
 }
 
 /// The one Slack workspace a deployment serves, as the reach of a Slack admin's forget
@@ -465,12 +475,14 @@ impl JobEnvelope {
     /// workspace, which a build from before the bound would carry out everywhere (it
     /// ignores a field it does not know), so it must refuse it and leave it for a newer
     /// worker instead. 3: a forget's second look ([`Job::ForgetLate`]), which a build
-    /// from before it cannot read.
-    pub const NEWEST: u32 = 3;
+    /// from before it cannot read. 4: a Slack workspace's purge after an uninstall
+    /// ([`Job::PurgeSlack`]).
+    pub const NEWEST: u32 = 4;
 
     pub fn new(job: Job) -> Self {
         let v = match job {
-            Job::ForgetLate { .. } => Self::NEWEST,
+            Job::PurgeSlack { .. } => 4,
+            Job::ForgetLate { .. } => 3,
             Job::Forget { server: Some(_), .. } => 2,
             _ => Self::VERSION,
         };
@@ -502,7 +514,7 @@ impl Job {
     pub fn channel(&self) -> &ChannelId {
         static ALL: std::sync::LazyLock<ChannelId> = std::sync::LazyLock::new(|| ChannelId("*".into()));
         match self {
-            Job::SweepFacts => &ALL,
+            Job::SweepFacts | Job::PurgeSlack { .. } => &ALL,
             Job::Judge { thread, .. }
             | Job::Respond { thread, .. }
             | Job::Remember { thread, .. }
@@ -525,7 +537,7 @@ impl Job {
             | Job::Reflect { channel, .. }
             | Job::Forget { channel, .. }
             | Job::ForgetLate { channel, .. } => ThreadKey::top_level(channel.clone()),
-            Job::SweepFacts => ThreadKey::top_level(self.channel().clone()),
+            Job::SweepFacts | Job::PurgeSlack { .. } => ThreadKey::top_level(self.channel().clone()),
         }
     }
 
@@ -540,7 +552,8 @@ impl Job {
             | Job::Remember { ts, .. }
             | Job::Open { ts, .. }
             | Job::Forget { ts, .. }
-            | Job::ForgetLate { ts, .. } => ts,
+            | Job::ForgetLate { ts, .. }
+            | Job::PurgeSlack { gone_at: ts, .. } => ts,
         }
     }
 
@@ -562,6 +575,7 @@ impl Job {
             Job::Open { .. } => "open",
             Job::Forget { .. } => "forget",
             Job::ForgetLate { .. } => "forget_late",
+            Job::PurgeSlack { .. } => "purge_slack",
         };
         format!("{kind}:{}:{root}:{}", thread.channel, self.ts())
     }

@@ -6,6 +6,7 @@ use thiserror::Error;
 use super::{ingest, ingest_retry};
 use crate::adapters::slack::{Envelope, Normalized, SlackIdentity, normalize_json, parse_envelope};
 use crate::deps::Deps;
+use crate::domain::Timestamp;
 use crate::ports::PortError;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -35,9 +36,9 @@ pub async fn handle_event(
     body: &[u8],
     retry: bool,
 ) -> Result<SlackReply, SlackIngressError> {
-    let event = match parse_envelope(body)? {
+    let (event, team, event_time) = match parse_envelope(body)? {
         Envelope::UrlVerification { challenge } => return Ok(SlackReply::Challenge(challenge)),
-        Envelope::EventCallback { event, .. } => event,
+        Envelope::EventCallback { event, team_id, event_time, .. } => (event, team_id, event_time),
         Envelope::AppRateLimited {} => return Ok(SlackReply::Ack("app_rate_limited".into())),
         Envelope::Other => return Ok(SlackReply::Ack("an envelope type kuuki does not use".into())),
     };
@@ -52,6 +53,14 @@ pub async fn handle_event(
             let logged = crate::domain::without_quotes(&reason);
             tracing::warn!(reason = %logged, "acknowledged a Slack event kuuki cannot use; nothing stored");
             return Ok(SlackReply::Ack(format!("unusable: {reason}")));
+        }
+        Normalized::AccessGone(what) => {
+            // The event's own time (a retry carries the same), else now.
+            let at = event_time
+                .and_then(|secs| secs.checked_mul(Timestamp::MICROS_PER_SECOND))
+                .map_or_else(|| deps.clock.now(), Timestamp);
+            let done = crate::memory::purge::slack_access_gone(deps, team.as_deref(), &what, at).await?;
+            return Ok(SlackReply::Ack(done.describe().into()));
         }
     };
     let outcome = if retry { ingest_retry(deps, incoming).await? } else { ingest(deps, incoming).await? };

@@ -95,6 +95,11 @@ async fn judge_claimed(
     let rule_window = deps.settings.judge_recent_messages + RULE_WINDOW_SLACK;
     let conversation = context::load_recent(deps, window, &target, rule_window).await?;
     let state = deps.channels.channel_state(channel).await?;
+    // Slack took kuuki's access away: nothing more is judged or remembered there.
+    if let Some(reason) = crate::memory::purge::stopped_by_uninstall(deps, &state, &target).await? {
+        record(deps, channel, thread.root.clone(), ts.clone(), dropped(reason));
+        return Ok(Judged::Decided);
+    }
     // Before any early return: a muted channel, or one where kuuki spoke last, still
     // remembers.
     let lull = crate::memory::queue_due(deps, window, &target, &state).await.map(|note| note.at);

@@ -9,6 +9,7 @@
 pub mod forget;
 pub mod keywords;
 pub mod proactive;
+pub mod purge;
 pub mod reflect;
 pub mod summarize;
 
@@ -69,6 +70,11 @@ pub async fn remember(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()
         return Ok(());
     }
     let state = deps.channels.channel_state(&thread.channel).await?;
+    if let Some(reason) = purge::stopped_by_uninstall(deps, &state, &target).await? {
+        let dropped = EventKind::Dropped { stage: Stage::Summarize, reason: reason.into() };
+        crate::record::record(deps, &thread.channel, thread.root.clone(), ts.clone(), dropped);
+        return Ok(());
+    }
     queue_due_and_note(deps, &window, &target, &state).await;
     Ok(())
 }

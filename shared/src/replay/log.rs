@@ -324,6 +324,22 @@ enum Body<'a> {
         active_users: &'a [String],
         workspace: bool,
     },
+    SlackAccess {
+        gone: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        team: Option<&'a str>,
+        reason: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        purge_at: Option<Timestamp>,
+    },
+    Purge {
+        team: &'a str,
+        channels: usize,
+        messages: usize,
+        facts: usize,
+        notes: usize,
+        profiles: usize,
+    },
 }
 
 #[derive(Serialize)]
@@ -414,6 +430,17 @@ fn body(event: &Event) -> Body<'_> {
         EventKind::Summary { messages, summary, mood, topic_keywords, active_users, workspace } => {
             Body::Summary { messages: *messages, summary, mood, topic_keywords, active_users, workspace: *workspace }
         }
+        EventKind::SlackAccess { gone, team, reason, purge_at } => {
+            Body::SlackAccess { gone: *gone, team: team.as_deref(), reason, purge_at: *purge_at }
+        }
+        EventKind::Purge { team, channels, messages, facts, notes, profiles } => Body::Purge {
+            team,
+            channels: *channels,
+            messages: *messages,
+            facts: *facts,
+            notes: *notes,
+            profiles: *profiles,
+        },
     }
 }
 

@@ -125,6 +125,12 @@ async fn answer(
     let Answering { target, key, mode, response_type } = *answering;
     let channel = &target.channel;
     let state = deps.channels.channel_state(channel).await?;
+    // Slack took kuuki's access away: no post is tried (and none retried).
+    if let Some(reason) = crate::memory::purge::stopped_by_uninstall(deps, &state, target).await? {
+        deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?;
+        record(deps, channel, target.thread_root.clone(), target.ts.clone(), dropped(reason));
+        return Ok(());
+    }
     // Shadow mode: decided and logged, not posted (in plain shadow mode, direct answers
     // are still posted).
     let silenced = state.silenced_at(deps.clock.now(), mode);

@@ -37,6 +37,10 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
     let Some(target) = deps.messages.get_message(channel, ts).await? else { return Ok(()) };
     let now = deps.clock.now();
     let state = deps.channels.channel_state(channel).await?;
+    if let Some(reason) = crate::memory::purge::stopped_by_uninstall(deps, &state, &target).await? {
+        record(deps, channel, thread.root.clone(), ts.clone(), super::dropped(reason));
+        return Ok(());
+    }
     let opener = proactive::settle(deps, channel, &state, now).await?;
     if opener != state.opener {
         deps.channels.set_opener(channel, opener.clone()).await?;

@@ -32,12 +32,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::{
     Author, ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts,
-    UserId, UserNote, UserProfile, WorkspaceMemory,
+    UserId, UserNote, UserProfile, WorkspaceMemory, is_discord_id,
 };
+
+mod purge;
 use crate::ports::{
     ChannelState, ChannelStateStore, ChannelWindow, ClaimOutcome, Clock, FactRevision, FactStore, Ledger, MemoryTask,
     MessageStore, OpenerState, PortError, PortResult, PutOutcome, Shadow,
 };
+use purge::SLACK_GONE_KEY;
 
 /// The table names (settings `MESSAGES_TABLE`, `CHANNELS_TABLE`, `LEDGER_TABLE`).
 #[derive(Debug, Clone)]
@@ -728,20 +731,25 @@ impl DynamoStore {
     /// answers item in one consistent batch read.
     async fn read_whole_state(&self, channel: &ChannelId) -> PortResult<ChannelState> {
         let (judgment_key, answers_key) = (judgment_key(channel), answers_key(channel));
+        // A Slack channel also reads whether Slack's access is gone, in the same batch.
+        let slack = !is_discord_id(&channel.0);
         let keys: Vec<Item> = [&*channel.0, &judgment_key, &answers_key]
             .into_iter()
+            .chain(slack.then_some(SLACK_GONE_KEY))
             .map(|key| [("channel".to_owned(), s(key))].into())
             .collect();
-        let (mut main, mut judgment, mut answers) = (None, None, None);
+        let (mut main, mut judgment, mut answers, mut gone) = (None, None, None, None);
         for item in self.batch_get(&self.tables.channels, keys, true, "get channel state").await? {
             match get_s(&item, "channel") {
                 Some(key) if key == judgment_key => judgment = Some(item),
                 Some(key) if key == answers_key => answers = Some(item),
+                Some(SLACK_GONE_KEY) => gone = purge::gone_at(&item)?,
                 _ => main = Some(item),
             }
         }
         let main = main.unwrap_or_else(|| [("channel".to_owned(), s(&*channel.0))].into());
         let mut state = channel_state_from(main, answers)?.0;
+        state.slack_gone = gone;
         let Some(judgment) = judgment else { return Ok(state) };
         if let Some(json) = get_s(&judgment, "last_judgment") {
             state.last_judgment = Some(serde_json::from_str(json).map_err(backend("decode last judgment"))?);
@@ -1158,8 +1166,28 @@ impl MessageStore for DynamoStore {
         user: &UserId,
         posted_before: Option<Timestamp>,
     ) -> PortResult<usize> {
-        // No index by person: a rare request reads the channel's keys (bounded by the
-        // retention) and deletes theirs; a repeat after a crash finds what is left.
+        self.delete_messages_where(channel, Some((user, posted_before))).await
+    }
+
+    async fn message_channels(&self) -> PortResult<Vec<ChannelId>> {
+        self.message_channels_scanned().await
+    }
+
+    async fn delete_channel_messages(&self, channel: &ChannelId) -> PortResult<usize> {
+        self.delete_messages_where(channel, None).await
+    }
+}
+
+impl DynamoStore {
+    /// Deletes the channel's messages that `by` wrote (those posted before its time,
+    /// when given), or all of them (`None`). No index by person: a rare request reads
+    /// the channel's keys (bounded by the retention) and deletes the ones it wants; a
+    /// repeat after a crash finds what is left.
+    async fn delete_messages_where(
+        &self,
+        channel: &ChannelId,
+        by: Option<(&UserId, Option<Timestamp>)>,
+    ) -> PortResult<usize> {
         let mut keys = Vec::new();
         let mut start = None;
         loop {
@@ -1171,17 +1199,21 @@ impl MessageStore for DynamoStore {
                 .projection_expression("#p, #sk")
                 .expression_attribute_names("#p", "channel")
                 .expression_attribute_names("#sk", "sk")
-                .expression_attribute_names("#u", "user")
-                .expression_attribute_values(":p", s(&*channel.0))
-                .expression_attribute_values(":u", s(&*user.0));
-            let query = match posted_before {
-                None => query.filter_expression("#u = :u"),
-                Some(before) => query
+                .expression_attribute_values(":p", s(&*channel.0));
+            let query = match by {
+                None => query,
+                Some((user, None)) => query
+                    .filter_expression("#u = :u")
+                    .expression_attribute_names("#u", "user")
+                    .expression_attribute_values(":u", s(&*user.0)),
+                Some((user, Some(before))) => query
                     .filter_expression("#u = :u AND #at < :before")
+                    .expression_attribute_names("#u", "user")
+                    .expression_attribute_values(":u", s(&*user.0))
                     .expression_attribute_names("#at", "at")
                     .expression_attribute_values(":before", n(before.as_micros())),
             };
-            let out = query.set_exclusive_start_key(start).send().await.map_err(backend("query messages by user"))?;
+            let out = query.set_exclusive_start_key(start).send().await.map_err(backend("query messages to delete"))?;
             keys.extend(out.items.unwrap_or_default());
             start = out.last_evaluated_key;
             if start.is_none() {
@@ -1191,7 +1223,7 @@ impl MessageStore for DynamoStore {
         // 25 to a call (DynamoDB's most): someone who wrote thousands of messages is
         // forgotten in seconds, not in one call a message.
         for chunk in keys.chunks(BATCH_WRITE_ITEMS) {
-            let mut requests = chunk
+            let requests = chunk
                 .iter()
                 .map(|key| {
                     let delete = DeleteRequest::builder().set_key(Some(key.clone())).build();
@@ -1199,29 +1231,7 @@ impl MessageStore for DynamoStore {
                 })
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(backend("build message deletes"))?;
-            for attempt in 0.. {
-                let out = self
-                    .client
-                    .batch_write_item()
-                    .request_items(&self.tables.messages, requests)
-                    .send()
-                    .await
-                    .map_err(backend("delete messages by user"))?;
-                // Deletes DynamoDB did not get to (throttling) are sent again.
-                match out.unprocessed_items.and_then(|mut u| u.remove(&self.tables.messages)) {
-                    Some(left) if !left.is_empty() && attempt + 1 < UNPROCESSED_RETRIES => {
-                        requests = left;
-                        tokio::time::sleep(Duration::from_millis(20 << attempt)).await;
-                    }
-                    Some(left) if !left.is_empty() => {
-                        return Err(PortError::Backend {
-                            backend: "dynamodb",
-                            message: "delete messages by user: deletes left unprocessed".into(),
-                        });
-                    }
-                    _ => break,
-                }
-            }
+            self.batch_delete(&self.tables.messages, requests, "delete messages").await?;
         }
         Ok(keys.len())
     }
@@ -1477,6 +1487,27 @@ impl ChannelStateStore for DynamoStore {
         let item = ChannelLineItem { scope: WORKSPACE_SCOPE.into(), id, line };
         self.put_facts_item(&item, "put a channel line").await
     }
+
+    async fn state_channels(&self) -> PortResult<Vec<ChannelId>> {
+        self.state_channels_scanned().await
+    }
+
+    async fn delete_channel_state(&self, channel: &ChannelId) -> PortResult<()> {
+        self.delete_state_items(channel).await?;
+        self.set_channel_line(channel, None).await
+    }
+
+    async fn slack_gone(&self) -> PortResult<Option<Timestamp>> {
+        self.read_slack_gone().await
+    }
+
+    async fn mark_slack_gone(&self, at: Timestamp) -> PortResult<bool> {
+        self.change_slack_gone(at, true).await
+    }
+
+    async fn clear_slack_gone(&self, at: Timestamp) -> PortResult<bool> {
+        self.change_slack_gone(at, false).await
+    }
 }
 
 impl DynamoStore {
@@ -1709,6 +1740,14 @@ impl FactStore for DynamoStore {
 
     async fn delete_profile(&self, user: &UserId) -> PortResult<()> {
         self.delete_facts_item(PROFILES_SCOPE, &user.0, "delete profile").await
+    }
+
+    async fn noted_users(&self, channel: &ChannelId) -> PortResult<Vec<UserId>> {
+        self.noted_users_queried(channel).await
+    }
+
+    async fn profiled_users(&self) -> PortResult<Vec<UserId>> {
+        self.profiled_users_queried().await
     }
 }
 

@@ -134,6 +134,8 @@ pub fn metrics_of(event: &Event) -> Vec<(&'static str, f64, &'static str)> {
         EventKind::Forget { facts_removed, late, .. } => {
             vec![("Forgets", f64::from(u8::from(!late)), "Count"), ("FactsForgotten", *facts_removed as f64, "Count")]
         }
+        EventKind::SlackAccess { gone, .. } => vec![("SlackAccessGone", f64::from(u8::from(*gone)), "Count")],
+        EventKind::Purge { .. } => vec![("WorkspacePurges", 1.0, "Count")],
         EventKind::Edited { .. } | EventKind::Deleted => vec![],
     }
 }

@@ -393,7 +393,15 @@ mod tests {
         assert_eq!(urls.for_job(&late), urls.forget.as_str());
         assert!(JobKind::Forget.runs(&late) && JobKind::Reflect.runs(&late) && !JobKind::Judge.runs(&late));
         assert_eq!(crate::worker::Pool::of(&late), crate::worker::Pool::Forget);
-        assert!(decode_job(&body.replacen(r#""v":3"#, r#""v":4"#, 1)).is_err(), "a newer version is refused");
+        // A Slack workspace's purge after an uninstall: the forget queue, version 4.
+        let purge = Job::PurgeSlack { team: "T1".into(), gone_at: crate::domain::Ts::new("1700000000.000000") };
+        let body = encode_job(&purge);
+        assert!(body.starts_with(r#"{"v":4,"job":"purge_slack","#), "{body}");
+        assert_eq!(decode_job(&body), Ok(purge.clone()));
+        assert_eq!(urls.for_job(&purge), urls.forget.as_str());
+        assert!(JobKind::Forget.runs(&purge) && JobKind::Reflect.runs(&purge) && !JobKind::Respond.runs(&purge));
+        assert_eq!(crate::worker::Pool::of(&purge), crate::worker::Pool::Forget);
+        assert!(decode_job(&body.replacen(r#""v":4"#, r#""v":5"#, 1)).is_err(), "a newer version is refused");
         assert_eq!(urls.kind_of_arn("arn:aws:sqs:eu-west-1:123456789012:kuuki-forget-dead-letters"), None);
     }
 

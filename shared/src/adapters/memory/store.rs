@@ -1,3 +1,5 @@
+mod purge;
+
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
@@ -319,6 +321,8 @@ struct Inner {
     fact_revisions: u64,
     notes: HashMap<(ChannelId, UserId), UserNote>,
     profiles: HashMap<UserId, StoredProfile>,
+    /// Since when Slack's access is gone (see [`ChannelStateStore::mark_slack_gone`]).
+    slack_gone: Option<Timestamp>,
 }
 
 /// Every memory tier in maps behind one lock: the embedded store of replay and serve.
@@ -564,12 +568,21 @@ impl MessageStore for MemoryStore {
         };
         Ok(messages.remove_where(|m| &m.user == user && posted_before.is_none_or(|before| m.at < before)))
     }
+
+    async fn message_channels(&self) -> PortResult<Vec<ChannelId>> {
+        Ok(self.message_channels_now())
+    }
+
+    async fn delete_channel_messages(&self, channel: &ChannelId) -> PortResult<usize> {
+        Ok(self.delete_channel_messages_now(channel))
+    }
 }
 
 #[async_trait]
 impl ChannelStateStore for MemoryStore {
     async fn channel_state(&self, channel: &ChannelId) -> PortResult<Arc<ChannelState>> {
-        Ok(self.lock().states.get(channel).cloned().unwrap_or_default())
+        let inner = self.lock();
+        Ok(Self::with_slack_gone(inner.states.get(channel).cloned().unwrap_or_default(), channel, inner.slack_gone))
     }
 
     async fn record_intervention(&self, channel: &ChannelId, intervention: Intervention) -> PortResult<()> {
@@ -673,6 +686,26 @@ impl ChannelStateStore for MemoryStore {
             None => inner.channel_lines.remove(channel),
         };
         Ok(())
+    }
+
+    async fn state_channels(&self) -> PortResult<Vec<ChannelId>> {
+        Ok(self.state_channels_now())
+    }
+
+    async fn delete_channel_state(&self, channel: &ChannelId) -> PortResult<()> {
+        self.delete_channel_state_now(channel)
+    }
+
+    async fn slack_gone(&self) -> PortResult<Option<Timestamp>> {
+        Ok(self.lock().slack_gone)
+    }
+
+    async fn mark_slack_gone(&self, at: Timestamp) -> PortResult<bool> {
+        Ok(self.mark_slack_gone_now(at))
+    }
+
+    async fn clear_slack_gone(&self, at: Timestamp) -> PortResult<bool> {
+        Ok(self.clear_slack_gone_now(at))
     }
 }
 
@@ -803,6 +836,14 @@ impl FactStore for MemoryStore {
     async fn delete_profile(&self, user: &UserId) -> PortResult<()> {
         self.lock().profiles.remove(user);
         Ok(())
+    }
+
+    async fn noted_users(&self, channel: &ChannelId) -> PortResult<Vec<UserId>> {
+        Ok(self.noted_users_now(channel))
+    }
+
+    async fn profiled_users(&self) -> PortResult<Vec<UserId>> {
+        Ok(self.profiled_users_now())
     }
 }
 

@@ -26,6 +26,12 @@ pub enum Envelope {
     EventCallback {
         #[serde(default)]
         event_id: Option<String>,
+        /// The workspace the event is from.
+        #[serde(default)]
+        team_id: Option<String>,
+        /// When the event happened (seconds since the epoch, Slack's clock).
+        #[serde(default)]
+        event_time: Option<i64>,
         /// Kept as JSON: an inner event kuuki cannot read is acknowledged, not refused
         /// (see [`normalize_json`]).
         event: Value,
@@ -80,6 +86,10 @@ pub enum Normalized {
     /// Acknowledged and not acted on, but worth a warning: an event kuuki should be able
     /// to use and cannot (a message without a channel or an author, an unknown shape).
     Unusable(String),
+    /// Slack took kuuki's access to the workspace away, as the named event said:
+    /// `app_uninstalled`, or `tokens_revoked` listing kuuki's bot among the revoked
+    /// bot tokens (one listing only other users' tokens is ignored).
+    AccessGone(String),
 }
 
 #[derive(Debug, Error, PartialEq)]
@@ -101,12 +111,27 @@ pub fn normalize_json(event: &Value, me: &SlackIdentity) -> Result<Normalized, E
     let Some(kind) = event.get("type").and_then(Value::as_str) else {
         return Ok(Normalized::Unusable("an event without a type".into()));
     };
-    if kind != "message" && kind != "app_mention" {
-        return Ok(Normalized::Ignored(format!("event type {kind}")));
+    match kind {
+        "message" | "app_mention" => {}
+        "app_uninstalled" => return Ok(Normalized::AccessGone(kind.into())),
+        "tokens_revoked" => return Ok(tokens_revoked(event, me)),
+        _ => return Ok(Normalized::Ignored(format!("event type {kind}"))),
     }
     match RawEvent::deserialize(event) {
         Ok(raw) => normalize(&raw, me),
         Err(error) => Ok(Normalized::Unusable(format!("a {kind} event of a shape kuuki cannot read: {error}"))),
+    }
+}
+
+/// A `tokens_revoked` event (`tokens: {oauth: [user ids], bot: [user ids]}`): access is
+/// gone when kuuki's own bot user is among the revoked bot tokens; users' own tokens
+/// (kuuki holds none) change nothing.
+fn tokens_revoked(event: &Value, me: &SlackIdentity) -> Normalized {
+    let bots = event.pointer("/tokens/bot").and_then(Value::as_array);
+    if bots.is_some_and(|bots| bots.iter().any(|id| id.as_str() == Some(me.user_id.as_str()))) {
+        Normalized::AccessGone("tokens_revoked".into())
+    } else {
+        Normalized::Ignored("tokens_revoked for other users' tokens".into())
     }
 }
 
@@ -388,6 +413,21 @@ mod tests {
         assert!(odd_shape.contains("shape"), "{odd_shape}");
         assert!(unusable(json!({"text": "no type"})).contains("without a type"));
         assert!(unusable(json!("not an object")).contains("without a type"));
+    }
+
+    #[test]
+    fn an_uninstall_and_kuukis_revoked_bot_token_take_access_away_and_other_revocations_do_not() {
+        let gone = |event| normalize_json(&event, &me()).unwrap();
+        assert_eq!(gone(json!({"type": "app_uninstalled"})), Normalized::AccessGone("app_uninstalled".into()));
+        let ours = json!({"type": "tokens_revoked", "tokens": {"oauth": ["U1"], "bot": ["UOTHER", "UKUUKI"]}});
+        assert_eq!(gone(ours), Normalized::AccessGone("tokens_revoked".into()));
+        for others in [
+            json!({"type": "tokens_revoked", "tokens": {"oauth": ["UKUUKI"], "bot": ["UOTHER"]}}),
+            json!({"type": "tokens_revoked", "tokens": {"oauth": ["U1"]}}),
+            json!({"type": "tokens_revoked"}),
+        ] {
+            assert!(matches!(gone(others.clone()), Normalized::Ignored(_)), "{others}");
+        }
     }
 
     #[test]

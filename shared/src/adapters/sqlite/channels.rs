@@ -9,9 +9,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{SqliteStore, backend, unreadable};
 use crate::domain::{
-    ChannelId, ChannelLine, ChannelMemory, Intervention, JudgmentNote, Timestamp, Ts, WorkspaceMemory,
+    ChannelId, ChannelLine, ChannelMemory, Intervention, JudgmentNote, Timestamp, Ts, WorkspaceMemory, is_discord_id,
 };
-use crate::ports::{ChannelState, ChannelStateStore, MemoryTask, OpenerState, PortResult, Shadow};
+use crate::ports::{ChannelState, ChannelStateStore, MemoryTask, OpenerState, PortError, PortResult, Shadow};
 
 fn read_state(conn: &Connection, channel: &ChannelId) -> PortResult<ChannelState> {
     let row: Option<(String, Option<i64>)> = conn
@@ -46,6 +46,24 @@ fn read_workspace(conn: &Connection) -> PortResult<WorkspaceMemory> {
     }
 }
 
+/// Where the workspace table keeps since when Slack's access is gone (microseconds, as
+/// text): a row beside the workspace memory, so no migration.
+const SLACK_GONE_KEY: &str = "slack_gone";
+
+fn read_slack_gone(conn: &Connection) -> PortResult<Option<Timestamp>> {
+    let text: Option<String> = conn
+        .prepare_cached("SELECT memory FROM workspace WHERE key = ?1")
+        .and_then(|mut s| s.query_row([SLACK_GONE_KEY], |row| row.get(0)).optional())
+        .map_err(backend)?;
+    text.map(|text| {
+        text.parse().map(Timestamp).map_err(|e| PortError::Backend {
+            backend: "sqlite",
+            message: format!("an unreadable Slack access mark {text:?}: {e}"),
+        })
+    })
+    .transpose()
+}
+
 impl SqliteStore {
     /// Changes `channel`'s state in one transaction.
     fn update_state<T>(&self, channel: &ChannelId, change: impl FnOnce(&mut ChannelState) -> T) -> PortResult<T> {
@@ -62,7 +80,12 @@ impl SqliteStore {
 #[async_trait]
 impl ChannelStateStore for SqliteStore {
     async fn channel_state(&self, channel: &ChannelId) -> PortResult<Arc<ChannelState>> {
-        Ok(Arc::new(read_state(&self.lock(), channel)?))
+        let conn = self.lock();
+        let mut state = read_state(&conn, channel)?;
+        if !is_discord_id(&channel.0) {
+            state.slack_gone = read_slack_gone(&conn)?;
+        }
+        Ok(Arc::new(state))
     }
 
     async fn record_intervention(&self, channel: &ChannelId, intervention: Intervention) -> PortResult<()> {
@@ -172,5 +195,45 @@ impl ChannelStateStore for SqliteStore {
                 .and_then(|mut s| s.execute([channel.0.as_ref()])),
         };
         written.map(drop).map_err(backend)
+    }
+
+    async fn state_channels(&self) -> PortResult<Vec<ChannelId>> {
+        let conn = self.lock();
+        let mut statement = conn.prepare_cached("SELECT channel FROM channel_states").map_err(backend)?;
+        statement
+            .query_map([], |row| Ok(ChannelId(row.get::<_, String>(0)?.into())))
+            .and_then(|rows| rows.collect())
+            .map_err(backend)
+    }
+
+    async fn delete_channel_state(&self, channel: &ChannelId) -> PortResult<()> {
+        let mut conn = self.lock();
+        let tx = conn.transaction().map_err(backend)?;
+        for sql in ["DELETE FROM channel_states WHERE channel = ?1", "DELETE FROM channel_lines WHERE channel = ?1"] {
+            tx.prepare_cached(sql).and_then(|mut s| s.execute([channel.0.as_ref()])).map_err(backend)?;
+        }
+        tx.commit().map_err(backend)
+    }
+
+    async fn slack_gone(&self) -> PortResult<Option<Timestamp>> {
+        read_slack_gone(&self.lock())
+    }
+
+    async fn mark_slack_gone(&self, at: Timestamp) -> PortResult<bool> {
+        let marked = self
+            .lock()
+            .prepare_cached("INSERT INTO workspace (key, memory) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING")
+            .and_then(|mut s| s.execute(params![SLACK_GONE_KEY, at.as_micros().to_string()]))
+            .map_err(backend)?;
+        Ok(marked == 1)
+    }
+
+    async fn clear_slack_gone(&self, at: Timestamp) -> PortResult<bool> {
+        let cleared = self
+            .lock()
+            .prepare_cached("DELETE FROM workspace WHERE key = ?1 AND memory = ?2")
+            .and_then(|mut s| s.execute(params![SLACK_GONE_KEY, at.as_micros().to_string()]))
+            .map_err(backend)?;
+        Ok(cleared == 1)
     }
 }

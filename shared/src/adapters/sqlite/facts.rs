@@ -199,4 +199,22 @@ impl FactStore for SqliteStore {
             .map_err(backend)?;
         Ok(())
     }
+
+    async fn noted_users(&self, channel: &ChannelId) -> PortResult<Vec<UserId>> {
+        let conn = self.lock();
+        let mut statement = conn.prepare_cached("SELECT user FROM notes WHERE channel = ?1").map_err(backend)?;
+        statement
+            .query_map([channel.0.as_ref()], |row| Ok(UserId(row.get::<_, String>(0)?.into())))
+            .and_then(|rows| rows.collect())
+            .map_err(backend)
+    }
+
+    async fn profiled_users(&self) -> PortResult<Vec<UserId>> {
+        let conn = self.lock();
+        let mut statement = conn.prepare_cached("SELECT user FROM profiles").map_err(backend)?;
+        statement
+            .query_map([], |row| Ok(UserId(row.get::<_, String>(0)?.into())))
+            .and_then(|rows| rows.collect())
+            .map_err(backend)
+    }
 }

@@ -215,4 +215,19 @@ impl MessageStore for SqliteStore {
             .map_err(backend)?;
         delete.execute(params![channel.0.as_ref(), user.0.as_ref(), before]).map_err(backend)
     }
+
+    async fn message_channels(&self) -> PortResult<Vec<ChannelId>> {
+        let conn = self.lock();
+        let mut statement = conn.prepare_cached("SELECT DISTINCT channel FROM messages").map_err(backend)?;
+        statement
+            .query_map([], |row| Ok(ChannelId(row.get::<_, String>(0)?.into())))
+            .and_then(|rows| rows.collect())
+            .map_err(backend)
+    }
+
+    async fn delete_channel_messages(&self, channel: &ChannelId) -> PortResult<usize> {
+        let conn = self.lock();
+        let mut delete = conn.prepare_cached("DELETE FROM messages WHERE channel = ?1").map_err(backend)?;
+        delete.execute([channel.0.as_ref()]).map_err(backend)
+    }
 }

@@ -31,6 +31,7 @@ async fn the_sqlite_store_keeps_every_ports_contract() {
     contract::ledger(&store).await;
     contract::channel_states(&store).await;
     contract::facts(&store).await;
+    contract::workspace_purge(&store).await;
     contract::in_process_queue(&store, &clock).await;
 }
 

@@ -91,6 +91,8 @@ pub(super) enum Body {
     Reflect(ReflectLine),
     Command(CommandLine),
     Forget(ForgetLine),
+    SlackAccess(SlackAccessLine),
+    Purge(PurgeLine),
     /// A kind the report does not know (kept as the kind's name).
     Other(String),
 }
@@ -107,6 +109,25 @@ pub(super) struct ForgetLine {
     pub summaries: Lenient<u64>,
     /// A forget's second look.
     pub late: Lenient<bool>,
+}
+
+/// Slack took kuuki's access away (`gone`) or it came back.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(super) struct SlackAccessLine {
+    pub gone: Lenient<bool>,
+    pub reason: Lenient<String>,
+}
+
+/// A Slack workspace's data purged after an uninstall.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(super) struct PurgeLine {
+    pub channels: Lenient<u64>,
+    pub messages: Lenient<u64>,
+    pub facts: Lenient<u64>,
+    pub notes: Lenient<u64>,
+    pub profiles: Lenient<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -254,6 +275,8 @@ pub(super) fn read(raw: &Value) -> Read<'_> {
         "reflect" => Body::Reflect(body(raw)),
         "command" => Body::Command(body(raw)),
         "forget" => Body::Forget(body(raw)),
+        "slack_access" => Body::SlackAccess(body(raw)),
+        "purge" => Body::Purge(body(raw)),
         _ => Body::Other(kind),
     };
     let channel = match head.channel {
@@ -287,6 +310,8 @@ impl Body {
             Body::Reflect(_) => "reflect",
             Body::Command(_) => "command",
             Body::Forget(_) => "forget",
+            Body::SlackAccess(_) => "slack_access",
+            Body::Purge(_) => "purge",
             Body::Other(kind) => kind,
         }
     }

@@ -626,7 +626,13 @@ fn mark(e: &Ev, x: f64, ctx: &Ctx) -> Option<(Vec<Shape>, String)> {
                 d.reason.as_deref().unwrap_or("?")
             ),
         ),
-        Body::Summary(_) | Body::Reflect(_) | Body::Command(_) | Body::Forget(_) | Body::Other(_) => return None,
+        Body::Summary(_)
+        | Body::Reflect(_)
+        | Body::Command(_)
+        | Body::Forget(_)
+        | Body::SlackAccess(_)
+        | Body::Purge(_)
+        | Body::Other(_) => return None,
     })
 }
 
@@ -877,6 +883,22 @@ fn row(ci: usize, i: usize, e: &Ev, ctx: &Ctx) -> Row {
                 notes: *f.notes,
                 summaries: *f.summaries,
                 late: f.late.unwrap_or(false),
+            },
+        ),
+        Body::SlackAccess(a) => (
+            sys("platform"),
+            None,
+            What::SlackAccess { gone: a.gone.unwrap_or(false), reason: cell(a.reason.as_deref()) },
+        ),
+        Body::Purge(p) => (
+            sys("memory"),
+            None,
+            What::Purge {
+                channels: *p.channels,
+                messages: *p.messages,
+                facts: *p.facts,
+                notes: *p.notes,
+                profiles: *p.profiles,
             },
         ),
         Body::Command(c) => (

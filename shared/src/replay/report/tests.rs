@@ -562,8 +562,15 @@ fn one_of_every_kind() -> Vec<crate::domain::Event> {
             unplaced: 0,
             late: false,
         },
+        EventKind::SlackAccess {
+            gone: true,
+            team: Some("T1".into()),
+            reason: "app_uninstalled".into(),
+            purge_at: Some(at(3600)),
+        },
+        EventKind::Purge { team: "T1".into(), channels: 3, messages: 40, facts: 5, notes: 2, profiles: 4 },
     ];
-    let mut seen = [false; 12];
+    let mut seen = [false; 14];
     for k in &kinds {
         let i = match k {
             EventKind::Message { .. } => 0,
@@ -578,6 +585,8 @@ fn one_of_every_kind() -> Vec<crate::domain::Event> {
             EventKind::RespondFailed { .. } => 9,
             EventKind::Command { .. } => 10,
             EventKind::Forget { .. } => 11,
+            EventKind::SlackAccess { .. } => 12,
+            EventKind::Purge { .. } => 13,
         };
         seen[i] = true;
     }
@@ -640,7 +649,7 @@ fn every_event_kind_reads_back_typed() {
     let mut writer = crate::replay::LogWriter::new(&mut sink, true);
     writer.write_events(&mut one_of_every_kind());
     let lines = writer.kept().to_vec();
-    assert_eq!(lines.len(), 12);
+    assert_eq!(lines.len(), 14);
     for raw in &lines {
         let Read::Line(line) = line::read(raw) else { panic!("not a line: {raw}") };
         assert!(!matches!(line.body, Body::Other(_)), "{raw} is read as an unknown kind");
@@ -671,6 +680,8 @@ fn every_event_kind_reads_back_typed() {
         "<span class=\"err\">failed</span> <span class=\"badge\">full_response</span><span class=\"badge\">direct</span> failure reason",
         "posted instead: notice text",
         "forgot alice: 7 messages, 2 facts removed, 1 fact kept without them, 1 note, 1 summary made anew",
+        "Slack took kuuki's access away: app_uninstalled",
+        "the Slack workspace's data went after its uninstall: 3 channels, 40 messages, 5 facts, 2 notes, 4 profiles",
         // minijinja escapes "/" too.
         "<span class=\"badge\">command</span> alice ran <span class=\"cmd\">&#x2f;kuuki forget-me</span> <span class=\"reason\">· answered: command answer</span> <span class=\"reason\">· announced in the channel: announcement text</span>",
     ] {

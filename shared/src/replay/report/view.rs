@@ -271,6 +271,17 @@ pub(super) enum What {
         answer: String,
         announced: Option<String>,
     },
+    SlackAccess {
+        gone: bool,
+        reason: String,
+    },
+    Purge {
+        channels: Option<u64>,
+        messages: Option<u64>,
+        facts: Option<u64>,
+        notes: Option<u64>,
+        profiles: Option<u64>,
+    },
     /// Unknown kinds, and judgments without a score, as they were logged.
     Raw {
         json: String,
