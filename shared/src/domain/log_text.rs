@@ -77,6 +77,8 @@ fn kept_fields(kind: &str) -> &'static [&'static str] {
             "late",
         ],
         "command" => &["kind", "user"],
+        "slack_access" => &["kind", "gone", "team", "purge_at"],
+        "purge" => &["kind", "team", "channels", "messages", "facts", "notes", "profiles"],
         "edited" | "deleted" => &["kind"],
         _ => &["kind"],
     }
@@ -232,6 +234,12 @@ mod tests {
         let line = without_words("respond_failed", failed);
         assert_no_words(&line);
         assert_eq!(line["reason"], "the reply repeats kuuki's instructions (\"…\")");
+
+        let purged = json!({"kind": "purge", "team": "T1", "channels": 2, "messages": 40, "facts": 3, "notes": 1, "profiles": 2});
+        assert_eq!(without_words("purge", purged.clone()), purged, "a purge's counts are all kept");
+        let gone =
+            json!({"kind": "slack_access", "gone": true, "team": "T1", "reason": "app_uninstalled", "purge_at": 9});
+        assert_eq!(without_words("slack_access", gone.clone()), gone);
 
         let unknown = json!({"kind": "something_new", "text": WORDS, "note": WORDS});
         assert_no_words(&without_words("something_new", unknown));
