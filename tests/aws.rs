@@ -15,22 +15,15 @@ use kuuki::domain::{ChannelId, Job, ThreadKey, Timestamp, Ts};
 use kuuki::ports::{ClaimOutcome, Clock, Ledger, Queue, Scheduler};
 use kuuki::replay::REPLAY_EPOCH;
 
-/// The emulators' endpoints, or `None` (and a line saying the test was skipped).
-fn emulators(test: &str) -> Option<(String, String)> {
+/// The emulators' endpoints. The tests that need them are `#[ignore]`d, so a plain
+/// `cargo test` lists them as ignored; run asked for (`--include-ignored`, as
+/// ./scripts/test does under scripts/with-emulators) without the emulators, they fail.
+fn emulators(test: &str) -> (String, String) {
     match (std::env::var("KUUKI_DYNAMODB_ENDPOINT"), std::env::var("KUUKI_MOTO_ENDPOINT")) {
-        (Ok(dynamo), Ok(moto)) => Some((dynamo, moto)),
-        _ if std::env::var_os("KUUKI_REQUIRE_EMULATORS").is_some() => {
-            panic!("{test}: KUUKI_REQUIRE_EMULATORS is set but the emulators' endpoints are not")
-        }
-        _ => {
-            // Straight to stderr: the test harness captures eprintln!, and a skip must show.
-            use std::io::Write;
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED {test}: no local AWS emulators (./scripts/test starts them; or scripts/with-emulators cargo test)"
-            );
-            None
-        }
+        (Ok(dynamo), Ok(moto)) => (dynamo, moto),
+        _ => panic!(
+            "{test}: no local AWS emulators (./scripts/test starts them; or scripts/with-emulators cargo test -- --include-ignored)"
+        ),
     }
 }
 
@@ -85,11 +78,12 @@ async fn dynamo_store_with_client(
 /// A judgment item whose noted lull time cannot be read (written by hand, or by a
 /// future version): the channel's state still reads, as if no lull were noted (one
 /// more reflection job at worst), and nothing else in it is lost.
+#[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
 #[tokio::test]
 async fn an_unreadable_noted_lull_time_reads_as_none() {
     use aws_sdk_dynamodb::types::AttributeValue;
     use kuuki::ports::ChannelStateStore;
-    let Some((dynamo, _)) = emulators("an_unreadable_noted_lull_time_reads_as_none") else { return };
+    let (dynamo, _) = emulators("an_unreadable_noted_lull_time_reads_as_none");
     let (store, client, table) = dynamo_store_with_client(
         &dynamo,
         Arc::new(VirtualClock::new(REPLAY_EPOCH)),
@@ -123,13 +117,14 @@ async fn an_unreadable_noted_lull_time_reads_as_none() {
 /// summary); every write of the memory deletes it first, even when an old version
 /// wrote it again during a deploy, and a line removed is removed from it too (a
 /// forget's remake of a channel's memory).
+#[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
 #[tokio::test]
 async fn the_old_workspace_item_is_read_until_the_memory_is_written_anew_and_then_deleted() {
     use aws_sdk_dynamodb::types::AttributeValue;
     use kuuki::domain::{ChannelLine, WorkspaceMemory};
     use kuuki::ports::ChannelStateStore;
     let test = "the_old_workspace_item_is_read_until_the_memory_is_written_anew_and_then_deleted";
-    let Some((dynamo, _)) = emulators(test) else { return };
+    let (dynamo, _) = emulators(test);
     let (client, tables) = fresh_tables(&dynamo).await;
     let table = tables.channels.clone();
     // Two processes (Lambda containers) on the same tables.
@@ -204,12 +199,13 @@ async fn the_old_workspace_item_is_read_until_the_memory_is_written_anew_and_the
 /// A write of the workspace memory that dies after deleting the old item (its own write
 /// fails: here a facts table that is not there) leaves no copy of the old memory: what
 /// is read then is none, not the old text, and the write made again stores the memory.
+#[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
 #[tokio::test]
 async fn a_workspace_memory_write_that_dies_halfway_leaves_no_old_copy() {
     use aws_sdk_dynamodb::types::AttributeValue;
     use kuuki::domain::WorkspaceMemory;
     use kuuki::ports::ChannelStateStore;
-    let Some((dynamo, _)) = emulators("a_workspace_memory_write_that_dies_halfway_leaves_no_old_copy") else { return };
+    let (dynamo, _) = emulators("a_workspace_memory_write_that_dies_halfway_leaves_no_old_copy");
     let (client, tables) = fresh_tables(&dynamo).await;
     let store_on = |tables: TableNames| {
         let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
@@ -237,12 +233,13 @@ async fn a_workspace_memory_write_that_dies_halfway_leaves_no_old_copy() {
 
 /// A fact stored before facts had revisions (no `rev`): read as revision 0, a write
 /// conditional on that goes through once, and not after another write came between.
+#[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
 #[tokio::test]
 async fn a_fact_stored_before_revisions_is_written_conditionally_too() {
     use aws_sdk_dynamodb::types::AttributeValue;
     use kuuki::domain::Fact;
     use kuuki::ports::{FactRevision, FactStore};
-    let Some((dynamo, _)) = emulators("a_fact_stored_before_revisions_is_written_conditionally_too") else { return };
+    let (dynamo, _) = emulators("a_fact_stored_before_revisions_is_written_conditionally_too");
     let (client, tables) = fresh_tables(&dynamo).await;
     let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
     let store = DynamoStore::new(client.clone(), tables.clone(), clock, Duration::from_secs(3650 * 86_400));
@@ -286,12 +283,13 @@ async fn a_fact_stored_before_revisions_is_written_conditionally_too() {
 /// its next update moves them out, without replacing anything newer there, and the
 /// channel item lets go of them (people's words must not outlive their retention in
 /// an item nothing trims any more).
+#[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
 #[tokio::test]
 async fn an_old_channel_item_moves_its_answers_out_at_its_next_update() {
     use aws_sdk_dynamodb::types::AttributeValue;
     use kuuki::domain::{Decision, Intervention, JudgmentNote, ResponseType, UserId};
     use kuuki::ports::{ChannelState, ChannelStateStore};
-    let Some((dynamo, _)) = emulators("an_old_channel_item_moves_its_answers_out_at_its_next_update") else { return };
+    let (dynamo, _) = emulators("an_old_channel_item_moves_its_answers_out_at_its_next_update");
     let (store, client, table) = dynamo_store_with_client(
         &dynamo,
         Arc::new(VirtualClock::new(REPLAY_EPOCH)),
@@ -439,9 +437,10 @@ async fn an_old_channel_item_moves_its_answers_out_at_its_next_update() {
     );
 }
 
+#[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
 #[tokio::test]
 async fn the_dynamodb_store_keeps_the_port_contract() {
-    let Some((dynamo, _)) = emulators("the_dynamodb_store_keeps_the_port_contract") else { return };
+    let (dynamo, _) = emulators("the_dynamodb_store_keeps_the_port_contract");
     let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
     // The contract writes in 2100, so the emulator's TTL deleter leaves its items alone;
     // this clock (2026) only decides what reads count as expired: none of them.
@@ -453,9 +452,10 @@ async fn the_dynamodb_store_keeps_the_port_contract() {
     contract::workspace_purge(&store).await;
 }
 
+#[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
 #[tokio::test]
 async fn expired_messages_are_not_read_though_ttl_deletes_late() {
-    let Some((dynamo, _)) = emulators("expired_messages_are_not_read_though_ttl_deletes_late") else { return };
+    let (dynamo, _) = emulators("expired_messages_are_not_read_though_ttl_deletes_late");
     // Written now, so the emulator's own TTL deleter (real clock) leaves it for 30 days;
     // the store's clock then moves past the retention.
     let written = kuuki::ports::Clock::now(&kuuki::adapters::system::SystemClock);
@@ -507,11 +507,10 @@ fn judge_job() -> Job {
     Job::Judge { thread: ThreadKey::top_level(ChannelId("C1".into())), ts: Ts::new("1767603600.000100") }
 }
 
+#[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
 #[tokio::test]
 async fn sqs_carries_versioned_jobs_to_their_worker_queue_with_their_delay() {
-    let Some((_, moto)) = emulators("sqs_carries_versioned_jobs_to_their_worker_queue_with_their_delay") else {
-        return;
-    };
+    let (_, moto) = emulators("sqs_carries_versioned_jobs_to_their_worker_queue_with_their_delay");
     let (client, urls) = queue_urls(&moto).await;
     let queue = SqsQueue::new(client.clone(), urls.clone());
     queue.enqueue(judge_job(), Duration::ZERO).await.unwrap();
@@ -535,9 +534,10 @@ async fn sqs_carries_versioned_jobs_to_their_worker_queue_with_their_delay() {
     assert!(decode_job("not json").unwrap_err().contains("not a kuuki job"));
 }
 
+#[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
 #[tokio::test]
 async fn long_delays_become_one_time_schedules_that_delete_themselves() {
-    let Some((_, moto)) = emulators("long_delays_become_one_time_schedules_that_delete_themselves") else { return };
+    let (_, moto) = emulators("long_delays_become_one_time_schedules_that_delete_themselves");
     let config = sdk(&moto).await;
     let client = aws_sdk_scheduler::Client::new(&config);
     let group = unique("kuuki");
@@ -695,6 +695,10 @@ mod end_to_end {
         }
         vars.insert("SLACK_SIGNING_SECRET".into(), "e2e-secret".into());
         let settings = Settings::from_vars(&vars).unwrap().for_llm(llm.is_some());
+        // The stack's schedule group (the template makes it): long delays (a forget's
+        // second look) are scheduled there. Made once per moto; a second make is refused.
+        let scheduler = aws_sdk_scheduler::Client::new(&sdk(moto).await);
+        let _ = scheduler.create_schedule_group().name(&settings.schedule_group).send().await;
         let counter = CallCounter::default();
         let aws = AwsAdapters::build_counted(&settings, Arc::new(SystemClock), Some(&counter)).await;
         let slack_api = wiremock::MockServer::start().await;
@@ -1114,9 +1118,10 @@ mod end_to_end {
 
     /// The memory workers do their work on DynamoDB and SQS, and the template lets each
     /// do exactly that (the emulators check no permissions; AWS does).
+    #[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
     #[tokio::test]
     async fn the_memory_workers_run_within_their_policies() {
-        let Some((dynamo, moto)) = emulators("the_memory_workers_run_within_their_policies") else { return };
+        let (dynamo, moto) = emulators("the_memory_workers_run_within_their_policies");
         let script = r#"{"role": "judge", "reply": {"should_respond": false, "reason": "no need", "confidence": 0.7, "conversation_state": "active"}, "repeat": true}
 {"role": "summarize", "match": "workspace", "reply": {"history": "deploys happen here", "recent_events": "a deploy stalled"}, "repeat": true}
 {"role": "summarize", "reply": {"summary": "a deploy stalled on a lock", "history": "deploys", "mood": "calm", "topic_keywords": ["deploy"], "active_users": ["U0", "U1"]}, "repeat": true}
@@ -1172,9 +1177,10 @@ mod end_to_end {
     /// (the judge's verdict, the answer, the summary, the reflection's fact and note carry
     /// it too): the Lambdas' log keeps ids and decisions, never the words. With
     /// `LogText::Kept` (LOG_MESSAGE_TEXT=true) the same run logs them.
+    #[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
     #[tokio::test]
     async fn the_lambdas_logs_keep_no_words() {
-        let Some((dynamo, moto)) = emulators("the_lambdas_logs_keep_no_words") else { return };
+        let (dynamo, moto) = emulators("the_lambdas_logs_keep_no_words");
         const PHRASE: &str = "periwinkle-otter";
         let script = format!(
             r#"{{"role": "judge", "reply": {{"should_respond": true, "reason": "they ask about {PHRASE}", "confidence": 0.9, "conversation_state": "active"}}, "repeat": true}}
@@ -1233,12 +1239,10 @@ mod end_to_end {
         }
     }
 
+    #[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
     #[tokio::test]
     async fn a_mention_delivered_three_times_and_redelivered_by_sqs_posts_once() {
-        let Some((dynamo, moto)) = emulators("a_mention_delivered_three_times_and_redelivered_by_sqs_posts_once")
-        else {
-            return;
-        };
+        let (dynamo, moto) = emulators("a_mention_delivered_three_times_and_redelivered_by_sqs_posts_once");
         let w = world(&dynamo, &moto, &[]).await;
         let ts = now_ts(7);
         let mention = message("C0E2E", "UALICE", "<@UKUUKI> 今日のリリースは？", &ts);
@@ -1274,12 +1278,10 @@ mod end_to_end {
     /// A job that fails because Slack is busy comes back after the first redelivery
     /// delay (30 s), not at the queue's visibility timeout (24 minutes): the worker
     /// Lambda tells SQS, and its policy lets it.
+    #[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
     #[tokio::test]
     async fn a_job_that_failed_on_a_busy_slack_comes_back_after_the_redelivery_delay() {
-        let Some((dynamo, moto)) = emulators("a_job_that_failed_on_a_busy_slack_comes_back_after_the_redelivery_delay")
-        else {
-            return;
-        };
+        let (dynamo, moto) = emulators("a_job_that_failed_on_a_busy_slack_comes_back_after_the_redelivery_delay");
         let w = world(&dynamo, &moto, &[]).await;
         // A 429 asking for longer than a chat call waits (15 s, over CHAT_TIMEOUT_SECONDS):
         // short ones are waited out within the delivery; this one fails it.
@@ -1329,11 +1331,10 @@ mod end_to_end {
 
     /// An invocation with little time left (Lambda's deadline, from its context) stops
     /// a job that overruns early enough to settle the batch and answer, and reports it.
+    #[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
     #[tokio::test]
     async fn a_job_is_stopped_within_the_time_the_invocation_has_left() {
-        let Some((dynamo, moto)) = emulators("a_job_is_stopped_within_the_time_the_invocation_has_left") else {
-            return;
-        };
+        let (dynamo, moto) = emulators("a_job_is_stopped_within_the_time_the_invocation_has_left");
         let w = world_with(&dynamo, &moto, &[], Some(Arc::new(kuuki_e2e::NeverAnswers))).await;
         assert_eq!(w.deliver(message("C0LATE", "UALICE", "<@UKUUKI> hi", &now_ts(5)), false).await, 200);
         let event = w.receive(&w.urls.respond).await;
@@ -1348,11 +1349,10 @@ mod end_to_end {
         assert!(took < std::time::Duration::from_secs(9), "and no longer: {took:?}");
     }
 
+    #[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
     #[tokio::test]
     async fn an_ambient_message_goes_through_the_judge_queue_to_a_reaction() {
-        let Some((dynamo, moto)) = emulators("an_ambient_message_goes_through_the_judge_queue_to_a_reaction") else {
-            return;
-        };
+        let (dynamo, moto) = emulators("an_ambient_message_goes_through_the_judge_queue_to_a_reaction");
         let w = world(&dynamo, &moto, &[("JUDGE_MIN_WAIT_SECONDS", "0"), ("JUDGE_SCORE_THRESHOLD", "0")]).await;
         let ts = now_ts(9);
         assert_eq!(w.deliver(message("C0AMB", "UBOB", "deploy done 🎉", &ts), false).await, 200);
@@ -1370,11 +1370,10 @@ mod end_to_end {
     /// A judgment that waits past SQS's 15 minutes is handed to EventBridge Scheduler by
     /// the ingress: the schedule is made, and the ingress's policy allows it (with the
     /// PassRole it takes), so the IAM check covers the scheduler too.
+    #[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
     #[tokio::test]
     async fn a_long_judgment_wait_is_scheduled_within_the_ingress_policy() {
-        let Some((dynamo, moto)) = emulators("a_long_judgment_wait_is_scheduled_within_the_ingress_policy") else {
-            return;
-        };
+        let (dynamo, moto) = emulators("a_long_judgment_wait_is_scheduled_within_the_ingress_policy");
         let group = unique("kuuki");
         let scheduler = aws_sdk_scheduler::Client::new(&sdk(&moto).await);
         scheduler.create_schedule_group().name(&group).send().await.expect("a schedule group");
@@ -1398,13 +1397,11 @@ mod end_to_end {
     /// channel's state read carries the mark, and the reflect function's purge empties
     /// the Slack channels while a Discord channel keeps its message: every call within
     /// the template's policies.
+    #[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
     #[tokio::test]
     async fn an_uninstalled_workspace_is_purged_from_the_tables_within_the_policies() {
         use kuuki::domain::{ChannelId, Timestamp, Ts};
-        let Some((dynamo, moto)) = emulators("an_uninstalled_workspace_is_purged_from_the_tables_within_the_policies")
-        else {
-            return;
-        };
+        let (dynamo, moto) = emulators("an_uninstalled_workspace_is_purged_from_the_tables_within_the_policies");
         let w = world(&dynamo, &moto, &[]).await;
         let (slack, discord) = (ChannelId("C0GONE".into()), ChannelId("41771983423143940".into()));
         for n in 0..3 {
@@ -1449,11 +1446,12 @@ mod end_to_end {
 
     /// `/kuuki forget-me` on DynamoDB: the person's messages, profile, notes and the
     /// facts only they taught are gone from the tables; a shared fact stays without them.
+    #[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
     #[tokio::test]
     async fn forget_me_empties_the_tables_of_a_person() {
         use kuuki::domain::{ChannelId, Fact, Timestamp, Ts};
         use kuuki::ingest::command::{SlashCommand, run_command};
-        let Some((dynamo, moto)) = emulators("forget_me_empties_the_tables_of_a_person") else { return };
+        let (dynamo, moto) = emulators("forget_me_empties_the_tables_of_a_person");
         let w = world(&dynamo, &moto, &[]).await;
         let channel = ChannelId("C0FGT".into());
         let (alice, bob) = (UserId("UALICE".into()), UserId("UBOB".into()));
@@ -1584,9 +1582,10 @@ mod end_to_end {
         assert_eq!(w.deps.facts.facts(&channel).await.unwrap().len(), 1);
     }
 
+    #[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
     #[tokio::test]
     async fn a_bad_record_fails_alone() {
-        let Some((dynamo, moto)) = emulators("a_bad_record_fails_alone") else { return };
+        let (dynamo, moto) = emulators("a_bad_record_fails_alone");
         let w = world(&dynamo, &moto, &[]).await;
         assert_eq!(w.deliver(message("C0BAD", "UALICE", "<@UKUUKI> hi", &now_ts(3)), false).await, 200);
         let mut event = w.receive(&w.urls.respond).await;
@@ -1604,9 +1603,10 @@ mod end_to_end {
     /// queue) is taken as the worker's first kind, and its jobs, of another worker's
     /// kind, fail without running (on to that queue's dead letters): a reflect worker
     /// given the respond queue's event posts nothing.
+    #[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
     #[tokio::test]
     async fn an_event_from_another_workers_queue_runs_nothing() {
-        let Some((dynamo, moto)) = emulators("an_event_from_another_workers_queue_runs_nothing") else { return };
+        let (dynamo, moto) = emulators("an_event_from_another_workers_queue_runs_nothing");
         let w = world(&dynamo, &moto, &[]).await;
         assert_eq!(w.deliver(message("C0ELSE", "UALICE", "<@UKUUKI> hi", &now_ts(3)), false).await, 200);
         let event = w.receive(&w.urls.respond).await;
@@ -1624,9 +1624,10 @@ mod end_to_end {
     }
 }
 
+#[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
 #[tokio::test]
 async fn secrets_given_as_arns_are_read_once_from_secrets_manager() {
-    let Some((_, moto)) = emulators("secrets_given_as_arns_are_read_once_from_secrets_manager") else { return };
+    let (_, moto) = emulators("secrets_given_as_arns_are_read_once_from_secrets_manager");
     let client = aws_sdk_secretsmanager::Client::new(&sdk(&moto).await);
     let created = client
         .create_secret()
@@ -1811,6 +1812,7 @@ const WITH_AN_LLM_IN_BUSY_THREADS: Costing = Costing {
 
 /// AWS calls a conversation costs, by service and operation, for the README's cost
 /// figure: ten messages (one mention), every job through SQS into the workers.
+#[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
 #[tokio::test]
 async fn aws_calls_per_message_through_the_whole_pipeline() {
     measure_costs("aws_calls_per_message_through_the_whole_pipeline", &RULES_ONLY).await;
@@ -1818,16 +1820,19 @@ async fn aws_calls_per_message_through_the_whole_pipeline() {
 
 /// The same conversation with a model configured (its answers scripted): the figure the
 /// README's cost table gives for a bot with an LLM.
+#[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
 #[tokio::test]
 async fn aws_calls_per_message_with_an_llm() {
     measure_costs("aws_calls_per_message_with_an_llm", &WITH_AN_LLM).await;
 }
 
+#[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
 #[tokio::test]
 async fn aws_calls_per_message_in_busy_threads() {
     measure_costs("aws_calls_per_message_in_busy_threads", &RULES_ONLY_IN_BUSY_THREADS).await;
 }
 
+#[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
 #[tokio::test]
 async fn aws_calls_per_message_in_busy_threads_with_an_llm() {
     measure_costs("aws_calls_per_message_in_busy_threads_with_an_llm", &WITH_AN_LLM_IN_BUSY_THREADS).await;
@@ -1835,7 +1840,7 @@ async fn aws_calls_per_message_in_busy_threads_with_an_llm() {
 
 /// Runs the cost scenario `costing` on the emulators: see [`assert_calls_within`].
 async fn measure_costs(test: &str, costing: &Costing) {
-    let Some((dynamo, moto)) = emulators(test) else { return };
+    let (dynamo, moto) = emulators(test);
     let w = if costing.with_llm {
         end_to_end::world_for_costs_with_llm(&dynamo, &moto).await
     } else {
@@ -1914,9 +1919,10 @@ enum Place {
 /// A summary's twin (two judgments of one batch queued one each) finds nothing new
 /// once the first has run, and writes nothing: no read and rewrite of the channel's
 /// large item to clear a mark that is not there.
+#[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
 #[tokio::test]
 async fn a_summarys_twin_finds_nothing_new_and_writes_nothing() {
-    let Some((dynamo, moto)) = emulators("a_summarys_twin_finds_nothing_new_and_writes_nothing") else { return };
+    let (dynamo, moto) = emulators("a_summarys_twin_finds_nothing_new_and_writes_nothing");
     let w = end_to_end::world_for_costs_with_llm(&dynamo, &moto).await;
     w.mature_channel().await;
     for (i, text) in ["おはよう", "deploy どう？", "見てます"].iter().enumerate() {
@@ -2221,11 +2227,10 @@ async fn proxy_losing_one_answer(upstream: String, marker: &'static str) -> Stri
 /// A claim whose first attempt DynamoDB applied but whose answer was lost is retried
 /// by the SDK; the retry finds the claim its own call took and holds it, instead of
 /// reading it as another delivery's and waiting out the lease.
+#[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
 #[tokio::test]
 async fn a_claim_retried_after_its_answer_was_lost_is_held_by_its_caller() {
-    let Some((dynamo, _)) = emulators("a_claim_retried_after_its_answer_was_lost_is_held_by_its_caller") else {
-        return;
-    };
+    let (dynamo, _) = emulators("a_claim_retried_after_its_answer_was_lost_is_held_by_its_caller");
     // Now by the machine's clock: DynamoDB Local's TTL deleter (real clock) would remove
     // a claim dated in the past, and the second call would find the key free.
     let clock = Arc::new(VirtualClock::new(kuuki::ports::Clock::now(&kuuki::adapters::system::SystemClock)));

@@ -62,22 +62,18 @@ async fn serve_refuses_to_start_without_what_it_needs() {
     assert!(err.contains("invalid_auth") && err.contains("SLACK_BOT_TOKEN"), "{err}");
 }
 
-/// The emulators' environment is there (scripts/test), or the test says it skipped.
-fn emulators(test: &str) -> bool {
-    if std::env::var_os("KUUKI_DYNAMODB_ENDPOINT").is_some() && std::env::var_os("KUUKI_MOTO_ENDPOINT").is_some() {
-        return true;
-    }
-    assert!(std::env::var_os("KUUKI_REQUIRE_EMULATORS").is_none(), "{test}: the emulators are required but missing");
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: no local AWS emulators (./scripts/test starts them)");
-    false
+/// The emulators' environment is there: the tests that need it are `#[ignore]`d, and
+/// run asked for without it, they fail.
+fn emulators(test: &str) {
+    let present =
+        std::env::var_os("KUUKI_DYNAMODB_ENDPOINT").is_some() && std::env::var_os("KUUKI_MOTO_ENDPOINT").is_some();
+    assert!(present, "{test}: no local AWS emulators (./scripts/test starts them)");
 }
 
+#[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
 #[tokio::test]
 async fn setup_aws_then_serve_aws_answers_through_dynamodb_and_sqs() {
-    if !emulators("setup_aws_then_serve_aws_answers_through_dynamodb_and_sqs") {
-        return;
-    }
+    emulators("setup_aws_then_serve_aws_answers_through_dynamodb_and_sqs");
     let suffix = std::process::id();
     let tables = [
         format!("MESSAGES_TABLE=serve-messages-{suffix}"),
@@ -263,11 +259,10 @@ async fn a_request_whose_body_never_finishes_gets_408_and_is_neither_stored_nor_
 // answer, then started again: SQS delivers the job again after its visibility timeout,
 // the new process takes the expired claim over and answers once.
 
+#[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_aws_killed_mid_generation_answers_once_after_a_restart() {
-    if !emulators("serve_aws_killed_mid_generation_answers_once_after_a_restart") {
-        return;
-    }
+    emulators("serve_aws_killed_mid_generation_answers_once_after_a_restart");
     let slack = fake_slack().await;
     let llm = MockServer::start().await;
     // The first generation hangs until the process is killed.
