@@ -231,7 +231,7 @@ fn notice() -> &'static str {
     kuuki::respond::failure_notice(PromptLanguage::Ja)
 }
 
-/// What one fault ended with: a row of the README's "faults kuuki survives" table.
+/// What one fault ended with: a row of the "faults kuuki survives" table in docs/faults.md.
 struct Observed {
     fault: &'static str,
     /// What reached the channel.
@@ -240,7 +240,7 @@ struct Observed {
     lookups: usize,
     model_calls: usize,
     dead_letters: usize,
-    /// Not in the README's table: each fault's test checks it.
+    /// Not in the table of docs/faults.md: each fault's test checks it.
     failed_deliveries: u32,
 }
 
@@ -813,10 +813,10 @@ async fn a_job_on_another_workers_queue_fails_and_runs_nothing() {
 }
 
 // ---------------------------------------------------------------------------------
-// The README's table is what these faults end with.
+// The table in docs/faults.md is what these faults end with.
 
 #[tokio::test]
-async fn the_readme_lists_every_fault_with_what_it_ended_with() {
+async fn the_faults_page_lists_every_fault_with_what_it_ended_with() {
     let mut rows = vec![
         worker_killed_mid_generation().await,
         two_deliveries_at_once().await,
@@ -841,8 +841,8 @@ async fn the_readme_lists_every_fault_with_what_it_ended_with() {
         table.push(ambient.row().replacen(ambient.fault, &format!("{} (ambient)", ambient.fault), 1));
     }
     let table = table.join("\n");
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
-    assert!(readme.contains(&table), "README.md's table of faults is out of date; this run observed:\n{table}");
+    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/faults.md")).unwrap();
+    assert!(page.contains(&table), "docs/faults.md's table of faults is out of date; this run observed:\n{table}");
 }
 
 // ---------------------------------------------------------------------------------

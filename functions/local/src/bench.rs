@@ -1,4 +1,4 @@
-//! `kuuki bench`: the README's figures. `replay`: replay throughput on a generated
+//! `kuuki bench`: the figures of docs/benchmarks.md. `replay`: replay throughput on a generated
 //! transcript; `ingress`: the ingress handler in-process (verify, parse, store,
 //! enqueue), p50/p99; `http`: a load generator for a running `kuuki serve`.
 
@@ -38,8 +38,8 @@ enum Bench {
     /// Whether per-message work grows with the history kept: replays the same messages
     /// on an empty store and on one holding a long history, and compares the rates.
     History(HistoryBenchArgs),
-    /// Every figure of the README's benchmark table, printed as that table (and written
-    /// into the README with `--readme`).
+    /// Every figure of the benchmark table, printed as that table (and written into
+    /// docs/benchmarks.md with `--readme docs/benchmarks.md`).
     All(AllBenchArgs),
     /// `kuuki serve`'s SQLite store: replay throughput by size, bytes on disk a
     /// message, start-up on a large file.
@@ -524,15 +524,17 @@ async fn history_bench(args: HistoryBenchArgs) -> anyhow::Result<()> {
 
 #[derive(Args)]
 pub struct AllBenchArgs {
-    /// Small sizes: checks that every figure can be made (the README test), in seconds.
+    /// Small sizes: checks that every figure can be made (the benchmarks page's test), in seconds.
     #[arg(long)]
     quick: bool,
-    /// Replace the table between the README's `bench all` markers with this run's.
+    /// Replace the table between the `bench all` markers of this file (docs/benchmarks.md)
+    /// with this run's.
     #[arg(long)]
     readme: Option<std::path::PathBuf>,
 }
 
-/// Where `kuuki bench all` writes its table in the README.
+/// Where `kuuki bench all` writes its table in docs/benchmarks.md (named when it was in
+/// the README).
 pub const README_BEGIN: &str = "<!-- kuuki bench all: begin -->";
 pub const README_END: &str = "<!-- kuuki bench all: end -->";
 
@@ -776,7 +778,7 @@ async fn all_bench(args: AllBenchArgs) -> anyhow::Result<()> {
         let load = load.split_whitespace().next().unwrap_or("unknown");
         let now = Timestamp(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_micros() as i64);
         let written = format!(
-            "{README_BEGIN}\nMeasured by `kuuki bench all --readme README.md` on {} ({} build, {} cores, load average {load} at the end):\n\n{table}{README_END}",
+            "{README_BEGIN}\nMeasured by `kuuki bench all --readme docs/benchmarks.md` on {} ({} build, {} cores, load average {load} at the end):\n\n{table}{README_END}",
             &now.to_utc_string()[..10],
             if cfg!(debug_assertions) { "debug" } else { "release" },
             std::thread::available_parallelism().map_or(1, |n| n.get()),

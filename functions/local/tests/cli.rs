@@ -169,10 +169,13 @@ fn the_report_is_written() {
 }
 
 #[test]
-fn the_readme_has_the_current_settings_table() {
+fn the_settings_page_has_the_current_settings_table() {
     let table = String::from_utf8(kuuki(&["settings"]).stdout).unwrap();
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
-    assert!(readme.contains(&table), "README.md's settings table is out of date: paste the output of `kuuki settings`");
+    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/settings.md")).unwrap();
+    assert!(
+        page.contains(&table),
+        "docs/settings.md's settings table is out of date: run scripts/update-readme-settings (or paste the output of `kuuki settings`)"
+    );
 }
 
 /// The Markdown table between the `kuuki bench all` markers of `text`: its header and
@@ -187,18 +190,18 @@ fn bench_table_shape(text: &str) -> (String, Vec<String>) {
 }
 
 #[test]
-fn bench_all_makes_the_readme_table_with_the_same_rows_and_columns() {
+fn bench_all_makes_the_benchmarks_page_table_with_the_same_rows_and_columns() {
     let dir = tempfile::tempdir().unwrap();
-    let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
-    let committed = std::fs::read_to_string(&readme).unwrap();
-    let copy = write(dir.path(), "README.md", &committed);
+    let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/benchmarks.md");
+    let committed = std::fs::read_to_string(&page).unwrap();
+    let copy = write(dir.path(), "benchmarks.md", &committed);
     let out = kuuki(&["bench", "all", "--quick", "--readme", &copy]);
     assert!(out.status.success(), "{}", stderr(&out));
     let rewritten = std::fs::read_to_string(&copy).unwrap();
     assert_eq!(
         bench_table_shape(&rewritten),
         bench_table_shape(&committed),
-        "the README's table is not the last run's"
+        "the table in docs/benchmarks.md is not the last run's"
     );
     assert!(bench_table_shape(&committed).1.len() >= 6);
 }
