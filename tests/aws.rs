@@ -1704,7 +1704,7 @@ const RULES_ONLY: Costing = Costing {
 /// messages with the memory work ($0.00773 before each channel's line in the workspace
 /// memory had an item of its own), $0.00522
 /// without, Lambda's wait for the model (one generation, a reflection and a summary)
-/// counted: over the goal (README, cost).
+/// counted: over the goal (docs/aws.md, cost).
 const WITH_AN_LLM: Costing = Costing {
     what: "with an LLM",
     with_llm: true,
@@ -1724,7 +1724,7 @@ const WITH_AN_LLM: Costing = Costing {
 };
 
 /// The same conversation in a busy channel whose talk is in threads, rules only:
-/// today's figures, rounded up. Over the goal (README, cost): messages in four
+/// today's figures, rounded up. Over the goal (docs/aws.md, cost): messages in four
 /// conversations do not supersede each other's judgments as a burst in one does (more
 /// channel-state reads and writes), and the channel's newest 50 messages reach back
 /// less than the context's 30 minutes, so a judging job reads the page before them
@@ -1810,7 +1810,7 @@ const WITH_AN_LLM_IN_BUSY_THREADS: Costing = Costing {
     dollars: 0.0097,
 };
 
-/// AWS calls a conversation costs, by service and operation, for the README's cost
+/// AWS calls a conversation costs, by service and operation, for docs/aws.md's cost
 /// figure: ten messages (one mention), every job through SQS into the workers.
 #[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
 #[tokio::test]
@@ -1819,7 +1819,7 @@ async fn aws_calls_per_message_through_the_whole_pipeline() {
 }
 
 /// The same conversation with a model configured (its answers scripted): the figure the
-/// README's cost table gives for a bot with an LLM.
+/// docs/aws.md's cost table gives for a bot with an LLM.
 #[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
 #[tokio::test]
 async fn aws_calls_per_message_with_an_llm() {
@@ -1850,7 +1850,7 @@ async fn measure_costs(test: &str, costing: &Costing) {
 }
 
 /// us-east-1 list prices (on-demand DynamoDB since its November 2024 cut; Lambda on
-/// arm64) and the README's assumptions about what the emulators cannot measure.
+/// arm64) and docs/aws.md's assumptions about what the emulators cannot measure.
 mod prices {
     pub const DYNAMODB_WRITE_UNIT: f64 = 0.625e-6;
     pub const DYNAMODB_READ_UNIT: f64 = 0.125e-6;

@@ -1,4 +1,4 @@
-//! The flow of DESIGN §3 as a user meets it: a transcript in, the decision log out.
+//! The flow of docs/design.md §2 as a user meets it: a transcript in, the decision log out.
 
 use kuuki_e2e::Run;
 use serde_json::json;

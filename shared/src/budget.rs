@@ -1,4 +1,4 @@
-//! One time budget for the at-least-once machinery (DESIGN §3): what one job may
+//! One time budget for the at-least-once machinery (docs/design.md §5): what one job may
 //! spend on the model and the platform fits inside the worker's timeout, a claim's
 //! lease outlives one attempt, and the queue's visibility timeout outlives the lease,
 //! so a job whose worker died comes back to find the claim expired and takes it over.

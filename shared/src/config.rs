@@ -1,5 +1,5 @@
 //! Every setting, parsed and validated once at start-up. Names and defaults follow the
-//! source documents (DESIGN §8). Nothing here reads the environment: the caller hands
+//! source documents (docs/design.md §14). Nothing here reads the environment: the caller hands
 //! in the variables (the environment, then `--set` overrides).
 
 use std::collections::HashMap;
@@ -8,7 +8,7 @@ use std::time::Duration;
 use secrecy::SecretString;
 use thiserror::Error;
 
-/// One documented setting: the README table is generated from this list.
+/// One documented setting: the settings table (docs/settings.md) is generated from this list.
 pub struct SettingDoc {
     pub name: &'static str,
     pub default: &'static str,
@@ -127,7 +127,7 @@ settings_doc! {
 pub enum ConfigError {
     #[error("invalid setting {name}={value:?}: {reason}")]
     Invalid { name: &'static str, value: String, reason: String },
-    #[error("unknown setting {0:?} (see the settings table in the README)")]
+    #[error("unknown setting {0:?} (see docs/settings.md)")]
     Unknown(String),
 }
 
@@ -553,7 +553,7 @@ fn parse_familiarity(raw: &str) -> Option<[u32; 3]> {
     }
 }
 
-/// The README's settings table, generated so it cannot drift from the code.
+/// The settings table of docs/settings.md, generated so it cannot drift from the code.
 pub fn settings_markdown() -> String {
     let mut out = String::from("| name | default | meaning |\n| --- | --- | --- |\n");
     for s in SETTINGS {

@@ -1,4 +1,4 @@
-//! kuuki's library: everything with logic in it, behind ports (DESIGN §1-2).
+//! kuuki's library: everything with logic in it, behind ports (docs/design.md §1, §3).
 
 pub mod adapters;
 pub mod budget;

@@ -1,4 +1,4 @@
-//! The ports of DESIGN §2. Logic in `shared/` talks only to these traits; each has an
+//! The ports of docs/design.md §3. Logic in `shared/` talks only to these traits; each has an
 //! in-process adapter (`adapters::memory`, `adapters::llm::script`) and an AWS or
 //! platform adapter (DynamoDB, SQS, the Scheduler; Slack, Discord; the LLM providers);
 //! the stores and queues pass one contract suite (`adapters::contract`).
@@ -407,7 +407,7 @@ pub trait ChannelStateStore: Send + Sync {
     async fn clear_slack_gone(&self, at: Timestamp) -> PortResult<bool>;
 }
 
-/// Facts and notes about people (DESIGN §6, long-term memory).
+/// Facts and notes about people (docs/design.md §9, long-term memory).
 #[async_trait]
 pub trait FactStore: Send + Sync {
     /// The channel's facts (at most `FACT_STORE_MAX_FACTS_PER_CHANNEL` are kept).
@@ -618,7 +618,7 @@ impl LlmRole {
 pub struct LlmRequest {
     pub role: LlmRole,
     pub model: String,
-    /// The whole prompt: one system prompt, no user turn (DESIGN §5).
+    /// The whole prompt: one system prompt, no user turn (docs/design.md §7.5).
     pub system: String,
     pub max_tokens: u32,
     /// The text of the message this call is about (logs, scripted answers).

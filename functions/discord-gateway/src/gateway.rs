@@ -20,7 +20,7 @@ use twilight_gateway::{CloseFrame, ConfigBuilder, Intents, Message, Shard, Shard
 use crate::settings::Settings;
 use crate::stats::Stats;
 
-/// The dispatches ingress takes (DESIGN §3).
+/// The dispatches ingress takes (docs/design.md §12.3).
 pub const FORWARDED_EVENTS: [&str; 3] = ["MESSAGE_CREATE", "MESSAGE_UPDATE", "MESSAGE_DELETE"];
 
 /// Guild and DM messages, with their content (a privileged intent: turn it on under

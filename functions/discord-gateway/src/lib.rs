@@ -2,7 +2,7 @@
 //! identify, resume, reconnects with exponential back-off) whose `MESSAGE_CREATE`,
 //! `MESSAGE_UPDATE` and `MESSAGE_DELETE` dispatches are forwarded unchanged, as the
 //! gateway sent them, to ingress's `POST /discord/events`, signed with the relay secret
-//! (DESIGN §3, "Discord relay contract").
+//! (docs/design.md §12.3, "Discord relay contract").
 //!
 //! The shard is read without pause (a shard that is not polled sends no heartbeats),
 //! so forwarding runs in a task of its own behind a bounded queue, in order, one

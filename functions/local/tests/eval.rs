@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The floors for the scripted policy (README "Judgment quality"). Raise them when
+/// The floors for the scripted policy (docs/judgment.md). Raise them when
 /// the judge gets better; never lower them to let a change through.
 const MIN_PRECISION: &str = "0.80";
 const MIN_RECALL: &str = "0.85";

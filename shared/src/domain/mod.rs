@@ -274,7 +274,7 @@ pub enum Decision {
     Wait,
 }
 
-/// What the LLM judge answered (DESIGN §5), already validated.
+/// What the LLM judge answered (docs/design.md §7.4), already validated.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LlmVerdict {
     pub should_respond: bool,

@@ -1,7 +1,7 @@
 //! `kuuki eval`: replays labelled conversations and measures judgment against the
 //! labels: precision and recall of speaking, reaction accuracy, timing, LLM cost.
 //!
-//! An eval file is a transcript (DESIGN §7) with a header line and labels on the
+//! An eval file is a transcript (docs/design.md §15) with a header line and labels on the
 //! messages kuuki should act on:
 //!
 //! ```json

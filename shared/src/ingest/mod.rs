@@ -1,4 +1,4 @@
-//! What happens when a platform delivers a message (DESIGN §3, ingress): store it once,
+//! What happens when a platform delivers a message (docs/design.md §2.1, ingress): store it once,
 //! then queue an answer for a direct trigger or a delayed judgment (or, where kuuki
 //! does not take part unasked, a delayed REMEMBER) for the rest.
 //! At most three backend calls for a new message: the conditional put, then the enqueue

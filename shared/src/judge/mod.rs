@@ -1,4 +1,4 @@
-//! The judge worker (DESIGN §3-5): a queued JUDGE for one message decides whether,
+//! The judge worker (docs/design.md §7): a queued JUDGE for one message decides whether,
 //! when and how kuuki takes part.
 
 pub mod rules;

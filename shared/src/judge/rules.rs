@@ -1,4 +1,4 @@
-//! The rule-based judge (DESIGN §4, spec 000 and 001): pure functions over a message,
+//! The rule-based judge (docs/design.md §7.2, spec 000 and 001): pure functions over a message,
 //! its conversation and the channel's state. No I/O, no clock.
 
 use std::sync::Arc;
@@ -651,7 +651,7 @@ fn fading(humans: &[&Message]) -> Option<i32> {
     }
 }
 
-/// What the thresholds say about a score (DESIGN §4).
+/// What the thresholds say about a score (docs/design.md §7.2).
 pub fn decide(score: i32, settings: &Settings, llm_judge_available: bool) -> Decision {
     if settings.llm_judge_enabled && llm_judge_available {
         if score >= settings.judge_llm_threshold_high {

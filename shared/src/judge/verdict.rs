@@ -1,4 +1,4 @@
-//! Reading the LLM judge's answer (DESIGN §5): strict JSON, a code fence or a
+//! Reading the LLM judge's answer (docs/design.md §7.4): strict JSON, a code fence or a
 //! one-element array tolerated; anything else is an error and means "do not respond".
 
 use serde_json::Value;

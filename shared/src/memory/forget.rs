@@ -1,4 +1,4 @@
-//! Forgetting (DESIGN §6): a person who asks (`/kuuki forget-me`, or a manager's
+//! Forgetting (docs/design.md §10): a person who asks (`/kuuki forget-me`, or a manager's
 //! `/kuuki forget @user`) is removed from every memory tier, and a deleted message is
 //! removed from the facts it was the only source of. A Discord member who manages
 //! channels in one server forgets the person in that server's channels only.

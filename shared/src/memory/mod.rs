@@ -1,4 +1,4 @@
-//! Memory beyond the conversation window (DESIGN §6): channel and workspace memory,
+//! Memory beyond the conversation window (docs/design.md §9): channel and workspace memory,
 //! kept up to date by summarization, and facts learned by reflection.
 //!
 //! Every channel kuuki is in remembers, whether it takes part there or not: each

@@ -1,4 +1,4 @@
-//! Proactive conversation (spec 001, DESIGN §6): when a channel comes back after a
+//! Proactive conversation (spec 001, docs/design.md §9.7): when a channel comes back after a
 //! silence of `PROACTIVE_SILENCE_MINUTES` and a fresh, shareable fact matches the message
 //! that brought it back, kuuki may open with it ("そういえば…").
 //!

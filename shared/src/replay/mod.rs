@@ -1,5 +1,5 @@
 //! `kuuki replay`: the whole pipeline in one process on a virtual clock, a transcript
-//! in and the decision log out (DESIGN §7).
+//! in and the decision log out (docs/design.md §15).
 
 mod log;
 pub mod report;

@@ -1,4 +1,4 @@
-//! The transcript format of DESIGN §7: one JSON object per line.
+//! The transcript format of docs/design.md §15, docs/replay.md: one JSON object per line.
 
 use serde::Deserialize;
 use thiserror::Error;

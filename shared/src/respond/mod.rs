@@ -1,4 +1,4 @@
-//! The respond worker (DESIGN §3): claim the answer, react or generate and post, then
+//! The respond worker (docs/design.md §8.1): claim the answer, react or generate and post, then
 //! record it so cooldown, engagement and the intervention history see it.
 
 mod disclosure;

@@ -1,5 +1,5 @@
 //! Counts AWS calls by service and operation (an SDK interceptor), and the DynamoDB
-//! capacity units they consume: the figures behind the README's cost table.
+//! capacity units they consume: the figures behind the cost table of docs/aws.md.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -1,4 +1,4 @@
-//! DynamoDB behind the store ports. Four tables (DESIGN §6):
+//! DynamoDB behind the store ports. Four tables (docs/design.md §3.3):
 //!
 //! | table | key | what |
 //! | --- | --- | --- |
