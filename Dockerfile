@@ -12,7 +12,7 @@ WORKDIR /src
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked -p kuuki --bin kuuki \
+    cargo build --release --locked -p kuuki-cli --bin kuuki \
     && cp target/release/kuuki /kuuki \
     && mkdir /data
 

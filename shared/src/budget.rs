@@ -12,7 +12,6 @@
 
 use std::time::Duration;
 
-use crate::config::Settings;
 use crate::domain::Job;
 
 /// The worker timeout when `WORKER_TIMEOUT_SECONDS` is not set (each worker Lambda's
@@ -63,15 +62,18 @@ pub struct TimeBudget {
 }
 
 impl TimeBudget {
-    pub fn from_settings(settings: &Settings) -> Self {
-        let attempts = settings.llm_max_retries + 1;
-        let llm_wait = llm_retry_wait_cap(settings.llm_timeout);
+    /// The budget of a worker that may run `worker_timeout`, whose LLM calls may take
+    /// `llm_timeout` an attempt with `llm_max_retries` retries, and whose chat calls
+    /// `chat_timeout` an attempt (the settings: `Settings::time_budget`).
+    pub fn new(worker_timeout: Duration, llm_timeout: Duration, llm_max_retries: u32, chat_timeout: Duration) -> Self {
+        let attempts = llm_max_retries + 1;
+        let llm_wait = llm_retry_wait_cap(llm_timeout);
         TimeBudget {
-            worker_timeout: settings.worker_timeout,
-            llm_call: settings.llm_timeout * attempts + llm_wait * settings.llm_max_retries,
-            chat_call: chat_call(settings.chat_timeout),
-            margin: settings.worker_timeout / 8,
-            settle: settings.worker_timeout / 32,
+            worker_timeout,
+            llm_call: llm_timeout * attempts + llm_wait * llm_max_retries,
+            chat_call: chat_call(chat_timeout),
+            margin: worker_timeout / 8,
+            settle: worker_timeout / 32,
         }
     }
 
@@ -231,6 +233,7 @@ impl JobKind {
 
 #[cfg(test)]
 mod tests {
+    use crate::config::Settings;
     use std::collections::HashMap;
 
     use super::*;
@@ -242,7 +245,7 @@ mod tests {
 
     #[test]
     fn the_defaults_fit_with_room_to_spare() {
-        let budget = TimeBudget::from_settings(&settings(&[]).unwrap());
+        let budget = Settings::time_budget(&settings(&[]).unwrap());
         assert_eq!(budget.worker_timeout, Duration::from_secs(DEFAULT_WORKER_TIMEOUT_SECONDS));
         // 30 s × 3 attempts + 2 waits of 5 s.
         assert_eq!(budget.llm_call, Duration::from_secs(100));
@@ -280,7 +283,7 @@ mod tests {
             // A worker timeout too short for the LLM and chat calls is refused.
             let Ok(settings) = Settings::from_vars(&vars) else { continue };
             taken += 1;
-            let budget = TimeBudget::from_settings(&settings);
+            let budget = Settings::time_budget(&settings);
             let (attempt, call) = (budget.aws_attempt(), budget.aws_call());
             if budget.margin >= AWS_MIN_CALL_TIMEOUT {
                 assert!(call <= budget.margin, "{seconds} s: {budget:?}");
@@ -328,7 +331,7 @@ mod tests {
             ("CHAT_TIMEOUT_SECONDS", "1"),
         ])
         .unwrap();
-        let budget = TimeBudget::from_settings(&s);
+        let budget = Settings::time_budget(&s);
         assert!(budget.check().is_ok());
         assert_eq!(budget.visibility_timeout(), Duration::from_secs(72));
     }

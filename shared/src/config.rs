@@ -345,6 +345,12 @@ impl Reader<'_> {
 const DAY: i64 = 86_400;
 
 impl Settings {
+    /// The time budget these settings give (`budget.rs`): checked at start-up, read by
+    /// the workers, the queues and the template's numbers.
+    pub fn time_budget(&self) -> crate::budget::TimeBudget {
+        crate::budget::TimeBudget::new(self.worker_timeout, self.llm_timeout, self.llm_max_retries, self.chat_timeout)
+    }
+
     /// Parses and validates every setting from `vars`; unknown names are not looked at.
     pub fn from_vars(vars: &HashMap<String, String>) -> Result<Settings, ConfigError> {
         let r = Reader { vars };
@@ -511,7 +517,7 @@ impl Settings {
             schedule_group: r.string("SCHEDULE_GROUP", "kuuki"),
             scheduler_role_arn: r.string("SCHEDULER_ROLE_ARN", ""),
         };
-        crate::budget::TimeBudget::from_settings(&settings).check().map_err(|reason| ConfigError::Invalid {
+        settings.time_budget().check().map_err(|reason| ConfigError::Invalid {
             name: "WORKER_TIMEOUT_SECONDS",
             value: settings.worker_timeout.as_secs().to_string(),
             reason,

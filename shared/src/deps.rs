@@ -33,7 +33,7 @@ pub struct Deps {
     pub clock: Arc<dyn Clock>,
     pub log: Arc<dyn DecisionLog>,
     /// The lull reflections this process queued (the jobs of a batch run together).
-    pub lull_reflections: crate::memory::reflect::LullReflections,
+    pub lull_reflections: crate::memory::lull::LullReflections,
     rng: Mutex<fastrand::Rng>,
 }
 
@@ -112,7 +112,7 @@ impl Deps {
         let bot = BotIdentity::new(bot_user_id, &persona.name, &persona.aliases);
         Self {
             prompts: Prompts::new(settings.prompt_language),
-            budget: crate::budget::TimeBudget::from_settings(&settings),
+            budget: settings.time_budget(),
             settings,
             bot,
             persona,

@@ -625,11 +625,8 @@ pub struct LlmRequest {
     pub subject: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-}
+/// Tokens of one call (in the domain: the decision log records them).
+pub use crate::domain::Usage;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct LlmResponse {

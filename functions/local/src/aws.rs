@@ -30,14 +30,11 @@ pub async fn setup_aws(args: SetupArgs) -> anyhow::Result<()> {
         .await
         .map_err(anyhow::Error::msg)
         .context("creating the DynamoDB tables")?;
-    let (urls, arns) = create_queues(
-        &aws_sdk_sqs::Client::new(&config),
-        &args.prefix,
-        kuuki::budget::TimeBudget::from_settings(&settings).visibility_timeout(),
-    )
-    .await
-    .map_err(anyhow::Error::msg)
-    .context("creating the SQS queues")?;
+    let (urls, arns) =
+        create_queues(&aws_sdk_sqs::Client::new(&config), &args.prefix, settings.time_budget().visibility_timeout())
+            .await
+            .map_err(anyhow::Error::msg)
+            .context("creating the SQS queues")?;
     let scheduler = aws_sdk_scheduler::Client::new(&config);
     let group = &settings.schedule_group;
     let exists = scheduler.get_schedule_group().name(group).send().await.is_ok();

@@ -76,7 +76,7 @@ pub enum EventKind {
         /// The LLM's answer came from the judgment cache.
         llm_cached: bool,
         /// Tokens the LLM judge used for this judgment (its cost).
-        llm_usage: Option<crate::ports::Usage>,
+        llm_usage: Option<super::Usage>,
         reason: String,
     },
     Superseded {

@@ -802,7 +802,16 @@ pub struct Intervention {
 
 mod event;
 pub use event::{Event, EventKind, LoggedMessage, Stage};
+mod incoming;
 mod log_text;
+pub use incoming::Incoming;
+
+/// Tokens an LLM call used (its cost), as the provider counted them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
 pub use log_text::{LogText, without_quotes};
 
 /// Where a deferred Discord interaction's `application_id/token` is kept (in the ledger's

@@ -7,20 +7,12 @@
 use std::time::Duration;
 
 use crate::deps::Deps;
-use crate::domain::{
-    Author, ChannelId, DirectTrigger, EventKind, Job, LoggedMessage, Message, RespondMode, ResponseType, Ts,
-};
+use crate::domain::{Author, DirectTrigger, EventKind, Job, LoggedMessage, Message, RespondMode, ResponseType};
 use crate::judge::rules::{direct_trigger, is_thanks};
 use crate::ports::{PortResult, PutOutcome};
 use crate::record::record;
 
-/// A platform event, already verified and normalized.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Incoming {
-    Message(Message),
-    Edited { channel: ChannelId, ts: Ts, text: String },
-    Deleted { channel: ChannelId, ts: Ts },
-}
+pub use crate::domain::Incoming;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum IngestOutcome {

@@ -8,6 +8,7 @@
 
 pub mod forget;
 pub mod keywords;
+pub mod lull;
 pub mod proactive;
 pub mod purge;
 pub mod reflect;

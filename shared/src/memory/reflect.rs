@@ -84,7 +84,7 @@ pub async fn maybe_queue(
     let due = newest.at + lull(deps);
     // Held while queueing: the jobs of one batch run together and read the state
     // before any of them has noted its job, so they ask this process's notes too.
-    let mut queued = deps.lull_reflections.queued.lock().await;
+    let mut queued = deps.lull_reflections.lock().await;
     let noted = state.reflection_lull_at.into_iter().chain(queued.get(channel).copied()).max();
     if let Some(noted) = noted.filter(|noted| *noted > now) {
         let due = due.max(noted);
@@ -103,13 +103,6 @@ pub async fn maybe_queue(
 pub struct LullNote {
     pub at: Timestamp,
     pub queued: bool,
-}
-
-/// The lull reflections this process queued, by channel, until they run (see
-/// [`maybe_queue`]).
-#[derive(Default)]
-pub struct LullReflections {
-    queued: tokio::sync::Mutex<std::collections::HashMap<ChannelId, Timestamp>>,
 }
 
 fn lull(deps: &Deps) -> Duration {

@@ -123,7 +123,7 @@ impl Replay {
             + 'static,
         Q: crate::ports::Queue + crate::ports::Scheduler + crate::ports::InProcessQueue + 'static,
     {
-        queue.set_visibility_timeout(crate::budget::TimeBudget::from_settings(&options.settings).visibility_timeout());
+        queue.set_visibility_timeout(options.settings.time_budget().visibility_timeout());
         let log = Arc::new(MemoryLog::default());
         let mint = Arc::new(TsMint::default());
         let chat = Arc::new(RecordingChat::new(clock.clone(), mint.clone()));

@@ -62,7 +62,7 @@ impl AwsAdapters {
         clock: Arc<dyn Clock>,
         counter: Option<&CallCounter>,
     ) -> Self {
-        let timeouts = config::job_timeouts(&crate::budget::TimeBudget::from_settings(settings));
+        let timeouts = config::job_timeouts(&settings.time_budget());
         Self::from_config(config, settings, clock, counter, timeouts)
     }
 

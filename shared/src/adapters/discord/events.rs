@@ -11,8 +11,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use thiserror::Error;
 
+use crate::domain::Incoming;
 use crate::domain::{Author, ChannelId, Message, Timestamp, Ts, UserId};
-use crate::ingest::Incoming;
 
 /// Discord's epoch (2015-01-01), in unix milliseconds: snowflake times count from it.
 use crate::domain::DISCORD_EPOCH_MS;

@@ -4,8 +4,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use thiserror::Error;
 
+use crate::domain::Incoming;
 use crate::domain::{Author, ChannelId, Message, Timestamp, Ts, UserId};
-use crate::ingest::Incoming;
 
 /// Who kuuki is on this Slack workspace, from `auth.test`.
 #[derive(Debug, Clone, PartialEq, Eq)]
