@@ -127,7 +127,7 @@ impl World {
             slack: None,
             discord: Some(DiscordIngress {
                 public_key: Some(public_key),
-                relay_secret: SigningSecret::new(RELAY_SECRET),
+                relay_secret: Some(SigningSecret::new(RELAY_SECRET)),
                 identity: me,
             }),
             metrics_for: None,

@@ -404,7 +404,7 @@ async fn kuuki_ingress_verifies_and_stores_what_the_relay_forwards() {
         slack: None,
         discord: Some(DiscordIngress {
             public_key: Some(public_key),
-            relay_secret: SigningSecret::new(SECRET),
+            relay_secret: Some(SigningSecret::new(SECRET)),
             identity: DiscordIdentity { user_id: BOT.into(), managed_roles: vec![] },
         }),
         metrics_for: None,

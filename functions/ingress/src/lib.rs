@@ -49,10 +49,11 @@ pub struct SlackIngress {
 
 /// Discord, when it is served: the application's public key (interactions), the
 /// relay's secret (Gateway events) and who kuuki is there. Without a public key (the
-/// Gateway runs in process: interactions come over it) `/discord/interactions` is 404.
+/// Gateway runs in process: interactions come over it) `/discord/interactions` is 404;
+/// without a relay secret there, `/discord/events` too (nothing relays to it).
 pub struct DiscordIngress {
     pub public_key: Option<DiscordPublicKey>,
-    pub relay_secret: SigningSecret,
+    pub relay_secret: Option<SigningSecret>,
     pub identity: DiscordIdentity,
 }
 
@@ -102,11 +103,9 @@ impl Ingress {
                 if relay_secret.is_empty() && !gateway {
                     tracing::warn!("DISCORD_RELAY_SECRET is not set: relayed Discord messages are refused");
                 }
-                Some(DiscordIngress {
-                    public_key,
-                    relay_secret: SigningSecret::new(relay_secret),
-                    identity: identity.clone(),
-                })
+                // With the Gateway in process and no relay secret nothing relays here.
+                let relay_secret = (!(relay_secret.is_empty() && gateway)).then(|| SigningSecret::new(relay_secret));
+                Some(DiscordIngress { public_key, relay_secret, identity: identity.clone() })
             }
             None => None,
         };
@@ -123,7 +122,9 @@ impl Ingress {
             if discord.public_key.is_some() {
                 routes.push("POST /discord/interactions");
             }
-            routes.push("POST /discord/events");
+            if discord.relay_secret.is_some() {
+                routes.push("POST /discord/events");
+            }
         }
         routes.push("GET /healthz");
         routes
@@ -274,7 +275,11 @@ async fn discord_interactions(State(ingress): State<Arc<Ingress>>, headers: Head
 /// Gateway dispatches from kuuki's relay, signed like Slack's requests.
 async fn discord_events(State(ingress): State<Arc<Ingress>>, headers: HeaderMap, body: Bytes) -> Response {
     let Some(discord) = &ingress.discord else { return not_served("Discord") };
-    let verified = discord.relay_secret.verify_scheme(
+    let Some(relay_secret) = &discord.relay_secret else {
+        let why = "relayed Discord events are not served here: DISCORD_RELAY_SECRET is not set (the Gateway runs in this process)";
+        return (StatusCode::NOT_FOUND, why).into_response();
+    };
+    let verified = relay_secret.verify_scheme(
         &RELAY,
         header(&headers, RELAY.timestamp_header),
         header(&headers, RELAY.signature_header),

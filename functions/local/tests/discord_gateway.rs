@@ -443,6 +443,10 @@ async fn messages_and_commands_over_the_gateway_each_answered_once_across_a_resu
     let refused = http.post(format!("{base_url}/discord/interactions")).body("{}").send().await.unwrap();
     assert_eq!(refused.status(), 404);
     assert!(refused.text().await.unwrap().contains("DISCORD_PUBLIC_KEY"));
+    // Nor relayed events: nothing relays to a process that holds the Gateway itself.
+    let relayed = http.post(format!("{base_url}/discord/events")).body("{}").send().await.unwrap();
+    assert_eq!(relayed.status(), 404, "no relay secret and the Gateway in process: not served");
+    assert!(relayed.text().await.unwrap().contains("DISCORD_RELAY_SECRET"));
     assert!(served.stderr().contains("over the Gateway"), "{}", served.stderr());
 
     // A mention is answered once, as a reply, through the REST API.
