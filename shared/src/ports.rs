@@ -604,6 +604,13 @@ pub struct LlmRequest {
     pub subject: String,
 }
 
+impl LlmRequest {
+    /// Both messages as one text, as the model reads them.
+    pub fn prompt(&self) -> String {
+        format!("{}\n\n{}", self.system, self.user)
+    }
+}
+
 /// The JSON Schema of one kind of answer (the judge's verdict, a summary, a
 /// reflection), as the providers send it: `name` names it to the server.
 #[derive(Debug, PartialEq)]
