@@ -417,7 +417,7 @@ fn hostile_messages_stay_data_and_cannot_make_kuuki_post_its_prompt() {
     assert!(failed[0]["reason"].as_str().unwrap().contains("repeats kuuki's instructions"), "{}", failed[0]);
     // The asker hears that no answer came, never the prompt.
     assert_eq!(failed[0]["notice"], json!(kuuki::respond::failure_notice(kuuki::config::PromptLanguage::Ja)));
-    let prompt = &obeying.requests()[0].system;
+    let prompt = &obeying.requests()[0].prompt();
     // The prompt's fences carry a name the message could not know.
     let fence = prompt
         .lines()
@@ -536,8 +536,8 @@ fn what_kuuki_remembers_reaches_its_prompts() {
     .llm(llm.clone())
     .log();
     let generate = llm.requests().into_iter().rfind(|r| r.role == kuuki::ports::LlmRole::Generate).unwrap();
-    assert!(generate.system.contains("the team talked about the deploy"), "{}", generate.system);
-    assert!(generate.system.contains("deploys"), "the workspace memory too");
+    assert!(generate.user.contains("the team talked about the deploy"), "{}", generate.user);
+    assert!(generate.user.contains("deploys"), "the workspace memory too");
 }
 
 #[test]
@@ -622,7 +622,7 @@ fn a_quiet_channel_is_reflected_on_and_its_facts_reach_later_replies() {
     assert_eq!(reflections[0]["facts_new"], 1);
     assert_eq!(reflections[0]["profiles"], 1);
     let generate = llm.requests().into_iter().rfind(|r| r.role == kuuki::ports::LlmRole::Generate).unwrap();
-    assert!(generate.system.contains("- alice deploys on Fridays"), "the fact reaches the reply: {}", generate.system);
+    assert!(generate.user.contains("- alice deploys on Fridays"), "the fact reaches the reply: {}", generate.user);
 }
 
 #[test]

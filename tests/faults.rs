@@ -528,7 +528,10 @@ async fn anthropic_errors_inside_a_200_and_cut_off_answers_are_not_posted() {
         role: LlmRole::Generate,
         model: "claude".into(),
         system: "be brief".into(),
+        user: "alice: hi".into(),
         max_tokens: 50,
+        temperature: None,
+        schema: None,
         subject: "hi".into(),
     };
     let policy = HttpPolicy {

@@ -36,7 +36,7 @@ const MEMORY_SCRIPT: &str = r#"{"role": "summarize", "reply": {"summary": "peopl
 {"role": "generate", "reply": "はい、わかりました。", "repeat": true}"#;
 
 fn prompts(llm: &RecordingLlm, role: LlmRole) -> Vec<String> {
-    llm.requests().into_iter().filter(|r| r.role == role).map(|r| r.system).collect()
+    llm.requests().into_iter().filter(|r| r.role == role).map(|r| r.prompt()).collect()
 }
 
 /// A transcript line as JSON text.
@@ -130,7 +130,8 @@ fn what_is_learned_in_a_private_channel_never_reaches_a_public_reply() {
     let elsewhere: Vec<_> = llm.requests().into_iter().filter(|r| !r.subject.contains("dm-alice")).collect();
     assert!(elsewhere.iter().any(|r| r.subject == "summary of general"), "general was summarized");
     for r in elsewhere.iter().filter(|r| r.role != LlmRole::Generate) {
-        assert!(!r.system.contains("phoenix project note") && !r.system.contains("Phoenix launch"), "{}", r.system);
+        let prompt = r.prompt();
+        assert!(!prompt.contains("phoenix project note") && !prompt.contains("Phoenix launch"), "{prompt}");
     }
 }
 
@@ -181,11 +182,11 @@ fn forget_me_removes_a_person_from_every_later_reply_and_every_store() {
         .filter(|r| r.role == LlmRole::Summarize && r.subject == "summary of general")
         .collect();
     // The first summary starts from nothing; the one made anew after the forget does too.
-    let from_scratch: Vec<_> = summaries.iter().filter(|r| r.system.contains("Recent flow: (none)")).collect();
+    let from_scratch: Vec<_> = summaries.iter().filter(|r| r.user.contains("Recent flow: (none)")).collect();
     assert_eq!(from_scratch.len(), 2, "the first summary and the one made anew");
     let remade = from_scratch[1];
-    assert!(!remade.system.contains("best lunch"), "{}", remade.system);
-    assert!(remade.system.contains("checklist item"), "bob's messages are summarized: {}", remade.system);
+    assert!(!remade.prompt().contains("best lunch"), "{}", remade.prompt());
+    assert!(remade.user.contains("checklist item"), "bob's messages are summarized: {}", remade.user);
     assert!(log.kind("summary").iter().any(|s| s["t"].as_f64().unwrap() >= 90_000.0), "a summary after the forget");
     // What kuuki remembers of her now.
     let memory = commands[1]["answer"].as_str().unwrap();

@@ -81,7 +81,7 @@ fn an_opener_fires_once_a_day_backs_off_when_unanswered_and_stops_after_a_no() {
     );
     // The opener prompt carries the fact, never a fact that is not shareable.
     let prompts: Vec<String> =
-        llm.requests().into_iter().filter(|r| r.subject.starts_with("opener:")).map(|r| r.system).collect();
+        llm.requests().into_iter().filter(|r| r.subject.starts_with("opener:")).map(|r| r.prompt()).collect();
     assert_eq!(prompts.len(), 2);
     assert!(prompts[0].contains("Friday is curry lunch day"), "{}", prompts[0]);
     assert!(prompts.iter().all(|p| !p.contains("salary")));

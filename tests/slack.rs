@@ -726,8 +726,8 @@ async fn prompts_name_people_by_their_slack_display_names_looked_up_once() {
     assert_eq!(posts[0]["text"], "こんにちは、Alice さん");
     let prompts = llm.requests();
     assert_eq!(prompts.len(), 2);
-    assert!(prompts[1].system.contains("Alice: <@UKUUKI> もう一つ"), "{}", prompts[1].system);
-    assert!(prompts[1].system.contains("kuuki: こんにちは、Alice さん"), "kuuki's own post is in the context");
+    assert!(prompts[1].user.contains("Alice: <@UKUUKI> もう一つ"), "{}", prompts[1].user);
+    assert!(prompts[1].user.contains("kuuki: こんにちは、Alice さん"), "kuuki's own post is in the context");
     let lookups = w.slack_api.received_requests().await.unwrap();
     let lookups: Vec<_> = lookups.iter().filter(|r| r.url.path() == "/users.info").collect();
     assert_eq!(lookups.len(), 1, "cached after the first look-up");
@@ -781,7 +781,7 @@ async fn a_thread_reply_is_judged_and_answered_with_the_message_that_started_the
     w.run_for(1.0).await;
     let requests = llm.requests();
     let generate = requests.iter().find(|r| r.role == kuuki::ports::LlmRole::Generate).expect("a generation");
-    let prompt = &generate.system;
+    let prompt = &generate.user;
     let opener = prompt.find("deploy failed on staging").expect("the thread's opening message is in the prompt");
     let question = prompt.find("<@UKUUKI> any idea?").unwrap();
     assert!(opener < question, "the opener comes first: {prompt}");

@@ -152,12 +152,13 @@ struct FakeModel;
 impl Respond for FakeModel {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let body: Value = serde_json::from_slice(&request.body).unwrap();
-        let system = body["messages"][0]["content"].as_str().unwrap_or_default();
-        let text = if system.contains("should_respond") {
+        let messages = body["messages"].as_array().unwrap();
+        let prompt = messages.iter().map(|m| m["content"].as_str().unwrap_or_default()).collect::<Vec<_>>().join("\n");
+        let text = if prompt.contains("should_respond") {
             json!({"should_respond": false, "reason": "people are talking", "confidence": 0.9}).to_string()
-        } else if system.contains("## The message you answer") {
+        } else if prompt.contains("## The message you answer") {
             REPLY.to_owned()
-        } else if system.contains(r#"{"facts": ["#) {
+        } else if prompt.contains(r#"{"facts": ["#) {
             json!({"facts": [
                 {"content": DEPLOY_FACT, "keywords": ["deploys", "friday"], "source_users": ["alice"], "confidence": 0.9},
                 {"content": LUNCH_FACT, "keywords": ["lunch", "curry"], "source_users": ["bob"], "confidence": 0.9},
@@ -178,8 +179,8 @@ async fn generate_prompts(server: &MockServer) -> Vec<String> {
     requests_to(server, "/v1/chat/completions")
         .await
         .iter()
-        .filter_map(|b| b["messages"][0]["content"].as_str().map(str::to_owned))
-        .filter(|system| system.contains("## The message you answer"))
+        .filter_map(|b| b["messages"][1]["content"].as_str().map(str::to_owned))
+        .filter(|user| user.contains("## The message you answer"))
         .collect()
 }
 

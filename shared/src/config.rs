@@ -83,6 +83,11 @@ settings_doc! {
     "LLM_MODEL", "gpt-4o-mini", "Model for generation, and for every role without its own model.";
     "LLM_TIMEOUT_SECONDS", "30", "How long one LLM call may take before it is retried or given up.";
     "LLM_MAX_RETRIES", "2", "Retries of an LLM call after a 429, a 5xx or a timeout (with backoff).";
+    "LLM_STRUCTURED_OUTPUT", "json_schema", "How the roles that answer JSON (judge, summaries, reflection) ask for it: json_schema (OpenAI-compatible `response_format` with a strict JSON Schema; Anthropic: a forced tool call), json_object (llama.cpp's `{\"type\": \"json_object\", \"schema\": …}`; Anthropic: the tool call), off (the prompt's words alone). A server that refuses one as malformed (HTTP 400, 422 or 500 naming it) is asked with the next, once per step, for as long as the process runs.";
+    "LLM_TEMPERATURE", "0.7", "Sampling temperature of replies and openers (0 to 2; Anthropic takes up to 1); `default` sends none, for models that take only their own.";
+    "JUDGE_TEMPERATURE", "0.1", "Sampling temperature of the LLM judge; `default` sends none.";
+    "SUMMARIZE_TEMPERATURE", "0.2", "Sampling temperature of summaries; `default` sends none.";
+    "REFLECTION_TEMPERATURE", "0.2", "Sampling temperature of reflection; `default` sends none.";
     "WORKER_TIMEOUT_SECONDS", "240", "How long a worker may run one delivery (each worker Lambda's timeout). The LLM and chat budgets must fit in it (checked at start-up); queues make a job visible again after 6 times this, claims expire after it plus an eighth, and a job's AWS calls are cut off at that eighth, kept between 4 and 20 s.";
     "CHAT_TIMEOUT_SECONDS", "10", "How long one attempt of a Slack or Discord API call may take, and the longest 429 wait; a call waits out 429s while another attempt fits two attempts and one such wait.";
     "DIRECT_FAILURE_NOTICE", "true", "When an answer to a direct mention cannot be generated, post one short, honest line saying so; off, post nothing. Ambient answers never post a failure.";
@@ -136,6 +141,36 @@ pub enum LlmProvider {
     None,
     OpenAi,
     Anthropic,
+}
+
+/// `LLM_STRUCTURED_OUTPUT`: how a JSON answer is asked for, from the most exact form
+/// down to none (the order a refused form steps down in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum StructuredOutput {
+    /// The prompt's words alone.
+    Off,
+    /// `response_format: {"type": "json_object", "schema": …}` (llama.cpp's form).
+    JsonObject,
+    /// `response_format: {"type": "json_schema", "json_schema": {…, "strict": true}}`.
+    JsonSchema,
+}
+
+impl StructuredOutput {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StructuredOutput::Off => "off",
+            StructuredOutput::JsonObject => "json_object",
+            StructuredOutput::JsonSchema => "json_schema",
+        }
+    }
+
+    /// The form to ask with once a server refused this one.
+    pub fn next(self) -> StructuredOutput {
+        match self {
+            StructuredOutput::JsonSchema => StructuredOutput::JsonObject,
+            StructuredOutput::JsonObject | StructuredOutput::Off => StructuredOutput::Off,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,6 +247,12 @@ pub struct Settings {
     pub llm_model: String,
     pub llm_timeout: Duration,
     pub llm_max_retries: u32,
+    pub llm_structured_output: StructuredOutput,
+    /// `LLM_TEMPERATURE` (generation) and the roles' own; `None`: sent as none.
+    pub llm_temperature: Option<f64>,
+    pub judge_temperature: Option<f64>,
+    pub summarize_temperature: Option<f64>,
+    pub reflection_temperature: Option<f64>,
     pub worker_timeout: Duration,
     pub chat_timeout: Duration,
     pub direct_failure_notice: bool,
@@ -318,6 +359,14 @@ impl Reader<'_> {
             return Err(Self::invalid(name, v, format!("must be between {min} and {max}")));
         }
         Ok(n)
+    }
+
+    /// A sampling temperature from 0 to 2, or `default`: none sent.
+    fn temperature(&self, name: &'static str, default: f64) -> Result<Option<f64>, ConfigError> {
+        if self.raw(name).is_some_and(|v| v.eq_ignore_ascii_case("default")) {
+            return Ok(None);
+        }
+        Ok(Some(self.float(name, default, 0.0, 2.0)?))
     }
 
     fn seconds(&self, name: &'static str, default: i64, max: i64) -> Result<Duration, ConfigError> {
@@ -475,6 +524,22 @@ impl Settings {
             llm_model,
             llm_timeout: Duration::from_secs(r.int("LLM_TIMEOUT_SECONDS", 30, 1, 600)? as u64),
             llm_max_retries: r.int("LLM_MAX_RETRIES", 2, 0, 10)? as u32,
+            llm_structured_output: match r.raw("LLM_STRUCTURED_OUTPUT").unwrap_or("json_schema") {
+                "json_schema" => StructuredOutput::JsonSchema,
+                "json_object" => StructuredOutput::JsonObject,
+                "off" => StructuredOutput::Off,
+                other => {
+                    return Err(Reader::invalid(
+                        "LLM_STRUCTURED_OUTPUT",
+                        other,
+                        "expected json_schema, json_object or off",
+                    ));
+                }
+            },
+            llm_temperature: r.temperature("LLM_TEMPERATURE", 0.7)?,
+            judge_temperature: r.temperature("JUDGE_TEMPERATURE", 0.1)?,
+            summarize_temperature: r.temperature("SUMMARIZE_TEMPERATURE", 0.2)?,
+            reflection_temperature: r.temperature("REFLECTION_TEMPERATURE", 0.2)?,
             worker_timeout: Duration::from_secs(r.int(
                 "WORKER_TIMEOUT_SECONDS",
                 crate::budget::DEFAULT_WORKER_TIMEOUT_SECONDS as i64,
@@ -531,6 +596,17 @@ impl Settings {
     pub fn for_llm(mut self, llm_present: bool) -> Self {
         self.llm_judge_enabled = llm_present && self.llm_judge_setting.unwrap_or(true);
         self
+    }
+
+    /// The sampling temperature of a role's calls (`None`: the server's own).
+    pub fn temperature(&self, role: crate::ports::LlmRole) -> Option<f64> {
+        use crate::ports::LlmRole;
+        match role {
+            LlmRole::Judge => self.judge_temperature,
+            LlmRole::Generate => self.llm_temperature,
+            LlmRole::Summarize => self.summarize_temperature,
+            LlmRole::Reflect => self.reflection_temperature,
+        }
     }
 
     /// Whether kuuki judges messages nobody addressed to it.
@@ -644,6 +720,34 @@ mod tests {
         assert!(!on.for_llm(false).llm_judge_enabled, "never on without an LLM to ask");
         let script = Settings::from_vars(&vars(&[("LLM_PROVIDER", "script")])).unwrap_err();
         assert!(script.to_string().contains("LLM_PROVIDER"), "{script}");
+    }
+
+    #[test]
+    fn structured_output_and_temperatures_per_role() {
+        let s = Settings::default();
+        assert_eq!(s.llm_structured_output, StructuredOutput::JsonSchema);
+        let roles = (s.llm_temperature, s.judge_temperature, s.summarize_temperature, s.reflection_temperature);
+        assert_eq!(roles, (Some(0.7), Some(0.1), Some(0.2), Some(0.2)));
+        let s = Settings::from_vars(&vars(&[
+            ("LLM_STRUCTURED_OUTPUT", "json_object"),
+            ("LLM_TEMPERATURE", "default"),
+            ("JUDGE_TEMPERATURE", "0"),
+        ]))
+        .unwrap();
+        assert_eq!(s.llm_structured_output, StructuredOutput::JsonObject);
+        assert_eq!((s.llm_temperature, s.judge_temperature), (None, Some(0.0)));
+        for (name, bad) in
+            [("LLM_STRUCTURED_OUTPUT", "grammar"), ("JUDGE_TEMPERATURE", "3"), ("LLM_TEMPERATURE", "hot")]
+        {
+            let error = Settings::from_vars(&vars(&[(name, bad)])).unwrap_err();
+            assert!(error.to_string().contains(name), "{error}");
+        }
+        let steps: Vec<_> = std::iter::successors(Some(StructuredOutput::JsonSchema), |m| {
+            (*m != StructuredOutput::Off).then(|| m.next())
+        })
+        .map(StructuredOutput::as_str)
+        .collect();
+        assert_eq!(steps, ["json_schema", "json_object", "off"]);
     }
 
     #[test]

@@ -618,15 +618,40 @@ impl LlmRole {
 pub struct LlmRequest {
     pub role: LlmRole,
     pub model: String,
-    /// The whole prompt: one system prompt, no user turn (docs/design.md §7.5).
+    /// kuuki's instructions and persona: never a person's words (the system message;
+    /// docs/design.md §7.5).
     pub system: String,
+    /// The conversation, memories and facts, fenced as data, and the question (the
+    /// user message).
+    pub user: String,
     pub max_tokens: u32,
+    /// The sampling temperature (`LLM_TEMPERATURE` and the roles' own); `None` leaves
+    /// it to the server.
+    pub temperature: Option<f64>,
+    /// The JSON the answer must be, for the roles that answer JSON: the providers ask
+    /// for structured output with it (`LLM_STRUCTURED_OUTPUT`). `None`: free text.
+    pub schema: Option<&'static AnswerSchema>,
     /// The text of the message this call is about (logs, scripted answers).
     pub subject: String,
 }
 
 /// Tokens of one call (in the domain: the decision log records them).
 pub use crate::domain::Usage;
+
+impl LlmRequest {
+    /// Both messages as one text, as the model reads them.
+    pub fn prompt(&self) -> String {
+        format!("{}\n\n{}", self.system, self.user)
+    }
+}
+
+/// The JSON Schema of one kind of answer (the judge's verdict, a summary, a
+/// reflection), as the providers send it: `name` names it to the server.
+#[derive(Debug, PartialEq)]
+pub struct AnswerSchema {
+    pub name: &'static str,
+    pub schema: serde_json::Value,
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct LlmResponse {

@@ -65,7 +65,7 @@ impl kuuki::ports::Llm for ForgetsAliceWhileReflecting {
         kuuki::memory::forget::forget_user(deps, &alice, &ChannelId(CH.into()), None).await.unwrap();
         let reply = match request.role {
             LlmRole::Reflect => (self.reflection)(),
-            LlmRole::Summarize if request.system.contains("Miso") => json!({
+            LlmRole::Summarize if request.user.contains("Miso") => json!({
                 "summary": "alice has a cat called Miso; bob deploys on Mondays", "history": "a team channel",
                 "mood": "calm", "topic_keywords": ["cat"], "active_users": ["alice", "bob"],
             }),

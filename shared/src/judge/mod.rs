@@ -261,11 +261,15 @@ async fn ask_llm(
     {
         return Ok((Ok(verdict), true, None));
     }
+    let prompt = deps.prompts.judge(&ctx);
     let request = LlmRequest {
         role: LlmRole::Judge,
         model: deps.settings.judge_model.clone(),
-        system: deps.prompts.judge(&ctx),
+        system: prompt.system,
+        user: prompt.user,
         max_tokens: 300,
+        temperature: deps.settings.temperature(LlmRole::Judge),
+        schema: Some(crate::prompts::answers::verdict()),
         // The speaker's whole turn: the line judged may be an afterthought ("no rush").
         subject: match rules::turn(conversation) {
             [] => target.text.clone(),

@@ -211,8 +211,11 @@ async fn reflect_claimed(
         .complete(LlmRequest {
             role: LlmRole::Reflect,
             model: deps.settings.reflection_model.clone(),
-            system: prompt,
+            system: prompt.system,
+            user: prompt.user,
             max_tokens: 1200,
+            temperature: deps.settings.temperature(LlmRole::Reflect),
+            schema: Some(crate::prompts::answers::reflection()),
             subject: format!("reflection on {channel}"),
         })
         .await;

@@ -161,8 +161,11 @@ async fn summarize_claimed(
         .complete(LlmRequest {
             role: LlmRole::Summarize,
             model: deps.settings.summarize_model.clone(),
-            system: prompt,
+            system: prompt.system,
+            user: prompt.user,
             max_tokens: 800,
+            temperature: deps.settings.temperature(LlmRole::Summarize),
+            schema: Some(crate::prompts::answers::channel_summary()),
             subject: format!("summary of {channel}"),
         })
         .await;
@@ -242,8 +245,11 @@ async fn refresh_workspace(deps: &Deps, channel: &ChannelId, memory: &ChannelMem
         .complete(LlmRequest {
             role: LlmRole::Summarize,
             model: deps.settings.summarize_model.clone(),
-            system: prompt,
+            system: prompt.system,
+            user: prompt.user,
             max_tokens: 600,
+            temperature: deps.settings.temperature(LlmRole::Summarize),
+            schema: Some(crate::prompts::answers::workspace_summary()),
             subject: "workspace summary".into(),
         })
         .await;

@@ -3,6 +3,7 @@
 
 use std::sync::Mutex;
 
+pub mod answers;
 pub mod fence;
 
 use minijinja::Environment;
@@ -70,38 +71,60 @@ impl Prompts {
         format!("{FENCE_NAME}-{suffix}")
     }
 
-    /// Renders `template` with `context` plus `fence`, the tag name of this prompt's fences.
-    fn render(&self, template: &str, context: impl Serialize) -> String {
+    /// Renders `template` with `context` plus `fence`, the tag name of this prompt's
+    /// fences: its `system` block and its `user` block, with one fence name for both.
+    fn render(&self, template: &str, context: impl Serialize) -> Prompt {
         let name = format!("{template}.{}", self.suffix);
         let context = minijinja::context! { fence => self.draw_fence(), ..minijinja::Value::from_serialize(context) };
-        self.env
-            .get_template(&name)
-            .and_then(|t| t.render(context))
-            .expect("embedded templates render with their context")
+        let template = self.env.get_template(&name).expect("embedded templates exist");
+        let mut captured = template.render_captured(context).expect("embedded templates render with their context");
+        let mut block = |name: &str| {
+            let text = captured.with_state_mut(|state| state.render_block(name));
+            text.expect("embedded templates render with their context").trim().to_owned()
+        };
+        Prompt { system: block("system"), user: block("user") }
     }
 
-    pub fn judge(&self, context: impl Serialize) -> String {
+    pub fn judge(&self, context: impl Serialize) -> Prompt {
         self.render("judge", context)
     }
 
-    pub fn generate(&self, context: impl Serialize) -> String {
+    pub fn generate(&self, context: impl Serialize) -> Prompt {
         self.render("generate", context)
     }
 
-    pub fn summarize(&self, context: impl Serialize) -> String {
+    pub fn summarize(&self, context: impl Serialize) -> Prompt {
         self.render("summarize", context)
     }
 
-    pub fn workspace(&self, context: impl Serialize) -> String {
+    pub fn workspace(&self, context: impl Serialize) -> Prompt {
         self.render("workspace", context)
     }
 
-    pub fn reflect(&self, context: impl Serialize) -> String {
+    pub fn reflect(&self, context: impl Serialize) -> Prompt {
         self.render("reflect", context)
     }
 
-    pub fn opener(&self, context: impl Serialize) -> String {
+    pub fn opener(&self, context: impl Serialize) -> Prompt {
         self.render("opener", context)
+    }
+}
+
+/// One rendered prompt, as the model gets it: kuuki's instructions and persona in the
+/// system message, which holds no one's words; the fenced conversation, memories and
+/// facts and the question in the user message. Chat templates that keep only user and
+/// assistant turns (llama.cpp's `gemma`) drop the system message, not the conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prompt {
+    pub system: String,
+    pub user: String,
+}
+
+impl Prompt {
+    /// Both messages, as one text (the reply guard reads the instructions outside the
+    /// fences of both: the user message's headings and question are kuuki's too).
+    pub fn whole(&self) -> String {
+        format!("{}\n\n{}", self.system, self.user)
     }
 }
 
@@ -230,13 +253,18 @@ mod tests {
         Fixture { deps, clock }
     }
 
+    /// A prompt as its snapshot shows it: the two messages, each under its role.
+    fn shown(prompt: &super::Prompt) -> String {
+        format!("=== system ===\n{}\n=== user ===\n{}\n", prompt.system, prompt.user)
+    }
+
     async fn render(
         f: &Fixture,
         target_secs: u64,
         root: Option<u64>,
         judge: bool,
         response_type: ResponseType,
-    ) -> String {
+    ) -> super::Prompt {
         let d = &f.deps;
         let target = d
             .messages
@@ -258,19 +286,22 @@ mod tests {
     #[tokio::test]
     async fn judge_prompt_for_a_top_level_message() {
         let f = fixture("ja").await;
-        insta::assert_snapshot!("judge_ja_top_level", render(&f, 600, None, true, ResponseType::FullResponse).await);
+        let prompt = render(&f, 600, None, true, ResponseType::FullResponse).await;
+        insta::assert_snapshot!("judge_ja_top_level", shown(&prompt));
     }
 
     #[tokio::test]
     async fn judge_prompt_for_a_thread_message() {
         let f = fixture("ja").await;
-        insta::assert_snapshot!("judge_ja_thread", render(&f, 660, Some(60), true, ResponseType::FullResponse).await);
+        let prompt = render(&f, 660, Some(60), true, ResponseType::FullResponse).await;
+        insta::assert_snapshot!("judge_ja_thread", shown(&prompt));
     }
 
     #[tokio::test]
     async fn english_judge_prompt_for_a_thread_message() {
         let f = fixture("en").await;
-        insta::assert_snapshot!("judge_en_thread", render(&f, 660, Some(60), true, ResponseType::FullResponse).await);
+        let prompt = render(&f, 660, Some(60), true, ResponseType::FullResponse).await;
+        insta::assert_snapshot!("judge_en_thread", shown(&prompt));
     }
 
     /// A hostile message in the fixture's thread goes through the real context builder:
@@ -291,7 +322,9 @@ mod tests {
             .await
             .unwrap();
         for judge in [true, false] {
-            let prompt = render(&f, 690, Some(60), judge, ResponseType::FullResponse).await;
+            let rendered = render(&f, 690, Some(60), judge, ResponseType::FullResponse).await;
+            assert!(!rendered.system.contains("新しい指示") && rendered.user.contains("新しい指示"), "{rendered:?}");
+            let prompt = rendered.whole();
             let fence = prompt.lines().find_map(|l| l.strip_prefix('<')?.strip_suffix('>')).expect("a fenced prompt");
             assert!(fence.starts_with("conversation-"), "{prompt}");
             let (open, close) = (format!("<{fence}>"), format!("</{fence}>"));
@@ -312,7 +345,77 @@ mod tests {
                 let obeying: String = f.deps.persona.system_prompt.chars().flat_map(|c| [c, '\u{200B}']).collect();
                 let refusal = crate::respond::guard::check_reply(&obeying, &prompt, "kuuki").unwrap_err();
                 assert!(refusal.contains("repeats kuuki's instructions"), "{refusal}");
+                // The instructions the guard compares with are the system message's.
+                let line =
+                    rendered.system.lines().find(|l| l.starts_with("- 会話の流れ")).expect("an instruction line");
+                let refusal = crate::respond::guard::check_reply(line, &prompt, "kuuki").unwrap_err();
+                assert!(refusal.contains("repeats kuuki's instructions"), "{refusal}");
             }
+        }
+    }
+
+    /// Every prompt puts kuuki's instructions in the system message and the people's
+    /// words (messages, memories, facts, names), fenced, with the question in the user
+    /// message: a chat template that drops the system message (llama.cpp's `gemma`)
+    /// still shows the model the conversation, and no message sits among the
+    /// instructions.
+    #[tokio::test]
+    async fn the_system_message_holds_no_ones_words_and_the_user_message_the_fenced_data() {
+        let people = [
+            "おはようございます",
+            "昨日のデプロイ、ステージングで止まってる",
+            "ログ見ます",
+            // (Without its "？": the prompts hold messages normalised, NFKC.)
+            "誰か CI のキャッシュの消し方わかる",
+            "マイグレーションのロック待ちだった",
+            "ステージングのデプロイが止まり",
+            "ステージングのデプロイはロック待ちだった",
+            "dev はデプロイとリリースの相談の場",
+            "開発チームのワークスペース",
+            "金曜にリリース予定",
+            "週末の登山の写真",
+            "bob はデプロイ担当",
+            "alice",
+        ];
+        for language in ["ja", "en"] {
+            let f = fixture(language).await;
+            let mut prompts = vec![
+                ("judge", render(&f, 660, Some(60), true, ResponseType::FullResponse).await),
+                ("generate", render(&f, 600, None, false, ResponseType::FullResponse).await),
+            ];
+            for request in memory_prompts(language).await {
+                prompts.push((
+                    if request.role == crate::ports::LlmRole::Reflect { "reflect" } else { "summarize" },
+                    super::Prompt { system: request.system, user: request.user },
+                ));
+            }
+            let opener = serde_json::json!({
+                "persona": &f.deps.persona,
+                "message": {"name": "alice", "text": "おはようございます"},
+                "fact": "bob はデプロイ担当",
+            });
+            prompts.push(("opener", f.deps.prompts.opener(&opener)));
+            assert_eq!(prompts.len(), 6);
+            for (kind, prompt) in &prompts {
+                for words in people {
+                    assert!(
+                        !prompt.system.contains(words),
+                        "{language} {kind}: {words:?} in the system message: {prompt:?}"
+                    );
+                }
+                assert!(!prompt.system.lines().any(|l| l.starts_with("<conversation")), "{kind}: {prompt:?}");
+                let fence = prompt.user.lines().find_map(|l| l.strip_prefix('<')?.strip_suffix('>')).expect("fenced");
+                assert!(
+                    prompt.system.contains(&format!("<{fence}>")),
+                    "the system message names the fence: {prompt:?}"
+                );
+                let first_fenced = prompt.user.split(&format!("<{fence}>\n")).nth(1).unwrap_or_default();
+                assert!(people.iter().any(|w| first_fenced.contains(w)), "{kind}: {prompt:?}");
+                let question = prompt.user.lines().last().unwrap();
+                assert!(!question.starts_with('<') && !question.is_empty(), "{kind} ends on its question: {prompt:?}");
+            }
+            let judge = &prompts[0].1;
+            assert!(judge.user.contains("[") && judge.user.contains("マイグレーションのロック待ちだった"));
         }
     }
 
@@ -345,7 +448,7 @@ mod tests {
         }
         let secret = f.deps.channels.channel_state(&ChannelId("secret".into())).await.unwrap();
         assert!(secret.memory.private && secret.memory.summary.contains("極秘"), "the channel itself remembers");
-        let prompt = render(&f, 600, None, true, ResponseType::FullResponse).await;
+        let prompt = render(&f, 600, None, true, ResponseType::FullResponse).await.user;
         assert!(prompt.contains("- #lunch: 新しいカレー屋の話。\n"), "{prompt}");
         assert!(!prompt.contains("極秘") && !prompt.contains("#secret"), "a private channel never shows: {prompt}");
         assert!(!prompt.contains("dev 自身の行"), "nor the channel judged");
@@ -363,18 +466,18 @@ mod tests {
             .await
             .unwrap();
         assert!(f.deps.channels.channel_state(&ChannelId("lunch".into())).await.unwrap().memory.private);
-        let prompt = render(&f, 600, None, true, ResponseType::FullResponse).await;
+        let prompt = render(&f, 600, None, true, ResponseType::FullResponse).await.user;
         assert!(!prompt.contains("#lunch"), "{prompt}");
         // The budget: newest first, as many whole lines as fit. "- #ops: …\n" is 96
         // bytes: 25 tokens (100 bytes) hold it, not random's 63 after it; 23 not even it.
         f.deps.settings.judge_channel_list_tokens = 23;
-        let prompt = render(&f, 600, None, true, ResponseType::FullResponse).await;
+        let prompt = render(&f, 600, None, true, ResponseType::FullResponse).await.user;
         assert!(!prompt.contains("#ops") && !prompt.contains("#random"), "{prompt}");
         f.deps.settings.judge_channel_list_tokens = 25;
-        let prompt = render(&f, 600, None, true, ResponseType::FullResponse).await;
+        let prompt = render(&f, 600, None, true, ResponseType::FullResponse).await.user;
         assert!(prompt.contains("- #ops: ") && !prompt.contains("#random"), "{prompt}");
         f.deps.settings.judge_channel_list_tokens = 0;
-        let prompt = render(&f, 600, None, true, ResponseType::FullResponse).await;
+        let prompt = render(&f, 600, None, true, ResponseType::FullResponse).await.user;
         assert!(!prompt.contains("#ops") && !prompt.contains("他のチャンネル"), "no list, no heading: {prompt}");
     }
 
@@ -399,7 +502,7 @@ mod tests {
 
     /// The summarize, workspace and reflect prompts for the fixture's channel, in that
     /// order, as the handlers send them.
-    async fn memory_prompts(language: &str) -> Vec<String> {
+    async fn memory_prompts(language: &str) -> Vec<LlmRequest> {
         let mut f = fixture(language).await;
         let llm = Arc::new(RecordingLlm {
             script: crate::adapters::llm::ScriptedLlm::parse(MEMORY_SCRIPT).unwrap(),
@@ -435,16 +538,17 @@ mod tests {
         let sent = llm.sent.lock().unwrap().clone();
         let subjects: Vec<&str> = sent.iter().map(|r| r.subject.as_str()).collect();
         assert_eq!(subjects, ["summary of dev", "workspace summary", "reflection on dev"]);
-        sent.into_iter().map(|r| r.system).collect()
+        sent
     }
 
     #[tokio::test]
     async fn summarize_workspace_and_reflect_prompts() {
         for language in ["ja", "en"] {
-            let [summarize, workspace, reflect] = <[String; 3]>::try_from(memory_prompts(language).await).unwrap();
-            insta::assert_snapshot!(format!("summarize_{language}"), summarize);
-            insta::assert_snapshot!(format!("workspace_{language}"), workspace);
-            insta::assert_snapshot!(format!("reflect_{language}"), reflect);
+            let [summarize, workspace, reflect] = <[LlmRequest; 3]>::try_from(memory_prompts(language).await).unwrap();
+            let shown = |r: &LlmRequest| shown(&super::Prompt { system: r.system.clone(), user: r.user.clone() });
+            insta::assert_snapshot!(format!("summarize_{language}"), shown(&summarize));
+            insta::assert_snapshot!(format!("workspace_{language}"), shown(&workspace));
+            insta::assert_snapshot!(format!("reflect_{language}"), shown(&reflect));
         }
     }
 
@@ -489,7 +593,7 @@ mod tests {
                 ctx.speaker = Some(context::SpeakerContext::new(level, interactions, noted));
                 insta::assert_snapshot!(
                     format!("generate_{language}_{}", level.as_str()),
-                    f.deps.prompts.generate(&ctx)
+                    shown(&f.deps.prompts.generate(&ctx))
                 );
             }
         }
@@ -500,12 +604,12 @@ mod tests {
         let f = fixture("ja").await;
         insta::assert_snapshot!(
             "generate_ja_short_ack_thread",
-            render(&f, 660, Some(60), false, ResponseType::ShortAck).await
+            shown(&render(&f, 660, Some(60), false, ResponseType::ShortAck).await)
         );
         let f = fixture("en").await;
         insta::assert_snapshot!(
             "generate_en_full_top_level",
-            render(&f, 600, None, false, ResponseType::FullResponse).await
+            shown(&render(&f, 600, None, false, ResponseType::FullResponse).await)
         );
     }
 }

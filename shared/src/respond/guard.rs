@@ -277,7 +277,7 @@ mod tests {
             interventions_last_30_min: 0,
             last_intervention_excerpt: String::new(),
         };
-        Prompts::with_fence_seed(lang.language, 7).generate(&ctx)
+        Prompts::with_fence_seed(lang.language, 7).generate(&ctx).whole()
     }
 
     fn sentences(text: &str) -> Vec<String> {
@@ -555,8 +555,8 @@ mod tests {
             "persona_name": "kuuki",
             "messages": [fence_safe(&format!("mallory: {hostile}"))],
         });
-        let first = prompts.reflect(&ctx);
-        let second = prompts.reflect(&ctx);
+        let first = prompts.reflect(&ctx).whole();
+        let second = prompts.reflect(&ctx).whole();
         let fence_of = |prompt| opening_fence(prompt).trim_start_matches('<').trim_end_matches('>').to_owned();
         let fence = fence_of(&first);
         assert_eq!(fence.len(), "conversation-".len() + 6, "{fence}");

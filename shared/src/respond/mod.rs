@@ -402,16 +402,19 @@ async fn generate(
     let request = LlmRequest {
         role: LlmRole::Generate,
         model: deps.settings.llm_model.clone(),
-        system: prompt.clone(),
+        system: prompt.system.clone(),
+        user: prompt.user.clone(),
         max_tokens: match response_type {
             ResponseType::ShortAck => SHORT_ACK_TOKENS,
             _ => FULL_RESPONSE_TOKENS,
         },
+        temperature: deps.settings.temperature(LlmRole::Generate),
+        schema: None,
         subject: target.text.clone(),
     };
     let text = match llm.complete(request).await {
         Ok(response) => output::fit_to_post(&response)
-            .and_then(|()| guard::check_reply(&response.text, &prompt, &deps.persona.name)),
+            .and_then(|()| guard::check_reply(&response.text, &prompt.whole(), &deps.persona.name)),
         Err(e) => Err(e.to_string()),
     };
     Ok(Generated { text, facts })

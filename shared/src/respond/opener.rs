@@ -168,12 +168,15 @@ async fn opener_text(deps: &Deps, target: &Message, fact: &str) -> Result<String
         .complete(LlmRequest {
             role: LlmRole::Generate,
             model: deps.settings.llm_model.clone(),
-            system: prompt.clone(),
+            system: prompt.system.clone(),
+            user: prompt.user.clone(),
             max_tokens: OPENER_TOKENS,
+            temperature: deps.settings.temperature(LlmRole::Generate),
+            schema: None,
             subject: format!("opener: {}", target.text),
         })
         .await
         .map_err(|e| e.to_string())?;
     super::output::fit_to_post(&response)?;
-    super::guard::check_reply(&response.text, &prompt, &deps.persona.name)
+    super::guard::check_reply(&response.text, &prompt.whole(), &deps.persona.name)
 }

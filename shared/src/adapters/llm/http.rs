@@ -58,6 +58,34 @@ pub(super) async fn post_json(
     headers: &[(&str, &str)],
     body: &Value,
 ) -> Result<Value, LlmError> {
+    post_json_asking(http, policy, provider, url, headers, body, None).await.map_err(|e| match e {
+        Refused::Failed(e) => e,
+        Refused::Format(status) => LlmError::Failed(format!("{provider}: HTTP {status}")),
+    })
+}
+
+/// Why a POST that asked for structured output came back without an answer.
+#[derive(Debug)]
+pub(super) enum Refused {
+    /// The server refused the request as malformed for its structured-output part: an
+    /// HTTP 400, 422 or 500 whose body names it (one of the words given). Not retried.
+    Format(reqwest::StatusCode),
+    /// Anything else, retried first where that may help.
+    Failed(LlmError),
+}
+
+/// [`post_json`] for a request that asks for structured output: an answer that refuses
+/// it as malformed (`format_words`, lowercase, name it in the body) ends at once as
+/// [`Refused::Format`] instead of being retried like an outage.
+pub(super) async fn post_json_asking(
+    http: &reqwest::Client,
+    policy: &HttpPolicy,
+    provider: &'static str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &Value,
+    format_words: Option<&[&str]>,
+) -> Result<Value, Refused> {
     let retry = policy.retry();
     let mut attempt = 0;
     loop {
@@ -67,19 +95,24 @@ pub(super) async fn post_json(
         }
         let (error, asked) = match request.send().await {
             Ok(response) if response.status().is_success() => {
-                return response
-                    .json::<Value>()
-                    .await
-                    .map_err(|e| LlmError::Failed(format!("{provider}: unreadable answer ({})", e.without_url())));
+                return response.json::<Value>().await.map_err(|e| {
+                    Refused::Failed(LlmError::Failed(format!("{provider}: unreadable answer ({})", e.without_url())))
+                });
             }
             Ok(response) => {
                 let status = response.status();
                 let asked = retry_after(response.headers());
-                let detail = clip(&response.text().await.unwrap_or_default());
-                let error = format!("{provider}: HTTP {status}: {detail}");
+                let text = response.text().await.unwrap_or_default();
+                if let Some(words) = format_words
+                    && matches!(status.as_u16(), 400 | 422 | 500)
+                    && names_any(&text, words)
+                {
+                    return Err(Refused::Format(status));
+                }
+                let error = format!("{provider}: HTTP {status}: {}", clip(&text));
                 if status.as_u16() != 429 && !status.is_server_error() {
                     // 400, 401, 404: asking again will not help.
-                    return Err(LlmError::Failed(error));
+                    return Err(Refused::Failed(LlmError::Failed(error)));
                 }
                 (error, asked)
             }
@@ -87,10 +120,16 @@ pub(super) async fn post_json(
             Err(e) => (format!("{provider}: {}", e.without_url()), None),
         };
         let Some(wait) = retry.wait_after(attempt, asked) else {
-            return Err(LlmError::Failed(format!("{error} (after {} attempts)", attempt + 1)));
+            return Err(Refused::Failed(LlmError::Failed(format!("{error} (after {} attempts)", attempt + 1))));
         };
         tracing::info!(provider, attempt, ?wait, %error, "LLM call failed; retrying");
         tokio::time::sleep(wait).await;
         attempt += 1;
     }
+}
+
+/// Whether an error body names one of `words` (lowercase), in any case.
+fn names_any(body: &str, words: &[&str]) -> bool {
+    let body = body.to_lowercase();
+    words.iter().any(|word| body.contains(word))
 }

@@ -7,16 +7,13 @@ mod embeddings;
 mod http;
 mod openai;
 mod script;
+mod structured;
 
 pub use anthropic::Anthropic;
 pub use embeddings::{KEYWORD_HASH_DIMENSIONS, KeywordHashEmbedder, OpenAiEmbeddings};
 pub use http::HttpPolicy;
 pub use openai::OpenAiCompatible;
 pub use script::{ScriptError, ScriptedLlm};
-
-/// Everything kuuki asks is in the system prompt; providers that need a user turn
-/// (Anthropic, some compatible servers) get this one line.
-pub const USER_TURN: &str = "Follow the instructions above and answer now.";
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -43,11 +40,10 @@ fn http_policy(settings: &Settings) -> HttpPolicy {
 pub fn from_settings(settings: &Settings) -> Result<Option<Arc<dyn Llm>>, ConfigError> {
     let policy = http_policy(settings);
     Ok(match settings.llm_provider {
-        LlmProvider::OpenAi => Some(Arc::new(OpenAiCompatible::new(
-            &settings.openai_base_url,
-            settings.openai_api_key.expose_secret(),
-            policy,
-        ))),
+        LlmProvider::OpenAi => Some(Arc::new(
+            OpenAiCompatible::new(&settings.openai_base_url, settings.openai_api_key.expose_secret(), policy)
+                .with_structured_output(settings.llm_structured_output),
+        )),
         LlmProvider::Anthropic => {
             if settings.anthropic_api_key.expose_secret().is_empty() {
                 return Err(ConfigError::Invalid {
@@ -56,11 +52,10 @@ pub fn from_settings(settings: &Settings) -> Result<Option<Arc<dyn Llm>>, Config
                     reason: "LLM_PROVIDER=anthropic needs a key".into(),
                 });
             }
-            Some(Arc::new(Anthropic::new(
-                &settings.anthropic_base_url,
-                settings.anthropic_api_key.expose_secret(),
-                policy,
-            )))
+            Some(Arc::new(
+                Anthropic::new(&settings.anthropic_base_url, settings.anthropic_api_key.expose_secret(), policy)
+                    .with_structured_output(settings.llm_structured_output),
+            ))
         }
         LlmProvider::None => None,
     })

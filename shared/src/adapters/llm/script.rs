@@ -87,7 +87,7 @@ impl Llm for ScriptedLlm {
         Ok(LlmResponse {
             text: entry.reply.clone(),
             usage: Usage {
-                input_tokens: estimate_tokens(&request.system),
+                input_tokens: estimate_tokens(&request.system) + estimate_tokens(&request.user),
                 output_tokens: estimate_tokens(&entry.reply),
             },
             finish: crate::ports::Finish::Complete,
@@ -100,7 +100,16 @@ mod tests {
     use super::*;
 
     fn request(role: LlmRole, subject: &str) -> LlmRequest {
-        LlmRequest { role, model: "m".into(), system: "prompt".into(), max_tokens: 100, subject: subject.into() }
+        LlmRequest {
+            role,
+            model: "m".into(),
+            system: "prompt".into(),
+            user: "the conversation".into(),
+            max_tokens: 100,
+            temperature: None,
+            schema: None,
+            subject: subject.into(),
+        }
     }
 
     #[tokio::test]
