@@ -111,7 +111,7 @@ impl World {
         let parts = InProcess::new(clock.clone());
         let (store, queue) = (parts.store.clone(), parts.queue.clone());
         let log = Arc::new(MemoryLog::default());
-        let discord = Arc::new(DiscordClient::new(&api.uri(), "bot-token").with_timeout(settings.chat_timeout));
+        let discord = Arc::new(DiscordClient::new(&api.uri(), "bot-token").with_timeout(settings.budget.chat_timeout));
         let me = discord.identify_with_roles().await.unwrap();
         assert_eq!(me, DiscordIdentity { user_id: BOT.into(), managed_roles: vec![ROLE.into()] });
         let chat = Arc::new(PlatformChat { slack: None, discord: Some(discord) });

@@ -327,7 +327,8 @@ pub mod slack_world {
             let parts = InProcess::new(clock.clone());
             let (store, queue) = (parts.store.clone(), parts.queue.clone());
             let log = Arc::new(MemoryLog::default());
-            let chat = Arc::new(SlackClient::new(&slack_api.uri(), "xoxb-test").with_timeout(settings.chat_timeout));
+            let chat =
+                Arc::new(SlackClient::new(&slack_api.uri(), "xoxb-test").with_timeout(settings.budget.chat_timeout));
             let persona = settings.persona(None);
             let mut adapters = parts.adapters(chat, llm, log.clone());
             adapt(&mut adapters);

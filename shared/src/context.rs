@@ -59,7 +59,7 @@ pub struct PromptContext<'a> {
 /// The conversation of `target` in the context window, oldest first; it may hold
 /// messages newer than the target.
 pub async fn load_conversation(deps: &Deps, window: &Window, target: &Message) -> PortResult<Vec<Arc<Message>>> {
-    load_recent(deps, window, target, deps.settings.channel_buffer_size).await
+    load_recent(deps, window, target, deps.settings.memory.channel_buffer_size).await
 }
 
 /// Like [`load_conversation`], at most `limit` messages, and a thread's opening
@@ -71,13 +71,13 @@ pub async fn load_recent(
     target: &Message,
     limit: usize,
 ) -> PortResult<Vec<Arc<Message>>> {
-    if !deps.settings.memory_enabled {
+    if !deps.settings.memory.enabled {
         return Ok(vec![Arc::new(target.clone())]);
     }
-    let since = deps.clock.now() - deps.settings.channel_buffer_ttl;
+    let since = deps.clock.now() - deps.settings.memory.channel_buffer_ttl;
     let since = since.min(target.at);
     let mut conversation = window
-        .recent_in_thread(deps, &target.thread_key(), since, limit.min(deps.settings.channel_buffer_size))
+        .recent_in_thread(deps, &target.thread_key(), since, limit.min(deps.settings.memory.channel_buffer_size))
         .await?;
     if let Some(root) = &target.thread_root
         && conversation.first().is_none_or(|m| &m.ts != root)
@@ -97,23 +97,24 @@ pub async fn build<'a>(
     response_type: ResponseType,
 ) -> PortResult<PromptContext<'a>> {
     let now = deps.clock.now();
-    let top_level = match (&target.thread_root, deps.settings.memory_enabled) {
+    let top_level = match (&target.thread_root, deps.settings.memory.enabled) {
         (Some(_), true) => {
-            let since = now - deps.settings.channel_buffer_ttl;
+            let since = now - deps.settings.memory.channel_buffer_ttl;
             window
                 .recent_in_thread(
                     deps,
                     &ThreadKey::top_level(target.channel.clone()),
                     since,
-                    deps.settings.channel_buffer_size,
+                    deps.settings.memory.channel_buffer_size,
                 )
                 .await?
         }
         _ => Vec::new(),
     };
-    let others = if deps.settings.memory_enabled {
-        let since = now - deps.settings.channel_buffer_ttl;
-        let channel = window.recent_in_channel(deps, &target.channel, since, deps.settings.channel_buffer_size).await?;
+    let others = if deps.settings.memory.enabled {
+        let since = now - deps.settings.memory.channel_buffer_ttl;
+        let channel =
+            window.recent_in_channel(deps, &target.channel, since, deps.settings.memory.channel_buffer_size).await?;
         other_threads(channel, target)
     } else {
         Vec::new()
@@ -134,7 +135,7 @@ pub async fn build<'a>(
         },
         text: fence_safe(&m.text),
     };
-    let (channel_memory, workspace_memory) = if deps.settings.memory_enabled {
+    let (channel_memory, workspace_memory) = if deps.settings.memory.enabled {
         (state.memory.clone(), deps.channels.workspace_memory().await?)
     } else {
         Default::default()
@@ -153,7 +154,7 @@ pub async fn build<'a>(
         other_channels: channel_list(
             &workspace_memory.channel_lines,
             &target.channel,
-            deps.settings.judge_channel_list_tokens,
+            deps.settings.judge.channel_list_tokens,
         ),
         now: now.to_utc_string(),
         top_level: top_level.iter().map(|m| prompt_message(m)).collect(),

@@ -109,8 +109,8 @@ impl Window {
     /// One read of `channel`'s newest `CHANNEL_BUFFER_SIZE` messages, whatever the store.
     pub(crate) async fn read_whole(deps: &Deps, channel: &ChannelId) -> PortResult<Window> {
         let ChannelWindow { messages, complete } =
-            deps.messages.channel_window(channel, deps.settings.channel_buffer_size.max(1)).await?;
-        let (now, ttl) = (deps.clock.now(), deps.settings.channel_buffer_ttl);
+            deps.messages.channel_window(channel, deps.settings.memory.channel_buffer_size.max(1)).await?;
+        let (now, ttl) = (deps.clock.now(), deps.settings.memory.channel_buffer_ttl);
         let page_before = messages
             .first()
             .filter(|oldest| !complete && oldest.at >= now - ttl)
@@ -266,7 +266,7 @@ impl Window {
         }
         let mut after = Vec::new();
         for key in conversations {
-            let recent = self.recent_in_thread(deps, &key, target.at, deps.settings.channel_buffer_size).await?;
+            let recent = self.recent_in_thread(deps, &key, target.at, deps.settings.memory.channel_buffer_size).await?;
             after.extend(recent.into_iter().filter(|m| m.ts > target.ts));
         }
         Ok(after)

@@ -105,13 +105,13 @@ impl Deps {
     }
 
     pub fn new(mut settings: Settings, persona: Persona, bot_user_id: UserId, adapters: Adapters, seed: u64) -> Self {
-        settings.bot_name = persona.name.clone();
-        settings.bot_aliases = persona.aliases.clone();
-        settings.bot_topics = persona.topics.clone();
+        settings.bot.name = persona.name.clone();
+        settings.bot.aliases = persona.aliases.clone();
+        settings.bot.topics = persona.topics.clone();
         let settings = settings.for_llm(adapters.llm.is_some());
         let bot = BotIdentity::new(bot_user_id, &persona.name, &persona.aliases);
         Self {
-            prompts: Prompts::new(settings.prompt_language),
+            prompts: Prompts::new(settings.bot.prompt_language),
             budget: settings.time_budget(),
             settings,
             bot,
@@ -144,8 +144,8 @@ impl Deps {
 
     /// `JUDGE_MIN_WAIT_SECONDS` ± up to `JUDGE_JITTER_RATIO` of it.
     pub fn judge_wait(&self) -> Duration {
-        let base = self.settings.judge_min_wait.as_secs_f64();
-        let ratio = self.settings.judge_jitter_ratio;
+        let base = self.settings.judge.min_wait.as_secs_f64();
+        let ratio = self.settings.judge.jitter_ratio;
         let unit = self.rng.lock().expect("rng lock").f64();
         Duration::from_secs_f64((base * (1.0 + ratio * (2.0 * unit - 1.0))).max(0.0))
     }
@@ -158,7 +158,7 @@ impl Deps {
         use crate::domain::Author;
         match message.author {
             Author::Human => true,
-            Author::OtherBot => !self.settings.ignore_other_bots,
+            Author::OtherBot => !self.settings.judge.ignore_other_bots,
             Author::OwnBot => false,
         }
     }

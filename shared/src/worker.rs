@@ -124,7 +124,7 @@ pub async fn run_until_stopped(
                     }
                     slot = slots.acquire_owned() => slot.expect("the semaphore is never closed"),
                 };
-                let timeout = deps.settings.worker_timeout;
+                let timeout = deps.settings.budget.worker_timeout;
                 let job = delivery.job.clone();
                 if tokio::time::timeout(timeout, deliver(&deps, &*queue, delivery)).await.is_err() {
                     tracing::error!(?job, ?timeout, "job stopped at the worker timeout; it will be delivered again");

@@ -123,7 +123,7 @@ pub(super) async fn world_logged(
     // The stack's schedule group (the template makes it): long delays (a forget's
     // second look) are scheduled there. Made once per moto; a second make is refused.
     let scheduler = aws_sdk_scheduler::Client::new(&sdk(moto).await);
-    let _ = scheduler.create_schedule_group().name(&settings.schedule_group).send().await;
+    let _ = scheduler.create_schedule_group().name(&settings.storage.schedule_group).send().await;
     let counter = CallCounter::default();
     let aws = AwsAdapters::build_counted(&settings, Arc::new(SystemClock), Some(&counter)).await;
     let slack_api = wiremock::MockServer::start().await;
@@ -268,7 +268,7 @@ impl World {
         let hours_ago = |hours: i64, i: i64| Timestamp(now.0 - hours * 3_600_000_000 + i * 1_000_000);
         let line = "デプロイの手順を確認して、ステージングで動かしてから本番に出します。";
         let mut newest = Ts::new("0.000000");
-        for i in 0..self.deps.settings.channel_buffer_size as i64 {
+        for i in 0..self.deps.settings.memory.channel_buffer_size as i64 {
             let at = hours_ago(2, i);
             let message = Message {
                 channel: channel.clone(),

@@ -75,10 +75,10 @@ impl Ingress {
     /// served only when the signing secret is set too (404 otherwise).
     pub fn new(deps: Arc<Deps>, connected: &Connected, metrics_for: Option<String>) -> Result<Ingress, String> {
         let settings = &deps.settings;
-        let socket_mode = !settings.slack_app_token.expose_secret().is_empty();
+        let socket_mode = !settings.platforms.slack_app_token.expose_secret().is_empty();
         let slack = match &connected.slack {
             Some(identity) => {
-                let secret = settings.slack_signing_secret.expose_secret();
+                let secret = settings.platforms.slack_signing_secret.expose_secret();
                 if secret.is_empty() && !socket_mode {
                     return Err("SLACK_SIGNING_SECRET is not set: every Slack request is verified with it \
                          (or set SLACK_APP_TOKEN to take Slack's events over Socket Mode)"
@@ -93,13 +93,16 @@ impl Ingress {
             Some(identity) => {
                 // With the Gateway in this process (`DISCORD_GATEWAY`, `kuuki serve`),
                 // interactions and messages come over it: the HTTP routes are optional.
-                let gateway = settings.discord_gateway;
-                let public_key = if gateway && settings.discord_public_key.trim().is_empty() {
+                let gateway = settings.platforms.discord_gateway;
+                let public_key = if gateway && settings.platforms.discord_public_key.trim().is_empty() {
                     None
                 } else {
-                    Some(DiscordPublicKey::from_hex(&settings.discord_public_key).map_err(|e| e.to_string())?)
+                    Some(
+                        DiscordPublicKey::from_hex(&settings.platforms.discord_public_key)
+                            .map_err(|e| e.to_string())?,
+                    )
                 };
-                let relay_secret = settings.discord_relay_secret.expose_secret();
+                let relay_secret = settings.platforms.discord_relay_secret.expose_secret();
                 if relay_secret.is_empty() && !gateway {
                     tracing::warn!("DISCORD_RELAY_SECRET is not set: relayed Discord messages are refused");
                 }

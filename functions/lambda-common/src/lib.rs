@@ -60,8 +60,8 @@ pub async fn cold_start(vars: &HashMap<String, String>, role: Role) -> Result<St
     let aws = AwsAdapters::build_for(role, &settings, clock).await;
     let connected = platforms::connect(&settings, role).await?;
     let persona = settings.persona(persona_file.as_ref());
-    let log_text = kuuki::domain::LogText::from_setting(settings.log_message_text);
-    if settings.log_message_text {
+    let log_text = kuuki::domain::LogText::from_setting(settings.storage.log_message_text);
+    if settings.storage.log_message_text {
         tracing::warn!("LOG_MESSAGE_TEXT=true: the decision log carries message text, replies, facts and summaries");
     }
     let adapters = aws

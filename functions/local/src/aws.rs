@@ -21,10 +21,10 @@ pub async fn setup_aws(args: SetupArgs) -> anyhow::Result<()> {
     let settings = setup(&args.common)?.options.settings;
     let config = kuuki::adapters::aws::config::load().await;
     let tables = TableNames {
-        messages: settings.messages_table.clone(),
-        channels: settings.channels_table.clone(),
-        ledger: settings.ledger_table.clone(),
-        facts: settings.facts_table.clone(),
+        messages: settings.storage.messages_table.clone(),
+        channels: settings.storage.channels_table.clone(),
+        ledger: settings.storage.ledger_table.clone(),
+        facts: settings.storage.facts_table.clone(),
     };
     create_tables(&aws_sdk_dynamodb::Client::new(&config), &tables)
         .await
@@ -36,7 +36,7 @@ pub async fn setup_aws(args: SetupArgs) -> anyhow::Result<()> {
             .map_err(anyhow::Error::msg)
             .context("creating the SQS queues")?;
     let scheduler = aws_sdk_scheduler::Client::new(&config);
-    let group = &settings.schedule_group;
+    let group = &settings.storage.schedule_group;
     let exists = scheduler.get_schedule_group().name(group).send().await.is_ok();
     if !exists {
         scheduler

@@ -128,7 +128,7 @@ pub fn setup(common: &CommonArgs) -> anyhow::Result<Setup> {
     let embedder = kuuki::adapters::llm::embedder_from_settings(&settings)?;
     let settings = settings.for_llm(llm.is_some());
 
-    let persona_path = common.persona.clone().or_else(|| settings.persona_file.clone().map(PathBuf::from));
+    let persona_path = common.persona.clone().or_else(|| settings.bot.persona_file.clone().map(PathBuf::from));
     let persona_file = match &persona_path {
         Some(path) => Some(read_persona(path)?),
         None => None,

@@ -32,19 +32,26 @@ pub async fn run(args: DiscordArgs) -> anyhow::Result<()> {
 async fn register() -> anyhow::Result<()> {
     let vars: HashMap<String, String> = std::env::vars().collect();
     let settings = Settings::from_vars(&vars)?;
-    let token = settings.discord_bot_token.expose_secret();
+    let token = settings.platforms.discord_bot_token.expose_secret();
     if token.is_empty() {
         bail!("DISCORD_BOT_TOKEN is not set: registering commands needs the bot's token");
     }
-    if settings.discord_application_id.trim().is_empty() {
+    if settings.platforms.discord_application_id.trim().is_empty() {
         bail!("DISCORD_APPLICATION_ID is not set: the commands are registered under the application");
     }
-    let client = DiscordClient::new(&settings.discord_api_base_url, token).with_timeout(settings.chat_timeout);
+    let client =
+        DiscordClient::new(&settings.platforms.discord_api_base_url, token).with_timeout(settings.budget.chat_timeout);
     let count = client
-        .register_commands(settings.discord_application_id.trim(), &command_definitions())
+        .register_commands(settings.platforms.discord_application_id.trim(), &command_definitions())
         .await
-        .with_context(|| format!("registering /kuuki at {}", settings.discord_api_base_url))?;
-    println!("registered {count} command(s) for application {}: /kuuki", settings.discord_application_id.trim());
-    println!("invite the bot with: {}", kuuki::adapters::discord::invite::invite_url(&settings.discord_application_id));
+        .with_context(|| format!("registering /kuuki at {}", settings.platforms.discord_api_base_url))?;
+    println!(
+        "registered {count} command(s) for application {}: /kuuki",
+        settings.platforms.discord_application_id.trim()
+    );
+    println!(
+        "invite the bot with: {}",
+        kuuki::adapters::discord::invite::invite_url(&settings.platforms.discord_application_id)
+    );
     Ok(())
 }

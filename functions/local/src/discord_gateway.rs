@@ -62,15 +62,15 @@ pub fn start(
     stopping: watch::Receiver<bool>,
 ) -> anyhow::Result<Option<JoinHandle<anyhow::Result<()>>>> {
     let settings = &deps.settings;
-    let token = settings.discord_bot_token.expose_secret().trim().to_owned();
-    if token.is_empty() || !settings.discord_gateway {
+    let token = settings.platforms.discord_bot_token.expose_secret().trim().to_owned();
+    if token.is_empty() || !settings.platforms.discord_gateway {
         return Ok(None);
     }
     let Some(identity) = connected.discord.clone() else {
         bail!("DISCORD_BOT_TOKEN is set but kuuki did not sign in to Discord");
     };
-    let gateway_url = gateway_url(&settings.discord_gateway_url)?;
-    let http_routes = if settings.discord_public_key.trim().is_empty() {
+    let gateway_url = gateway_url(&settings.platforms.discord_gateway_url)?;
+    let http_routes = if settings.platforms.discord_public_key.trim().is_empty() {
         "POST /discord/interactions is not served (DISCORD_PUBLIC_KEY is not set)"
     } else {
         "POST /discord/interactions is served too (interactions come over it while the application has an Interactions Endpoint URL)"
@@ -85,7 +85,7 @@ pub fn start(
     let interactions = Arc::new(Interactions {
         deps: deps.clone(),
         http,
-        api_base_url: settings.discord_api_base_url.trim_end_matches('/').to_owned(),
+        api_base_url: settings.platforms.discord_api_base_url.trim_end_matches('/').to_owned(),
     });
     let gateway = Gateway { deps, identity, token, gateway_url, interactions };
     Ok(Some(tokio::spawn(gateway.run(stopping))))

@@ -64,8 +64,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let store = if args.aws {
         None
     } else {
-        let path = args.data.clone().unwrap_or_else(|| settings.data_path.clone());
-        let retention = Duration::from_secs(u64::from(settings.message_retention_days) * 86_400);
+        let path = args.data.clone().unwrap_or_else(|| settings.storage.data_path.clone());
+        let retention = Duration::from_secs(u64::from(settings.memory.message_retention_days) * 86_400);
         let store = SqliteStore::open(&path, clock.clone(), Some(retention))?;
         let recovered = store.recovered();
         eprintln!(
@@ -95,8 +95,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let also: Vec<UserId> = ids.collect();
 
     let llm = options.llm.map(|llm| Arc::new(CountingLlm::new(llm)) as Arc<dyn kuuki::ports::Llm>);
-    let log_text = kuuki::domain::LogText::from_setting(settings.log_message_text);
-    if settings.log_message_text {
+    let log_text = kuuki::domain::LogText::from_setting(settings.storage.log_message_text);
+    if settings.storage.log_message_text {
         eprintln!(
             "kuuki serve: LOG_MESSAGE_TEXT=true: the decision log on stdout carries message text, replies, facts and summaries (a debugging switch)"
         );
@@ -104,11 +104,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let log = Arc::new(JsonLinesLog::new(std::io::stdout(), log_text));
     let (deps, workers) = if args.aws {
         let urls = [
-            &settings.judge_queue_url,
-            &settings.respond_queue_url,
-            &settings.summarize_queue_url,
-            &settings.reflect_queue_url,
-            &settings.forget_queue_url,
+            &settings.storage.judge_queue_url,
+            &settings.storage.respond_queue_url,
+            &settings.storage.summarize_queue_url,
+            &settings.storage.reflect_queue_url,
+            &settings.storage.forget_queue_url,
         ];
         if urls.iter().any(|u| u.is_empty()) {
             bail!(

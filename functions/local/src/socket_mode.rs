@@ -64,7 +64,7 @@ pub fn start(
     stopping: watch::Receiver<bool>,
 ) -> anyhow::Result<Option<JoinHandle<anyhow::Result<()>>>> {
     let settings = &deps.settings;
-    let token = settings.slack_app_token.expose_secret().trim().to_owned();
+    let token = settings.platforms.slack_app_token.expose_secret().trim().to_owned();
     if token.is_empty() {
         return Ok(None);
     }
@@ -73,7 +73,7 @@ pub fn start(
             "SLACK_APP_TOKEN is set but SLACK_BOT_TOKEN is not: over Socket Mode kuuki still posts with the bot token"
         );
     };
-    let http_routes = if settings.slack_signing_secret.expose_secret().is_empty() {
+    let http_routes = if settings.platforms.slack_signing_secret.expose_secret().is_empty() {
         "POST /slack/events and /slack/commands are not served (SLACK_SIGNING_SECRET is not set)"
     } else {
         "POST /slack/events and /slack/commands are served too"
@@ -84,7 +84,7 @@ pub fn start(
     let connector = Connector::new().context("TLS for Slack's Socket Mode")?;
     let http = reqwest::Client::builder().timeout(OPEN_TIMEOUT).build().context("an HTTP client")?;
     let socket_mode = SocketMode {
-        open_url: format!("{}/apps.connections.open", settings.slack_api_base_url.trim_end_matches('/')),
+        open_url: format!("{}/apps.connections.open", settings.platforms.slack_api_base_url.trim_end_matches('/')),
         token,
         http,
         connector,

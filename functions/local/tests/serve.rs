@@ -453,14 +453,14 @@ async fn a_message_and_its_answer_leave_no_words_in_the_logs() {
         let question = json!({"type": "message", "channel": "C1", "user": "UBOB",
                               "text": format!("does anyone know who owns {PHRASE}?"), "ts": format!("{now}.000100")});
         assert_eq!(send("EvWords1", question).await, 200);
-        wait_for("the question's judgment", Duration::from_secs(10), async || {
+        wait_for("the question's judgment", Duration::from_secs(30), async || {
             served.output.lock().unwrap().contains("\"kind\":\"judge\"")
         })
         .await;
         let mention = json!({"type": "app_mention", "channel": "C1", "user": "UALICE",
                              "text": format!("<@UKUUKI> where is the {PHRASE} runbook?"), "ts": format!("{now}.000300")});
         assert_eq!(send("EvWords2", mention).await, 200);
-        wait_for("the answer", Duration::from_secs(10), async || !posts(&slack).await.is_empty()).await;
+        wait_for("the answer", Duration::from_secs(30), async || !posts(&slack).await.is_empty()).await;
         assert!(posts(&slack).await[0]["text"].as_str().unwrap().contains(PHRASE), "the reply carries the words");
 
         let command = "team_id=T1&channel_id=C1&user_id=UALICE&user_name=alice&command=%2Fkuuki&text=why";
@@ -470,7 +470,7 @@ async fn a_message_and_its_answer_leave_no_words_in_the_logs() {
         assert!(why.contains(PHRASE), "/kuuki why shows the text from the store: {why}");
 
         // The decision log's lines for the message, the answer and the command are written.
-        wait_for("the command's log line", Duration::from_secs(5), async || {
+        wait_for("the command's log line", Duration::from_secs(30), async || {
             served.output.lock().unwrap().contains("\"kind\":\"command\"")
         })
         .await;

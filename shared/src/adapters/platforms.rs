@@ -117,16 +117,18 @@ pub async fn connect(settings: &crate::config::Settings, role: Role) -> Result<C
     use crate::adapters::discord::DiscordClient;
     use crate::adapters::slack::{SlackApiError, SlackClient};
 
-    let slack_token = settings.slack_bot_token.expose_secret();
-    let discord_token = settings.discord_bot_token.expose_secret();
+    let slack_token = settings.platforms.slack_bot_token.expose_secret();
+    let discord_token = settings.platforms.discord_bot_token.expose_secret();
     if slack_token.is_empty() && discord_token.is_empty() {
         return Err("neither SLACK_BOT_TOKEN nor DISCORD_BOT_TOKEN is set: kuuki needs a platform to serve".into());
     }
     let mut chat = PlatformChat { slack: None, discord: None };
     let mut connected_slack = None;
     if !slack_token.is_empty() {
-        let client =
-            Arc::new(SlackClient::new(&settings.slack_api_base_url, slack_token).with_timeout(settings.chat_timeout));
+        let client = Arc::new(
+            SlackClient::new(&settings.platforms.slack_api_base_url, slack_token)
+                .with_timeout(settings.budget.chat_timeout),
+        );
         connected_slack = match client.auth_test().await {
             Ok(me) => Some(me),
             // Slack says the token is dead (kuuki was uninstalled, or its token revoked):
@@ -140,7 +142,10 @@ pub async fn connect(settings: &crate::config::Settings, role: Role) -> Result<C
                 None
             }
             Err(e) => {
-                return Err(format!("auth.test at {}: {e} (is SLACK_BOT_TOKEN right?)", settings.slack_api_base_url));
+                return Err(format!(
+                    "auth.test at {}: {e} (is SLACK_BOT_TOKEN right?)",
+                    settings.platforms.slack_api_base_url
+                ));
             }
         };
         chat.slack = Some(client);
@@ -148,14 +153,15 @@ pub async fn connect(settings: &crate::config::Settings, role: Role) -> Result<C
     let mut connected_discord = None;
     if !discord_token.is_empty() {
         let client = Arc::new(
-            DiscordClient::new(&settings.discord_api_base_url, discord_token).with_timeout(settings.chat_timeout),
+            DiscordClient::new(&settings.platforms.discord_api_base_url, discord_token)
+                .with_timeout(settings.budget.chat_timeout),
         );
         let me = match role {
             Role::Ingress => client.identify_with_roles().await,
             Role::Worker => client.identify().await,
         };
         let me = me.map_err(|e| {
-            format!("GET /users/@me at {}: {e} (is DISCORD_BOT_TOKEN right?)", settings.discord_api_base_url)
+            format!("GET /users/@me at {}: {e} (is DISCORD_BOT_TOKEN right?)", settings.platforms.discord_api_base_url)
         })?;
         connected_discord = Some(me);
         chat.discord = Some(client);

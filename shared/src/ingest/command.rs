@@ -120,7 +120,7 @@ pub async fn run_command(deps: &Deps, command: &SlashCommand) -> PortResult<Stri
 /// Channels or Administrator, or their own DM; Slack: a workspace admin or owner). An
 /// error when the platform cannot say: callers refuse then, never grant.
 pub async fn caller_may_manage(deps: &Deps, command: &SlashCommand) -> PortResult<bool> {
-    if deps.settings.command_managers.contains(&command.user_id) {
+    if deps.settings.people.command_managers.contains(&command.user_id) {
         return Ok(true);
     }
     match command.may_manage_channel {
@@ -167,7 +167,7 @@ pub fn refusal(deps: &Deps, command: &SlashCommand) -> String {
     } else {
         "workspace admins and owners"
     };
-    let listed: Vec<String> = deps.settings.command_managers.iter().map(|user| format!("<@{user}>")).collect();
+    let listed: Vec<String> = deps.settings.people.command_managers.iter().map(|user| format!("<@{user}>")).collect();
     let who = match listed.as_slice() {
         [] => platform_managers.to_owned(),
         listed => format!("{platform_managers}, and {}", listed.join(", ")),
@@ -235,7 +235,7 @@ async fn answer_command(deps: &Deps, command: &SlashCommand) -> PortResult<Answe
         // Managing channels in one Discord server (or administering the Slack
         // workspace) is no right over what the person said elsewhere; an operator's
         // (COMMAND_MANAGERS) forget reaches everywhere.
-        let server = if deps.settings.command_managers.contains(&command.user_id) {
+        let server = if deps.settings.people.command_managers.contains(&command.user_id) {
             None
         } else if is_discord_id(&command.channel_id) {
             // A Discord manager's right is their server's: none named, none granted.
@@ -441,17 +441,17 @@ async fn status(deps: &Deps, channel: &ChannelId, now: Timestamp) -> PortResult<
     };
     let _ = writeln!(out, "kuuki here: {participation}{shadow}");
     // The ingress that answers this holds no model client (the workers do): the setting says.
-    if s.llm_judge_enabled && (deps.llm.is_some() || s.llm_provider != crate::config::LlmProvider::None) {
+    if s.judge.llm_enabled && (deps.llm.is_some() || s.llm.provider != crate::config::LlmProvider::None) {
         let _ = writeln!(
             out,
             "Judge: rules, then the LLM for scores between {} and {} (at or above {} responds, at or below {} skips)",
-            s.judge_llm_threshold_low,
-            s.judge_llm_threshold_high,
-            s.judge_llm_threshold_high,
-            s.judge_llm_threshold_low
+            s.judge.llm_threshold_low,
+            s.judge.llm_threshold_high,
+            s.judge.llm_threshold_high,
+            s.judge.llm_threshold_low
         );
     } else {
-        let _ = writeln!(out, "Judge: rules only, responds at a score of {} or more", s.judge_score_threshold);
+        let _ = writeln!(out, "Judge: rules only, responds at a score of {} or more", s.judge.score_threshold);
     }
     match state.last_response_at {
         None => {
@@ -459,14 +459,15 @@ async fn status(deps: &Deps, channel: &ChannelId, now: Timestamp) -> PortResult<
         }
         Some(at) => {
             let ago = now.seconds_since(at).max(0.0);
-            let cooldown_left = s.cooldown.as_secs_f64() - ago;
-            let engaged_left = s.engagement_duration.as_secs_f64() - ago;
+            let cooldown_left = s.judge.cooldown.as_secs_f64() - ago;
+            let engaged_left = s.judge.engagement_duration.as_secs_f64() - ago;
             let _ = write!(out, "Last response here {} ago", human_duration(ago));
             if cooldown_left > 0.0 {
                 let _ = write!(out, "; cooldown (-50) for {} more", human_duration(cooldown_left));
             }
             if engaged_left > 0.0 {
-                let _ = write!(out, "; engaged (+{}) for {} more", s.engagement_boost, human_duration(engaged_left));
+                let _ =
+                    write!(out, "; engaged (+{}) for {} more", s.judge.engagement_boost, human_duration(engaged_left));
             }
             let _ = writeln!(out, ".");
         }
@@ -562,7 +563,7 @@ async fn memory(deps: &Deps, channel: &ChannelId, caller: &UserId, now: Timestam
         let _ = writeln!(out, "No summary of this channel yet.");
     }
     let mut facts = deps.facts.facts(channel).await?;
-    let half_life = deps.settings.fact_decay_half_life_days;
+    let half_life = deps.settings.memory.fact_decay_half_life_days;
     let weight = |f: &crate::domain::Fact| f.confidence * crate::memory::reflect::decay(f, now, half_life);
     facts.sort_by(|a, b| weight(b).total_cmp(&weight(a)));
     if facts.is_empty() {
@@ -573,13 +574,13 @@ async fn memory(deps: &Deps, channel: &ChannelId, caller: &UserId, now: Timestam
             let _ = writeln!(out, "- {} (weight {:.2}, from {})", f.content, weight(f), f.source_users.join(", "));
         }
     }
-    if !deps.settings.user_profile_enabled {
+    if !deps.settings.people.user_profile_enabled {
         let _ = writeln!(out, "kuuki keeps no profiles (USER_PROFILE_ENABLED is off).");
         return Ok(out.trim_end().to_owned());
     }
     let (profile, note) = deps.facts.profile_and_note(channel, caller).await?;
     let interactions = profile.as_ref().map_or(0, |p| p.interactions);
-    let familiarity = Familiarity::of(interactions, deps.settings.familiarity_thresholds);
+    let familiarity = Familiarity::of(interactions, deps.settings.people.familiarity_thresholds);
     let _ = writeln!(
         out,
         "About you: {interactions} message(s) seen, {} calling kuuki, familiarity {}.",

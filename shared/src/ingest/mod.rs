@@ -112,7 +112,7 @@ async fn ingest_message(deps: &Deps, message: Message) -> PortResult<IngestOutco
     };
     // Counted here, once: only the delivery that stored the message gets this far.
     let count = async {
-        if participant && message.author == Author::Human && deps.settings.user_profile_enabled {
+        if participant && message.author == Author::Human && deps.settings.people.user_profile_enabled {
             let counted =
                 deps.facts.count_message(&message.user, &message.channel, message.at, trigger.is_some()).await;
             // A lost count is a rounding error in a familiarity level, not worth a

@@ -92,7 +92,7 @@ async fn judge_claimed(
     let channel = &thread.channel;
     let target = target.clone();
     // The rules read the last N messages; the LLM, when asked, reads the whole window.
-    let rule_window = deps.settings.judge_recent_messages + RULE_WINDOW_SLACK;
+    let rule_window = deps.settings.judge.recent_messages + RULE_WINDOW_SLACK;
     let conversation = context::load_recent(deps, window, &target, rule_window).await?;
     let state = deps.channels.channel_state(channel).await?;
     // Slack took kuuki's access away: nothing more is judged or remembered there.
@@ -188,7 +188,7 @@ async fn judge_claimed(
                 } else {
                     verdict.reason.clone()
                 };
-                if deps.settings.response_diversity_enabled {
+                if deps.settings.judge.response_diversity_enabled {
                     judgment.response_type = verdict.response_type.unwrap_or(ladder);
                 }
                 judgment.delay_seconds = verdict.delay_seconds.unwrap_or(0).min(MAX_RESPONSE_DELAY_SECONDS);
@@ -264,7 +264,7 @@ async fn ask_llm(
     let prompt = deps.prompts.judge(&ctx);
     let request = LlmRequest {
         role: LlmRole::Judge,
-        model: deps.settings.judge_model.clone(),
+        model: deps.settings.llm.judge_model.clone(),
         system: prompt.system,
         user: prompt.user,
         max_tokens: 300,

@@ -508,25 +508,25 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
     // spoke in this channel too recently to speak again now.
     let engaged = input.last_response_here.is_some_and(|at| {
         let after = message.at.seconds_since(at);
-        after >= 0.0 && after <= settings.engagement_duration.as_secs_f64()
+        after >= 0.0 && after <= settings.judge.engagement_duration.as_secs_f64()
     });
     if engaged {
-        breakdown.add("engagement", settings.engagement_boost);
+        breakdown.add("engagement", settings.judge.engagement_boost);
     }
     let question = turn.iter().any(|m| is_question(&m.text));
     if question {
         breakdown.add("question", points::QUESTION);
     }
-    if mentions_any(&settings.judge_keywords) {
+    if mentions_any(&settings.judge.keywords) {
         breakdown.add("keyword", points::KEYWORD);
     }
     let in_cooldown =
-        input.last_response_at.is_some_and(|at| input.now.seconds_since(at) <= settings.cooldown.as_secs_f64());
+        input.last_response_at.is_some_and(|at| input.now.seconds_since(at) <= settings.judge.cooldown.as_secs_f64());
     if in_cooldown {
         breakdown.add("cooldown", points::COOLDOWN);
     }
 
-    let window = recent_window(input.conversation, settings.judge_recent_messages);
+    let window = recent_window(input.conversation, settings.judge.recent_messages);
     let humans: Vec<&Message> = window.iter().map(|m| &**m).filter(|m| m.author == Author::Human).collect();
     // Only whether there are exactly two matters: counting stops at a third.
     let mut speakers: Vec<&UserId> = Vec::with_capacity(3);
@@ -542,15 +542,15 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
     if !kuuki_addressed {
         breakdown.add("no_mention", points::NO_MENTION);
     }
-    if is_busy(&humans, settings.judge_busy_messages_per_minute) {
+    if is_busy(&humans, settings.judge.busy_messages_per_minute) {
         breakdown.add("busy", points::BUSY);
     }
-    if mentions_any(&settings.bot_topics) {
+    if mentions_any(&settings.bot.topics) {
         breakdown.add("bot_topic", points::BOT_TOPIC);
     }
     let after_silence = match input.previous_in_channel {
         None => true,
-        Some(prev) => turn[0].at.seconds_since(prev) >= settings.judge_silence.as_secs_f64(),
+        Some(prev) => turn[0].at.seconds_since(prev) >= settings.judge.silence.as_secs_f64(),
     };
     if after_silence {
         breakdown.add("after_silence", points::AFTER_SILENCE);
@@ -563,26 +563,26 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
     // could start answering.
     let age = input.now.seconds_since(message.at);
     let addressee = addressee(conversation, input.bot);
-    let other_wait = settings.addressed_to_other_wait.as_secs_f64();
+    let other_wait = settings.judge.addressed_to_other_wait.as_secs_f64();
     let for_other = addressee.filter(|_| age < other_wait);
     let mut pending = None;
     if let Some(who) = &for_other {
-        breakdown.add("addressed_to_other", settings.addressed_to_other_points);
+        breakdown.add("addressed_to_other", settings.judge.addressed_to_other_points);
         if question && !input.answered {
             pending = Some(Pending {
-                at: message.at + settings.addressed_to_other_wait,
+                at: message.at + settings.judge.addressed_to_other_wait,
                 reason: format!(
                     "the question is for {who}: judged again after {} min unless someone answers",
-                    settings.addressed_to_other_wait.as_secs() / 60
+                    settings.judge.addressed_to_other_wait.as_secs() / 60
                 ),
             });
         }
     }
     let open_question = question && !input.answered && !kuuki_addressed && for_other.is_none();
     if open_question {
-        let wait = settings.unanswered_question_wait;
+        let wait = settings.judge.unanswered_question_wait;
         if age >= wait.as_secs_f64() {
-            breakdown.add("unanswered_question", settings.unanswered_question_points);
+            breakdown.add("unanswered_question", settings.judge.unanswered_question_points);
         } else {
             pending = Some(Pending {
                 at: message.at + wait,
@@ -604,7 +604,7 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
     // open question needs no flow to be answered, so it is exempt: a channel's first
     // question left hanging can still be taken up.
     let messages = input.conversation.len().max(1);
-    if messages < settings.judge_min_conversation_messages && !open_question {
+    if messages < settings.judge.min_conversation_messages && !open_question {
         breakdown.add("short_conversation", points::SHORT_CONVERSATION);
     }
 
@@ -653,15 +653,15 @@ fn fading(humans: &[&Message]) -> Option<i32> {
 
 /// What the thresholds say about a score (docs/design.md §7.2).
 pub fn decide(score: i32, settings: &Settings, llm_judge_available: bool) -> Decision {
-    if settings.llm_judge_enabled && llm_judge_available {
-        if score >= settings.judge_llm_threshold_high {
+    if settings.judge.llm_enabled && llm_judge_available {
+        if score >= settings.judge.llm_threshold_high {
             Decision::Respond
-        } else if score <= settings.judge_llm_threshold_low {
+        } else if score <= settings.judge.llm_threshold_low {
             Decision::Skip
         } else {
             Decision::Llm
         }
-    } else if score >= settings.judge_score_threshold {
+    } else if score >= settings.judge.score_threshold {
         Decision::Respond
     } else {
         Decision::Skip
@@ -671,7 +671,7 @@ pub fn decide(score: i32, settings: &Settings, llm_judge_available: bool) -> Dec
 /// The response ladder: react below 60, a short acknowledgement from 60 to 79 outside
 /// engagement, a full response at 80 and above or on a clear trigger.
 pub fn response_type(score: i32, engaged: bool, clear_trigger: bool, settings: &Settings) -> ResponseType {
-    if !settings.response_diversity_enabled || clear_trigger || score >= 80 {
+    if !settings.judge.response_diversity_enabled || clear_trigger || score >= 80 {
         ResponseType::FullResponse
     } else if score >= 60 {
         if engaged { ResponseType::FullResponse } else { ResponseType::ShortAck }

@@ -21,7 +21,7 @@ use crate::ports::{ChannelState, MemoryTask, PortResult};
 
 /// Whether stored messages feed memory at all: summaries and reflections ask a model.
 pub fn enabled(deps: &Deps) -> bool {
-    deps.llm.is_some() && deps.settings.memory_enabled
+    deps.llm.is_some() && deps.settings.memory.enabled
 }
 
 /// Queues a summary or a reflection of `newest`'s channel when one is due. A trigger

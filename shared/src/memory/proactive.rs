@@ -53,9 +53,9 @@ pub async fn maybe_queue(
     let s = &deps.settings;
     // A channel's first message: kuuki has not been welcome there yet.
     let Some(previous_at) = previous_at else { return Ok(()) };
-    let silence = f64::from(s.proactive_silence_minutes) * 60.0;
-    if !s.proactive_conversation_enabled
-        || !s.memory_enabled
+    let silence = f64::from(s.memory.proactive_silence_minutes) * 60.0;
+    if !s.memory.proactive_conversation_enabled
+        || !s.memory.enabled
         || target.in_dm
         || opener.stopped
         || target.at.seconds_since(previous_at) < silence
@@ -121,12 +121,12 @@ pub async fn choose(
             return Ok(Err(format!("the next opener waits until {}", next.to_utc_string())));
         }
     }
-    if !in_working_hours(now, &s.proactive_timezone, s.proactive_working_hours) {
+    if !in_working_hours(now, &s.memory.proactive_timezone, s.memory.proactive_working_hours) {
         return Ok(Err("outside working hours".into()));
     }
     match state.last_response_at {
         Some(at) if now.seconds_since(at) <= WELCOME_DAYS * 86_400.0 => {
-            if now.seconds_since(at) < s.cooldown.as_secs_f64() {
+            if now.seconds_since(at) < s.judge.cooldown.as_secs_f64() {
                 return Ok(Err("kuuki spoke here moments ago (cooldown)".into()));
             }
         }
@@ -143,7 +143,7 @@ pub async fn choose(
                 && now.seconds_since(f.confirmed_at) <= FRESH_DAYS * 86_400.0
         })
         .collect();
-    let half_life = s.fact_decay_half_life_days;
+    let half_life = s.memory.fact_decay_half_life_days;
     let best = super::reflect::search(&fresh, &target.text, None, &target.user.0, now, half_life).into_iter().next();
     Ok(best.map(|m| m.fact).ok_or_else(|| "no fresh shareable fact matches the message".to_owned()))
 }

@@ -60,7 +60,7 @@ pub async fn slack_access_gone(deps: &Deps, team: Option<&str>, event: &str, at:
     if deps.channels.slack_gone().await?.is_some() {
         return Ok(AccessGone::AlreadyMarked);
     }
-    let purge_at = deps.settings.purge_on_uninstall.then(|| at + deps.settings.uninstall_purge_grace);
+    let purge_at = deps.settings.memory.purge_on_uninstall.then(|| at + deps.settings.memory.uninstall_purge_grace);
     if let Some(purge_at) = purge_at {
         let job = Job::PurgeSlack { team: team.unwrap_or_default().to_owned(), gone_at: Ts::from_timestamp(at) };
         let now = deps.clock.now();
@@ -138,12 +138,12 @@ pub async fn purge_slack(deps: &Deps, team: &str, gone_at: &Ts) -> PortResult<()
         tracing::info!(team, %gone_at, "Slack access came back within the grace period: nothing purged");
         return Ok(());
     };
-    if !deps.settings.purge_on_uninstall {
+    if !deps.settings.memory.purge_on_uninstall {
         tracing::info!(team, %gone_at, "PURGE_ON_UNINSTALL is off: nothing purged");
         return Ok(());
     }
     let now = deps.clock.now();
-    if now < gone + deps.settings.uninstall_purge_grace {
+    if now < gone + deps.settings.memory.uninstall_purge_grace {
         tracing::info!(team, %gone_at, "Slack access went again later: that mark's purge comes at its own time");
         return Ok(());
     }

@@ -58,17 +58,17 @@ pub async fn maybe_queue(
     let s = &deps.settings;
     let now = deps.clock.now();
     if deps.llm.is_none()
-        || !s.reflection_enabled
-        || !s.memory_enabled
+        || !s.memory.reflection_enabled
+        || !s.memory.enabled
         || state.retry_after(MemoryTask::Reflection).is_some_and(|t| t > now)
     {
         return Ok(None);
     }
-    let max = s.reflection_max_buffer_messages as usize;
+    let max = s.memory.reflection_max_buffer_messages as usize;
     // Counted in the window the caller read; the store is asked only when the window
     // holds fewer than `max` and does not reach back to the watermark.
     let new = window.count_after(deps, channel, state.reflection_watermark.as_ref(), &newest.ts, max).await?;
-    if new < s.reflection_min_messages as usize {
+    if new < s.memory.reflection_min_messages as usize {
         return Ok(None);
     }
     let job = Job::Reflect { channel: channel.clone(), ts: newest.ts.clone() };
@@ -106,7 +106,7 @@ pub struct LullNote {
 }
 
 fn lull(deps: &Deps) -> Duration {
-    Duration::from_secs(u64::from(deps.settings.reflection_lull_minutes) * 60)
+    Duration::from_secs(u64::from(deps.settings.memory.reflection_lull_minutes) * 60)
 }
 
 /// A lull job that found `newer`, a participant's message after its own: queued again
@@ -161,7 +161,7 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
     }
     let read_at = deps.clock.now();
     let new = deps.messages.messages_after(channel, state.reflection_watermark.as_ref(), MAX_MESSAGES).await?;
-    let full = new.len() >= s.reflection_max_buffer_messages as usize;
+    let full = new.len() >= s.memory.reflection_max_buffer_messages as usize;
     // Not quiet after all (the newest few were kuuki's own: its answers do not count,
     // a DM ends with one every time). A full buffer is reflected on now, and the quiet
     // after the newer message still gets its job: judgments before its noted time
@@ -172,7 +172,7 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
         }
         ts = newer.ts.clone();
     }
-    if new.len() < s.reflection_min_messages as usize {
+    if new.len() < s.memory.reflection_min_messages as usize {
         return Ok(());
     }
     let watermark = state.reflection_watermark.as_ref().map_or("-", Ts::as_str);
@@ -210,7 +210,7 @@ async fn reflect_claimed(
     let answer = llm
         .complete(LlmRequest {
             role: LlmRole::Reflect,
-            model: deps.settings.reflection_model.clone(),
+            model: deps.settings.llm.reflection_model.clone(),
             system: prompt.system,
             user: prompt.user,
             max_tokens: 1200,
@@ -240,7 +240,7 @@ async fn reflect_claimed(
     }
     // Notes only about people who spoke here, kept in this channel under their id.
     let mut noted = 0;
-    for note in notes.iter().filter(|_| deps.settings.user_profile_enabled) {
+    for note in notes.iter().filter(|_| deps.settings.people.user_profile_enabled) {
         let Some(user) = speakers.id_of(&note.user) else {
             tracing::info!(name = %note.user, "a note about someone who did not speak here is not kept");
             continue;
@@ -529,10 +529,10 @@ fn merge_one(
 /// Keeps the channel's `FACT_STORE_MAX_FACTS_PER_CHANNEL` weightiest facts and forgets
 /// those too faded to matter.
 async fn forget_faded(deps: &Deps, channel: &ChannelId, mut facts: Vec<Fact>, now: Timestamp) -> PortResult<()> {
-    let half_life = deps.settings.fact_decay_half_life_days;
+    let half_life = deps.settings.memory.fact_decay_half_life_days;
     let weight = |f: &Fact| f.confidence * decay(f, now, half_life) * f64::from(f.strength);
     facts.sort_by(|a, b| weight(b).total_cmp(&weight(a)));
-    let keep = deps.settings.fact_store_max_facts_per_channel as usize;
+    let keep = deps.settings.memory.fact_store_max_facts_per_channel as usize;
     for (i, f) in facts.iter().enumerate() {
         if i >= keep || f.confidence * decay(f, now, half_life) < FORGET_BELOW {
             deps.facts.delete_fact(channel, &f.id).await?;
@@ -570,7 +570,7 @@ async fn embed_facts(deps: &Deps, channel: &ChannelId, facts: &mut [Fact], indic
 /// The daily clean-up: every channel forgets the facts that faded under the floor.
 pub async fn sweep(deps: &Deps) -> PortResult<()> {
     let now = deps.clock.now();
-    let half_life = deps.settings.fact_decay_half_life_days;
+    let half_life = deps.settings.memory.fact_decay_half_life_days;
     for channel in deps.facts.fact_channels().await? {
         for fact in deps.facts.facts(&channel).await? {
             if fact.confidence * decay(&fact, now, half_life) < FORGET_BELOW {

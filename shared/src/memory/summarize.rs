@@ -39,12 +39,12 @@ pub async fn maybe_queue(
 ) -> PortResult<()> {
     let now = deps.clock.now();
     if deps.llm.is_none()
-        || !deps.settings.memory_enabled
+        || !deps.settings.memory.enabled
         || state.retry_after(MemoryTask::Summary).is_some_and(|t| t > now)
     {
         return Ok(());
     }
-    let every = deps.settings.summarize_every_n_messages as usize;
+    let every = deps.settings.memory.summarize_every_n_messages as usize;
     // Counted in the window the caller read, not queried: at most `every` matter.
     let new = window.count_after(deps, channel, state.memory.watermark.as_ref(), &newest.ts, every).await?;
     if new == 0 {
@@ -56,7 +56,7 @@ pub async fn maybe_queue(
     let wait = if new >= every {
         IMMEDIATE_MARK
     } else {
-        Duration::from_secs(u64::from(deps.settings.summarize_every_n_minutes) * 60)
+        Duration::from_secs(u64::from(deps.settings.memory.summarize_every_n_minutes) * 60)
     };
     // A mark the state shows would block this one: no write. (The state may be a
     // moment old; the store's own check decides whenever a mark is written.)
@@ -108,9 +108,9 @@ pub async fn handle(deps: &Deps, channel: &ChannelId, ts: &Ts) -> PortResult<()>
     let memory = state.memory.clone();
     let new = new_messages(deps, channel, &memory, MAX_NEW_MESSAGES).await?;
     let now = deps.clock.now();
-    let period = Duration::from_secs(u64::from(deps.settings.summarize_every_n_minutes) * 60);
+    let period = Duration::from_secs(u64::from(deps.settings.memory.summarize_every_n_minutes) * 60);
     // Whichever comes first: N new messages, or N minutes since the last summary.
-    let due = new.len() >= deps.settings.summarize_every_n_messages as usize
+    let due = new.len() >= deps.settings.memory.summarize_every_n_messages as usize
         || memory.updated_at.is_none_or(|at| now.seconds_since(at) >= period.as_secs_f64());
     let Some(newest) = new.last().map(|m| m.ts.clone()).filter(|_| due) else {
         // Nothing new, or summarized lately by the other trigger: clear the mark so the
@@ -160,7 +160,7 @@ async fn summarize_claimed(
     let answer = llm
         .complete(LlmRequest {
             role: LlmRole::Summarize,
-            model: deps.settings.summarize_model.clone(),
+            model: deps.settings.llm.summarize_model.clone(),
             system: prompt.system,
             user: prompt.user,
             max_tokens: 800,
@@ -174,7 +174,7 @@ async fn summarize_claimed(
         Ok(updated) => updated,
         Err(reason) => {
             // The next try waits a summary period.
-            let period = Duration::from_secs(u64::from(deps.settings.summarize_every_n_minutes) * 60);
+            let period = Duration::from_secs(u64::from(deps.settings.memory.summarize_every_n_minutes) * 60);
             let task = (MemoryTask::Summary, Stage::Summarize);
             let reason = format!("unusable summary: {reason}");
             return super::give_up_for_now(deps, key, channel, ts, task, period, reason).await;
@@ -235,8 +235,9 @@ async fn refresh_workspace(deps: &Deps, channel: &ChannelId, memory: &ChannelMem
     let Some(llm) = &deps.llm else { return Ok(false) };
     let workspace = deps.channels.workspace_memory_without_lines().await?;
     let now = deps.clock.now();
-    let period =
-        Duration::from_secs(u64::from(deps.settings.summarize_every_n_minutes) * 60 * u64::from(WORKSPACE_PERIODS));
+    let period = Duration::from_secs(
+        u64::from(deps.settings.memory.summarize_every_n_minutes) * 60 * u64::from(WORKSPACE_PERIODS),
+    );
     if workspace.updated_at.is_some_and(|at| now.seconds_since(at) < period.as_secs_f64()) {
         return Ok(false);
     }
@@ -244,7 +245,7 @@ async fn refresh_workspace(deps: &Deps, channel: &ChannelId, memory: &ChannelMem
     let answer = llm
         .complete(LlmRequest {
             role: LlmRole::Summarize,
-            model: deps.settings.summarize_model.clone(),
+            model: deps.settings.llm.summarize_model.clone(),
             system: prompt.system,
             user: prompt.user,
             max_tokens: 600,

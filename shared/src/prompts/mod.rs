@@ -187,7 +187,7 @@ mod tests {
             parts.adapters(chat, None, Arc::new(MemoryLog::default())),
             1,
         );
-        deps.prompts = super::Prompts::with_fence_seed(deps.settings.prompt_language, 1);
+        deps.prompts = super::Prompts::with_fence_seed(deps.settings.bot.prompt_language, 1);
         let h = Author::Human;
         for m in [
             message(0, "alice", "おはようございます", None, h),
@@ -470,13 +470,13 @@ mod tests {
         assert!(!prompt.contains("#lunch"), "{prompt}");
         // The budget: newest first, as many whole lines as fit. "- #ops: …\n" is 96
         // bytes: 25 tokens (100 bytes) hold it, not random's 63 after it; 23 not even it.
-        f.deps.settings.judge_channel_list_tokens = 23;
+        f.deps.settings.judge.channel_list_tokens = 23;
         let prompt = render(&f, 600, None, true, ResponseType::FullResponse).await.user;
         assert!(!prompt.contains("#ops") && !prompt.contains("#random"), "{prompt}");
-        f.deps.settings.judge_channel_list_tokens = 25;
+        f.deps.settings.judge.channel_list_tokens = 25;
         let prompt = render(&f, 600, None, true, ResponseType::FullResponse).await.user;
         assert!(prompt.contains("- #ops: ") && !prompt.contains("#random"), "{prompt}");
-        f.deps.settings.judge_channel_list_tokens = 0;
+        f.deps.settings.judge.channel_list_tokens = 0;
         let prompt = render(&f, 600, None, true, ResponseType::FullResponse).await.user;
         assert!(!prompt.contains("#ops") && !prompt.contains("他のチャンネル"), "no list, no heading: {prompt}");
     }
@@ -510,7 +510,7 @@ mod tests {
         });
         f.deps.llm = Some(llm.clone());
         // The fixture's seven messages are enough to reflect on.
-        f.deps.settings.reflection_min_messages = 5;
+        f.deps.settings.memory.reflection_min_messages = 5;
         let channel = ChannelId("dev".into());
         f.deps
             .facts

@@ -108,7 +108,7 @@ impl Replay {
 
     /// How long the replay's store keeps a message (`MESSAGE_RETENTION_DAYS`).
     pub fn retention(options: &ReplayOptions) -> Duration {
-        Duration::from_secs(u64::from(options.settings.message_retention_days) * 86_400)
+        Duration::from_secs(u64::from(options.settings.memory.message_retention_days) * 86_400)
     }
 
     /// The replay on `store` (every memory tier and the ledger) and `queue`, both on

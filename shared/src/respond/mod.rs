@@ -240,8 +240,8 @@ async fn queue_memory(deps: &Deps, window: &Window, answering: &Answering<'_>, s
 /// failed once is not asked again by a redelivery.
 async fn fail_generation(deps: &Deps, answering: &Answering<'_>, silenced: bool, reason: String) -> PortResult<()> {
     let target = answering.target;
-    let notice = (answering.mode == RespondMode::Direct && deps.settings.direct_failure_notice && !silenced)
-        .then(|| failure_notice(deps.settings.prompt_language).to_owned());
+    let notice = (answering.mode == RespondMode::Direct && deps.settings.judge.direct_failure_notice && !silenced)
+        .then(|| failure_notice(deps.settings.bot.prompt_language).to_owned());
     match &notice {
         Some(text) => {
             post(deps, target, answering.key, answering.mode, text).await?;
@@ -383,10 +383,10 @@ async fn generate(
     let mut ctx = context::build(deps, window, target, conversation, state, response_type).await?;
     let mut facts = Vec::new();
     // Facts are looked up only now that kuuki answers (spec 001), in this channel only.
-    if deps.settings.memory_enabled {
+    if deps.settings.memory.enabled {
         let stored = deps.facts.facts(&target.channel).await?;
         let now = deps.clock.now();
-        let half_life = deps.settings.fact_decay_half_life_days;
+        let half_life = deps.settings.memory.fact_decay_half_life_days;
         let embedding = message_embedding(deps, &stored, target).await;
         facts =
             crate::memory::reflect::search(&stored, &target.text, embedding.as_deref(), &target.user.0, now, half_life)
@@ -394,14 +394,14 @@ async fn generate(
                 .map(|m| FactUse { id: m.fact.id, content: m.fact.content, score: (m.score * 1000.0).round() / 1000.0 })
                 .collect();
         ctx.facts = facts.iter().map(|f| crate::prompts::fence::fence_safe(&f.content)).collect();
-        if deps.settings.user_profile_enabled {
+        if deps.settings.people.user_profile_enabled {
             ctx.speaker = Some(speaker(deps, target, conversation).await?);
         }
     }
     let prompt = deps.prompts.generate(&ctx);
     let request = LlmRequest {
         role: LlmRole::Generate,
-        model: deps.settings.llm_model.clone(),
+        model: deps.settings.llm.model.clone(),
         system: prompt.system.clone(),
         user: prompt.user.clone(),
         max_tokens: match response_type {
@@ -445,7 +445,7 @@ const LAST_TOPICS: usize = 8;
 async fn speaker(deps: &Deps, target: &Message, conversation: &[Arc<Message>]) -> PortResult<context::SpeakerContext> {
     let (profile, note) = deps.facts.profile_and_note(&target.channel, &target.user).await?;
     let interactions = profile.map_or(0, |p| p.interactions);
-    let familiarity = Familiarity::of(interactions, deps.settings.familiarity_thresholds);
+    let familiarity = Familiarity::of(interactions, deps.settings.people.familiarity_thresholds);
     let speaker = context::SpeakerContext::new(familiarity, interactions, note.as_ref());
     let mut topics: Vec<String> = Vec::new();
     let theirs = conversation.iter().map(|m| &**m).chain(std::iter::once(target)).filter(|m| m.user == target.user);

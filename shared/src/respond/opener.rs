@@ -31,7 +31,7 @@ struct MessageLine {
 /// Handles an OPEN job. Errors are backend failures; the queue delivers again.
 pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> {
     let channel = &thread.channel;
-    if !deps.settings.proactive_conversation_enabled {
+    if !deps.settings.memory.proactive_conversation_enabled {
         return Ok(());
     }
     let Some(target) = deps.messages.get_message(channel, ts).await? else { return Ok(()) };
@@ -167,7 +167,7 @@ async fn opener_text(deps: &Deps, target: &Message, fact: &str) -> Result<String
     let response = llm
         .complete(LlmRequest {
             role: LlmRole::Generate,
-            model: deps.settings.llm_model.clone(),
+            model: deps.settings.llm.model.clone(),
             system: prompt.system.clone(),
             user: prompt.user.clone(),
             max_tokens: OPENER_TOKENS,

@@ -85,34 +85,34 @@ impl AwsAdapters {
         let store = DynamoStore::new(
             aws_sdk_dynamodb::Client::from_conf(dynamo.build()),
             TableNames {
-                messages: settings.messages_table.clone(),
-                channels: settings.channels_table.clone(),
-                ledger: settings.ledger_table.clone(),
-                facts: settings.facts_table.clone(),
+                messages: settings.storage.messages_table.clone(),
+                channels: settings.storage.channels_table.clone(),
+                ledger: settings.storage.ledger_table.clone(),
+                facts: settings.storage.facts_table.clone(),
             },
             clock.clone(),
-            std::time::Duration::from_secs(u64::from(settings.message_retention_days) * 86_400),
+            std::time::Duration::from_secs(u64::from(settings.memory.message_retention_days) * 86_400),
         );
         let queue = SqsQueue::new(
             aws_sdk_sqs::Client::from_conf(sqs.build()),
             QueueUrls {
-                judge: settings.judge_queue_url.clone(),
-                respond: settings.respond_queue_url.clone(),
-                summarize: settings.summarize_queue_url.clone(),
-                reflect: settings.reflect_queue_url.clone(),
-                forget: settings.forget_queue_url.clone(),
+                judge: settings.storage.judge_queue_url.clone(),
+                respond: settings.storage.respond_queue_url.clone(),
+                summarize: settings.storage.summarize_queue_url.clone(),
+                reflect: settings.storage.reflect_queue_url.clone(),
+                forget: settings.storage.forget_queue_url.clone(),
             },
         );
         let scheduler = EventBridgeScheduler::new(
             aws_sdk_scheduler::Client::from_conf(scheduler.build()),
             ScheduleTargets {
-                group: settings.schedule_group.clone(),
-                role_arn: settings.scheduler_role_arn.clone(),
-                judge_queue_arn: settings.judge_queue_arn.clone(),
-                respond_queue_arn: settings.respond_queue_arn.clone(),
-                summarize_queue_arn: settings.summarize_queue_arn.clone(),
-                reflect_queue_arn: settings.reflect_queue_arn.clone(),
-                forget_queue_arn: settings.forget_queue_arn.clone(),
+                group: settings.storage.schedule_group.clone(),
+                role_arn: settings.storage.scheduler_role_arn.clone(),
+                judge_queue_arn: settings.storage.judge_queue_arn.clone(),
+                respond_queue_arn: settings.storage.respond_queue_arn.clone(),
+                summarize_queue_arn: settings.storage.summarize_queue_arn.clone(),
+                reflect_queue_arn: settings.storage.reflect_queue_arn.clone(),
+                forget_queue_arn: settings.storage.forget_queue_arn.clone(),
             },
         );
         AwsAdapters { store: Arc::new(store), queue: Arc::new(queue), scheduler: Arc::new(scheduler), clock }

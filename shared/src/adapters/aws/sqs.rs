@@ -142,7 +142,7 @@ async fn run_received(
             )
         })
         .collect();
-    let timeout = deps.settings.worker_timeout;
+    let timeout = deps.settings.budget.worker_timeout;
     let stop_after = deps.budget.job_deadline();
     let Ok(failed) = tokio::time::timeout(timeout, run_batch(deps, kind, &batch, stop_after)).await else {
         tracing::error!(?timeout, %url, "a batch was stopped at the worker timeout; SQS will deliver it again");

@@ -27,10 +27,10 @@ use crate::ports::{Embedder, Llm, LlmError, LlmRequest, LlmResponse, LlmRole, Us
 /// `LLM_TIMEOUT_SECONDS` and `LLM_MAX_RETRIES` for every call to a model.
 fn http_policy(settings: &Settings) -> HttpPolicy {
     HttpPolicy {
-        timeout: settings.llm_timeout,
-        max_retries: settings.llm_max_retries,
+        timeout: settings.budget.llm_timeout,
+        max_retries: settings.budget.llm_max_retries,
         backoff: std::time::Duration::from_millis(500),
-        max_retry_wait: crate::budget::llm_retry_wait_cap(settings.llm_timeout),
+        max_retry_wait: crate::budget::llm_retry_wait_cap(settings.budget.llm_timeout),
     }
 }
 
@@ -39,13 +39,13 @@ fn http_policy(settings: &Settings) -> HttpPolicy {
 /// setting.
 pub fn from_settings(settings: &Settings) -> Result<Option<Arc<dyn Llm>>, ConfigError> {
     let policy = http_policy(settings);
-    Ok(match settings.llm_provider {
+    Ok(match settings.llm.provider {
         LlmProvider::OpenAi => Some(Arc::new(
-            OpenAiCompatible::new(&settings.openai_base_url, settings.openai_api_key.expose_secret(), policy)
-                .with_structured_output(settings.llm_structured_output),
+            OpenAiCompatible::new(&settings.llm.openai_base_url, settings.llm.openai_api_key.expose_secret(), policy)
+                .with_structured_output(settings.llm.structured_output),
         )),
         LlmProvider::Anthropic => {
-            if settings.anthropic_api_key.expose_secret().is_empty() {
+            if settings.llm.anthropic_api_key.expose_secret().is_empty() {
                 return Err(ConfigError::Invalid {
                     name: "ANTHROPIC_API_KEY",
                     value: String::new(),
@@ -53,8 +53,12 @@ pub fn from_settings(settings: &Settings) -> Result<Option<Arc<dyn Llm>>, Config
                 });
             }
             Some(Arc::new(
-                Anthropic::new(&settings.anthropic_base_url, settings.anthropic_api_key.expose_secret(), policy)
-                    .with_structured_output(settings.llm_structured_output),
+                Anthropic::new(
+                    &settings.llm.anthropic_base_url,
+                    settings.llm.anthropic_api_key.expose_secret(),
+                    policy,
+                )
+                .with_structured_output(settings.llm.structured_output),
             ))
         }
         LlmProvider::None => None,
@@ -70,15 +74,15 @@ const OPENAI_API: &str = "https://api.openai.com/v1";
 /// a key or point at a server of its own. With `none` (rules only, or an LLM script in
 /// replay and tests) it is the local [`KeywordHashEmbedder`], which calls nothing.
 pub fn embedder_from_settings(settings: &Settings) -> Result<Option<Arc<dyn Embedder>>, ConfigError> {
-    if !settings.vector_search_enabled {
+    if !settings.memory.vector_search_enabled {
         return Ok(None);
     }
-    if settings.llm_provider == LlmProvider::None {
+    if settings.llm.provider == LlmProvider::None {
         return Ok(Some(Arc::new(KeywordHashEmbedder)));
     }
-    let key = settings.openai_api_key.expose_secret();
-    let base_url = settings.openai_base_url.trim_end_matches('/');
-    if settings.llm_provider == LlmProvider::Anthropic && key.is_empty() && base_url == OPENAI_API {
+    let key = settings.llm.openai_api_key.expose_secret();
+    let base_url = settings.llm.openai_base_url.trim_end_matches('/');
+    if settings.llm.provider == LlmProvider::Anthropic && key.is_empty() && base_url == OPENAI_API {
         return Err(ConfigError::Invalid {
             name: "OPENAI_API_KEY",
             value: String::new(),
@@ -87,7 +91,7 @@ pub fn embedder_from_settings(settings: &Settings) -> Result<Option<Arc<dyn Embe
                 .into(),
         });
     }
-    Ok(Some(Arc::new(OpenAiEmbeddings::new(base_url, key, &settings.embedding_model, http_policy(settings)))))
+    Ok(Some(Arc::new(OpenAiEmbeddings::new(base_url, key, &settings.llm.embedding_model, http_policy(settings)))))
 }
 
 /// Calls, tokens and time of one role.

@@ -121,10 +121,10 @@ enum Thresholds {
 impl Thresholds {
     fn from_settings(s: &Settings) -> Self {
         // `Settings::for_llm` has turned the LLM judge off when there was no LLM to ask.
-        if s.llm_judge_enabled {
-            Thresholds::Band { low: s.judge_llm_threshold_low, high: s.judge_llm_threshold_high }
+        if s.judge.llm_enabled {
+            Thresholds::Band { low: s.judge.llm_threshold_low, high: s.judge.llm_threshold_high }
         } else {
-            Thresholds::Score(s.judge_score_threshold)
+            Thresholds::Score(s.judge.score_threshold)
         }
     }
 
@@ -166,7 +166,7 @@ fn page(title: &str, lines: &[Value], settings: &Settings) -> Page {
     let thresholds = Thresholds::from_settings(settings);
     let Grouped { channels, stats, skipped } = group(lines);
     let colors = UserColors::new(&channels);
-    let ctx = Ctx { thresholds, colors: &colors, bot: &settings.bot_name };
+    let ctx = Ctx { thresholds, colors: &colors, bot: &settings.bot.name };
     let derived = stats.is_none();
     let stats = match stats {
         Some(stats) => stats_view(&stats),

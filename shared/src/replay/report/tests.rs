@@ -87,7 +87,7 @@ fn a_section_per_channel_in_order_of_first_appearance() {
 #[test]
 fn rules_only_draws_the_score_threshold() {
     let mut settings = rules();
-    settings.judge_score_threshold = 45;
+    settings.judge.score_threshold = 45;
     let html = render("sample", &parse(SAMPLE), &settings);
     assert!(html.contains(">threshold 45</text>"));
     assert!(html.contains(&format!("y1=\"{:.1}\"", y_score(45.0))), "the line is at 45");
@@ -99,8 +99,8 @@ fn rules_only_draws_the_score_threshold() {
 #[test]
 fn the_llm_judge_draws_the_band() {
     let mut settings = with_llm_judge();
-    settings.judge_llm_threshold_low = 25;
-    settings.judge_llm_threshold_high = 75;
+    settings.judge.llm_threshold_low = 25;
+    settings.judge.llm_threshold_high = 75;
     let html = render("sample", &parse(SAMPLE_LLM), &settings);
     assert!(html.contains(">LLM low 25</text>"));
     assert!(html.contains(">LLM high 75</text>"));
@@ -110,7 +110,9 @@ fn the_llm_judge_draws_the_band() {
 
 #[test]
 fn the_llm_judge_without_an_llm_uses_the_score_threshold() {
-    let settings = Settings { llm_judge_setting: Some(true), ..Settings::default() }.for_llm(false);
+    let mut settings = Settings::default();
+    settings.judge.llm_setting = Some(true);
+    let settings = settings.for_llm(false);
     let html = render("sample", &parse(SAMPLE), &settings);
     assert!(html.contains(">threshold 60</text>"));
     assert!(!html.contains("LLM high"));
@@ -378,7 +380,8 @@ fn hostile_text_is_escaped_everywhere_it_appears() {
         json!({"t": 45.0, "kind": h("kind"), "channel": "other"}),
         json!({"t": 46.0, "kind": "message", "channel": "other", "thread": null, "user": "eve", "text": "x"}),
     ];
-    let settings = Settings { bot_name: hostile("bot"), ..rules() };
+    let mut settings = rules();
+    settings.bot.name = hostile("bot");
     let html = render(&hostile("title"), &lines, &settings);
 
     // Where each one is expected, so the test cannot pass by leaving a field out.
