@@ -530,8 +530,8 @@ async fn sqs_carries_versioned_jobs_to_their_worker_queue_with_their_delay() {
     let later = client.receive_message().queue_url(&urls.judge).max_number_of_messages(10).send().await.unwrap();
     assert_eq!(later.messages.unwrap_or_default().len(), 1, "the delayed one arrives after its delay");
     let newer = kuuki::adapters::aws::sqs::encode_job(&judge_job()).replace("\"v\":1", "\"v\":5");
-    assert!(decode_job(&newer).unwrap_err().contains("version 5"), "{newer}");
-    assert!(decode_job("not json").unwrap_err().contains("not a kuuki job"));
+    assert!(decode_job(&newer).unwrap_err().to_string().contains("version 5"), "{newer}");
+    assert!(decode_job("not json").unwrap_err().to_string().contains("not a kuuki job"));
 }
 
 #[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
@@ -600,7 +600,7 @@ async fn secrets_given_as_arns_are_read_once_from_secrets_manager() {
     assert_eq!(vars["SLACK_SIGNING_SECRET"], "set directly", "a value set directly wins");
     let mut missing: std::collections::HashMap<String, String> =
         [("OPENAI_API_KEY_ARN".to_string(), format!("{arn}-gone"))].into();
-    let error = kuuki::adapters::aws::secrets::resolve(&client, &mut missing).await.unwrap_err();
+    let error = kuuki::adapters::aws::secrets::resolve(&client, &mut missing).await.unwrap_err().to_string();
     assert!(error.contains("OPENAI_API_KEY_ARN"), "{error}");
     assert!(!error.contains("xoxb-from"), "no secret value in errors");
 }

@@ -832,7 +832,7 @@ async fn a_job_that_overruns_is_stopped_before_the_worker_timeout_and_retried() 
     let job = kuuki::domain::Job::clone(&job);
     assert!(matches!(job, kuuki::domain::Job::Respond { .. }), "{job:?}");
     let stuck = QueueMessage { id: "stuck".into(), job: Ok(job), deliveries: 0 };
-    let not_a_job = QueueMessage { id: "garbage".into(), job: Err("not json".into()), deliveries: 0 };
+    let not_a_job = QueueMessage { id: "garbage".into(), job: kuuki::domain::decode_job("not json"), deliveries: 0 };
     let started = std::time::Instant::now();
     let messages = [stuck, not_a_job];
     let deadline = w.deps.budget.job_deadline();

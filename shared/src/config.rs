@@ -31,7 +31,7 @@ pub use judge::JudgeSettings;
 pub use llm::{LlmProvider, LlmSettings, StructuredOutput};
 pub use memory::MemorySettings;
 pub use people::PeopleSettings;
-pub use persona::{BotSettings, PersonaFile, PromptLanguage, persona_from_vars};
+pub use persona::{BotSettings, PersonaError, PersonaFile, PromptLanguage, persona_from_vars};
 pub use platforms::PlatformSettings;
 pub(crate) use reader::Reader;
 pub use storage::StorageSettings;

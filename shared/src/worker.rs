@@ -234,7 +234,7 @@ fn dead_letter(deps: &Deps, job: &Job, error: &str) {
 #[derive(Debug, Clone)]
 pub struct QueueMessage {
     pub id: String,
-    pub job: Result<Job, String>,
+    pub job: Result<Job, crate::domain::JobDecodeError>,
     /// Deliveries of this message before this one (SQS's ApproximateReceiveCount - 1).
     pub deliveries: u32,
 }

@@ -67,22 +67,36 @@ pub struct Ingress {
     pub metrics_for: Option<String>,
 }
 
+/// A served platform whose requests could not be verified; the text names the setting.
+#[derive(Debug, thiserror::Error)]
+pub enum IngressSetupError {
+    #[error(
+        "SLACK_SIGNING_SECRET is not set: every Slack request is verified with it \
+         (or set SLACK_APP_TOKEN to take Slack's events over Socket Mode)"
+    )]
+    NoSlackSigningSecret,
+    #[error(transparent)]
+    DiscordPublicKey(#[from] kuuki::adapters::discord::PublicKeyError),
+}
+
 impl Ingress {
     /// The routes for the platforms `connected` signed in to, with their secrets from
     /// the settings. A served platform without its verifying secret is an error that
     /// names the setting (every request would be refused), except Slack over Socket Mode
     /// (`SLACK_APP_TOKEN`): its events come over the websocket, and the HTTP routes are
     /// served only when the signing secret is set too (404 otherwise).
-    pub fn new(deps: Arc<Deps>, connected: &Connected, metrics_for: Option<String>) -> Result<Ingress, String> {
+    pub fn new(
+        deps: Arc<Deps>,
+        connected: &Connected,
+        metrics_for: Option<String>,
+    ) -> Result<Ingress, IngressSetupError> {
         let settings = &deps.settings;
         let socket_mode = !settings.platforms.slack_app_token.expose_secret().is_empty();
         let slack = match &connected.slack {
             Some(identity) => {
                 let secret = settings.platforms.slack_signing_secret.expose_secret();
                 if secret.is_empty() && !socket_mode {
-                    return Err("SLACK_SIGNING_SECRET is not set: every Slack request is verified with it \
-                         (or set SLACK_APP_TOKEN to take Slack's events over Socket Mode)"
-                        .into());
+                    return Err(IngressSetupError::NoSlackSigningSecret);
                 }
                 (!secret.is_empty())
                     .then(|| SlackIngress { secret: SigningSecret::new(secret), identity: identity.clone() })
@@ -97,10 +111,7 @@ impl Ingress {
                 let public_key = if gateway && settings.platforms.discord_public_key.trim().is_empty() {
                     None
                 } else {
-                    Some(
-                        DiscordPublicKey::from_hex(&settings.platforms.discord_public_key)
-                            .map_err(|e| e.to_string())?,
-                    )
+                    Some(DiscordPublicKey::from_hex(&settings.platforms.discord_public_key)?)
                 };
                 let relay_secret = settings.platforms.discord_relay_secret.expose_secret();
                 if relay_secret.is_empty() && !gateway {

@@ -30,12 +30,25 @@ pub struct Started {
     pub queue: Arc<SqsQueue>,
 }
 
+/// Why a cold start stopped; each names what to check.
+#[derive(Debug, thiserror::Error)]
+pub enum ColdStartError {
+    #[error(transparent)]
+    Secrets(#[from] secrets::SecretsError),
+    #[error(transparent)]
+    Settings(#[from] kuuki::config::ConfigError),
+    #[error(transparent)]
+    Persona(#[from] kuuki::config::PersonaError),
+    #[error(transparent)]
+    Connect(#[from] platforms::ConnectError),
+}
+
 /// Everything a Lambda needs, from its environment: validated settings, the AWS
 /// adapters, the chat platforms signed in with kuuki's identity on each (`auth.test`,
 /// `GET /users/@me`, which also open the connections the first request would
 /// otherwise pay for), the LLM. Errors stop the cold start with a message naming what
 /// is wrong.
-pub async fn cold_start(vars: &HashMap<String, String>, role: Role) -> Result<Started, String> {
+pub async fn cold_start(vars: &HashMap<String, String>, role: Role) -> Result<Started, ColdStartError> {
     let function = vars.get("AWS_LAMBDA_FUNCTION_NAME").cloned().unwrap_or_else(|| "kuuki".into());
     let mut vars = vars.clone();
     // A Lambda holds no websocket: Discord reaches it over HTTP (interactions verified
@@ -43,17 +56,16 @@ pub async fn cold_start(vars: &HashMap<String, String>, role: Role) -> Result<St
     vars.insert("DISCORD_GATEWAY".into(), "false".into());
     let config = kuuki::adapters::aws::config::load().await;
     secrets::resolve(&aws_sdk_secretsmanager::Client::new(&config), &mut vars).await?;
-    let settings = Settings::from_vars(&vars).map_err(|e| e.to_string())?;
+    let settings = Settings::from_vars(&vars)?;
     let persona_file = persona_from_vars(&vars)?;
     // The ingress never calls the model (it verifies, stores and queues), so it is not
     // given the LLM key (infra/template.yaml) and builds no client that would need it.
     let (llm, embedder) = match role {
         Role::Ingress => (None, None),
         Role::Worker => (
-            kuuki::adapters::llm::from_settings(&settings)
-                .map_err(|e| e.to_string())?
+            kuuki::adapters::llm::from_settings(&settings)?
                 .map(|llm| Arc::new(CountingLlm::new(llm).with_metrics(&function)) as Arc<dyn Llm>),
-            embedder_from_settings(&settings).map_err(|e| e.to_string())?,
+            embedder_from_settings(&settings)?,
         ),
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);

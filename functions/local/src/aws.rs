@@ -26,14 +26,10 @@ pub async fn setup_aws(args: SetupArgs) -> anyhow::Result<()> {
         ledger: settings.storage.ledger_table.clone(),
         facts: settings.storage.facts_table.clone(),
     };
-    create_tables(&aws_sdk_dynamodb::Client::new(&config), &tables)
-        .await
-        .map_err(anyhow::Error::msg)
-        .context("creating the DynamoDB tables")?;
+    create_tables(&aws_sdk_dynamodb::Client::new(&config), &tables).await.context("creating the DynamoDB tables")?;
     let (urls, arns) =
         create_queues(&aws_sdk_sqs::Client::new(&config), &args.prefix, settings.time_budget().visibility_timeout())
             .await
-            .map_err(anyhow::Error::msg)
             .context("creating the SQS queues")?;
     let scheduler = aws_sdk_scheduler::Client::new(&config);
     let group = &settings.storage.schedule_group;

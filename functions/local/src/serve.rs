@@ -144,7 +144,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         let workers = kuuki::worker::run_until_stopped(deps.clone(), store, stopping.clone(), drain);
         (deps, vec![tokio::spawn(workers)])
     };
-    let ingress = Arc::new(Ingress::new(deps, &connected, None).map_err(anyhow::Error::msg)?);
+    let ingress = Arc::new(Ingress::new(deps, &connected, None)?);
     // The platforms' own connections (Socket Mode, the Discord Gateway): each task ends
     // when `stopping` turns true, or with an error that stops kuuki (a revoked token).
     let mut platforms: Vec<tokio::task::JoinHandle<anyhow::Result<()>>> = Vec::new();

@@ -107,11 +107,22 @@ pub enum Role {
     Worker,
 }
 
+/// Why kuuki could not sign in; each names the setting to check.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("neither SLACK_BOT_TOKEN nor DISCORD_BOT_TOKEN is set: kuuki needs a platform to serve")]
+    NoPlatform,
+    #[error("auth.test at {base_url}: {source} (is SLACK_BOT_TOKEN right?)")]
+    Slack { base_url: String, source: crate::adapters::slack::SlackApiError },
+    #[error("GET /users/@me at {base_url}: {source} (is DISCORD_BOT_TOKEN right?)")]
+    Discord { base_url: String, source: crate::adapters::discord::DiscordApiError },
+}
+
 /// Signs in to every platform whose token is set (Slack `auth.test`, Discord
 /// `GET /users/@me`, and for ingress kuuki's roles in each server), which also opens
 /// the connections the first requests would otherwise pay for. Errors name the
 /// setting to check.
-pub async fn connect(settings: &crate::config::Settings, role: Role) -> Result<Connected, String> {
+pub async fn connect(settings: &crate::config::Settings, role: Role) -> Result<Connected, ConnectError> {
     use secrecy::ExposeSecret;
 
     use crate::adapters::discord::DiscordClient;
@@ -120,7 +131,7 @@ pub async fn connect(settings: &crate::config::Settings, role: Role) -> Result<C
     let slack_token = settings.platforms.slack_bot_token.expose_secret();
     let discord_token = settings.platforms.discord_bot_token.expose_secret();
     if slack_token.is_empty() && discord_token.is_empty() {
-        return Err("neither SLACK_BOT_TOKEN nor DISCORD_BOT_TOKEN is set: kuuki needs a platform to serve".into());
+        return Err(ConnectError::NoPlatform);
     }
     let mut chat = PlatformChat { slack: None, discord: None };
     let mut connected_slack = None;
@@ -141,11 +152,8 @@ pub async fn connect(settings: &crate::config::Settings, role: Role) -> Result<C
                 tracing::error!(%error, "Slack refuses SLACK_BOT_TOKEN: this worker starts without kuuki's Slack identity");
                 None
             }
-            Err(e) => {
-                return Err(format!(
-                    "auth.test at {}: {e} (is SLACK_BOT_TOKEN right?)",
-                    settings.platforms.slack_api_base_url
-                ));
+            Err(source) => {
+                return Err(ConnectError::Slack { base_url: settings.platforms.slack_api_base_url.clone(), source });
             }
         };
         chat.slack = Some(client);
@@ -160,8 +168,9 @@ pub async fn connect(settings: &crate::config::Settings, role: Role) -> Result<C
             Role::Ingress => client.identify_with_roles().await,
             Role::Worker => client.identify().await,
         };
-        let me = me.map_err(|e| {
-            format!("GET /users/@me at {}: {e} (is DISCORD_BOT_TOKEN right?)", settings.platforms.discord_api_base_url)
+        let me = me.map_err(|source| ConnectError::Discord {
+            base_url: settings.platforms.discord_api_base_url.clone(),
+            source,
         })?;
         connected_discord = Some(me);
         chat.discord = Some(client);
@@ -204,7 +213,7 @@ mod tests {
         let worker = connect(&settings, Role::Worker).await.expect("a worker starts");
         assert_eq!(worker.bot_ids(), [UserId(UNKNOWN_SLACK_BOT.into())]);
         assert!(worker.chat.slack.is_some(), "it still serves Slack's channels");
-        let ingress = connect(&settings, Role::Ingress).await.err().expect("an ingress does not");
+        let ingress = connect(&settings, Role::Ingress).await.err().expect("an ingress does not").to_string();
         assert!(ingress.contains("token_revoked") && ingress.contains("SLACK_BOT_TOKEN"), "{ingress}");
     }
 

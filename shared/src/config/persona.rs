@@ -77,8 +77,8 @@ pub struct PersonaFile {
 }
 
 impl PersonaFile {
-    pub fn parse(text: &str) -> Result<Self, String> {
-        toml::from_str(text).map_err(|e| e.to_string())
+    pub fn parse(text: &str) -> Result<Self, toml::de::Error> {
+        toml::from_str(text)
     }
 }
 
@@ -86,16 +86,28 @@ impl PersonaFile {
 /// `PersonaToml` parameter, since a Lambda has no file of its own to point at), else the
 /// file `PERSONA_FILE` names, else none (the built-in persona). An error names the
 /// variable.
-pub fn persona_from_vars(vars: &HashMap<String, String>) -> Result<Option<PersonaFile>, String> {
+pub fn persona_from_vars(vars: &HashMap<String, String>) -> Result<Option<PersonaFile>, PersonaError> {
     let set = |name: &str| vars.get(name).filter(|v| !v.trim().is_empty());
     if let Some(text) = set("PERSONA_TOML") {
-        return PersonaFile::parse(text).map(Some).map_err(|e| format!("PERSONA_TOML: {e}"));
+        return PersonaFile::parse(text).map(Some).map_err(PersonaError::Toml);
     }
     if let Some(path) = set("PERSONA_FILE") {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("PERSONA_FILE {path}: {e}"))?;
-        return PersonaFile::parse(&text).map(Some).map_err(|e| format!("PERSONA_FILE {path}: {e}"));
+        let unreadable = |e: std::io::Error| PersonaError::File { path: path.clone(), reason: e.to_string() };
+        let text = std::fs::read_to_string(path).map_err(unreadable)?;
+        return PersonaFile::parse(&text)
+            .map(Some)
+            .map_err(|e| PersonaError::File { path: path.clone(), reason: e.to_string() });
     }
     Ok(None)
+}
+
+/// A persona that could not be read; the text names the variable.
+#[derive(Debug, thiserror::Error)]
+pub enum PersonaError {
+    #[error("PERSONA_TOML: {0}")]
+    Toml(toml::de::Error),
+    #[error("PERSONA_FILE {path}: {reason}")]
+    File { path: String, reason: String },
 }
 
 #[cfg(test)]
@@ -121,9 +133,9 @@ mod persona_from_vars_tests {
 
     #[test]
     fn bad_persona_toml_names_the_variable() {
-        let error = persona_from_vars(&vars(&[("PERSONA_TOML", "name = \"unterminated")])).unwrap_err();
+        let error = persona_from_vars(&vars(&[("PERSONA_TOML", "name = \"unterminated")])).unwrap_err().to_string();
         assert!(error.starts_with("PERSONA_TOML"), "{error}");
-        let error = persona_from_vars(&vars(&[("PERSONA_TOML", "nickname = \"kuu\"")])).unwrap_err();
+        let error = persona_from_vars(&vars(&[("PERSONA_TOML", "nickname = \"kuu\"")])).unwrap_err().to_string();
         assert!(error.starts_with("PERSONA_TOML"), "an unknown field is an error too: {error}");
     }
 
@@ -137,7 +149,7 @@ mod persona_from_vars_tests {
         let file = persona_from_vars(&vars(&[("PERSONA_TOML", " "), ("PERSONA_FILE", path)])).unwrap();
         assert_eq!(file.and_then(|f| f.name).as_deref(), Some("sora"));
         std::fs::remove_dir_all(&dir).unwrap();
-        let error = persona_from_vars(&vars(&[("PERSONA_FILE", path)])).unwrap_err();
+        let error = persona_from_vars(&vars(&[("PERSONA_FILE", path)])).unwrap_err().to_string();
         assert!(error.starts_with("PERSONA_FILE"), "{error}");
     }
 

@@ -495,16 +495,26 @@ pub fn encode_job(job: &Job) -> String {
     serde_json::to_string(&JobEnvelope::new(job.clone())).expect("jobs serialize")
 }
 
+/// Why a queue message body is not a job this build can run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum JobDecodeError {
+    /// Damaged, or not kuuki's.
+    #[error("not a kuuki job: {0}")]
+    NotAJob(String),
+    /// Written by another build (a newer one, after a rollback).
+    #[error("job version {found} (this build reads {oldest} to {newest})")]
+    Version { found: u32, oldest: u32, newest: u32 },
+}
+
 /// A queue message body back to a job; a body of another version or shape is an error.
-pub fn decode_job(body: &str) -> Result<Job, String> {
-    let envelope: JobEnvelope = serde_json::from_str(body).map_err(|e| format!("not a kuuki job: {e}"))?;
+pub fn decode_job(body: &str) -> Result<Job, JobDecodeError> {
+    let envelope: JobEnvelope = serde_json::from_str(body).map_err(|e| JobDecodeError::NotAJob(e.to_string()))?;
     if !(JobEnvelope::VERSION..=JobEnvelope::NEWEST).contains(&envelope.v) {
-        return Err(format!(
-            "job version {} (this build reads {} to {})",
-            envelope.v,
-            JobEnvelope::VERSION,
-            JobEnvelope::NEWEST
-        ));
+        return Err(JobDecodeError::Version {
+            found: envelope.v,
+            oldest: JobEnvelope::VERSION,
+            newest: JobEnvelope::NEWEST,
+        });
     }
     Ok(envelope.job)
 }

@@ -16,6 +16,7 @@ use crate::conversation::Window;
 use crate::deps::Deps;
 use crate::domain::{Author, ChannelId, EventKind, Fact, Job, Message, Stage, Timestamp, Ts, UserId};
 use crate::ports::{ChannelState, FactRevision, LlmRequest, LlmRole, MemoryTask, PortResult};
+use crate::prompts::answers::{AnswerError, answer_object, answer_strings};
 use crate::prompts::fence::fence_safe;
 use crate::record::record;
 
@@ -219,16 +220,17 @@ async fn reflect_claimed(
             subject: format!("reflection on {channel}"),
         })
         .await;
-    let (mut facts, mut notes) = match answer.map_err(|e| e.to_string()).and_then(|a| parse_reflection(&a.text)) {
-        Ok(parsed) => parsed,
-        Err(reason) => {
-            // The next try waits a lull.
-            let wait = lull(deps);
-            let task = (MemoryTask::Reflection, Stage::Reflect);
-            let reason = format!("unusable reflection: {reason}");
-            return super::give_up_for_now(deps, key, channel, ts, task, wait, reason).await;
-        }
-    };
+    let (mut facts, mut notes) =
+        match answer.map_err(|e| e.to_string()).and_then(|a| parse_reflection(&a.text).map_err(|e| e.to_string())) {
+            Ok(parsed) => parsed,
+            Err(reason) => {
+                // The next try waits a lull.
+                let wait = lull(deps);
+                let task = (MemoryTask::Reflection, Stage::Reflect);
+                let reason = format!("unusable reflection: {reason}");
+                return super::give_up_for_now(deps, key, channel, ts, task, wait, reason).await;
+            }
+        };
     let now = deps.clock.now();
     let speakers = Speakers(new);
     let people = People::of(deps, new, read_at);
@@ -671,43 +673,37 @@ fn line(deps: &Deps, m: &Message) -> String {
     fence_safe(&format!("{name}: {}", m.text))
 }
 
-fn strings(v: Option<&Value>, what: &str) -> Result<Vec<String>, String> {
-    match v {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|i| i.as_str().map(str::to_owned).ok_or_else(|| format!("{what} must hold strings")))
-            .collect(),
-        Some(_) => Err(format!("{what} must be a list")),
-    }
-}
-
 /// `{"facts": [{"content", "keywords", "source_users", "confidence", "shareable"}],
 /// "profiles": [{"user", "tags", "summary"}]}`; anything else is an error.
-pub fn parse_reflection(raw: &str) -> Result<(Vec<NewFact>, Vec<NewNote>), String> {
-    let body = raw.trim();
-    let body = body.strip_prefix("```json").or_else(|| body.strip_prefix("```")).unwrap_or(body);
-    let body = body.strip_suffix("```").unwrap_or(body).trim();
-    let value: Value = serde_json::from_str(body).map_err(|e| format!("not JSON ({e})"))?;
-    let object = value.as_object().ok_or("not a JSON object")?;
+pub fn parse_reflection(raw: &str) -> Result<(Vec<NewFact>, Vec<NewNote>), AnswerError> {
+    let object = answer_object(raw)?;
     let mut facts = Vec::new();
-    for f in object.get("facts").and_then(Value::as_array).ok_or("facts must be a list")? {
-        let content = f["content"].as_str().filter(|c| !c.trim().is_empty()).ok_or("a fact needs content")?;
+    let listed =
+        object.get("facts").and_then(Value::as_array).ok_or_else(|| AnswerError::must_be("facts", "be a list"))?;
+    for f in listed {
+        let content = f["content"]
+            .as_str()
+            .filter(|c| !c.trim().is_empty())
+            .ok_or(AnswerError::Missing { item: "fact", needs: "content" })?;
         let confidence = f.get("confidence").and_then(Value::as_f64).unwrap_or(0.5);
         if !(0.0..=1.0).contains(&confidence) {
-            return Err("confidence must be from 0 to 1".into());
+            return Err(AnswerError::must_be("confidence", "be from 0 to 1"));
         }
         facts.push(NewFact {
             content: content.trim().to_owned(),
-            keywords: strings(f.get("keywords"), "keywords")?,
-            source_users: strings(f.get("source_users"), "source_users")?,
+            keywords: answer_strings(f.get("keywords"), "keywords")?,
+            source_users: answer_strings(f.get("source_users"), "source_users")?,
             messages: match f.get("messages") {
                 None | Some(Value::Null) => Vec::new(),
                 Some(Value::Array(numbers)) => numbers
                     .iter()
-                    .map(|n| n.as_u64().map(|n| n as usize).ok_or("messages must hold message numbers"))
+                    .map(|n| {
+                        n.as_u64()
+                            .map(|n| n as usize)
+                            .ok_or_else(|| AnswerError::must_be("messages", "hold message numbers"))
+                    })
                     .collect::<Result<_, _>>()?,
-                Some(_) => return Err("messages must be a list".into()),
+                Some(_) => return Err(AnswerError::must_be("messages", "be a list")),
             },
             confidence,
             shareable: f.get("shareable").and_then(Value::as_bool).unwrap_or(false),
@@ -715,10 +711,13 @@ pub fn parse_reflection(raw: &str) -> Result<(Vec<NewFact>, Vec<NewNote>), Strin
     }
     let mut notes = Vec::new();
     for p in object.get("profiles").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default() {
-        let user = p["user"].as_str().filter(|u| !u.is_empty()).ok_or("a profile needs a user")?;
+        let user = p["user"]
+            .as_str()
+            .filter(|u| !u.is_empty())
+            .ok_or(AnswerError::Missing { item: "profile", needs: "a user" })?;
         notes.push(NewNote {
             user: user.to_owned(),
-            tags: strings(p.get("tags"), "tags")?,
+            tags: answer_strings(p.get("tags"), "tags")?,
             summary: p.get("summary").and_then(Value::as_str).unwrap_or_default().to_owned(),
         });
     }

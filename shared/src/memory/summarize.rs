@@ -15,6 +15,7 @@ use crate::domain::{
     Author, ChannelId, ChannelLine, ChannelMemory, EventKind, Job, Message, Stage, Ts, WorkspaceMemory,
 };
 use crate::ports::{ChannelState, LlmRequest, LlmRole, MemoryTask, PortResult};
+use crate::prompts::answers::{AnswerError, answer_object, answer_strings};
 use crate::prompts::fence::fence_safe;
 use crate::record::record;
 
@@ -169,7 +170,7 @@ async fn summarize_claimed(
             subject: format!("summary of {channel}"),
         })
         .await;
-    let parsed = answer.map_err(|e| e.to_string()).and_then(|a| parse_summary(&a.text));
+    let parsed = answer.map_err(|e| e.to_string()).and_then(|a| parse_summary(&a.text).map_err(|e| e.to_string()));
     let mut updated = match parsed {
         Ok(updated) => updated,
         Err(reason) => {
@@ -254,7 +255,9 @@ async fn refresh_workspace(deps: &Deps, channel: &ChannelId, memory: &ChannelMem
             subject: "workspace summary".into(),
         })
         .await;
-    let Ok(updated) = answer.map_err(|e| e.to_string()).and_then(|a| parse_workspace(&a.text)) else {
+    let Ok(updated) =
+        answer.map_err(|e| e.to_string()).and_then(|a| parse_workspace(&a.text).map_err(|e| e.to_string()))
+    else {
         return Ok(false);
     };
     // A forget that wiped this channel's memory meanwhile may have cleared the
@@ -294,34 +297,22 @@ fn line(deps: &Deps, m: &Message) -> String {
     fence_safe(&format!("{name}: {}", m.text))
 }
 
-fn object(raw: &str) -> Result<serde_json::Map<String, Value>, String> {
-    let body = raw.trim();
-    let body = body.strip_prefix("```json").or_else(|| body.strip_prefix("```")).unwrap_or(body);
-    let body = body.strip_suffix("```").unwrap_or(body).trim();
-    match serde_json::from_str::<Value>(body).map_err(|e| format!("not JSON ({e})"))? {
-        Value::Object(o) => Ok(o),
-        _ => Err("not a JSON object".into()),
-    }
+fn text(o: &serde_json::Map<String, Value>, key: &str) -> Result<String, AnswerError> {
+    o.get(key).and_then(Value::as_str).map(str::to_owned).ok_or_else(|| AnswerError::must_be(key, "be a string"))
 }
 
-fn text(o: &serde_json::Map<String, Value>, key: &str) -> Result<String, String> {
-    o.get(key).and_then(Value::as_str).map(str::to_owned).ok_or_else(|| format!("{key} must be a string"))
-}
-
-fn list(o: &serde_json::Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
+/// A list of strings that must be there (a summary's lists are never left out).
+fn list(o: &serde_json::Map<String, Value>, key: &str) -> Result<Vec<String>, AnswerError> {
     match o.get(key) {
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|i| i.as_str().map(str::to_owned).ok_or_else(|| format!("{key} must hold strings")))
-            .collect(),
-        _ => Err(format!("{key} must be a list")),
+        Some(v @ Value::Array(_)) => answer_strings(Some(v), key),
+        _ => Err(AnswerError::must_be(key, "be a list")),
     }
 }
 
 /// `{"summary", "history", "mood", "topic_keywords", "active_users"}`; anything else is
 /// an error and changes nothing.
-pub fn parse_summary(raw: &str) -> Result<ChannelMemory, String> {
-    let o = object(raw)?;
+pub fn parse_summary(raw: &str) -> Result<ChannelMemory, AnswerError> {
+    let o = answer_object(raw)?;
     Ok(ChannelMemory {
         summary: text(&o, "summary")?,
         history: text(&o, "history")?,
@@ -336,8 +327,8 @@ pub fn parse_summary(raw: &str) -> Result<ChannelMemory, String> {
 }
 
 /// `{"history", "recent_events"}`.
-pub fn parse_workspace(raw: &str) -> Result<WorkspaceMemory, String> {
-    let o = object(raw)?;
+pub fn parse_workspace(raw: &str) -> Result<WorkspaceMemory, AnswerError> {
+    let o = answer_object(raw)?;
     Ok(WorkspaceMemory {
         history: text(&o, "history")?,
         recent_events: text(&o, "recent_events")?,

@@ -18,6 +18,51 @@ use serde_json::{Value, json};
 
 use crate::ports::AnswerSchema;
 
+/// An answer that is not what its schema asks for: the work it was for changes
+/// nothing and is tried again later. Its text names the field, never the answer's words.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AnswerError {
+    #[error("not JSON ({0})")]
+    NotJson(String),
+    #[error("not a JSON object")]
+    NotAnObject,
+    /// `field` is not of the shape it must have (`what`: "be a list", "hold strings", …).
+    #[error("{field} must {what}")]
+    MustBe { field: String, what: &'static str },
+    /// An item of a list lacks what it cannot go without ("a fact needs content").
+    #[error("a {item} needs {needs}")]
+    Missing { item: &'static str, needs: &'static str },
+}
+
+impl AnswerError {
+    pub fn must_be(field: &str, what: &'static str) -> AnswerError {
+        AnswerError::MustBe { field: field.to_owned(), what }
+    }
+}
+
+/// The JSON object of an answer, read past a Markdown fence a model may put around it.
+pub fn answer_object(raw: &str) -> Result<serde_json::Map<String, Value>, AnswerError> {
+    let body = raw.trim();
+    let body = body.strip_prefix("```json").or_else(|| body.strip_prefix("```")).unwrap_or(body);
+    let body = body.strip_suffix("```").unwrap_or(body).trim();
+    match serde_json::from_str::<Value>(body).map_err(|e| AnswerError::NotJson(e.to_string()))? {
+        Value::Object(o) => Ok(o),
+        _ => Err(AnswerError::NotAnObject),
+    }
+}
+
+/// A list of strings; absent or null is an empty list.
+pub fn answer_strings(v: Option<&Value>, field: &str) -> Result<Vec<String>, AnswerError> {
+    match v {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| i.as_str().map(str::to_owned).ok_or_else(|| AnswerError::must_be(field, "hold strings")))
+            .collect(),
+        Some(_) => Err(AnswerError::must_be(field, "be a list")),
+    }
+}
+
 /// An emoji name as the judge may give it (Slack's: lowercase letters, digits, `_`,
 /// `-`, `+`, `'`).
 const EMOJI_PATTERN: &str = "^[a-z0-9_+'-]{1,64}$";
@@ -281,9 +326,11 @@ mod tests {
     fn parses(schema: &AnswerSchema, answer: &str) -> Result<(), String> {
         match schema.name {
             "judgment" => crate::judge::verdict::parse_verdict(answer).map(drop).map_err(|e| e.to_string()),
-            "channel_summary" => crate::memory::summarize::parse_summary(answer).map(drop),
-            "workspace_summary" => crate::memory::summarize::parse_workspace(answer).map(drop),
-            "reflection" => crate::memory::reflect::parse_reflection(answer).map(drop),
+            "channel_summary" => crate::memory::summarize::parse_summary(answer).map(drop).map_err(|e| e.to_string()),
+            "workspace_summary" => {
+                crate::memory::summarize::parse_workspace(answer).map(drop).map_err(|e| e.to_string())
+            }
+            "reflection" => crate::memory::reflect::parse_reflection(answer).map(drop).map_err(|e| e.to_string()),
             other => panic!("no parser for {other}"),
         }
     }

@@ -23,6 +23,23 @@ use crate::config::Settings;
 use crate::deps::{Adapters, Surroundings};
 use crate::ports::{Chat, Clock, DecisionLog, Llm};
 
+/// A call made to set up kuuki's AWS resources failed (`kuuki setup-aws`, tests; in AWS
+/// the SAM template makes them): what was being done, and the SDK's account of it.
+#[derive(Debug, thiserror::Error)]
+#[error("{action}: {detail}")]
+pub struct SetupError {
+    pub action: String,
+    pub detail: String,
+}
+
+impl SetupError {
+    /// Maps an SDK error (shown with its details, `{:?}`) to the step that failed.
+    pub fn of<E: std::fmt::Debug>(action: impl Into<String>) -> impl FnOnce(E) -> SetupError {
+        let action = action.into();
+        move |e| SetupError { action, detail: format!("{e:?}") }
+    }
+}
+
 /// The AWS adapters, built once.
 pub struct AwsAdapters {
     pub store: Arc<DynamoStore>,

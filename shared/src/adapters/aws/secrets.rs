@@ -18,10 +18,24 @@ pub const SECRET_SETTINGS: &[&str] = &[
     "DISCORD_RELAY_SECRET",
 ];
 
+/// A secret that could not be read; the text names the setting, never a value.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    #[error("reading {arn_name} from Secrets Manager: {detail}")]
+    Read { arn_name: String, detail: String },
+    #[error("{arn_name} names a secret without a string value")]
+    NoString { arn_name: String },
+}
+
+/// Every secret that could not be read, in `SECRET_SETTINGS` order.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+pub struct SecretsError(pub Vec<SecretError>);
+
 /// Fills `vars[NAME]` from the secret `vars[NAME_ARN]` names, for every secret setting
 /// that is not set directly, reading the secrets concurrently. Errors name the
 /// setting, never the value; every failed read is reported, in `SECRET_SETTINGS` order.
-pub async fn resolve(client: &Client, vars: &mut HashMap<String, String>) -> Result<(), String> {
+pub async fn resolve(client: &Client, vars: &mut HashMap<String, String>) -> Result<(), SecretsError> {
     let mut reads = tokio::task::JoinSet::new();
     for (order, name) in SECRET_SETTINGS.iter().enumerate() {
         let arn_name = format!("{name}_ARN");
@@ -45,15 +59,16 @@ pub async fn resolve(client: &Client, vars: &mut HashMap<String, String>) -> Res
             Err(error) => errors.push(error),
         }
     }
-    if errors.is_empty() { Ok(()) } else { Err(errors.join("; ")) }
+    if errors.is_empty() { Ok(()) } else { Err(SecretsError(errors)) }
 }
 
 /// The trimmed string value of the secret `arn`, which the variable `arn_name` gave.
-async fn read(client: &Client, arn_name: &str, arn: &str) -> Result<String, String> {
-    let secret = client.get_secret_value().secret_id(arn).send().await.map_err(|e| {
-        format!("reading {arn_name} from Secrets Manager: {}", aws_sdk_secretsmanager::error::DisplayErrorContext(e))
+async fn read(client: &Client, arn_name: &str, arn: &str) -> Result<String, SecretError> {
+    let secret = client.get_secret_value().secret_id(arn).send().await.map_err(|e| SecretError::Read {
+        arn_name: arn_name.to_owned(),
+        detail: aws_sdk_secretsmanager::error::DisplayErrorContext(e).to_string(),
     })?;
-    let value = secret.secret_string.ok_or_else(|| format!("{arn_name} names a secret without a string value"))?;
+    let value = secret.secret_string.ok_or_else(|| SecretError::NoString { arn_name: arn_name.to_owned() })?;
     Ok(value.trim().to_owned())
 }
 
@@ -162,7 +177,7 @@ mod tests {
     async fn a_failed_read_names_the_setting_never_a_value() {
         let server = slow_secrets_manager(&[("arn:bot", "xoxb-secret-value")], &Arc::default()).await;
         let mut vars = vars(&[("SLACK_BOT_TOKEN_ARN", "arn:bot"), ("OPENAI_API_KEY_ARN", "arn:missing")]);
-        let error = resolve(&client(&server.uri()), &mut vars).await.unwrap_err();
+        let error = resolve(&client(&server.uri()), &mut vars).await.unwrap_err().to_string();
         assert!(error.contains("OPENAI_API_KEY_ARN"), "{error}");
         assert!(!error.contains("xoxb-secret-value"), "no secret value in errors: {error}");
     }

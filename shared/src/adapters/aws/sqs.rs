@@ -229,30 +229,28 @@ pub async fn create_queues(
     client: &Client,
     prefix: &str,
     visibility: Duration,
-) -> Result<(QueueUrls, Vec<String>), String> {
+) -> Result<(QueueUrls, Vec<String>), super::SetupError> {
     use aws_sdk_sqs::types::QueueAttributeName;
     async fn create(
         client: &Client,
         name: &str,
         attributes: &[(QueueAttributeName, String)],
-    ) -> Result<(String, String), String> {
+    ) -> Result<(String, String), super::SetupError> {
+        use super::SetupError;
         let mut create = client.create_queue().queue_name(name);
         for (k, v) in attributes {
             create = create.attributes(k.clone(), v.clone());
         }
-        let url = create
-            .send()
-            .await
-            .map_err(|e| format!("create queue {name}: {e:?}"))?
-            .queue_url
-            .ok_or("create queue: no URL in the answer")?;
+        let url = create.send().await.map_err(SetupError::of(format!("create queue {name}")))?.queue_url.ok_or_else(
+            || SetupError { action: format!("create queue {name}"), detail: "no URL in the answer".into() },
+        )?;
         let arn = client
             .get_queue_attributes()
             .queue_url(&url)
             .attribute_names(QueueAttributeName::QueueArn)
             .send()
             .await
-            .map_err(|e| format!("queue attributes of {url}: {e:?}"))?
+            .map_err(SetupError::of(format!("queue attributes of {url}")))?
             .attributes
             .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
             .unwrap_or_default();

@@ -79,7 +79,7 @@ impl SqliteStore {
                     "INSERT INTO dead_jobs (seq, job, reason) VALUES (?1, ?2, ?3)
                      ON CONFLICT (seq) DO NOTHING",
                 )?
-                .execute(params![seq, body, reason])?;
+                .execute(params![seq, body, reason.to_string()])?;
                 tx.prepare_cached("DELETE FROM jobs WHERE seq = ?1")?.execute([seq])?;
                 tx.commit()?;
                 drop(conn);

@@ -204,10 +204,15 @@ pub fn embedding_to_bytes(embedding: &[f32]) -> Vec<u8> {
     embedding.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
+/// A stored embedding whose length is not a multiple of 4 bytes (damaged).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0} bytes are not a whole number of f32s")]
+pub struct EmbeddingBytesError(pub usize);
+
 /// The inverse of [`embedding_to_bytes`]; a length that is not a multiple of 4 is an error.
-pub fn embedding_from_bytes(bytes: &[u8]) -> Result<Vec<f32>, String> {
+pub fn embedding_from_bytes(bytes: &[u8]) -> Result<Vec<f32>, EmbeddingBytesError> {
     if !bytes.len().is_multiple_of(4) {
-        return Err(format!("{} bytes are not a whole number of f32s", bytes.len()));
+        return Err(EmbeddingBytesError(bytes.len()));
     }
     Ok(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
 }

@@ -2,16 +2,17 @@
 //! SAM template owns them.
 
 use super::*;
+use crate::adapters::aws::SetupError;
 
 /// Whether TTL is on (or being turned on) for `table`.
-pub(super) async fn ttl_enabled(client: &Client, table: &str) -> Result<bool, String> {
+pub(super) async fn ttl_enabled(client: &Client, table: &str) -> Result<bool, SetupError> {
     use aws_sdk_dynamodb::types::TimeToLiveStatus;
     let status = client
         .describe_time_to_live()
         .table_name(table)
         .send()
         .await
-        .map_err(|e| format!("TTL of {table}: {e:?}"))?
+        .map_err(SetupError::of(format!("TTL of {table}")))?
         .time_to_live_description
         .and_then(|d| d.time_to_live_status);
     Ok(matches!(status, Some(TimeToLiveStatus::Enabled | TimeToLiveStatus::Enabling)))
@@ -19,9 +20,9 @@ pub(super) async fn ttl_enabled(client: &Client, table: &str) -> Result<bool, St
 
 /// Creates the four tables where they do not exist (`kuuki setup-aws`, tests); in AWS
 /// the SAM template owns them.
-pub async fn create_tables(client: &Client, tables: &TableNames) -> Result<(), String> {
+pub async fn create_tables(client: &Client, tables: &TableNames) -> Result<(), SetupError> {
     let existing =
-        client.list_tables().send().await.map_err(|e| format!("list tables: {e:?}"))?.table_names.unwrap_or_default();
+        client.list_tables().send().await.map_err(SetupError::of("list tables"))?.table_names.unwrap_or_default();
     let key = |name: &str, kind: KeyType| KeySchemaElement::builder().attribute_name(name).key_type(kind).build();
     let attr =
         |name: &str| AttributeDefinition::builder().attribute_name(name).attribute_type(ScalarAttributeType::S).build();
@@ -39,40 +40,41 @@ pub async fn create_tables(client: &Client, tables: &TableNames) -> Result<(), S
         for (i, k) in keys.iter().enumerate() {
             let kind = if i == 0 { KeyType::Hash } else { KeyType::Range };
             create = create
-                .key_schema(key(k, kind).map_err(|e| e.to_string())?)
-                .attribute_definitions(attr(k).map_err(|e| e.to_string())?);
+                .key_schema(key(k, kind).map_err(SetupError::of("table schema"))?)
+                .attribute_definitions(attr(k).map_err(SetupError::of("table schema"))?);
         }
         if name == tables.messages {
             let index = GlobalSecondaryIndex::builder()
                 .index_name(CONVERSATION_INDEX)
-                .key_schema(key("conv", KeyType::Hash).map_err(|e| e.to_string())?)
-                .key_schema(key("sk", KeyType::Range).map_err(|e| e.to_string())?)
+                .key_schema(key("conv", KeyType::Hash).map_err(SetupError::of("table schema"))?)
+                .key_schema(key("sk", KeyType::Range).map_err(SetupError::of("table schema"))?)
                 .projection(Projection::builder().projection_type(ProjectionType::All).build())
                 .build()
-                .map_err(|e| e.to_string())?;
-            create =
-                create.attribute_definitions(attr("conv").map_err(|e| e.to_string())?).global_secondary_indexes(index);
+                .map_err(SetupError::of("table schema"))?;
+            create = create
+                .attribute_definitions(attr("conv").map_err(SetupError::of("table schema"))?)
+                .global_secondary_indexes(index);
         }
         match create.send().await {
             Ok(_) => {}
             // The table is there: the SDK retried a create that had succeeded (a slow
             // answer), or another setup made it meanwhile. Its TTL is still checked.
             Err(SdkError::ServiceError(e)) if e.err().is_resource_in_use_exception() => {}
-            Err(e) => return Err(format!("create table {name}: {e:?}")),
+            Err(e) => return Err(SetupError::of(format!("create table {name}"))(e)),
         }
         if ttl && !ttl_enabled(client, name).await? {
             let spec = TimeToLiveSpecification::builder()
                 .enabled(true)
                 .attribute_name("expires_at")
                 .build()
-                .map_err(|e| e.to_string())?;
+                .map_err(SetupError::of("table schema"))?;
             client
                 .update_time_to_live()
                 .table_name(name)
                 .time_to_live_specification(spec)
                 .send()
                 .await
-                .map_err(|e| format!("enable TTL on {name}: {e:?}"))?;
+                .map_err(SetupError::of(format!("enable TTL on {name}")))?;
         }
     }
     Ok(())
