@@ -268,7 +268,10 @@ fn other_threads(channel: Vec<Arc<Message>>, target: &Message) -> Vec<Vec<Arc<Me
 /// client), asked all at once and within one chat call's budget (the time budget
 /// counts one); a name that cannot be had in time falls back to what the message
 /// carries.
-async fn display_names<'m>(deps: &Deps, messages: impl Iterator<Item = &'m Message>) -> HashMap<UserId, String> {
+pub(crate) async fn display_names<'m>(
+    deps: &Deps,
+    messages: impl Iterator<Item = &'m Message>,
+) -> HashMap<UserId, String> {
     let mut people: HashMap<&UserId, &Message> = HashMap::new();
     for m in messages.filter(|m| m.author != Author::OwnBot) {
         people.entry(&m.user).or_insert(m);

@@ -1,6 +1,8 @@
 //! The judge worker (docs/design.md §7): a queued JUDGE for one message decides whether,
 //! when and how kuuki takes part.
 
+pub mod naming;
+mod people;
 pub mod rules;
 pub mod verdict;
 
@@ -121,6 +123,7 @@ async fn judge_claimed(
     let turn_start = rules::turn(upto).first().map_or(&target.ts, |m| &m.ts);
     let previous = window.previous_in_channel(deps, channel, turn_start).await?;
     let previous_at = previous.as_ref().map(|m| m.at);
+    let people = people::load(deps, window, &target, rules::turn(upto)).await?;
     let input = rules::RuleInput {
         message: &target,
         conversation: upto,
@@ -136,6 +139,7 @@ async fn judge_claimed(
         now: deps.clock.now(),
         answered,
         bot: &deps.bot,
+        people: &people,
     };
     let scored = rules::score(&input, &deps.settings);
     let llm_available = deps.llm.is_some();
