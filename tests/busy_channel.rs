@@ -80,3 +80,76 @@ async fn on_slack_a_nick_call_is_read_against_display_names() {
     let lookups = w.slack_api.received_requests().await.unwrap();
     assert!(lookups.iter().any(|r| r.url.path() == "/users.info"), "the names were looked up");
 }
+
+/// The judge's prompt for `transcript`'s last line, fences named alike, as a snapshot
+/// shows it.
+fn judge_prompt(language: &str, transcript: &str) -> String {
+    let llm = kuuki_e2e::RecordingLlm::new(YES);
+    let settings = [("JUDGE_JITTER_RATIO", "0"), ("PROMPT_LANGUAGE", language)];
+    let log = Run::new(transcript).llm(llm.clone()).settings(&settings).log();
+    let judged = llm.requests().into_iter().filter(|r| r.role == kuuki::ports::LlmRole::Judge).collect::<Vec<_>>();
+    assert_eq!(judged.len(), 1, "{log:?}");
+    let user = &judged[0].user;
+    // The fence's name is drawn per prompt.
+    let fence_at = user.find("<conversation-").expect("a fenced conversation") + "<conversation-".len();
+    let fence = &user[fence_at..fence_at + 6];
+    user.replace(&format!("conversation-{fence}"), "conversation-XXXXXX")
+}
+
+/// A question in a busy channel is judged on its own lines: the asker's, the answers
+/// that name them, the lines of the person they called; the standup chatter of two
+/// others is left out.
+#[test]
+fn the_judge_sees_the_questions_own_lines_in_a_busy_channel() {
+    let prompt = judge_prompt(
+        "en",
+        r#"{"t": 0, "user": "priya", "text": "tom: is the CI runner fixed?"}
+{"t": 20, "user": "dave", "text": "standup notes are in the doc"}
+{"t": 30, "user": "tom", "text": "not yet, maybe tomorrow"}
+{"t": 40, "user": "erin", "text": "dave: did you add the db item?"}
+{"t": 50, "user": "dave", "text": "erin: yes, under blockers"}
+{"t": 60, "user": "erin", "text": "priya: there is a spare runner label, ci-spare"}
+{"t": 70, "user": "dave", "text": "lunch at noon?"}
+{"t": 90, "user": "priya", "text": "is there a way to make pytest show print output while the tests run?"}"#,
+    );
+    let judged = prompt.split("## The conversation to judge").nth(1).expect("the section");
+    for kept in ["tom: is the CI runner", "not yet, maybe tomorrow", "priya: there is a spare runner", "pytest show"] {
+        assert!(judged.contains(kept), "{kept}: {prompt}");
+    }
+    for left_out in ["standup notes", "did you add the db item", "under blockers", "lunch at noon"] {
+        assert!(!judged.contains(left_out), "{left_out}: {prompt}");
+    }
+    insta::assert_snapshot!("judge_en_busy_own_lines", prompt);
+}
+
+#[test]
+fn japanese_judge_prompt_of_a_question_in_a_busy_channel() {
+    let prompt = judge_prompt(
+        "ja",
+        r#"{"t": 0, "user": "ken", "text": "yui: ステージングの証明書って更新した？"}
+{"t": 20, "user": "sato", "text": "朝会のメモ、ドキュメントに貼りました"}
+{"t": 30, "user": "yui", "text": "まだです、午後やります"}
+{"t": 40, "user": "mio", "text": "sato: 来週の当番表もありますか"}
+{"t": 50, "user": "sato", "text": "mio: 入れときました"}
+{"t": 70, "user": "mio", "text": "お昼どこ行きます？"}
+{"t": 90, "user": "ken", "text": "Rust で serde の flatten を enum に使うとエラーになるんですが、回避策ありますか"}"#,
+    );
+    let judged = prompt.split("## 判断対象の会話").nth(1).expect("the section");
+    assert!(judged.contains("まだです、午後やります") && judged.contains("serde の flatten"), "{prompt}");
+    assert!(!judged.contains("朝会のメモ") && !judged.contains("お昼どこ"), "{prompt}");
+    insta::assert_snapshot!("judge_ja_busy_own_lines", prompt);
+}
+
+/// A quiet channel's question is judged against the whole flow: one other person's
+/// lines may be the asker's own talk, names or not.
+#[test]
+fn a_question_with_one_other_person_around_is_judged_on_the_whole_flow() {
+    let prompt = judge_prompt(
+        "en",
+        r#"{"t": 0, "user": "priya", "text": "the nightly build failed again"}
+{"t": 30, "user": "tom", "text": "which job?"}
+{"t": 90, "user": "priya", "text": "the migration one. any idea why it would time out only at night?"}"#,
+    );
+    assert!(prompt.contains("which job?"), "{prompt}");
+    assert!(prompt.contains("## The conversation to judge (the channel)"), "{prompt}");
+}

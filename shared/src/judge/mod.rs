@@ -2,6 +2,7 @@
 //! when and how kuuki takes part.
 
 pub mod naming;
+mod own_conversation;
 mod people;
 pub mod rules;
 pub mod verdict;
@@ -180,7 +181,7 @@ async fn judge_claimed(
     if decision == Decision::Llm {
         let whole = context::load_conversation(deps, window, &target).await?;
         let upto_whole = &whole[..whole.partition_point(|m| m.ts <= target.ts)];
-        let (verdict, cached, usage) = ask_llm(deps, window, &target, upto_whole, &state).await?;
+        let (verdict, cached, usage) = ask_llm(deps, window, &target, upto_whole, &state, &people).await?;
         judgment.llm_called = !cached;
         judgment.llm_cached = cached;
         judgment.llm_usage = usage;
@@ -253,11 +254,29 @@ async fn ask_llm(
     target: &Message,
     conversation: &[Arc<Message>],
     state: &crate::ports::ChannelState,
+    people: &rules::KnownPeople,
 ) -> PortResult<(Result<LlmVerdict, String>, bool, Option<Usage>)> {
     let Some(llm) = &deps.llm else {
         return Ok((Err("no LLM is configured".into()), false, None));
     };
-    let ctx = context::build(deps, window, target, conversation, state, ResponseType::FullResponse).await?;
+    // A question in a busy channel is judged on its own lines, not the last N
+    // interleaved ones; the cache key follows, so other people's chatter does not
+    // change it.
+    let own = match target.thread_root {
+        Some(_) => None,
+        None => {
+            // Answers name the asker by their display name (Slack's messages carry ids);
+            // the prompt asks for the same names, cached by the client.
+            let humans = conversation.iter().map(|m| &**m).filter(|m| m.author == Author::Human);
+            let names = context::display_names(deps, humans).await;
+            let mut people = people.clone();
+            people.extend(rules::KnownPeople::new(names.iter().map(|(user, name)| (user, name.as_str()))));
+            own_conversation::own_conversation(conversation, &deps.bot, &people)
+        }
+    };
+    let shown = own.as_deref().unwrap_or(conversation);
+    let mut ctx = context::build(deps, window, target, shown, state, ResponseType::FullResponse).await?;
+    ctx.own_lines_only = own.is_some();
     let cache_key = format!("judge-cache:{}", ctx.conversation_hash(target));
     let now = deps.clock.now();
     if let Some(cached) = deps.ledger.cache_get(&cache_key, now).await?

@@ -54,6 +54,22 @@ impl KnownPeople {
             .map(|(_, name)| name.as_str())
     }
 
+    /// Every name `user` goes by, and the first word of each (what a nick call uses).
+    pub fn names_of<'s>(&'s self, user: &'s UserId) -> impl Iterator<Item = &'s str> + 's {
+        self.names.iter().filter(move |(u, _)| u == user).flat_map(|(_, name)| {
+            let first = name.split_whitespace().next().filter(|w| w != name);
+            std::iter::once(name.as_str()).chain(first)
+        })
+    }
+
+    /// The people `nick` (lowercase) names: their whole name, or its first word.
+    pub fn users_named<'s>(&'s self, nick: &'s str) -> impl Iterator<Item = UserId> + 's {
+        self.names
+            .iter()
+            .filter(move |(_, name)| name == nick || name.split_whitespace().next() == Some(nick))
+            .map(|(user, _)| user.clone())
+    }
+
     /// Whether `nick` names anyone at all, the speaker included.
     pub fn knows(&self, nick: &str) -> bool {
         self.names.iter().any(|(_, name)| name == nick || name.split_whitespace().next() == Some(nick))
