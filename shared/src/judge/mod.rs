@@ -2,7 +2,7 @@
 //! when and how kuuki takes part.
 
 pub mod naming;
-mod own_conversation;
+pub(crate) mod own_conversation;
 mod people;
 pub mod rules;
 pub mod verdict;

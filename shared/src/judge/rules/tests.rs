@@ -719,3 +719,52 @@ fn a_nick_addresses_a_known_person_other_than_the_speaker() {
     assert!(!naming::has_unknown_nick(&turn("bob: hi"), &people));
     assert!(!naming::has_unknown_nick(&turn("no nick here"), &people));
 }
+
+#[test]
+fn a_busy_channels_question_keeps_its_own_lines_for_the_judge() {
+    use crate::judge::own_conversation::own_conversation;
+    let mut kuuki_after_dave = msg(25.0, "kuuki", "the notes are pinned");
+    kuuki_after_dave.author = Author::OwnBot;
+    let mut kuuki_after_carol = msg(45.0, "kuuki", "try the ci-spare label");
+    kuuki_after_carol.author = Author::OwnBot;
+    let conversation: Vec<Arc<Message>> = [
+        msg(0.0, "alice", "<@bob> is the runner fixed?"),
+        msg(10.0, "dave", "standup notes?"),
+        msg(20.0, "erin", "dave: in the doc"),
+        kuuki_after_dave,
+        msg(30.0, "bob", "not yet"),
+        msg(40.0, "carol", "<@alice> there is a spare runner"),
+        kuuki_after_carol,
+        msg(50.0, "alice", "how do I make pytest show print output?"),
+    ]
+    .into_iter()
+    .map(Arc::new)
+    .collect();
+    let own = own_conversation(&conversation, &bot(), &KnownPeople::default()).expect("two others left out");
+    let texts: Vec<&str> = own.iter().map(|m| m.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        vec![
+            "<@bob> is the runner fixed?",
+            "not yet",
+            "<@alice> there is a spare runner",
+            "try the ci-spare label",
+            "how do I make pytest show print output?"
+        ]
+    );
+    // A remark, a thread, or a channel where only one other person talks: the whole flow.
+    let mut remark = conversation.clone();
+    remark.push(Arc::new(msg(60.0, "erin", "deploying now")));
+    assert!(own_conversation(&remark, &bot(), &KnownPeople::default()).is_none());
+    let threaded: Vec<Arc<Message>> = conversation.iter().map(|m| Arc::new(in_thread((**m).clone(), 0.0))).collect();
+    assert!(own_conversation(&threaded, &bot(), &KnownPeople::default()).is_none());
+    let quiet: Vec<Arc<Message>> = [
+        msg(0.0, "alice", "build broke"),
+        msg(10.0, "tom", "which job?"),
+        msg(20.0, "alice", "why would it time out?"),
+    ]
+    .into_iter()
+    .map(Arc::new)
+    .collect();
+    assert!(own_conversation(&quiet, &bot(), &KnownPeople::default()).is_none());
+}
