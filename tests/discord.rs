@@ -836,3 +836,35 @@ async fn a_channels_server_is_what_discord_says_and_only_a_hidden_channel_is_unp
     let asked = |id: &str| requests.iter().filter(|r| r.url.path() == format!("/channels/{id}")).count();
     assert_eq!((asked("11"), asked("12"), asked("13")), (2, 2, 2), "asked each time: the ledger keeps answers");
 }
+
+/// `nick: text` calls a member by the name Discord shows for them (their server nick),
+/// on any line, as a mention would: the question is theirs, not kuuki's (issue 34).
+#[tokio::test]
+async fn a_line_opening_with_a_members_nick_is_for_that_member() {
+    let w = World::start(ANSWER).await;
+    let mut nel = message(&w.id_now(), "111", "morning all");
+    nel["author"] = json!({"id": "111", "username": "nel_x", "global_name": "Nelson"});
+    nel["member"] = json!({"nick": "nel"});
+    assert_eq!(w.relay("MESSAGE_CREATE", nel, &[]).await.status(), 200);
+    w.run_for(60.0).await;
+    let asked = w.id_now();
+    assert_eq!(
+        w.relay("MESSAGE_CREATE", message(&asked, ALICE, "quick one\nnel: is the deploy done?"), &[]).await.status(),
+        200
+    );
+    w.run_for(60.0).await;
+    let judged: Vec<_> = w
+        .log
+        .take()
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            kuuki::domain::EventKind::Judge { breakdown, reason, .. } if e.ts.as_str() == asked => {
+                Some((breakdown, reason))
+            }
+            _ => None,
+        })
+        .collect();
+    let (breakdown, reason) = judged.first().expect("alice's question is judged");
+    assert_eq!(breakdown.get("addressed_to_other"), Some(&-60), "{judged:?}");
+    assert!(reason.contains("for nel"), "{reason}");
+}

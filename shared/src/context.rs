@@ -49,6 +49,9 @@ pub struct PromptContext<'a> {
     pub other_threads: Vec<Vec<PromptMessage>>,
     pub target_conversation: Vec<PromptMessage>,
     pub in_thread: bool,
+    /// `target_conversation` holds the judged question's own lines only, the busy
+    /// channel's other talk left out (the judge's, [`crate::judge::own_conversation`]).
+    pub own_lines_only: bool,
     pub target: PromptMessage,
     pub response_type: &'static str,
     pub minutes_since_last_intervention: Option<i64>,
@@ -161,6 +164,7 @@ pub async fn build<'a>(
         other_threads: others.iter().map(|t| t.iter().map(|m| prompt_message(m)).collect()).collect(),
         target_conversation: conversation.iter().map(|m| prompt_message(m)).collect(),
         in_thread: target.thread_root.is_some(),
+        own_lines_only: false,
         target: prompt_message(target),
         response_type: response_type.as_str(),
         minutes_since_last_intervention: state.last_response_at.map(|at| (now.seconds_since(at) / 60.0).floor() as i64),
@@ -269,7 +273,10 @@ fn other_threads(channel: Vec<Arc<Message>>, target: &Message) -> Vec<Vec<Arc<Me
 /// client), asked all at once and within one chat call's budget (the time budget
 /// counts one); a name that cannot be had in time falls back to what the message
 /// carries.
-async fn display_names<'m>(deps: &Deps, messages: impl Iterator<Item = &'m Message>) -> HashMap<UserId, String> {
+pub(crate) async fn display_names<'m>(
+    deps: &Deps,
+    messages: impl Iterator<Item = &'m Message>,
+) -> HashMap<UserId, String> {
     let mut people: HashMap<&UserId, &Message> = HashMap::new();
     for m in messages.filter(|m| m.author != Author::OwnBot) {
         people.entry(&m.user).or_insert(m);

@@ -1,6 +1,9 @@
 //! The judge worker (docs/design.md §7): a queued JUDGE for one message decides whether,
 //! when and how kuuki takes part.
 
+pub mod naming;
+pub(crate) mod own_conversation;
+mod people;
 pub mod rules;
 pub mod verdict;
 
@@ -121,6 +124,7 @@ async fn judge_claimed(
     let turn_start = rules::turn(upto).first().map_or(&target.ts, |m| &m.ts);
     let previous = window.previous_in_channel(deps, channel, turn_start).await?;
     let previous_at = previous.as_ref().map(|m| m.at);
+    let people = people::load(deps, window, &target, rules::turn(upto)).await?;
     let input = rules::RuleInput {
         message: &target,
         conversation: upto,
@@ -136,6 +140,7 @@ async fn judge_claimed(
         now: deps.clock.now(),
         answered,
         bot: &deps.bot,
+        people: &people,
     };
     let scored = rules::score(&input, &deps.settings);
     let llm_available = deps.llm.is_some();
@@ -176,7 +181,7 @@ async fn judge_claimed(
     if decision == Decision::Llm {
         let whole = context::load_conversation(deps, window, &target).await?;
         let upto_whole = &whole[..whole.partition_point(|m| m.ts <= target.ts)];
-        let (verdict, cached, usage) = ask_llm(deps, window, &target, upto_whole, &state).await?;
+        let (verdict, cached, usage) = ask_llm(deps, window, &target, upto_whole, &state, &people).await?;
         judgment.llm_called = !cached;
         judgment.llm_cached = cached;
         judgment.llm_usage = usage;
@@ -249,11 +254,29 @@ async fn ask_llm(
     target: &Message,
     conversation: &[Arc<Message>],
     state: &crate::ports::ChannelState,
+    people: &rules::KnownPeople,
 ) -> PortResult<(Result<LlmVerdict, String>, bool, Option<Usage>)> {
     let Some(llm) = &deps.llm else {
         return Ok((Err("no LLM is configured".into()), false, None));
     };
-    let ctx = context::build(deps, window, target, conversation, state, ResponseType::FullResponse).await?;
+    // A question in a busy channel is judged on its own lines, not the last N
+    // interleaved ones; the cache key follows, so other people's chatter does not
+    // change it.
+    let own = match target.thread_root {
+        Some(_) => None,
+        None => {
+            // Answers name the asker by their display name (Slack's messages carry ids);
+            // the prompt asks for the same names, cached by the client.
+            let humans = conversation.iter().map(|m| &**m).filter(|m| m.author == Author::Human);
+            let names = context::display_names(deps, humans).await;
+            let mut people = people.clone();
+            people.extend(rules::KnownPeople::new(names.iter().map(|(user, name)| (user, name.as_str()))));
+            own_conversation::own_conversation(conversation, &deps.bot, &people)
+        }
+    };
+    let shown = own.as_deref().unwrap_or(conversation);
+    let mut ctx = context::build(deps, window, target, shown, state, ResponseType::FullResponse).await?;
+    ctx.own_lines_only = own.is_some();
     let cache_key = format!("judge-cache:{}", ctx.conversation_hash(target));
     let now = deps.clock.now();
     if let Some(cached) = deps.ledger.cache_get(&cache_key, now).await?

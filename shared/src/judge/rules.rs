@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use super::naming;
+pub use super::naming::KnownPeople;
 use crate::config::Settings;
 use crate::domain::{
     Author, BotIdentity, Breakdown, Decision, DirectTrigger, Message, Pending, ResponseType, RuleScore, Timestamp,
@@ -157,16 +159,20 @@ pub fn mentioned_others<'t>(text: &'t str, bot: &BotIdentity) -> Vec<&'t str> {
 }
 
 /// Who the last turn of `conversation` is meant for when it is someone else's: a
-/// person it mentions, or, in a thread, the person whose question the turn replies to
-/// (the turn just before it, another human's, asked something).
-pub fn addressee(conversation: &[Arc<Message>], bot: &BotIdentity) -> Option<String> {
+/// person it mentions or calls by name (`nick: …` on any of its lines, a known person
+/// of `people` or of the conversation), or, in a thread, the person whose question the
+/// turn replies to (the turn just before it, another human's, asked something).
+pub fn addressee(conversation: &[Arc<Message>], bot: &BotIdentity, people: &KnownPeople) -> Option<String> {
     let turn = turn(conversation);
     let speaker = turn.last()?;
     if let Some(id) = turn.iter().find_map(|m| mentioned_others(&m.text, bot).first().copied()) {
         return Some(id.to_owned());
     }
-    if let Some(name) = called_by_name(&turn[0], conversation, bot) {
+    if let Some(name) = called_by_name(&turn[0], conversation, bot, people) {
         return Some(name);
+    }
+    if let Some(nick) = naming::called_by_nick(turn, people) {
+        return Some(nick);
     }
     speaker.thread_root.as_ref()?;
     let before = self::turn(&conversation[..conversation.len() - turn.len()]);
@@ -179,7 +185,12 @@ pub fn addressee(conversation: &[Arc<Message>], bot: &BotIdentity) -> Option<Str
 /// The person a message opens by calling, without a mention: 「satoさん、…」 (any name
 /// with an honorific), "Yuki, could you…" or "daniel are you…" (the name of someone
 /// else in the conversation, followed by a comma or a question).
-fn called_by_name(message: &Message, conversation: &[Arc<Message>], bot: &BotIdentity) -> Option<String> {
+fn called_by_name(
+    message: &Message,
+    conversation: &[Arc<Message>],
+    bot: &BotIdentity,
+    people: &KnownPeople,
+) -> Option<String> {
     const HONORIFICS: [&str; 6] = ["さん", "くん", "君", "ちゃん", "様", "氏"];
     const ASKING: [&str; 10] = ["are ", "is ", "can ", "could ", "would ", "will ", "do ", "did ", "have ", "when "];
     let text = message.text.trim_start();
@@ -270,12 +281,13 @@ fn called_by_name(message: &Message, conversation: &[Arc<Message>], bot: &BotIde
     let calls = rest.starts_with([',', '、', ':']) || ASKING.iter().any(|a| after_name.starts_with(a));
     // Only a line that calls someone is worth checking against everyone's names.
     let known = || {
-        conversation.iter().any(|m| {
-            m.author == Author::Human && m.user != message.user && {
-                let n = lowercase(&m.user_name);
-                n == word || n.split_whitespace().next() == Some(word)
-            }
-        })
+        people.named(word, &message.user).is_some()
+            || conversation.iter().any(|m| {
+                m.author == Author::Human && m.user != message.user && {
+                    let n = lowercase(&m.user_name);
+                    n == word || n.split_whitespace().next() == Some(word)
+                }
+            })
     };
     (calls && known()).then(|| word.to_owned())
 }
@@ -484,6 +496,9 @@ pub struct RuleInput<'a> {
     /// message started) after it: a question is no longer unanswered.
     pub answered: bool,
     pub bot: &'a BotIdentity,
+    /// The channel's people kuuki can tell by name (for `nick: …`), besides the
+    /// conversation's own.
+    pub people: &'a KnownPeople,
 }
 
 /// Scores an ambient message. Direct triggers never come here.
@@ -538,7 +553,10 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
             speakers.push(&m.user);
         }
     }
-    let kuuki_addressed = window.iter().any(|m| direct_trigger(m, input.bot).is_some());
+    // The judged turn's own: a name call earlier in the window made that turn kuuki's,
+    // not every question after it.
+    let kuuki_addressed =
+        turn.iter().any(|m| direct_trigger(m, input.bot).is_some()) || answers_kuuki(conversation, turn.len());
     if !kuuki_addressed {
         breakdown.add("no_mention", points::NO_MENTION);
     }
@@ -562,7 +580,9 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
     // The time-dependent rules count from the end of the turn: that is when the others
     // could start answering.
     let age = input.now.seconds_since(message.at);
-    let addressee = addressee(conversation, input.bot);
+    let mut people = KnownPeople::of_messages(conversation);
+    people.extend(input.people.clone());
+    let addressee = addressee(conversation, input.bot, &people);
     let other_wait = settings.judge.addressed_to_other_wait.as_secs_f64();
     let for_other = addressee.filter(|_| age < other_wait);
     let mut pending = None;
@@ -609,6 +629,23 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
     }
 
     RuleScore { score: breakdown.total().clamp(0, 100), breakdown, engaged, question, for_other, pending }
+}
+
+/// Whether the last turn (its `turn_len` messages) follows kuuki's answer to the same
+/// person, nobody in between: their follow-up is a reply to kuuki, as if they had
+/// used the platform's reply. Anyone else's line after kuuki's answer is not.
+fn answers_kuuki(conversation: &[Arc<Message>], turn_len: usize) -> bool {
+    let before = &conversation[..conversation.len() - turn_len];
+    let Some(speaker) = conversation.last() else {
+        return false;
+    };
+    let Some(kuuki_at) = before.iter().rposition(|m| m.author != Author::OwnBot).map(|i| i + 1) else {
+        return false;
+    };
+    kuuki_at < before.len() && {
+        let answered = &before[kuuki_at - 1];
+        answered.author == Author::Human && answered.user == speaker.user
+    }
 }
 
 /// The last `n` messages of the conversation up to the target (the slice's end).

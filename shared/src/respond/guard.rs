@@ -271,6 +271,7 @@ mod tests {
             other_threads: Vec::new(),
             target_conversation: vec![message("09:00", "bob", lang.target)],
             in_thread: false,
+            own_lines_only: false,
             target: message("09:00", "bob", lang.target),
             response_type: "full_response",
             minutes_since_last_intervention: None,

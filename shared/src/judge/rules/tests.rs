@@ -45,6 +45,8 @@ struct Case {
     judge_delay: f64,
     /// Someone else wrote after the last message.
     answered: bool,
+    /// The channel's people beyond the conversation.
+    people: KnownPeople,
 }
 
 impl Case {
@@ -56,6 +58,7 @@ impl Case {
             silence: Some(60.0),
             judge_delay: 30.0,
             answered: false,
+            people: KnownPeople::default(),
         }
     }
 
@@ -73,6 +76,7 @@ impl Case {
                 now: Timestamp(message.at.0 + (self.judge_delay * 1e6) as i64),
                 answered: self.answered,
                 bot: &bot,
+                people: &self.people,
             },
             settings,
         )
@@ -259,20 +263,49 @@ fn one_on_one_is_exactly_two_humans_in_the_recent_window() {
 }
 
 #[test]
-fn no_mention_in_the_last_n_messages_costs_10() {
+fn no_mention_unless_the_judged_turn_addresses_kuuki() {
     let s = settings(&[("JUDGE_RECENT_MESSAGES", "3")]);
     assert_eq!(points_of(&one("hi").score(&s), "no_mention"), Some(-10));
-    let mentioned = Case::new(vec![msg(900.0, "bob", "<@UBOT> hi"), msg(950.0, "bob", "x"), msg(1000.0, "alice", "y")]);
+    // The speaker's own turn mentions or names kuuki, on any of its lines.
+    let mentioned =
+        Case::new(vec![msg(900.0, "bob", "x"), msg(950.0, "alice", "<@UBOT> hi"), msg(1000.0, "alice", "y")]);
     assert_eq!(points_of(&mentioned.score(&s), "no_mention"), None);
-    let named = Case::new(vec![msg(900.0, "bob", "kuuki?"), msg(950.0, "bob", "x"), msg(1000.0, "alice", "y")]);
+    let named = Case::new(vec![msg(900.0, "bob", "x"), msg(950.0, "alice", "kuuki?"), msg(1000.0, "alice", "y")]);
     assert_eq!(points_of(&named.score(&s), "no_mention"), None);
-    let too_old = Case::new(vec![
-        msg(800.0, "bob", "<@UBOT> hi"),
-        msg(900.0, "bob", "x"),
-        msg(950.0, "bob", "x"),
-        msg(1000.0, "alice", "y"),
+    // Someone else's mention earlier in the window made their turn kuuki's, not alice's.
+    let earlier = Case::new(vec![msg(900.0, "bob", "<@UBOT> hi"), msg(950.0, "bob", "x"), msg(1000.0, "alice", "y")]);
+    assert_eq!(points_of(&earlier.score(&s), "no_mention"), Some(-10));
+    let earlier_named = Case::new(vec![msg(900.0, "bob", "kuuki?"), msg(1000.0, "alice", "y")]);
+    assert_eq!(points_of(&earlier_named.score(&s), "no_mention"), Some(-10));
+    // A follow-up right after kuuki answered the speaker replies to kuuki; anyone
+    // else's line there does not.
+    let mut answer = msg(950.0, "kuuki", "Thursdays");
+    answer.author = Author::OwnBot;
+    let follow_up = |user: &str| {
+        Case::new(vec![msg(900.0, "alice", "<@UBOT> deploy day?"), answer.clone(), msg(1000.0, user, "who approves?")])
+    };
+    assert_eq!(points_of(&follow_up("alice").score(&s), "no_mention"), None);
+    assert_eq!(points_of(&follow_up("bob").score(&s), "no_mention"), Some(-10));
+}
+
+#[test]
+fn a_question_after_someone_elses_name_call_is_still_an_open_question() {
+    // Issue 34: a question asked 16 minutes after "kuuki, any curry place?" scored 20
+    // (no unanswered_question) and was dropped without asking the LLM.
+    let s = Settings::default();
+    let mut own_bot = msg(15.0, "kuuki", "Try the place by the station.");
+    own_bot.author = Author::OwnBot;
+    let mut c = Case::new(vec![
+        msg(0.0, "bob", "kuuki, any curry place near here?"),
+        own_bot,
+        msg(300.0, "dave", "thanks, going there now"),
+        msg(960.0, "carol", "does anyone know where the spare HDMI cable went?"),
     ]);
-    assert_eq!(points_of(&too_old.score(&s), "no_mention"), Some(-10));
+    c.judge_delay = 120.0;
+    let r = c.score(&s);
+    assert_eq!(points_of(&r, "no_mention"), Some(-10), "{:?}", r.breakdown);
+    assert_eq!(points_of(&r, "unanswered_question"), Some(25), "{:?}", r.breakdown);
+    assert_eq!(r.score, 35, "the LLM's band: {:?}", r.breakdown);
 }
 
 #[test]
@@ -389,7 +422,7 @@ fn a_question_someone_answered_or_that_addressed_kuuki_is_not_unanswered() {
     statement.judge_delay = 300.0;
     assert_eq!(points_of(&statement.score(&s), "unanswered_question"), None);
     assert_eq!(statement.score(&s).pending, None);
-    // kuuki was addressed within the last N messages: the conversation is with it.
+    // The asker's own turn addressed kuuki: the question is kuuki's, answered as such.
     let mut with_kuuki =
         Case::new(vec![msg(900.0, "alice", "<@UBOT> deploy day?"), msg(1000.0, "alice", "and who approves?")]);
     with_kuuki.judge_delay = 300.0;
@@ -623,4 +656,115 @@ fn emoji_follow_the_message() {
     assert_eq!(pick_emoji("deploy done"), "tada");
     assert_eq!(pick_emoji("草"), "joy");
     assert_eq!(pick_emoji("ふむ"), "eyes");
+}
+
+#[test]
+fn a_turn_calling_someone_by_nick_is_theirs_like_a_mention() {
+    let s = Settings::default();
+    let mut c =
+        Case::new(vec![msg(900.0, "carol", "standup moved to 10"), msg(1000.0, "alice", "bob: is the vpn up again?")]);
+    // bob is not in this conversation's window, but the channel knows him.
+    assert_eq!(points_of(&c.score(&s), "addressed_to_other"), None, "nobody called bob here yet");
+    c.people = KnownPeople::new([(&UserId("bob".into()), "bob")]);
+    let r = c.score(&s);
+    assert_eq!(points_of(&r, "addressed_to_other"), Some(-60), "{:?}", r.breakdown);
+    assert_eq!(r.for_other.as_deref(), Some("bob"));
+    assert_eq!(points_of(&r, "unanswered_question"), None);
+    // `nick, text`, on the second line of the turn's second message, by display name.
+    let mut c = Case::new(vec![
+        msg(900.0, "alice", "one more thing"),
+        msg(1000.0, "alice", "the staging db is slow\nYuki, any idea why the replica lags?"),
+    ]);
+    c.people = KnownPeople::new([(&UserId("U2".into()), "Yuki Tanaka")]);
+    assert_eq!(c.score(&s).for_other.as_deref(), Some("yuki"));
+    // The speaker's own name, or a word that names nobody, is no call.
+    let mut c = Case::new(vec![msg(1000.0, "alice", "alice: note to self, is the vpn up?")]);
+    c.people = KnownPeople::new([(&UserId("alice".into()), "alice")]);
+    assert_eq!(c.score(&s).for_other, None);
+    let c = Case::new(vec![msg(900.0, "bob", "hi"), msg(1000.0, "alice", "note: is the vpn up?")]);
+    assert_eq!(c.score(&s).for_other, None);
+}
+
+#[test]
+fn a_line_opening_with_a_nick_and_a_colon_or_comma_names_it() {
+    let openings = |t: &str| naming::line_openings(t).collect::<Vec<_>>();
+    assert_eq!(openings("bob: try the staging flag"), vec!["bob"]);
+    assert_eq!(openings("Bob_2, is the build green?"), vec!["bob_2"]);
+    assert_eq!(openings("@dave: pushed"), vec!["dave"]);
+    assert_eq!(openings("ok\n  carol: your turn"), vec!["carol"]);
+    assert_eq!(openings("たろう：見ました？"), vec!["たろう"]);
+    assert!(openings("see https://example.com/x").is_empty());
+    assert!(openings("https://example.com: down").is_empty());
+    assert!(openings("at 12:30, lunch").is_empty(), "a word before the colon is no nick");
+    assert!(openings("12:30 works").is_empty());
+    assert!(openings("bob said: no").is_empty(), "only the line's first word");
+}
+
+#[test]
+fn a_nick_addresses_a_known_person_other_than_the_speaker() {
+    let people = KnownPeople::new([
+        (&UserId("U1".into()), "bob"),
+        (&UserId("U2".into()), "Yuki Tanaka"),
+        (&UserId("U3".into()), "alice"),
+    ]);
+    let turn = |text: &str| vec![Arc::new(msg(0.0, "U3", text))];
+    assert_eq!(naming::called_by_nick(&turn("bob: try the staging flag"), &people).as_deref(), Some("bob"));
+    assert_eq!(naming::called_by_nick(&turn("yuki, did it work?"), &people).as_deref(), Some("yuki"));
+    assert_eq!(naming::called_by_nick(&turn("note: staging is down"), &people), None, "nobody is called note");
+    assert_eq!(naming::called_by_nick(&turn("alice: reminder to self"), &people), None, "the speaker's own name");
+    // Any line of any message of the turn.
+    let two = vec![Arc::new(msg(0.0, "U3", "hmm")), Arc::new(msg(1.0, "U3", "thinking\nbob, what about the flag?"))];
+    assert_eq!(naming::called_by_nick(&two, &people).as_deref(), Some("bob"));
+    assert!(naming::has_unknown_nick(&turn("note: staging is down"), &people));
+    assert!(!naming::has_unknown_nick(&turn("bob: hi"), &people));
+    assert!(!naming::has_unknown_nick(&turn("no nick here"), &people));
+}
+
+#[test]
+fn a_busy_channels_question_keeps_its_own_lines_for_the_judge() {
+    use crate::judge::own_conversation::own_conversation;
+    let mut kuuki_after_dave = msg(25.0, "kuuki", "the notes are pinned");
+    kuuki_after_dave.author = Author::OwnBot;
+    let mut kuuki_after_carol = msg(45.0, "kuuki", "try the ci-spare label");
+    kuuki_after_carol.author = Author::OwnBot;
+    let conversation: Vec<Arc<Message>> = [
+        msg(0.0, "alice", "<@bob> is the runner fixed?"),
+        msg(10.0, "dave", "standup notes?"),
+        msg(20.0, "erin", "dave: in the doc"),
+        kuuki_after_dave,
+        msg(30.0, "bob", "not yet"),
+        msg(40.0, "carol", "<@alice> there is a spare runner"),
+        kuuki_after_carol,
+        msg(50.0, "alice", "how do I make pytest show print output?"),
+    ]
+    .into_iter()
+    .map(Arc::new)
+    .collect();
+    let own = own_conversation(&conversation, &bot(), &KnownPeople::default()).expect("two others left out");
+    let texts: Vec<&str> = own.iter().map(|m| m.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        vec![
+            "<@bob> is the runner fixed?",
+            "not yet",
+            "<@alice> there is a spare runner",
+            "try the ci-spare label",
+            "how do I make pytest show print output?"
+        ]
+    );
+    // A remark, a thread, or a channel where only one other person talks: the whole flow.
+    let mut remark = conversation.clone();
+    remark.push(Arc::new(msg(60.0, "erin", "deploying now")));
+    assert!(own_conversation(&remark, &bot(), &KnownPeople::default()).is_none());
+    let threaded: Vec<Arc<Message>> = conversation.iter().map(|m| Arc::new(in_thread((**m).clone(), 0.0))).collect();
+    assert!(own_conversation(&threaded, &bot(), &KnownPeople::default()).is_none());
+    let quiet: Vec<Arc<Message>> = [
+        msg(0.0, "alice", "build broke"),
+        msg(10.0, "tom", "which job?"),
+        msg(20.0, "alice", "why would it time out?"),
+    ]
+    .into_iter()
+    .map(Arc::new)
+    .collect();
+    assert!(own_conversation(&quiet, &bot(), &KnownPeople::default()).is_none());
 }
