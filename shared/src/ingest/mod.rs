@@ -140,8 +140,9 @@ fn plan(deps: &Deps, message: &Message, trigger: Option<DirectTrigger>) -> Optio
                 thread: message.thread_key(),
                 ts: message.ts.clone(),
                 mode: RespondMode::Direct,
-                // Thanks said to kuuki is answered with an emoji, not a speech.
-                response_type: if is_thanks(&message.text) {
+                // Thanks said to kuuki, or being told to hush, is answered with an
+                // emoji, not a speech.
+                response_type: if is_thanks(&message.text) || crate::talkativeness::is_hush(&message.text, true) {
                     ResponseType::ReactOnly
                 } else {
                     ResponseType::FullResponse

@@ -632,6 +632,7 @@ fn mark(e: &Ev, x: f64, ctx: &Ctx) -> Option<(Vec<Shape>, String)> {
         | Body::Forget(_)
         | Body::SlackAccess(_)
         | Body::Purge(_)
+        | Body::Feedback(_)
         | Body::Other(_) => return None,
     })
 }
@@ -899,6 +900,17 @@ fn row(ci: usize, i: usize, e: &Ev, ctx: &Ctx) -> Row {
                 facts: *p.facts,
                 notes: *p.notes,
                 profiles: *p.profiles,
+            },
+        ),
+        Body::Feedback(f) => (
+            sys("talkativeness"),
+            None,
+            What::Feedback {
+                signal: clip(f.signal.as_deref().unwrap_or("?"), NAME_CHARS),
+                user: f.user.as_deref().map(|u| clip(u, NAME_CHARS)),
+                weight: f.weight.map_or_else(|| "?".to_owned(), |w| format!("{w:+}")),
+                offset: f.offset.map_or_else(|| "?".to_owned(), |o| format!("{o:+}")),
+                undone: f.undone.unwrap_or(false),
             },
         ),
         Body::Command(c) => (

@@ -569,8 +569,16 @@ fn one_of_every_kind() -> Vec<crate::domain::Event> {
             purge_at: Some(at(3600)),
         },
         EventKind::Purge { team: "T1".into(), channels: 3, messages: 40, facts: 5, notes: 2, profiles: 4 },
+        EventKind::Feedback {
+            signal: crate::domain::talkativeness::SignalKind::NegativeReaction,
+            user: Some(UserId("dana".into())),
+            post: Some(ts(5)),
+            weight: -6.0,
+            offset: -12.0,
+            undone: false,
+        },
     ];
-    let mut seen = [false; 14];
+    let mut seen = [false; 15];
     for k in &kinds {
         let i = match k {
             EventKind::Message { .. } => 0,
@@ -587,6 +595,7 @@ fn one_of_every_kind() -> Vec<crate::domain::Event> {
             EventKind::Forget { .. } => 11,
             EventKind::SlackAccess { .. } => 12,
             EventKind::Purge { .. } => 13,
+            EventKind::Feedback { .. } => 14,
         };
         seen[i] = true;
     }
@@ -649,7 +658,7 @@ fn every_event_kind_reads_back_typed() {
     let mut writer = crate::replay::LogWriter::new(&mut sink, true);
     writer.write_events(&mut one_of_every_kind());
     let lines = writer.kept().to_vec();
-    assert_eq!(lines.len(), 14);
+    assert_eq!(lines.len(), 15);
     for raw in &lines {
         let Read::Line(line) = line::read(raw) else { panic!("not a line: {raw}") };
         assert!(!matches!(line.body, Body::Other(_)), "{raw} is read as an unknown kind");
@@ -682,6 +691,7 @@ fn every_event_kind_reads_back_typed() {
         "forgot alice: 7 messages, 2 facts removed, 1 fact kept without them, 1 note, 1 summary made anew",
         "Slack took kuuki's access away: app_uninstalled",
         "the Slack workspace's data went after its uninstall: 3 channels, 40 messages, 5 facts, 2 notes, 4 profiles",
+        "<span class=\"badge\">talkativeness</span> negative_reaction from dana: -6 <span class=\"reason\">· offset now -12</span>",
         // minijinja escapes "/" too.
         "<span class=\"badge\">command</span> alice ran <span class=\"cmd\">&#x2f;kuuki forget-me</span> <span class=\"reason\">· answered: command answer</span> <span class=\"reason\">· announced in the channel: announcement text</span>",
     ] {

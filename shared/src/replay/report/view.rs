@@ -282,6 +282,14 @@ pub(super) enum What {
         notes: Option<u64>,
         profiles: Option<u64>,
     },
+    Feedback {
+        signal: String,
+        user: Option<String>,
+        /// Signed, as "-6" or "+3".
+        weight: String,
+        offset: String,
+        undone: bool,
+    },
     /// Unknown kinds, and judgments without a score, as they were logged.
     Raw {
         json: String,
