@@ -836,3 +836,41 @@ async fn a_channels_server_is_what_discord_says_and_only_a_hidden_channel_is_unp
     let asked = |id: &str| requests.iter().filter(|r| r.url.path() == format!("/channels/{id}")).count();
     assert_eq!((asked("11"), asked("12"), asked("13")), (2, 2, 2), "asked each time: the ledger keeps answers");
 }
+
+#[tokio::test]
+async fn anyone_may_ask_kuuki_to_be_quieter_and_only_a_manager_may_reset_its_talkativeness() {
+    let w = World::start(ANSWER).await;
+    let channel = ChannelId(CHANNEL.into());
+    let content = |v: Value| v["data"]["content"].as_str().unwrap().to_owned();
+    let offset = || async {
+        let state = w.deps.channels.channel_state(&channel).await.unwrap();
+        state.talkativeness.offset_at(w.clock.now(), &w.deps.settings.talkativeness.limits)
+    };
+    let quieter =
+        content(w.interaction(&command_with_permissions("quieter", json!([]), "3072")).await.json().await.unwrap());
+    assert!(quieter.contains("less often here"), "{quieter}");
+    assert_eq!(offset().await, -10.0);
+    let reset = json!([{"name": "action", "type": 3, "value": "reset"}]);
+    let refused = content(
+        w.interaction(&command_with_permissions("talkativeness", reset.clone(), "3072")).await.json().await.unwrap(),
+    );
+    assert!(refused.starts_with("Sorry, only members with the Manage Channels permission"), "{refused}");
+    assert_eq!(offset().await, -10.0, "refused, so unchanged");
+    let shown = content(w.interaction(&command("talkativeness", json!([]))).await.json().await.unwrap());
+    assert!(shown.contains("Talkativeness here: -10") && shown.contains("- quieter (-10, "), "{shown}");
+    let done = content(
+        w.interaction(&command_with_permissions("talkativeness", reset, MANAGE_CHANNELS)).await.json().await.unwrap(),
+    );
+    assert!(done.starts_with("Talkativeness reset here (it was -10, now 0)"), "{done}");
+    assert_eq!(offset().await, 0.0);
+    // The registered command offers them.
+    let names: Vec<String> = kuuki::ingest::discord::command_definitions()[0]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap().to_owned())
+        .collect();
+    for name in ["quieter", "louder", "talkativeness"] {
+        assert!(names.iter().any(|n| n == name), "{names:?}");
+    }
+}

@@ -228,3 +228,63 @@ fn being_told_to_hush_turns_kuuki_down_and_thanks_welcome_it_while_mentions_are_
     signals.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(signals, vec![("engaged".into(), 4.0, false), ("thanked".into(), 4.0, false)], "{log:?}");
 }
+
+fn answers(log: &Log) -> Vec<String> {
+    log.kind("command").iter().map(|c| c["answer"].as_str().unwrap().to_owned()).collect()
+}
+
+#[test]
+fn anyone_may_ask_for_quieter_or_louder_and_a_manager_may_reset() {
+    let text = r#"{"t": 0, "user": "alice", "command": "/kuuki quieter"}
+{"t": 10, "user": "alice", "command": "/kuuki quieter"}
+{"t": 20, "user": "bob", "command": "/kuuki quieter"}
+{"t": 30, "user": "dana", "command": "/kuuki quieter"}
+{"t": 40, "user": "erin", "command": "/kuuki louder"}
+{"t": 50, "user": "erin", "command": "/kuuki status"}
+{"t": 100, "user": "alice", "text": "does anyone know where the runbook lives?"}
+{"t": 400, "user": "alice", "text": "<@bot> where is the runbook"}
+{"t": 500, "user": "bob", "command": "/kuuki talkativeness reset"}
+{"t": 510, "user": "carol", "command": "/kuuki talkativeness reset"}
+{"t": 520, "user": "carol", "command": "/kuuki talkativeness"}"#;
+    let log = Run::new(text).script(JUDGE_QUESTIONS).settings(&[("COMMAND_MANAGERS", "carol")]).log();
+    let answers = answers(&log);
+    assert!(answers[0].contains("less often") && answers[0].contains("now -10"), "{answers:?}");
+    assert!(answers[1].contains("Counted already today"), "one person's repeat counts once: {answers:?}");
+    assert!(answers[4].contains("more often") && answers[4].contains("now -20"), "{answers:?}");
+    let status = &answers[5];
+    assert!(status.contains("Talkativeness here: -20 added to unasked scores"), "{status}");
+    assert!(status.contains("- louder (+10, ") && status.contains("- quieter (-10, "), "{status}");
+    // -20: the open question (45) drops to 25, still the LLM's; the mention is answered.
+    let judged = log.about("judge", 100.0);
+    let last = judged.last().unwrap();
+    assert_eq!(last["breakdown"]["talkativeness"], -20, "{log:?}");
+    assert_eq!(last["score"], 25);
+    assert_eq!(log.about("respond", 400.0)[0]["mode"], "direct");
+    assert!(!answers[6].contains("reset here"), "bob manages nothing: {answers:?}");
+    // kuuki answered the question at 100 (25 is the LLM's, which said yes) and alice took
+    // the answer up with her mention: engaged, +4.
+    assert!(answers[7].contains("Talkativeness reset here (it was -16, now 0)"), "{answers:?}");
+    assert!(
+        answers[8].contains("Talkativeness here: +0") && answers[8].ends_with("- reset (+16, 10 s ago)"),
+        "{answers:?}"
+    );
+    let signals: Vec<String> = feedback(&log).into_iter().map(|(s, _, _)| s).collect();
+    assert_eq!(signals, ["quieter", "quieter", "quieter", "louder", "engaged", "reset"], "{log:?}");
+}
+
+#[test]
+fn three_people_asking_for_quiet_keep_kuuki_out_of_an_open_question() {
+    let text = r#"{"t": 0, "user": "alice", "command": "/kuuki quieter"}
+{"t": 10, "user": "bob", "command": "/kuuki quieter"}
+{"t": 20, "user": "dana", "command": "/kuuki quieter"}
+{"t": 100, "user": "alice", "text": "does anyone know where the runbook lives?"}
+{"t": 400, "user": "alice", "text": "<@bot> where is the runbook"}"#;
+    let log = Run::new(text).script(JUDGE_QUESTIONS).log();
+    let last = *log.about("judge", 100.0).last().unwrap();
+    assert_eq!(last["breakdown"]["talkativeness"], -30, "{log:?}");
+    assert_eq!(last["respond"], false, "{log:?}");
+    assert!(log.about("respond", 100.0).is_empty());
+    assert_eq!(log.about("respond", 400.0)[0]["mode"], "direct", "a mention is answered all the same");
+    let without = Run::new(text).script(JUDGE_QUESTIONS).settings(&[("TALKATIVENESS_ENABLED", "false")]).log();
+    assert_eq!(without.about("respond", 100.0).len(), 1, "answered when nothing is learned");
+}

@@ -61,6 +61,12 @@ pub enum SignalKind {
     Hushed,
     /// Thanks said to kuuki.
     Thanked,
+    /// `/kuuki quieter` (anyone; once a day per person).
+    Quieter,
+    /// `/kuuki louder` (anyone; once a day per person).
+    Louder,
+    /// `/kuuki talkativeness reset` (managers): the offset back to 0.
+    Reset,
 }
 
 impl SignalKind {
@@ -76,6 +82,10 @@ impl SignalKind {
             SignalKind::Ignored => -6.0,
             SignalKind::Hushed => -15.0,
             SignalKind::Thanked => 4.0,
+            SignalKind::Quieter => -10.0,
+            SignalKind::Louder => 10.0,
+            // What a reset takes away is the offset it finds.
+            SignalKind::Reset => 0.0,
         }
     }
 
@@ -88,6 +98,9 @@ impl SignalKind {
             SignalKind::Ignored => "ignored",
             SignalKind::Hushed => "hushed",
             SignalKind::Thanked => "thanked",
+            SignalKind::Quieter => "quieter",
+            SignalKind::Louder => "louder",
+            SignalKind::Reset => "reset",
         }
     }
 }
@@ -136,6 +149,9 @@ pub enum FeedbackChange {
     Count { id: String, kind: SignalKind, post: Option<Ts> },
     /// Take back the signal `id` counted (a removed reaction), if it still stands.
     Undo { id: String },
+    /// Put the offset back to 0, once per `id`. The signals counted before stay known
+    /// (a repeat still counts once) but have nothing left to take back.
+    Reset { id: String },
 }
 
 /// What a change did: the signal and the offset after it.
@@ -180,7 +196,7 @@ impl Talkativeness {
 
     /// The last `n` signals that moved the offset, newest first.
     pub fn last_causes(&self, n: usize) -> impl Iterator<Item = &CountedSignal> {
-        self.signals.iter().rev().filter(|s| s.applied != 0.0 || s.kind.weight() != 0.0).take(n)
+        self.signals.iter().rev().filter(|s| !s.undone && (s.applied != 0.0 || s.kind.weight() != 0.0)).take(n)
     }
 
     /// Applies `change` at `now`; `None` when it changes nothing (a repeat, or an undo
@@ -202,7 +218,7 @@ impl Talkativeness {
                 let offset = limits.bound(current + kind.weight());
                 let applied = offset - current;
                 self.set(offset, now);
-                self.keep(CountedSignal {
+                Some(self.keep(CountedSignal {
                     id: id.clone(),
                     kind: *kind,
                     at: now,
@@ -210,15 +226,25 @@ impl Talkativeness {
                     applied,
                     offset_after: offset,
                     undone: false,
-                });
-                Some(FeedbackOutcome {
+                }))
+            }
+            FeedbackChange::Reset { id } => {
+                if self.signal(id).is_some() {
+                    return None;
+                }
+                for signal in &mut self.signals {
+                    signal.applied = 0.0;
+                }
+                self.set(0.0, now);
+                Some(self.keep(CountedSignal {
                     id: id.clone(),
-                    kind: *kind,
-                    post: post.clone(),
-                    weight: applied,
-                    offset_after: offset,
+                    kind: SignalKind::Reset,
+                    at: now,
+                    post: None,
+                    applied: -current,
+                    offset_after: 0.0,
                     undone: false,
-                })
+                }))
             }
             FeedbackChange::Undo { id } => {
                 let place = self.signals.iter().position(|s| &s.id == id && !s.undone)?;
@@ -248,10 +274,20 @@ impl Talkativeness {
         self.at = Some(now);
     }
 
-    fn keep(&mut self, signal: CountedSignal) {
+    /// Keeps a newly counted signal; what counting it did.
+    fn keep(&mut self, signal: CountedSignal) -> FeedbackOutcome {
+        let outcome = FeedbackOutcome {
+            id: signal.id.clone(),
+            kind: signal.kind,
+            post: signal.post.clone(),
+            weight: signal.applied,
+            offset_after: signal.offset_after,
+            undone: false,
+        };
         self.signals.push(signal);
         let excess = self.signals.len().saturating_sub(Self::KEPT_SIGNALS);
         self.signals.drain(..excess);
+        outcome
     }
 }
 
@@ -354,6 +390,26 @@ mod tests {
         let later = Timestamp(start.0 + 7 * DAY);
         t.apply(&FeedbackChange::Undo { id: "a".into() }, later, &limits());
         assert!((t.offset_at(later, &limits()) - -3.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_reset_puts_the_offset_back_to_zero_once_and_leaves_nothing_to_undo() {
+        let mut t = Talkativeness::default();
+        let now = Timestamp(DAY);
+        t.apply(&count("r", SignalKind::NegativeReaction), now, &limits());
+        t.apply(&count("q", SignalKind::Quieter), now, &limits());
+        assert_eq!(t.offset_at(now, &limits()), -16.0);
+        let reset = FeedbackChange::Reset { id: "reset:1".into() };
+        let outcome = t.apply(&reset, now, &limits()).unwrap();
+        assert_eq!((outcome.weight, outcome.offset_after), (16.0, 0.0));
+        assert_eq!(t.apply(&reset, now, &limits()), None, "a repeated reset");
+        assert_eq!(t.apply(&count("r", SignalKind::NegativeReaction), now, &limits()), None, "still counted once");
+        let undone = t.apply(&FeedbackChange::Undo { id: "r".into() }, now, &limits()).unwrap();
+        assert_eq!((undone.weight, t.offset_at(now, &limits())), (0.0, 0.0), "nothing left to take back");
+        t.apply(&count("l", SignalKind::Louder), now, &limits());
+        assert_eq!(t.offset_at(now, &limits()), 10.0);
+        let causes: Vec<_> = t.last_causes(2).map(|s| s.kind).collect();
+        assert_eq!(causes, vec![SignalKind::Louder, SignalKind::Reset]);
     }
 
     #[test]

@@ -155,6 +155,9 @@ fn feedback_metric(signal: crate::domain::talkativeness::SignalKind) -> &'static
         SignalKind::Ignored => "FeedbackIgnored",
         SignalKind::Hushed => "FeedbackHushed",
         SignalKind::Thanked => "FeedbackThanked",
+        SignalKind::Quieter => "FeedbackQuieter",
+        SignalKind::Louder => "FeedbackLouder",
+        SignalKind::Reset => "FeedbackResets",
     }
 }
 
