@@ -884,3 +884,5 @@ fn taught(w: &SlackWorld, channel: &ChannelId, content: &str, sources: &[&str]) 
 
 #[path = "slack/forget.rs"]
 mod forget;
+#[path = "slack/reactions.rs"]
+mod reactions;
