@@ -734,3 +734,42 @@ fn the_page_is_self_contained() {
     assert_eq!(html.matches("href=\"").count(), html.matches("href=\"#").count(), "links stay on the page");
     assert!(html.contains("<style>"));
 }
+
+/// The talkativeness offset is drawn over time under a channel with feedback: 0 until
+/// the first signal, each signal's offset, decaying between them; none elsewhere.
+#[test]
+fn the_talkativeness_offset_is_drawn_over_time() {
+    let log = r#"{"t":0.0,"kind":"message","channel":"cold","thread":null,"user":"alice","text":"where is it?"}
+{"t":120.0,"kind":"respond","channel":"cold","thread":null,"msg_t":0.0,"type":"full_response","mode":"ambient","text":"here"}
+{"t":200.0,"kind":"feedback","channel":"cold","thread":null,"msg_t":120.0,"signal":"negative_reaction","user":"dana","post_t":120.0,"weight":-6.0,"offset":-6.0}
+{"t":300.0,"kind":"feedback","channel":"cold","thread":null,"msg_t":120.0,"signal":"ignored","post_t":120.0,"weight":-6.0,"offset":-12.0}
+{"t":86400.0,"kind":"message","channel":"cold","thread":null,"user":"alice","text":"next day"}
+{"t":0.0,"kind":"message","channel":"warm","thread":null,"user":"bob","text":"hi"}"#;
+    let html = render("talk", &parse(log), &with_llm_judge());
+    let cold = html.split("<h2>#warm</h2>").next().unwrap();
+    let warm = html.split("<h2>#warm</h2>").nth(1).unwrap();
+    assert!(!charts(warm).contains("class=\"talk\""), "no feedback, no band");
+    let points: Vec<(f64, f64)> = cold
+        .split("<polyline class=\"talk\" points=\"")
+        .nth(1)
+        .expect("the band is drawn")
+        .split('"')
+        .next()
+        .unwrap()
+        .split(' ')
+        .map(|p| {
+            let (x, y) = p.split_once(',').unwrap();
+            (x.parse().unwrap(), y.parse().unwrap())
+        })
+        .collect();
+    let (top, h) = (points[0].1 - 56.0 * 20.0 / 60.0, 56.0);
+    let y = |offset: f64| top + h * (20.0 - offset) / 60.0;
+    assert!((points[0].1 - y(0.0)).abs() < 0.1, "0 before the first signal");
+    assert!(points.iter().any(|p| (p.1 - y(-6.0)).abs() < 0.1), "{points:?}");
+    assert!(points.iter().any(|p| (p.1 - y(-12.0)).abs() < 0.1), "{points:?}");
+    let last = points.last().unwrap().1;
+    assert!(last < y(-12.0) && last > y(0.0), "decayed toward 0 by the next day, not to it: {last}");
+    assert!(points.windows(2).all(|w| w[1].0 >= w[0].0), "in time order");
+    assert!(cold.contains("negative_reaction from dana: -6 → talkativeness -6"), "each signal has a tip");
+    assert!(cold.contains(">+20<") && cold.contains(">-40<"), "the bounds are labelled");
+}
