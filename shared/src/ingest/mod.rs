@@ -151,7 +151,9 @@ fn plan(deps: &Deps, message: &Message, trigger: Option<DirectTrigger>) -> Optio
                 mode: RespondMode::Direct,
                 // Thanks said to kuuki, or being told to hush, is answered with an
                 // emoji, not a speech.
-                response_type: if is_thanks(&message.text) || crate::talkativeness::is_hush(&message.text, true) {
+                response_type: if is_thanks(&message.text)
+                    || crate::talkativeness::is_hush(&message.text, true, &deps.bot)
+                {
                     ResponseType::ReactOnly
                 } else {
                     ResponseType::FullResponse

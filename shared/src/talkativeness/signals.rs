@@ -4,7 +4,7 @@
 use crate::conversation::Window;
 use crate::deps::Deps;
 use crate::domain::talkativeness::{FeedbackChange, IGNORED_AFTER_MESSAGES, SETTLE_WINDOW, SignalKind, Talkativeness};
-use crate::domain::{Author, ChannelId, Message, Ts, UserId};
+use crate::domain::{Author, BotIdentity, ChannelId, Message, Ts, UserId};
 use crate::judge::rules::{direct_trigger, is_question, is_thanks};
 use crate::ports::{ChannelState, PortResult};
 
@@ -22,8 +22,7 @@ const HUSH_TO_KUUKI: &[&str] = &[
     "not now",
     "stop",
     "be quiet",
-    "quiet",
-    "enough",
+    "quiet please",
     "静かに",
     "しずかに",
     "黙って",
@@ -36,17 +35,35 @@ const HUSH_TO_KUUKI: &[&str] = &[
 /// Words that turn kuuki away without naming it, right after it spoke unasked
 /// (「今はいいよ」, "not now").
 const HUSH_AFTER_POST: &[&str] = &["shh", "not now", "今はいい", "いまはいい", "静かに", "黙って"];
+/// What a hush may carry besides its words and kuuki's name ("please", 「よ、ありがとう」),
+/// in letters: a longer message says something else ("kuuki, stop the deploy at five").
+const HUSH_SLACK_CHARS: usize = 10;
 
-/// Whether `text` asks kuuki to be quiet: any hush word when it is said to kuuki
-/// (`to_kuuki`), only the unmistakable ones otherwise.
-pub fn is_hush(text: &str, to_kuuki: bool) -> bool {
+/// Whether `text` asks kuuki to be quiet: one of the hush words, and little else once
+/// kuuki's names and mentions are left out; any of them when it is said to kuuki
+/// (`to_kuuki`), only the unmistakable ones otherwise. Not a question.
+pub fn is_hush(text: &str, to_kuuki: bool, bot: &BotIdentity) -> bool {
     // "kuuki, how do I stop the server?" asks something; it does not hush.
     if is_question(text) {
         return false;
     }
-    let lower = text.to_lowercase();
+    let mut rest = text.to_lowercase();
+    for name in bot.names_lowercase() {
+        rest = rest.replace(name.as_str(), "");
+    }
+    // Mentions (`<@U…>`, `<@!…>`) are kuuki's or someone's: not what the words say.
+    while let (Some(open), Some(close)) = (rest.find("<@"), rest.find('>')) {
+        if close < open {
+            break;
+        }
+        rest.replace_range(open..=close, "");
+    }
+    let letters = rest.chars().filter(|c| c.is_alphanumeric()).count();
     let words = if to_kuuki { HUSH_TO_KUUKI } else { HUSH_AFTER_POST };
-    words.iter().any(|w| lower.contains(w))
+    words.iter().any(|w| {
+        let own = w.chars().filter(|c| c.is_alphanumeric()).count();
+        rest.contains(w) && letters <= own + HUSH_SLACK_CHARS
+    })
 }
 
 /// A reaction on a message of `channel` (`removed`: taken off). Counts only on kuuki's
@@ -109,7 +126,7 @@ pub async fn notice(deps: &Deps, window: &Window, state: &ChannelState, target: 
         user: Some(target.user.clone()),
     };
     let after_post = just_after_unasked_post(state, target);
-    if is_hush(&target.text, to_kuuki) && (to_kuuki || after_post.is_some()) {
+    if is_hush(&target.text, to_kuuki, &deps.bot) && (to_kuuki || after_post.is_some()) {
         let id = format!("hush:{}", target.ts);
         if !talk.counts(&id) {
             apply(deps, about(), FeedbackChange::Count { id, kind: SignalKind::Hushed, post: after_post }).await?;
@@ -185,8 +202,9 @@ async fn settle(deps: &Deps, window: &Window, state: &ChannelState, target: &Mes
             user: by.map(|m| m.user.clone()),
         };
         // Telling kuuki to hush answers it, but does not take its words up.
-        let takes_up =
-            |m: &Message| (replies_in_thread(m) || direct_trigger(m, &deps.bot).is_some()) && !is_hush(&m.text, true);
+        let takes_up = |m: &Message| {
+            (replies_in_thread(m) || direct_trigger(m, &deps.bot).is_some()) && !is_hush(&m.text, true, &deps.bot)
+        };
         if let Some(reply) = people.iter().find(|m| takes_up(m)) {
             let change = FeedbackChange::Count {
                 id: engaged_id(post_ts),
@@ -218,16 +236,37 @@ mod tests {
 
     #[test]
     fn hush_words_count_when_said_to_kuuki_and_only_the_clear_ones_otherwise() {
-        for text in ["shh kuuki", "not now kuuki", "kuuki, stop", "くうき静かに", "今はいいよ"] {
-            assert!(is_hush(text, true), "{text}");
+        let bot = BotIdentity::new(UserId("UKUUKI".into()), "kuuki", &["くうき".to_owned()]);
+        for text in [
+            "shh kuuki",
+            "not now kuuki",
+            "kuuki, stop",
+            "くうき静かに",
+            "今はいいよ",
+            "<@UKUUKI> shh!",
+            "not now kuuki, thanks",
+        ] {
+            assert!(is_hush(text, true, &bot), "{text}");
         }
-        for text in ["shh", "not now please", "今はいいよ", "ちょっと静かにして"] {
-            assert!(is_hush(text, false), "{text}");
+        for text in ["shh", "not now please", "今はいいよ", "今はいいよ、ありがとう"] {
+            assert!(is_hush(text, false, &bot), "{text}");
         }
-        for text in ["stop the deploy at 5", "that's enough coffee", "what's the quiet period?"] {
-            assert!(!is_hush(text, false), "{text}");
+        for text in [
+            "stop the deploy at 5",
+            "that's enough coffee",
+            "what's the quiet period?",
+            "ちょっと静かにしてくれる人いる？",
+        ] {
+            assert!(!is_hush(text, false, &bot), "{text}");
         }
-        assert!(!is_hush("thanks kuuki!", true));
-        assert!(!is_hush("kuuki, how do I stop the server?", true), "a question");
+        for text in [
+            "thanks kuuki!",
+            "kuuki, how do I stop the server?",
+            "kuuki stop the deploy at five please",
+            "kuuki is quiet today",
+            "kuuki, enough about the build, what about lunch",
+        ] {
+            assert!(!is_hush(text, true, &bot), "{text}");
+        }
     }
 }
