@@ -288,3 +288,14 @@ fn three_people_asking_for_quiet_keep_kuuki_out_of_an_open_question() {
     let without = Run::new(text).script(JUDGE_QUESTIONS).settings(&[("TALKATIVENESS_ENABLED", "false")]).log();
     assert_eq!(without.about("respond", 100.0).len(), 1, "answered when nothing is learned");
 }
+
+#[test]
+fn a_hush_without_the_name_right_after_an_unasked_post_counts() {
+    // kuuki answers in thread "q" unasked; "今はいいよ" there, without kuuki's name,
+    // turns it down (and, not addressed to kuuki, is judged rather than answered).
+    let text = r#"{"t": 0, "user": "alice", "text": "does anyone know where the runbook lives?", "thread": "q"}
+{"t": 200, "user": "bob", "text": "今はいいよ", "thread": "q"}"#;
+    let log = Run::new(text).script(JUDGE_QUESTIONS).settings(SETTINGS).log();
+    assert_eq!(log.kind("respond").len(), 1, "{log:?}");
+    assert_eq!(feedback(&log), vec![("hushed".into(), -15.0, false)], "{log:?}");
+}

@@ -308,14 +308,14 @@ pub fn command_definitions() -> Value {
             ]},
             {"type": SUB_COMMAND, "name": "memory", "description": "What kuuki remembers here, and about you"},
             {"type": SUB_COMMAND, "name": "forget-me", "description": "Make kuuki forget everything about you"},
+            {"type": SUB_COMMAND, "name": "forget", "description": "Make kuuki forget everything about someone (channel managers)", "options": [
+                {"type": USER, "name": "user", "description": "Whom to forget", "required": true}
+            ]},
             {"type": SUB_COMMAND, "name": "quieter", "description": "Ask kuuki to join in unasked less often here"},
             {"type": SUB_COMMAND, "name": "louder", "description": "Ask kuuki to join in unasked more often here"},
             {"type": SUB_COMMAND, "name": "talkativeness", "description": "How talkative kuuki has learned to be here, and why", "options": [
                 {"type": STRING, "name": "action", "description": "reset: back to 0 (channel managers)", "required": false,
                  "choices": [{"name": "reset", "value": "reset"}]}
-            ]},
-            {"type": SUB_COMMAND, "name": "forget", "description": "Make kuuki forget everything about someone (channel managers)", "options": [
-                {"type": USER, "name": "user", "description": "Whom to forget", "required": true}
             ]}
         ]
     }])

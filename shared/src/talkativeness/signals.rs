@@ -140,14 +140,17 @@ pub async fn notice(deps: &Deps, window: &Window, state: &ChannelState, target: 
     settle(deps, window, state, target).await
 }
 
-/// kuuki's unasked post in `target`'s conversation that `target` came within
-/// [`SETTLE_WINDOW`] of, if any.
+/// kuuki's unasked post in `target`'s conversation (or the thread under it) that
+/// `target` came within [`SETTLE_WINDOW`] of, if any.
 fn just_after_unasked_post(state: &ChannelState, target: &Message) -> Option<Ts> {
     state
         .interventions
         .iter()
         .rev()
-        .filter(|i| i.thread.root == target.thread_root)
+        .filter(|i| {
+            i.thread.root == target.thread_root
+                || (target.thread_root.is_some() && target.thread_root == i.unasked_post)
+        })
         .filter(|i| {
             let since = target.at.seconds_since(i.at);
             (0.0..=SETTLE_WINDOW.as_secs_f64()).contains(&since)
