@@ -304,6 +304,7 @@ async fn an_old_channel_item_moves_its_answers_out_at_its_next_update() {
         response_type: ResponseType::ShortAck,
         excerpt: format!("what was said at {secs}"),
         facts: Vec::new(),
+        unasked_post: None,
     };
     let note = |secs: i64| JudgmentNote {
         at: at(secs),

@@ -868,3 +868,73 @@ async fn a_line_opening_with_a_members_nick_is_for_that_member() {
     assert_eq!(breakdown.get("addressed_to_other"), Some(&-60), "{judged:?}");
     assert!(reason.contains("for nel"), "{reason}");
 }
+
+#[tokio::test]
+async fn anyone_may_ask_kuuki_to_be_quieter_and_only_a_manager_may_reset_its_talkativeness() {
+    let w = World::start(ANSWER).await;
+    let channel = ChannelId(CHANNEL.into());
+    let content = |v: Value| v["data"]["content"].as_str().unwrap().to_owned();
+    let offset = || async {
+        let state = w.deps.channels.channel_state(&channel).await.unwrap();
+        state.talkativeness.offset_at(w.clock.now(), &w.deps.settings.talkativeness.limits)
+    };
+    let quieter =
+        content(w.interaction(&command_with_permissions("quieter", json!([]), "3072")).await.json().await.unwrap());
+    assert!(quieter.contains("less often here"), "{quieter}");
+    assert_eq!(offset().await, -10.0);
+    let reset = json!([{"name": "action", "type": 3, "value": "reset"}]);
+    let refused = content(
+        w.interaction(&command_with_permissions("talkativeness", reset.clone(), "3072")).await.json().await.unwrap(),
+    );
+    assert!(refused.starts_with("Sorry, only members with the Manage Channels permission"), "{refused}");
+    assert_eq!(offset().await, -10.0, "refused, so unchanged");
+    let shown = content(w.interaction(&command("talkativeness", json!([]))).await.json().await.unwrap());
+    assert!(shown.contains("Talkativeness here: -10") && shown.contains("- quieter (-10, "), "{shown}");
+    let done = content(
+        w.interaction(&command_with_permissions("talkativeness", reset, MANAGE_CHANNELS)).await.json().await.unwrap(),
+    );
+    assert!(done.starts_with("Talkativeness reset here (it was -10, now 0)"), "{done}");
+    assert_eq!(offset().await, 0.0);
+    // The registered command offers them.
+    let names: Vec<String> = kuuki::ingest::discord::command_definitions()[0]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap().to_owned())
+        .collect();
+    for name in ["quieter", "louder", "talkativeness"] {
+        assert!(names.iter().any(|n| n == name), "{names:?}");
+    }
+}
+
+#[tokio::test]
+async fn reactions_relayed_from_the_gateway_move_kuukis_talkativeness_once_each() {
+    let w = World::start(ANSWER).await;
+    let channel = ChannelId(CHANNEL.into());
+    w.relay("MESSAGE_CREATE", message(&w.id_now(), ALICE, &format!("<@{BOT}> where is the runbook?")), &[]).await;
+    w.run_for(10.0).await;
+    let stored = w.deps.messages.messages_after(&channel, None, 10).await.unwrap();
+    let own = stored.iter().find(|m| m.author == kuuki::domain::Author::OwnBot).expect("kuuki answered");
+    let reaction = |emoji: &str| {
+        json!({"user_id": ALICE, "channel_id": CHANNEL, "message_id": own.ts.as_str(), "guild_id": GUILD,
+            "emoji": {"id": null, "name": emoji}})
+    };
+    let offset = || async {
+        let state = w.deps.channels.channel_state(&channel).await.unwrap();
+        state.talkativeness.offset_at(w.clock.now(), &w.deps.settings.talkativeness.limits)
+    };
+    let retry = [("x-kuuki-relay-retry", "1".to_owned())];
+    for extra in [&[][..], &retry[..]] {
+        assert_eq!(w.relay("MESSAGE_REACTION_ADD", reaction("👎"), extra).await.status(), 200);
+    }
+    assert_eq!(offset().await, -6.0, "a replayed dispatch counts once");
+    assert_eq!(w.relay("MESSAGE_REACTION_ADD", reaction("🎉"), &[]).await.status(), 200);
+    assert_eq!(offset().await, -3.0);
+    assert_eq!(w.relay("MESSAGE_REACTION_REMOVE", reaction("👎"), &[]).await.status(), 200);
+    assert_eq!(offset().await, 3.0, "taken off: undone");
+    // A dispatch kuuki cannot read is refused (the relay is ours: a bug to see).
+    let bad =
+        json!({"user_id": ALICE, "channel_id": CHANNEL, "message_id": "not-a-snowflake", "emoji": {"name": "👎"}});
+    assert_eq!(w.relay("MESSAGE_REACTION_ADD", bad, &[]).await.status(), 400);
+    assert_eq!(offset().await, 3.0);
+}

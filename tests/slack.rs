@@ -889,3 +889,5 @@ fn taught(w: &SlackWorld, channel: &ChannelId, content: &str, sources: &[&str]) 
 
 #[path = "slack/forget.rs"]
 mod forget;
+#[path = "slack/reactions.rs"]
+mod reactions;

@@ -3,7 +3,8 @@
 //! in the variables (the environment, then `--set` overrides).
 //!
 //! The settings come in groups, each parsed by its own function in its own file: `llm`
-//! (model servers and models), `judge` (taking part unasked), `memory` (what is kept
+//! (model servers and models), `judge` (taking part unasked), `talkativeness` (what kuuki learns from how a channel takes
+//! its unasked words), `memory` (what is kept
 //! and for how long), `people` (profiles and who may command kuuki), `bot` (name and
 //! persona), `platforms` (Slack and Discord), `budget` (timeouts) and `storage` (where
 //! things are kept, what the logs keep).
@@ -22,6 +23,7 @@ mod persona;
 mod platforms;
 mod reader;
 mod storage;
+mod talkativeness;
 #[cfg(test)]
 mod tests;
 
@@ -35,6 +37,7 @@ pub use persona::{BotSettings, PersonaError, PersonaFile, PromptLanguage, person
 pub use platforms::PlatformSettings;
 pub(crate) use reader::Reader;
 pub use storage::StorageSettings;
+pub use talkativeness::TalkativenessSettings;
 
 /// A setting's value was not acceptable; start-up stops with this message.
 #[derive(Debug, Error, PartialEq)]
@@ -56,6 +59,8 @@ pub struct Settings {
     pub platforms: PlatformSettings,
     pub budget: BudgetSettings,
     pub storage: StorageSettings,
+    /// `TALKATIVENESS_*`, `FEEDBACK_*` (`config/talkativeness.rs`).
+    pub talkativeness: TalkativenessSettings,
 }
 
 impl Default for Settings {
@@ -78,6 +83,7 @@ impl Settings {
             platforms: PlatformSettings::parse(&r)?,
             budget: BudgetSettings::parse(&r)?,
             storage: StorageSettings::parse(&r)?,
+            talkativeness: talkativeness::parse(vars)?,
         })
     }
 

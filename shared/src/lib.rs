@@ -16,6 +16,7 @@ pub mod prompts;
 mod record;
 pub mod replay;
 pub mod respond;
+pub mod talkativeness;
 pub mod worker;
 
 /// Settings hold credentials as `secrecy` strings; callers expose them where used.

@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::domain::talkativeness::{FeedbackChange, FeedbackOutcome, Talkativeness, TalkativenessLimits};
 use crate::domain::{
     ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, Job, JudgmentNote, Message, ThreadKey, Timestamp, Ts,
     UserId, UserNote, UserProfile, WorkspaceMemory,
@@ -174,6 +175,10 @@ pub struct ChannelState {
     /// written with it ([`ChannelStateStore::mark_slack_gone`]).
     #[serde(skip)]
     pub slack_gone: Option<Timestamp>,
+    /// How talkative kuuki is here, learned from how its unasked words were taken
+    /// ([`ChannelStateStore::apply_feedback`]).
+    #[serde(default, skip_serializing_if = "Talkativeness::is_empty")]
+    pub talkativeness: Talkativeness,
 }
 
 /// What kuuki keeps about its proactive openers in a channel.
@@ -391,6 +396,16 @@ pub trait ChannelStateStore: Send + Sync {
     /// Sets `channel`'s one-line memory in the workspace memory, or removes it (`None`:
     /// a private channel), leaving the other channels' lines alone.
     async fn set_channel_line(&self, channel: &ChannelId, line: Option<ChannelLine>) -> PortResult<()>;
+    /// Applies `change` to the channel's talkativeness at `now` in one conditional
+    /// write ([`Talkativeness::apply`]); `None`, and nothing written, when it changes
+    /// nothing (a redelivered signal, an undo of what is not counted).
+    async fn apply_feedback(
+        &self,
+        channel: &ChannelId,
+        change: &FeedbackChange,
+        now: Timestamp,
+        limits: &TalkativenessLimits,
+    ) -> PortResult<Option<FeedbackOutcome>>;
     /// Every channel with a stored state (a workspace's purge; DynamoDB: a scan).
     async fn state_channels(&self) -> PortResult<Vec<ChannelId>>;
     /// Removes `channel`'s whole state (memory, last judgment, answers, mute, shadow

@@ -343,6 +343,7 @@ impl World {
                 response_type: ResponseType::FullResponse,
                 excerpt: excerpt.clone(),
                 facts: Vec::new(),
+                unasked_post: None,
             };
             self.deps.channels.record_intervention(&channel, intervention).await.unwrap();
         }

@@ -21,12 +21,18 @@ use crate::settings::Settings;
 use crate::stats::Stats;
 
 /// The dispatches ingress takes (docs/design.md §12.3).
-pub const FORWARDED_EVENTS: [&str; 3] = ["MESSAGE_CREATE", "MESSAGE_UPDATE", "MESSAGE_DELETE"];
+pub const FORWARDED_EVENTS: [&str; 5] =
+    ["MESSAGE_CREATE", "MESSAGE_UPDATE", "MESSAGE_DELETE", "MESSAGE_REACTION_ADD", "MESSAGE_REACTION_REMOVE"];
 
 /// Guild and DM messages, with their content (a privileged intent: turn it on under
-/// the application's "Bot" settings). Interactions need no intent.
+/// the application's "Bot" settings), and the reactions on them (how people take
+/// kuuki's posts, docs/design.md §7.6). Interactions need no intent.
 pub fn intents() -> Intents {
-    Intents::GUILD_MESSAGES | Intents::DIRECT_MESSAGES | Intents::MESSAGE_CONTENT
+    Intents::GUILD_MESSAGES
+        | Intents::DIRECT_MESSAGES
+        | Intents::MESSAGE_CONTENT
+        | Intents::GUILD_MESSAGE_REACTIONS
+        | Intents::DIRECT_MESSAGE_REACTIONS
 }
 
 /// The relay's one shard (a bot in fewer than 2,500 guilds needs no more).
@@ -211,10 +217,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_message_dispatches_are_forwarded() {
+    fn only_message_and_reaction_dispatches_are_forwarded() {
         assert_eq!(classify(r#"{"op":0,"t":"MESSAGE_CREATE","s":3,"d":{"id":"1"}}"#), Dispatch::Forward);
         assert_eq!(classify(r#"{"t":"MESSAGE_UPDATE","s":4,"op":0,"d":{}}"#), Dispatch::Forward);
         assert_eq!(classify(r#"{"op":0,"t":"MESSAGE_DELETE","s":5,"d":{}}"#), Dispatch::Forward);
+        assert_eq!(classify(r#"{"op":0,"t":"MESSAGE_REACTION_ADD","s":5,"d":{}}"#), Dispatch::Forward);
+        assert_eq!(classify(r#"{"op":0,"t":"MESSAGE_REACTION_REMOVE","s":5,"d":{}}"#), Dispatch::Forward);
         assert_eq!(classify(r#"{"op":0,"t":"TYPING_START","s":6,"d":{}}"#), Dispatch::Other);
         assert_eq!(classify(r#"{"op":0,"t":"INTERACTION_CREATE","s":7,"d":{}}"#), Dispatch::Interaction);
         assert_eq!(classify(r#"{"op":0,"t":"READY","s":1,"d":{}}"#), Dispatch::Session { resumed: false });
@@ -232,7 +240,9 @@ mod tests {
     }
 
     #[test]
-    fn the_intents_include_message_content() {
-        assert_eq!(intents().bits(), (1 << 9) | (1 << 12) | (1 << 15));
+    fn the_intents_include_message_content_and_reactions() {
+        // GUILD_MESSAGES, DIRECT_MESSAGES, MESSAGE_CONTENT; GUILD_MESSAGE_REACTIONS and
+        // DIRECT_MESSAGE_REACTIONS (talkativeness signals).
+        assert_eq!(intents().bits(), (1 << 9) | (1 << 12) | (1 << 15) | (1 << 10) | (1 << 13));
     }
 }

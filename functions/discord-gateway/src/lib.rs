@@ -1,6 +1,7 @@
 //! kuuki's Discord Gateway relay: one long-running shard (twilight-gateway: heartbeats,
 //! identify, resume, reconnects with exponential back-off) whose `MESSAGE_CREATE`,
-//! `MESSAGE_UPDATE` and `MESSAGE_DELETE` dispatches are forwarded unchanged, as the
+//! `MESSAGE_UPDATE`, `MESSAGE_DELETE`, `MESSAGE_REACTION_ADD` and
+//! `MESSAGE_REACTION_REMOVE` dispatches are forwarded unchanged, as the
 //! gateway sent them, to ingress's `POST /discord/events`, signed with the relay secret
 //! (docs/design.md §12.3, "Discord relay contract").
 //!

@@ -241,7 +241,11 @@ async fn message_dispatches_are_forwarded_unchanged_and_a_dropped_connection_is_
     let identify = first.expect(2).await;
     assert_eq!(identify["d"]["token"], format!("Bot {TOKEN}"));
     assert_eq!(identify["d"]["intents"], intents().bits());
-    assert_eq!(identify["d"]["intents"], 512 | 4096 | 32768, "GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT");
+    assert_eq!(
+        identify["d"]["intents"],
+        512 | 4096 | 32768 | 1024 | 8192,
+        "GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT | GUILD_MESSAGE_REACTIONS | DIRECT_MESSAGE_REACTIONS"
+    );
     first.send(&ready(&gateway.url, "session-1"));
 
     // A dispatch that is not a message, then a message.

@@ -110,6 +110,7 @@ pub fn generate(messages: usize, channels: usize, direct_share: f64, seed: u64) 
                 channel: format!("ch{channel}"),
                 bot: rng.u8(..100) == 0,
                 reply_to_bot: false,
+                reaction: None,
             }
         })
         .collect()

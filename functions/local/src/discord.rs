@@ -18,7 +18,7 @@ pub struct DiscordArgs {
 
 #[derive(Subcommand)]
 enum DiscordCommand {
-    /// Install `/kuuki` (status, why, mute, unmute, shadow, ask) for the application
+    /// Install `/kuuki` (status, why, mute, unmute, shadow, ask, quieter, louder, talkativeness, …) for the application
     /// DISCORD_APPLICATION_ID, with DISCORD_BOT_TOKEN.
     Register,
 }

@@ -3,7 +3,8 @@
 //! and read loop as `functions/discord-gateway`), so Discord needs no public URL, no
 //! relay and no relay secret.
 //!
-//! - `MESSAGE_CREATE`, `MESSAGE_UPDATE` and `MESSAGE_DELETE` go, as the gateway sent
+//! - `MESSAGE_CREATE`, `MESSAGE_UPDATE`, `MESSAGE_DELETE` and the reactions
+//!   (`MESSAGE_REACTION_ADD`, `MESSAGE_REACTION_REMOVE`) go, as the gateway sent
 //!   them, to the code behind `POST /discord/events`, in order, one at a time. The
 //!   store's conditional put is the dedup: a dispatch Discord replays after a resume is
 //!   a duplicate and answered once. A store or queue failure is retried with back-off,

@@ -31,8 +31,9 @@ const CHANNEL: &str = "41771983423143938";
 const OTHER_CHANNEL: &str = "41771983423143939";
 /// Long enough for a debug build to start and a worker to answer on a busy machine.
 const WAIT: Duration = Duration::from_secs(30);
-/// GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT.
-const INTENTS: u64 = (1 << 9) | (1 << 12) | (1 << 15);
+/// GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT | GUILD_MESSAGE_REACTIONS |
+/// DIRECT_MESSAGE_REACTIONS.
+const INTENTS: u64 = (1 << 9) | (1 << 12) | (1 << 15) | (1 << 10) | (1 << 13);
 
 // ---- the fake Gateway (as in functions/discord-gateway/tests/relay.rs) ----
 

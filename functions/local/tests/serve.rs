@@ -417,7 +417,23 @@ async fn discord_register_installs_the_kuuki_command_by_bulk_overwrite() {
     assert_eq!(sent[0]["name"], "kuuki");
     let subcommands: Vec<&str> =
         sent[0]["options"].as_array().unwrap().iter().map(|o| o["name"].as_str().unwrap()).collect();
-    assert_eq!(subcommands, ["status", "why", "mute", "unmute", "shadow", "ask", "memory", "forget-me", "forget"]);
+    assert_eq!(
+        subcommands,
+        [
+            "status",
+            "why",
+            "mute",
+            "unmute",
+            "shadow",
+            "ask",
+            "memory",
+            "forget-me",
+            "forget",
+            "quieter",
+            "louder",
+            "talkativeness"
+        ]
+    );
 
     // Without the application id: a clear refusal, nothing sent.
     let out = tokio::task::spawn_blocking(move || run(vec![("DISCORD_BOT_TOKEN", "t".into()), base])).await.unwrap();

@@ -697,3 +697,31 @@ async fn killed_and_started_again_on_its_file_it_answers_nothing_twice_and_loses
     assert_eq!(slack.posts_in("C30").len(), 1, "the mention answered once");
     assert_eq!(slack.posts_in("C31").len(), 1, "the queued judgment answered once");
 }
+
+/// An `events_api` envelope with `user`'s `reaction_added` on the message `ts` of `channel`.
+fn reaction_added(envelope_id: &str, channel: &str, ts: &str, emoji: &str) -> Value {
+    let mut envelope = mention(envelope_id, envelope_id, channel, ts, 0);
+    envelope["payload"]["event"] = json!({"type": "reaction_added", "user": "UBOB", "reaction": emoji,
+        "item": {"type": "message", "channel": channel, "ts": ts}, "event_ts": ts});
+    envelope
+}
+
+#[tokio::test]
+async fn a_reaction_on_kuukis_post_over_socket_mode_is_a_talkativeness_signal() {
+    let (kuuki, slack, _socket_mode, mut link) = connected().await;
+    let asked = ts(300);
+    link.send(mention("E1", "Ev1", "C9", &asked, 0));
+    link.ack("E1").await;
+    slack.wait_for_posts_in("C9").await;
+    // Recorded once kuuki's post is stored as its own.
+    kuuki.wait_for_decision("respond", &asked, |_| true).await;
+    // The fake Slack gives every post this ts.
+    let own = "1999999999.000001";
+    link.send(reaction_added("E2", "C9", own, "-1"));
+    link.ack("E2").await;
+    kuuki
+        .wait_for_decision("feedback", own, |d| {
+            d["event"]["signal"] == "negative_reaction" && d["event"]["weight"] == -6.0 && d["event"]["user"] == "UBOB"
+        })
+        .await;
+}

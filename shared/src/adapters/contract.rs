@@ -284,6 +284,7 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
         response_type: ResponseType::ShortAck,
         excerpt: format!("at {secs}"),
         facts: vec![crate::domain::FactUse { id: "f1".into(), content: "fact".into(), score: 0.25 }],
+        unasked_post: None,
     };
     store.record_intervention(&ch, intervention(100)).await.unwrap();
     store.record_intervention(&ch, intervention(50)).await.unwrap();
@@ -455,6 +456,61 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     assert_eq!(read.channel_lines, vec![line("dev", 1300), line("ops", 1200)]);
     assert_eq!(WorkspaceMemory { channel_lines: Vec::new(), ..read }, workspace);
     assert_eq!(store.workspace_memory_without_lines().await.unwrap(), workspace, "the memory alone");
+    talkativeness(store).await;
+}
+
+/// A channel's talkativeness: each signal counted once however often it comes, a
+/// removal undoing it once, kept with the state beside what else is written there,
+/// and gone with the channel's state.
+async fn talkativeness(store: &dyn ChannelStateStore) {
+    use crate::domain::talkativeness::{FeedbackChange, SignalKind, TalkativenessLimits};
+    let ch = ChannelId("contract-talk".into());
+    let limits = TalkativenessLimits::default();
+    let thumbs_down = FeedbackChange::Count {
+        id: "reaction:100.000000:alice:-1".into(),
+        kind: SignalKind::NegativeReaction,
+        post: Some(Ts::new("100.000000")),
+    };
+    let first = store.apply_feedback(&ch, &thumbs_down, at(200), &limits).await.unwrap().expect("counted");
+    assert_eq!((first.weight, first.offset_after), (-6.0, -6.0));
+    // Everything at one moment: the offset's decay is the model's to test.
+    assert_eq!(store.apply_feedback(&ch, &thumbs_down, at(200), &limits).await.unwrap(), None, "a redelivery");
+    let ignored = FeedbackChange::Count { id: "ignored:100.000000".into(), kind: SignalKind::Ignored, post: None };
+    store.apply_feedback(&ch, &ignored, at(200), &limits).await.unwrap().expect("counted");
+    // Written beside the rest of the state, which stays as it was.
+    store.set_muted(&ch, Some(at(5000))).await.unwrap();
+    store
+        .record_judgment(
+            &ch,
+            JudgmentNote {
+                at: at(400),
+                ts: Ts::new("400.000000"),
+                user: UserId("bob".into()),
+                text: "hi".into(),
+                score: 10,
+                breakdown: Default::default(),
+                decision: crate::domain::Decision::Skip,
+                respond: false,
+                response_type: None,
+                reason: "r".into(),
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    let state = store.channel_state(&ch).await.unwrap();
+    assert_eq!(state.muted_until, Some(at(5000)));
+    assert_eq!(state.talkativeness.offset_at(at(200), &limits), -12.0);
+    let causes: Vec<_> = state.talkativeness.last_causes(5).map(|s| s.kind).collect();
+    assert_eq!(causes, vec![SignalKind::Ignored, SignalKind::NegativeReaction]);
+    assert_eq!(state.talkativeness.signal("reaction:100.000000:alice:-1").unwrap().post, Some(Ts::new("100.000000")));
+    let removal = FeedbackChange::Undo { id: "reaction:100.000000:alice:-1".into() };
+    assert!(store.apply_feedback(&ch, &removal, at(200), &limits).await.unwrap().is_some_and(|o| o.undone));
+    assert_eq!(store.apply_feedback(&ch, &removal, at(200), &limits).await.unwrap(), None, "undone once");
+    let state = store.channel_state(&ch).await.unwrap();
+    assert_eq!(state.talkativeness.offset_at(at(200), &limits), -6.0);
+    store.delete_channel_state(&ch).await.unwrap();
+    assert!(store.channel_state(&ch).await.unwrap().talkativeness.is_empty(), "gone with the state");
 }
 
 /// Facts per channel, replaced by id, deleted; notes about people.
@@ -736,6 +792,7 @@ where
         response_type: ResponseType::ShortAck,
         excerpt: "purge me".into(),
         facts: Vec::new(),
+        unasked_post: None,
     };
     store.record_intervention(&gone, answer).await.unwrap();
     let line = ChannelLine { channel: gone.clone(), line: "a purged channel".into(), updated_at: at(30) };

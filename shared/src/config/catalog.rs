@@ -118,4 +118,10 @@ settings_doc! {
     "FACTS_TABLE", "kuuki-facts", "DynamoDB table of facts, notes about people and their counters, and the workspace memory (long-term memory).";
     "SCHEDULE_GROUP", "kuuki", "EventBridge Scheduler group of one-time schedules.";
     "SCHEDULER_ROLE_ARN", "", "Role EventBridge Scheduler assumes to send to the queues.";
+    "TALKATIVENESS_ENABLED", "true", "Learn from how each channel takes what kuuki says unasked (reactions to its posts, replies, being ignored, \"shh kuuki\", thanks): a per-channel offset added to unasked scores (direct triggers are never affected). Off: no signal is counted and no offset applied.";
+    "TALKATIVENESS_MIN", "-40", "The lowest a channel's talkativeness offset goes (points added to unasked scores).";
+    "TALKATIVENESS_MAX", "20", "The highest a channel's talkativeness offset goes.";
+    "TALKATIVENESS_HALF_LIFE_DAYS", "7", "A channel's talkativeness offset halves toward 0 every this many days.";
+    "FEEDBACK_POSITIVE_REACTIONS", "+1,thumbsup,heart,pray,tada,smile,smiley,grinning,white_check_mark,raised_hands,clap,👍,❤️,🙏,🎉,😄,😃,✅,🙌,👏", "Comma-separated reactions (Slack names or the emoji) that welcome one of kuuki's posts (+3 each).";
+    "FEEDBACK_NEGATIVE_REACTIONS", "-1,thumbsdown,face_with_rolling_eyes,unamused,shushing_face,no_good,zipper_mouth_face,👎,🙄,😒,🤫,🙅,🙅‍♂️,🙅‍♀️,🤐", "Comma-separated reactions that turn one of kuuki's posts away (-6 each).";
 }

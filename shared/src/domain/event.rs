@@ -168,6 +168,21 @@ pub enum EventKind {
         /// (`PURGE_ON_UNINSTALL`); `None` when nothing is purged.
         purge_at: Option<Timestamp>,
     },
+    /// A signal of how the channel takes kuuki's words moved its talkativeness
+    /// (docs/design.md §7.6): which, from whom, about which post, by how much, and the
+    /// offset after it. Logged once per signal (a repeat changes nothing).
+    Feedback {
+        signal: super::talkativeness::SignalKind,
+        /// Who gave it, when someone did (a reaction, words); none for being ignored.
+        user: Option<UserId>,
+        /// kuuki's post it is about, when it is about one.
+        post: Option<Ts>,
+        /// What the offset moved by (inside its bounds).
+        weight: f64,
+        offset: f64,
+        /// Taken back: a removed reaction, an ignored post taken up after all.
+        undone: bool,
+    },
     /// A Slack workspace's stored data went, after an uninstall's grace period: how
     /// many of each (ids and counts, never content).
     Purge {
@@ -211,6 +226,7 @@ impl EventKind {
             EventKind::Forget { .. } => "forget",
             EventKind::SlackAccess { .. } => "slack_access",
             EventKind::Purge { .. } => "purge",
+            EventKind::Feedback { .. } => "feedback",
         }
     }
 }

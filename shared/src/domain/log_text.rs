@@ -79,6 +79,7 @@ fn kept_fields(kind: &str) -> &'static [&'static str] {
         "command" => &["kind", "user"],
         "slack_access" => &["kind", "gone", "team", "purge_at"],
         "purge" => &["kind", "team", "channels", "messages", "facts", "notes", "profiles"],
+        "feedback" => &["kind", "signal", "user", "post", "weight", "offset", "undone"],
         "edited" | "deleted" => &["kind"],
         _ => &["kind"],
     }
@@ -240,6 +241,10 @@ mod tests {
         let gone =
             json!({"kind": "slack_access", "gone": true, "team": "T1", "reason": "app_uninstalled", "purge_at": 9});
         assert_eq!(without_words("slack_access", gone.clone()), gone);
+
+        let feedback = json!({"kind": "feedback", "signal": "negative_reaction", "user": "U1", "post": "1.2",
+            "weight": -6.0, "offset": -12.0, "undone": false});
+        assert_eq!(without_words("feedback", feedback.clone()), feedback, "a signal is ids and numbers");
 
         let unknown = json!({"kind": "something_new", "text": WORDS, "note": WORDS});
         assert_no_words(&without_words("something_new", unknown));

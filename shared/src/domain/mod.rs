@@ -2,6 +2,7 @@
 //! Nothing here does I/O or reads the clock.
 
 mod by_ts;
+pub mod talkativeness;
 mod time;
 mod ts;
 
@@ -808,6 +809,10 @@ pub struct Intervention {
     /// The facts the answer was given (`/kuuki why`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub facts: Vec<FactUse>,
+    /// kuuki's post, when it spoke unasked: how the channel takes it moves its
+    /// talkativeness (`talkativeness::settle`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unasked_post: Option<Ts>,
 }
 
 mod event;

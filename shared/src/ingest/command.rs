@@ -2,7 +2,11 @@
 //! kuuki forget them (`forget-me`); changing how kuuki takes part (`mute [duration]`,
 //! `unmute`, `shadow [all] [duration]`, `shadow off`) and forgetting someone else
 //! (`forget @user`) is for channel managers ([`caller_may_manage`]), and each change is
-//! announced in the channel once. Answers are ephemeral (only the caller sees them).
+//! announced in the channel once. Anyone may ask kuuki to be `quieter` or `louder`
+//! here; `talkativeness reset` is for managers. Answers are ephemeral (only the caller
+//! sees them).
+
+mod talkativeness;
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -91,8 +95,9 @@ const ANNOUNCE_LEASE: Duration = Duration::from_secs(60);
 /// Announced changes are remembered past the longest change, so none is announced twice.
 const ANNOUNCED_KEEP: Duration = Duration::from_secs(8 * 24 * 60 * 60);
 
-const USAGE: &str = "Usage: /kuuki status | why | memory | forget-me | forget @user | mute [duration] | unmute | \
-     shadow [all] [duration] | shadow off (a duration is like 30m, 2h or 1d; a bare number is minutes)";
+const USAGE: &str = "Usage: /kuuki status | why | memory | forget-me | quieter | louder | talkativeness [reset] | \
+     forget @user | mute [duration] | unmute | shadow [all] [duration] | shadow off (a duration is like 30m, 2h or \
+     1d; a bare number is minutes)";
 
 /// Runs the command, records it and its answer (and announcement) in the decision log,
 /// and returns the ephemeral text to show.
@@ -213,7 +218,21 @@ async fn answer_command(deps: &Deps, command: &SlashCommand) -> PortResult<Answe
             // Their own request reaches everywhere they wrote.
             return forget(deps, command, &channel, user, "you", None).await;
         }
-        "mute" | "unmute" | "shadow" | "forget" => {}
+        "quieter" | "louder" if args.is_empty() => {
+            let kind = if verb == "quieter" {
+                crate::domain::talkativeness::SignalKind::Quieter
+            } else {
+                crate::domain::talkativeness::SignalKind::Louder
+            };
+            let user = UserId(command.user_id.as_str().into());
+            return Ok(talkativeness::nudge(deps, &channel, &user, kind, now).await?.into());
+        }
+        "talkativeness" if args.is_empty() => {
+            let state = deps.channels.channel_state(&channel).await?;
+            return Ok(talkativeness::describe(deps, &state, now).into());
+        }
+        "talkativeness" if args != ["reset"] => return Ok(USAGE.into()),
+        "mute" | "unmute" | "shadow" | "forget" | "talkativeness" => {}
         _ => return Ok(USAGE.into()),
     }
     match caller_may_manage(deps, command).await {
@@ -225,6 +244,10 @@ async fn answer_command(deps: &Deps, command: &SlashCommand) -> PortResult<Answe
                  Please try again in a moment."
                 .into());
         }
+    }
+    if verb == "talkativeness" {
+        let user = UserId(command.user_id.as_str().into());
+        return Ok(talkativeness::reset(deps, &channel, &user, now).await?.into());
     }
     if verb == "forget" {
         // The id keeps its case (the arguments above are lowercased).
@@ -477,6 +500,7 @@ async fn status(deps: &Deps, channel: &ChannelId, now: Timestamp) -> PortResult<
         "Responses in the last 30 minutes: {}",
         state.interventions_within(now, Duration::from_secs(30 * 60))
     );
+    let _ = writeln!(out, "{}", talkativeness::describe(deps, &state, now));
     let memory = &state.memory;
     match memory.updated_at {
         Some(at) => {
@@ -505,6 +529,10 @@ async fn why(deps: &Deps, channel: &ChannelId) -> PortResult<String> {
         Some(j) => judgment_text(j),
         None => "No judgment in this channel yet.".to_owned(),
     };
+    // Only a channel whose talkativeness moved has one to explain.
+    if !state.talkativeness.is_empty() && deps.settings.talkativeness.enabled {
+        let _ = write!(out, "\n{}", talkativeness::describe(deps, &state, deps.clock.now()));
+    }
     if let Some(last) = state.interventions.last() {
         let _ = write!(out, "\nLast answer here ({}, {}): ", last.at.to_utc_string(), last.response_type.as_str());
         if last.facts.is_empty() {

@@ -194,6 +194,7 @@ pub async fn handle_interaction(deps: &Deps, body: &[u8]) -> Result<Value, Disco
             option_text(&sub.options, "state").unwrap_or_default(),
             duration_option(&sub.options).unwrap_or_default()
         ),
+        "talkativeness" => format!("talkativeness {}", option_text(&sub.options, "action").unwrap_or_default()),
         // A USER option's value is the person's snowflake. Forgetting someone reaches
         // every channel they wrote in this server, so managing a DM (one's own) is not
         // enough.
@@ -309,6 +310,12 @@ pub fn command_definitions() -> Value {
             {"type": SUB_COMMAND, "name": "forget-me", "description": "Make kuuki forget everything about you"},
             {"type": SUB_COMMAND, "name": "forget", "description": "Make kuuki forget everything about someone (channel managers)", "options": [
                 {"type": USER, "name": "user", "description": "Whom to forget", "required": true}
+            ]},
+            {"type": SUB_COMMAND, "name": "quieter", "description": "Ask kuuki to join in unasked less often here"},
+            {"type": SUB_COMMAND, "name": "louder", "description": "Ask kuuki to join in unasked more often here"},
+            {"type": SUB_COMMAND, "name": "talkativeness", "description": "How talkative kuuki has learned to be here, and why", "options": [
+                {"type": STRING, "name": "action", "description": "reset: back to 0 (channel managers)", "required": false,
+                 "choices": [{"name": "reset", "value": "reset"}]}
             ]}
         ]
     }])

@@ -25,6 +25,8 @@ pub enum IngestOutcome {
     /// Whether there was a stored message to change.
     Edited(bool),
     Deleted(bool),
+    /// A reaction, counted as a talkativeness signal when it was on kuuki's post.
+    Reaction,
 }
 
 impl IngestOutcome {
@@ -36,6 +38,7 @@ impl IngestOutcome {
             IngestOutcome::Stored { .. } => "stored".into(),
             IngestOutcome::Edited(f) => format!("edited ({})", found(*f)),
             IngestOutcome::Deleted(f) => format!("deleted ({})", found(*f)),
+            IngestOutcome::Reaction => "reaction".into(),
         }
     }
 }
@@ -85,6 +88,12 @@ pub async fn ingest(deps: &Deps, incoming: Incoming) -> PortResult<IngestOutcome
             // have died before this.
             crate::memory::forget::forget_message(deps, &channel, &ts).await?;
             Ok(IngestOutcome::Deleted(found))
+        }
+        // Only a reaction on kuuki's own post means anything (§7.6); a redelivery
+        // counts once.
+        Incoming::Reaction { channel, ts, user, emoji, removed } => {
+            crate::talkativeness::reaction(deps, &channel, &ts, &user, &emoji, removed).await?;
+            Ok(IngestOutcome::Reaction)
         }
     }
 }
@@ -140,8 +149,11 @@ fn plan(deps: &Deps, message: &Message, trigger: Option<DirectTrigger>) -> Optio
                 thread: message.thread_key(),
                 ts: message.ts.clone(),
                 mode: RespondMode::Direct,
-                // Thanks said to kuuki is answered with an emoji, not a speech.
-                response_type: if is_thanks(&message.text) {
+                // Thanks said to kuuki, or being told to hush, is answered with an
+                // emoji, not a speech.
+                response_type: if is_thanks(&message.text)
+                    || crate::talkativeness::is_hush(&message.text, true, &deps.bot)
+                {
                     ResponseType::ReactOnly
                 } else {
                     ResponseType::FullResponse

@@ -106,6 +106,11 @@ async fn judge_claimed(
     // Before any early return: a muted channel, or one where kuuki spoke last, still
     // remembers.
     let lull = crate::memory::queue_due(deps, window, &target, &state).await.map(|note| note.at);
+    // How the channel took kuuki's words; counted again (once) at the next message if
+    // it fails now.
+    if let Err(error) = crate::talkativeness::notice(deps, window, &state, &target).await {
+        tracing::warn!(%error, channel = %channel, "talkativeness signals not counted");
+    }
     // The state is let go before the judgment is recorded in it, so the in-process
     // store updates its copy in place instead of copying it.
     if conversation.last().is_some_and(|m| m.author == Author::OwnBot && m.ts > target.ts) {
@@ -142,11 +147,15 @@ async fn judge_claimed(
         bot: &deps.bot,
         people: &people,
     };
-    let scored = rules::score(&input, &deps.settings);
+    // How the channel has taken kuuki's unasked words lately (§7.6).
+    let offset = crate::talkativeness::offset(deps, &state);
+    let mut scored = rules::score(&input, &deps.settings);
+    crate::talkativeness::add_offset(&mut scored, offset);
     let llm_available = deps.llm.is_some();
     if let Some(pending) = &scored.pending {
         // Wait only when the settled rules could make kuuki speak; otherwise decide now.
-        let settled = rules::score(&rules::RuleInput { now: pending.at, ..input }, &deps.settings);
+        let mut settled = rules::score(&rules::RuleInput { now: pending.at, ..input }, &deps.settings);
+        crate::talkativeness::add_offset(&mut settled, offset);
         if rules::decide(settled.score, &deps.settings, llm_available) != Decision::Skip {
             drop(state);
             return wait(deps, thread, ts, &target, &scored, pending, lull).await.map(|()| Judged::Waiting);

@@ -209,6 +209,7 @@ mod tests {
                     response_type: ResponseType::FullResponse,
                     excerpt: "dave: お昼どうする？".into(),
                     facts: Vec::new(),
+                    unasked_post: None,
                 },
             )
             .await

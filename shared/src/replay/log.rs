@@ -340,6 +340,18 @@ enum Body<'a> {
         notes: usize,
         profiles: usize,
     },
+    Feedback {
+        signal: crate::domain::talkativeness::SignalKind,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        user: Option<&'a UserId>,
+        /// When kuuki's post it is about was written (transcript seconds).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        post_t: Option<MsgT<'a>>,
+        weight: f64,
+        offset: f64,
+        #[serde(skip_serializing_if = "is_false")]
+        undone: bool,
+    },
 }
 
 #[derive(Serialize)]
@@ -441,7 +453,21 @@ fn body(event: &Event) -> Body<'_> {
             notes: *notes,
             profiles: *profiles,
         },
+        EventKind::Feedback { signal, user, post, weight, offset, undone } => Body::Feedback {
+            signal: *signal,
+            user: user.as_ref(),
+            post_t: post.as_ref().map(ts_seconds),
+            weight: rounded(*weight),
+            offset: rounded(*offset),
+            undone: *undone,
+        },
     }
+}
+
+/// Two decimals: an offset decays continuously, and a log line reads better without
+/// a float's tail.
+fn rounded(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
 }
 
 /// When the message a line is about was written: transcript seconds, or the raw ts

@@ -6,7 +6,7 @@ pub mod report;
 mod transcript;
 
 pub use log::{LogWriter, Stats};
-pub use transcript::{DEFAULT_CHANNEL, TranscriptError, TranscriptLine, parse_transcript};
+pub use transcript::{DEFAULT_CHANNEL, TranscriptError, TranscriptLine, TranscriptReaction, parse_transcript};
 
 // foldhash, not SipHash: every transcript line looks up its channel, person and thread.
 use foldhash::{HashMap, HashMapExt};
@@ -155,7 +155,7 @@ impl Replay {
     /// Stores `lines` as history the replay starts from: kept like any message, never
     /// judged or answered, nothing logged (benchmarks of a store already full).
     pub async fn store_history(&mut self, lines: &[TranscriptLine]) -> Result<(), ReplayError> {
-        for line in lines.iter().filter(|l| l.command.is_none()) {
+        for line in lines.iter().filter(|l| l.command.is_none() && l.reaction.is_none()) {
             let at = REPLAY_EPOCH + Duration::from_secs_f64(line.t);
             self.clock.advance_to(at);
             let thread = line.thread.as_deref().map(|id| self.thread_number(&line.channel, id).0);
@@ -230,7 +230,7 @@ impl Replay {
         let numbers: Vec<Option<u32>> = transcript
             .iter()
             .map(|line| {
-                let id = line.thread.as_deref().filter(|_| line.command.is_none())?;
+                let id = line.thread.as_deref().filter(|_| line.command.is_none() && line.reaction.is_none())?;
                 let (number, new) = self.thread_number(&line.channel, id);
                 *new_threads.entry(line.channel.as_str()).or_default() += usize::from(new);
                 Some(number)
@@ -266,6 +266,12 @@ impl Replay {
                 writer.write_events(&mut self.events);
                 continue;
             }
+            if let Some(reaction) = &line.reaction {
+                self.react(line, reaction).await?;
+                self.log.swap(&mut self.events);
+                writer.write_events(&mut self.events);
+                continue;
+            }
             let message = self.message(line, at, thread, |channel, root, id| {
                 writer.name_thread(channel, root, id);
                 true
@@ -281,6 +287,46 @@ impl Replay {
         writer.write_events(&mut self.events);
         let usage = self.counting.as_ref().map(|c| c.usage()).unwrap_or_default();
         Ok(writer.finish(clock.now(), usage))
+    }
+}
+
+impl Replay {
+    /// A transcript's reaction: on the message written at `to_t`, or on kuuki's latest
+    /// post in the thread named or anywhere in the channel. One that finds no such
+    /// message changes nothing (as a reaction on a message kuuki does not keep).
+    async fn react(&mut self, line: &TranscriptLine, reaction: &TranscriptReaction) -> Result<(), ReplayError> {
+        let channel = interned(&mut self.channels, &line.channel, |c| ChannelId(c.into()));
+        let user = interned(&mut self.users, &line.user, |u| UserId(u.into()));
+        let root = match &line.thread {
+            None => None,
+            Some(id) => {
+                let number = self.thread_numbers.get(&line.channel).and_then(|numbers| numbers.get(id.as_str()));
+                match number.and_then(|n| self.threads[*n as usize].root.clone()) {
+                    Some(root) => Some(root),
+                    None => return Ok(()),
+                }
+            }
+        };
+        // Every message of a long replay the store still keeps: reactions come late.
+        const LOOK_BACK: usize = 100_000;
+        let candidates = match &root {
+            Some(root) => {
+                let thread = crate::domain::ThreadKey::thread(channel.clone(), root.clone());
+                self.deps.messages.recent_in_thread(&thread, REPLAY_EPOCH, LOOK_BACK).await?
+            }
+            None => self.deps.messages.recent_in_channel(&channel, REPLAY_EPOCH, LOOK_BACK).await?,
+        };
+        let target = match reaction.to_t {
+            Some(to_t) => {
+                let at = REPLAY_EPOCH + Duration::from_secs_f64(to_t);
+                candidates.iter().find(|m| m.at == at)
+            }
+            None => candidates.iter().rev().find(|m| m.author == Author::OwnBot),
+        };
+        let Some(target) = target else { return Ok(()) };
+        crate::talkativeness::reaction(&self.deps, &channel, &target.ts, &user, &reaction.emoji, reaction.removed)
+            .await?;
+        Ok(())
     }
 }
 
@@ -302,6 +348,7 @@ mod tests {
             channel: channel.into(),
             bot: false,
             reply_to_bot: false,
+            reaction: None,
         }
     }
 

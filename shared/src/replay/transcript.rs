@@ -25,6 +25,25 @@ struct Line {
     bot: bool,
     #[serde(default)]
     reply_to_bot: bool,
+    /// A reaction by `user` instead of a message: on kuuki's latest post in the
+    /// channel (or in `thread`), or on the message written at `to_t`.
+    #[serde(default)]
+    reaction: Option<String>,
+    #[serde(default)]
+    to_t: Option<f64>,
+    /// The reaction is taken off.
+    #[serde(default)]
+    removed: bool,
+}
+
+/// A reaction line: `{"t": T, "user": U, "reaction": "👎"}` (docs/replay.md).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TranscriptReaction {
+    pub emoji: String,
+    /// On the message written at this transcript time; `None`: kuuki's latest post in
+    /// the channel (anywhere) or, with `thread`, in that thread.
+    pub to_t: Option<f64>,
+    pub removed: bool,
 }
 
 /// One message of a transcript.
@@ -49,6 +68,8 @@ pub struct TranscriptLine {
     pub bot: bool,
     /// A reply to kuuki's last message in the channel (as a Discord reply is).
     pub reply_to_bot: bool,
+    /// A reaction instead of a message (`text` empty).
+    pub reaction: Option<TranscriptReaction>,
 }
 
 #[derive(Debug, Error, PartialEq)]
@@ -85,7 +106,27 @@ pub fn parse_transcript(text: &str) -> Result<Vec<TranscriptLine>, TranscriptErr
         if parsed.user.trim().is_empty() {
             return Err(err("user is empty".into()));
         }
+        if parsed.reaction.is_none() && (parsed.to_t.is_some() || parsed.removed) {
+            return Err(err("to_t and removed belong to a reaction line".into()));
+        }
+        let reaction = match parsed.reaction {
+            None => None,
+            Some(_) if parsed.text.is_some() || parsed.command.is_some() => {
+                return Err(err("a line is a message, a command or a reaction, not two".into()));
+            }
+            Some(_) if parsed.bot || parsed.reply_to_bot => {
+                return Err(err("a reaction has no bot or reply_to_bot".into()));
+            }
+            Some(emoji) if emoji.trim().is_empty() => return Err(err("reaction is empty".into())),
+            Some(_) if parsed.to_t.is_some_and(|to| !(0.0..=parsed.t).contains(&to)) => {
+                return Err(err("to_t must be a time at or before the reaction's t".into()));
+            }
+            Some(emoji) => {
+                Some(TranscriptReaction { emoji: emoji.trim().to_owned(), to_t: parsed.to_t, removed: parsed.removed })
+            }
+        };
         let (text, command) = match (parsed.text, parsed.command) {
+            (None, None) if reaction.is_some() => (String::new(), None),
             (Some(_), Some(_)) => return Err(err("a line is a message (text) or a command, not both".into())),
             (None, None) => return Err(err("missing field `text` (or `command`)".into())),
             (Some(text), None) if text.trim().is_empty() => return Err(err("text is empty".into())),
@@ -121,6 +162,7 @@ pub fn parse_transcript(text: &str) -> Result<Vec<TranscriptLine>, TranscriptErr
             channel,
             bot: parsed.bot,
             reply_to_bot: parsed.reply_to_bot,
+            reaction,
         });
     }
     // A channel is private as a whole: one line saying so marks every line of it.

@@ -199,6 +199,8 @@ async fn answer(
                     response_type,
                     excerpt: context::excerpt(&conversation),
                     facts: facts.clone(),
+                    // Only a post said unasked: how the channel takes it is watched.
+                    unasked_post: posted_ts.clone().filter(|_| mode == RespondMode::Ambient),
                 },
             )
             .await?;
@@ -231,6 +233,14 @@ async fn answer(
 async fn queue_memory(deps: &Deps, window: &Window, answering: &Answering<'_>, state: &crate::ports::ChannelState) {
     if answering.mode == RespondMode::Direct && crate::memory::enabled(deps) {
         crate::memory::queue_due_and_note(deps, window, answering.target, state).await;
+    }
+    // No judgment read this message: the talkativeness signals it carries (thanks, a
+    // hush, a reply to an unasked post) are read here. Counted once, at the next
+    // message if this fails.
+    if answering.mode == RespondMode::Direct
+        && let Err(error) = crate::talkativeness::notice(deps, window, state, answering.target).await
+    {
+        tracing::warn!(%error, channel = %answering.target.channel, "talkativeness signals not counted");
     }
 }
 

@@ -130,6 +130,7 @@ async fn open_claimed(
             response_type: ResponseType::ShortAck,
             excerpt: crate::context::excerpt(std::slice::from_ref(target)),
             facts: used.clone(),
+            unasked_post: None,
         };
         deps.channels.record_intervention(channel, intervention).await?;
     }

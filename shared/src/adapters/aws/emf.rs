@@ -136,7 +136,28 @@ pub fn metrics_of(event: &Event) -> Vec<(&'static str, f64, &'static str)> {
         }
         EventKind::SlackAccess { gone, .. } => vec![("SlackAccessGone", f64::from(u8::from(*gone)), "Count")],
         EventKind::Purge { .. } => vec![("WorkspacePurges", 1.0, "Count")],
+        // One metric per signal, an undone one counted against it.
+        EventKind::Feedback { signal, undone, .. } => {
+            vec![(feedback_metric(*signal), if *undone { -1.0 } else { 1.0 }, "Count")]
+        }
         EventKind::Edited { .. } | EventKind::Deleted => vec![],
+    }
+}
+
+/// The metric counting one talkativeness signal.
+fn feedback_metric(signal: crate::domain::talkativeness::SignalKind) -> &'static str {
+    use crate::domain::talkativeness::SignalKind;
+    match signal {
+        SignalKind::PositiveReaction => "FeedbackPositiveReactions",
+        SignalKind::NegativeReaction => "FeedbackNegativeReactions",
+        SignalKind::OtherReaction => "FeedbackOtherReactions",
+        SignalKind::Engaged => "FeedbackEngaged",
+        SignalKind::Ignored => "FeedbackIgnored",
+        SignalKind::Hushed => "FeedbackHushed",
+        SignalKind::Thanked => "FeedbackThanked",
+        SignalKind::Quieter => "FeedbackQuieter",
+        SignalKind::Louder => "FeedbackLouder",
+        SignalKind::Reset => "FeedbackResets",
     }
 }
 

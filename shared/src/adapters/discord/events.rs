@@ -119,9 +119,41 @@ pub fn normalize_dispatch(body: &[u8], me: &DiscordIdentity) -> Result<Normalize
                 channel: ChannelId(m.channel_id.into()),
             }))
         }
+        "MESSAGE_REACTION_ADD" | "MESSAGE_REACTION_REMOVE" => reaction(&dispatch.d, kind == "MESSAGE_REACTION_REMOVE"),
         "" => Err(DiscordEventError("not a dispatch: no `t`".into())),
         other => Ok(Normalized::Ignored(format!("dispatch {other}"))),
     }
+}
+
+/// The fields of a reaction dispatch kuuki reads.
+#[derive(Debug, Deserialize)]
+struct RawReaction {
+    user_id: String,
+    channel_id: String,
+    message_id: String,
+    emoji: RawEmoji,
+}
+
+/// A unicode emoji has its character as `name`; a custom one its own name (and an id).
+#[derive(Debug, Deserialize)]
+struct RawEmoji {
+    #[serde(default)]
+    name: Option<String>,
+}
+
+/// `MESSAGE_REACTION_ADD` / `MESSAGE_REACTION_REMOVE`.
+fn reaction(d: &serde_json::Value, removed: bool) -> Result<Normalized, DiscordEventError> {
+    let r = RawReaction::deserialize(d).map_err(|e| DiscordEventError(format!("a reaction: {e}")))?;
+    let Some(emoji) = r.emoji.name.filter(|n| !n.is_empty()) else {
+        return Ok(Normalized::Ignored("a reaction whose emoji has no name".into()));
+    };
+    Ok(Normalized::Incoming(Incoming::Reaction {
+        channel: ChannelId(r.channel_id.into()),
+        ts: snowflake_ts(&r.message_id)?,
+        user: crate::domain::UserId(r.user_id.into()),
+        emoji,
+        removed,
+    }))
 }
 
 fn new_message(m: RawMessage, me: &DiscordIdentity) -> Result<Normalized, DiscordEventError> {

@@ -115,6 +115,7 @@ pub fn normalize_json(event: &Value, me: &SlackIdentity) -> Result<Normalized, E
         "message" | "app_mention" => {}
         "app_uninstalled" => return Ok(Normalized::AccessGone(kind.into())),
         "tokens_revoked" => return Ok(tokens_revoked(event, me)),
+        "reaction_added" | "reaction_removed" => return reaction(event, kind == "reaction_removed"),
         _ => return Ok(Normalized::Ignored(format!("event type {kind}"))),
     }
     match RawEvent::deserialize(event) {
@@ -133,6 +134,30 @@ fn tokens_revoked(event: &Value, me: &SlackIdentity) -> Normalized {
     } else {
         Normalized::Ignored("tokens_revoked for other users' tokens".into())
     }
+}
+
+/// A `reaction_added` or `reaction_removed` (`user`, `reaction`: the emoji's name,
+/// `item: {type: "message", channel, ts}`): a reaction on a file or anything but a
+/// message is ignored; a message's ts that is not a Slack timestamp is refused.
+fn reaction(event: &Value, removed: bool) -> Result<Normalized, EventError> {
+    let item = event.get("item");
+    if item.and_then(|i| i.get("type")).and_then(Value::as_str) != Some("message") {
+        return Ok(Normalized::Ignored("a reaction on something other than a message".into()));
+    }
+    let ts = slack_ts("the reaction's item ts", item.and_then(|i| i.get("ts")))?;
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned);
+    let (Some(channel), Some(user), Some(emoji)) =
+        (text(item.and_then(|i| i.get("channel"))), text(event.get("user")), text(event.get("reaction")))
+    else {
+        return Ok(Normalized::Unusable("a reaction without its channel, user or emoji".into()));
+    };
+    Ok(Normalized::Incoming(Incoming::Reaction {
+        channel: ChannelId(channel.into()),
+        ts,
+        user: UserId(user.into()),
+        emoji,
+        removed,
+    }))
 }
 
 /// What an event means, or why it is refused.

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{SqliteStore, backend, unreadable};
+use crate::domain::talkativeness::{FeedbackChange, FeedbackOutcome, TalkativenessLimits};
 use crate::domain::{
     ChannelId, ChannelLine, ChannelMemory, Intervention, JudgmentNote, Timestamp, Ts, WorkspaceMemory, is_discord_id,
 };
@@ -195,6 +196,24 @@ impl ChannelStateStore for SqliteStore {
                 .and_then(|mut s| s.execute([channel.0.as_ref()])),
         };
         written.map(drop).map_err(backend)
+    }
+
+    async fn apply_feedback(
+        &self,
+        channel: &ChannelId,
+        change: &FeedbackChange,
+        now: Timestamp,
+        limits: &TalkativenessLimits,
+    ) -> PortResult<Option<FeedbackOutcome>> {
+        let mut conn = self.lock();
+        let tx = conn.transaction().map_err(backend)?;
+        let mut state = read_state(&tx, channel)?;
+        let outcome = state.talkativeness.apply(change, now, limits);
+        if outcome.is_some() {
+            write_state(&tx, channel, &state)?;
+            tx.commit().map_err(backend)?;
+        }
+        Ok(outcome)
     }
 
     async fn state_channels(&self) -> PortResult<Vec<ChannelId>> {

@@ -93,6 +93,7 @@ pub(super) enum Body {
     Forget(ForgetLine),
     SlackAccess(SlackAccessLine),
     Purge(PurgeLine),
+    Feedback(FeedbackLine),
     /// A kind the report does not know (kept as the kind's name).
     Other(String),
 }
@@ -128,6 +129,17 @@ pub(super) struct PurgeLine {
     pub facts: Lenient<u64>,
     pub notes: Lenient<u64>,
     pub profiles: Lenient<u64>,
+}
+
+/// A talkativeness signal and the offset after it.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub(super) struct FeedbackLine {
+    pub signal: Lenient<String>,
+    pub user: Lenient<String>,
+    pub weight: Lenient<f64>,
+    pub offset: Lenient<f64>,
+    pub undone: Lenient<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -277,6 +289,7 @@ pub(super) fn read(raw: &Value) -> Read<'_> {
         "forget" => Body::Forget(body(raw)),
         "slack_access" => Body::SlackAccess(body(raw)),
         "purge" => Body::Purge(body(raw)),
+        "feedback" => Body::Feedback(body(raw)),
         _ => Body::Other(kind),
     };
     let channel = match head.channel {
@@ -312,6 +325,7 @@ impl Body {
             Body::Forget(_) => "forget",
             Body::SlackAccess(_) => "slack_access",
             Body::Purge(_) => "purge",
+            Body::Feedback(_) => "feedback",
             Body::Other(kind) => kind,
         }
     }

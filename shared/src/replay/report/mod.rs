@@ -12,6 +12,7 @@
 
 mod axis;
 mod line;
+mod talkativeness;
 #[cfg(test)]
 mod tests;
 mod view;
@@ -140,6 +141,7 @@ impl Thresholds {
 
 struct Ctx<'a> {
     thresholds: Thresholds,
+    talk: crate::domain::talkativeness::TalkativenessLimits,
     colors: &'a UserColors,
     bot: &'a str,
 }
@@ -166,7 +168,7 @@ fn page(title: &str, lines: &[Value], settings: &Settings) -> Page {
     let thresholds = Thresholds::from_settings(settings);
     let Grouped { channels, stats, skipped } = group(lines);
     let colors = UserColors::new(&channels);
-    let ctx = Ctx { thresholds, colors: &colors, bot: &settings.bot.name };
+    let ctx = Ctx { thresholds, talk: settings.talkativeness.limits, colors: &colors, bot: &settings.bot.name };
     let derived = stats.is_none();
     let stats = match stats {
         Some(stats) => stats_view(&stats),
@@ -444,9 +446,15 @@ fn chart(ci: usize, c: &Channel, ctx: &Ctx, shown_rows: usize) -> Chart {
         let row = (i < shown_rows).then(|| row_id(ci, i));
         marks.push(Mark { row, tip: clip(&tip, TOOLTIP_CHARS), shapes });
     }
+    let talk = talkativeness::band(c, &axis, chart_height() + talkativeness::BAND_GAP, &ctx.talk);
+    let height = chart_height() + talk.as_ref().map_or(0.0, |_| talkativeness::BAND_GAP + talkativeness::BAND_H + 8.0);
+    let talk = talk.map(|(band, talk_marks)| {
+        marks.extend(talk_marks);
+        band
+    });
     Chart {
         width: x_end + MR,
-        height: chart_height(),
+        height,
         ml: ML,
         mt: MT,
         plot_w,
@@ -462,6 +470,7 @@ fn chart(ci: usize, c: &Channel, ctx: &Ctx, shown_rows: usize) -> Chart {
         breaks,
         links,
         marks,
+        talk,
     }
 }
 
@@ -632,6 +641,7 @@ fn mark(e: &Ev, x: f64, ctx: &Ctx) -> Option<(Vec<Shape>, String)> {
         | Body::Forget(_)
         | Body::SlackAccess(_)
         | Body::Purge(_)
+        | Body::Feedback(_)
         | Body::Other(_) => return None,
     })
 }
@@ -899,6 +909,17 @@ fn row(ci: usize, i: usize, e: &Ev, ctx: &Ctx) -> Row {
                 facts: *p.facts,
                 notes: *p.notes,
                 profiles: *p.profiles,
+            },
+        ),
+        Body::Feedback(f) => (
+            sys("talkativeness"),
+            None,
+            What::Feedback {
+                signal: clip(f.signal.as_deref().unwrap_or("?"), NAME_CHARS),
+                user: f.user.as_deref().map(|u| clip(u, NAME_CHARS)),
+                weight: f.weight.map_or_else(|| "?".to_owned(), |w| format!("{w:+}")),
+                offset: f.offset.map_or_else(|| "?".to_owned(), |o| format!("{o:+}")),
+                undone: f.undone.unwrap_or(false),
             },
         ),
         Body::Command(c) => (

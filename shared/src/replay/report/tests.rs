@@ -572,8 +572,16 @@ fn one_of_every_kind() -> Vec<crate::domain::Event> {
             purge_at: Some(at(3600)),
         },
         EventKind::Purge { team: "T1".into(), channels: 3, messages: 40, facts: 5, notes: 2, profiles: 4 },
+        EventKind::Feedback {
+            signal: crate::domain::talkativeness::SignalKind::NegativeReaction,
+            user: Some(UserId("dana".into())),
+            post: Some(ts(5)),
+            weight: -6.0,
+            offset: -12.0,
+            undone: false,
+        },
     ];
-    let mut seen = [false; 14];
+    let mut seen = [false; 15];
     for k in &kinds {
         let i = match k {
             EventKind::Message { .. } => 0,
@@ -590,6 +598,7 @@ fn one_of_every_kind() -> Vec<crate::domain::Event> {
             EventKind::Forget { .. } => 11,
             EventKind::SlackAccess { .. } => 12,
             EventKind::Purge { .. } => 13,
+            EventKind::Feedback { .. } => 14,
         };
         seen[i] = true;
     }
@@ -652,7 +661,7 @@ fn every_event_kind_reads_back_typed() {
     let mut writer = crate::replay::LogWriter::new(&mut sink, true);
     writer.write_events(&mut one_of_every_kind());
     let lines = writer.kept().to_vec();
-    assert_eq!(lines.len(), 14);
+    assert_eq!(lines.len(), 15);
     for raw in &lines {
         let Read::Line(line) = line::read(raw) else { panic!("not a line: {raw}") };
         assert!(!matches!(line.body, Body::Other(_)), "{raw} is read as an unknown kind");
@@ -685,6 +694,7 @@ fn every_event_kind_reads_back_typed() {
         "forgot alice: 7 messages, 2 facts removed, 1 fact kept without them, 1 note, 1 summary made anew",
         "Slack took kuuki's access away: app_uninstalled",
         "the Slack workspace's data went after its uninstall: 3 channels, 40 messages, 5 facts, 2 notes, 4 profiles",
+        "<span class=\"badge\">talkativeness</span> negative_reaction from dana: -6 <span class=\"reason\">· offset now -12</span>",
         // minijinja escapes "/" too.
         "<span class=\"badge\">command</span> alice ran <span class=\"cmd\">&#x2f;kuuki forget-me</span> <span class=\"reason\">· answered: command answer</span> <span class=\"reason\">· announced in the channel: announcement text</span>",
     ] {
@@ -726,4 +736,43 @@ fn the_page_is_self_contained() {
     assert!(html.matches("href=\"").count() > 10);
     assert_eq!(html.matches("href=\"").count(), html.matches("href=\"#").count(), "links stay on the page");
     assert!(html.contains("<style>"));
+}
+
+/// The talkativeness offset is drawn over time under a channel with feedback: 0 until
+/// the first signal, each signal's offset, decaying between them; none elsewhere.
+#[test]
+fn the_talkativeness_offset_is_drawn_over_time() {
+    let log = r#"{"t":0.0,"kind":"message","channel":"cold","thread":null,"user":"alice","text":"where is it?"}
+{"t":120.0,"kind":"respond","channel":"cold","thread":null,"msg_t":0.0,"type":"full_response","mode":"ambient","text":"here"}
+{"t":200.0,"kind":"feedback","channel":"cold","thread":null,"msg_t":120.0,"signal":"negative_reaction","user":"dana","post_t":120.0,"weight":-6.0,"offset":-6.0}
+{"t":300.0,"kind":"feedback","channel":"cold","thread":null,"msg_t":120.0,"signal":"ignored","post_t":120.0,"weight":-6.0,"offset":-12.0}
+{"t":86400.0,"kind":"message","channel":"cold","thread":null,"user":"alice","text":"next day"}
+{"t":0.0,"kind":"message","channel":"warm","thread":null,"user":"bob","text":"hi"}"#;
+    let html = render("talk", &parse(log), &with_llm_judge());
+    let cold = html.split("<h2>#warm</h2>").next().unwrap();
+    let warm = html.split("<h2>#warm</h2>").nth(1).unwrap();
+    assert!(!charts(warm).contains("class=\"talk\""), "no feedback, no band");
+    let points: Vec<(f64, f64)> = cold
+        .split("<polyline class=\"talk\" points=\"")
+        .nth(1)
+        .expect("the band is drawn")
+        .split('"')
+        .next()
+        .unwrap()
+        .split(' ')
+        .map(|p| {
+            let (x, y) = p.split_once(',').unwrap();
+            (x.parse().unwrap(), y.parse().unwrap())
+        })
+        .collect();
+    let (top, h) = (points[0].1 - 56.0 * 20.0 / 60.0, 56.0);
+    let y = |offset: f64| top + h * (20.0 - offset) / 60.0;
+    assert!((points[0].1 - y(0.0)).abs() < 0.1, "0 before the first signal");
+    assert!(points.iter().any(|p| (p.1 - y(-6.0)).abs() < 0.1), "{points:?}");
+    assert!(points.iter().any(|p| (p.1 - y(-12.0)).abs() < 0.1), "{points:?}");
+    let last = points.last().unwrap().1;
+    assert!(last < y(-12.0) && last > y(0.0), "decayed toward 0 by the next day, not to it: {last}");
+    assert!(points.windows(2).all(|w| w[1].0 >= w[0].0), "in time order");
+    assert!(cold.contains("negative_reaction from dana: -6 → talkativeness -6"), "each signal has a tip");
+    assert!(cold.contains(">+20<") && cold.contains(">-40<"), "the bounds are labelled");
 }

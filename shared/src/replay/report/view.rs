@@ -63,6 +63,20 @@ pub(super) struct Chart {
     pub breaks: Vec<Break>,
     pub links: Vec<Link>,
     pub marks: Vec<Mark>,
+    /// The talkativeness offset over time, for a channel with feedback.
+    pub talk: Option<OffsetBand>,
+}
+
+/// The band that draws a channel's talkativeness offset over time.
+#[derive(Serialize)]
+pub(super) struct OffsetBand {
+    pub top: f64,
+    pub h: f64,
+    pub zero_y: f64,
+    pub max_label: String,
+    pub min_label: String,
+    /// An SVG polyline's points.
+    pub points: String,
 }
 
 #[derive(Serialize)]
@@ -281,6 +295,14 @@ pub(super) enum What {
         facts: Option<u64>,
         notes: Option<u64>,
         profiles: Option<u64>,
+    },
+    Feedback {
+        signal: String,
+        user: Option<String>,
+        /// Signed, as "-6" or "+3".
+        weight: String,
+        offset: String,
+        undone: bool,
     },
     /// Unknown kinds, and judgments without a score, as they were logged.
     Raw {

@@ -153,6 +153,7 @@ impl DynamoStore {
         let mut state = channel_state_from(main, answers)?.0;
         state.slack_gone = gone;
         let Some(judgment) = judgment else { return Ok(state) };
+        state.talkativeness = super::talkativeness::talkativeness_of(&judgment)?;
         if let Some(json) = get_s(&judgment, "last_judgment") {
             state.last_judgment = Some(serde_json::from_str(json).map_err(backend("decode last judgment"))?);
         }
@@ -669,6 +670,16 @@ impl ChannelStateStore for DynamoStore {
         };
         let item = ChannelLineItem { scope: WORKSPACE_SCOPE.into(), id, line };
         self.put_facts_item(&item, "put a channel line").await
+    }
+
+    async fn apply_feedback(
+        &self,
+        channel: &ChannelId,
+        change: &crate::domain::talkativeness::FeedbackChange,
+        now: Timestamp,
+        limits: &crate::domain::talkativeness::TalkativenessLimits,
+    ) -> PortResult<Option<crate::domain::talkativeness::FeedbackOutcome>> {
+        self.apply_talkativeness(channel, change, now, limits).await
     }
 
     async fn state_channels(&self) -> PortResult<Vec<ChannelId>> {

@@ -129,6 +129,7 @@ fn interventions_apart_merge_with_the_json_copy() {
         response_type: crate::domain::ResponseType::ShortAck,
         excerpt: format!("at {secs}"),
         facts: Vec::new(),
+        unasked_post: None,
     };
     // The JSON copy (a whole-state write, or an item from before) holds 1 and 2.
     let state = ChannelState {

@@ -1,6 +1,7 @@
 //! Channel states and the workspace memory in the in-process store: [`ChannelStateStore`].
 
 use super::*;
+use crate::domain::talkativeness::{FeedbackChange, FeedbackOutcome, TalkativenessLimits};
 
 #[async_trait]
 impl ChannelStateStore for MemoryStore {
@@ -110,6 +111,23 @@ impl ChannelStateStore for MemoryStore {
             None => inner.channel_lines.remove(channel),
         };
         Ok(())
+    }
+
+    async fn apply_feedback(
+        &self,
+        channel: &ChannelId,
+        change: &FeedbackChange,
+        now: Timestamp,
+        limits: &TalkativenessLimits,
+    ) -> PortResult<Option<FeedbackOutcome>> {
+        self.check_write()?;
+        let mut inner = self.lock();
+        let mut talkativeness = inner.states.get(channel).map(|s| s.talkativeness.clone()).unwrap_or_default();
+        let outcome = talkativeness.apply(change, now, limits);
+        if outcome.is_some() {
+            Arc::make_mut(slot(&mut inner.states, channel)).talkativeness = talkativeness;
+        }
+        Ok(outcome)
     }
 
     async fn state_channels(&self) -> PortResult<Vec<ChannelId>> {
