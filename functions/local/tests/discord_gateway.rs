@@ -614,3 +614,56 @@ async fn a_stop_signal_closes_keeping_the_session_and_exits_cleanly() {
     assert_eq!(close["code"], 4000, "a close that keeps the session for the next start to resume");
     assert!(served.exited().await, "a stop is not a failure:\n{}", served.stderr());
 }
+
+/// A reaction on kuuki's post, dispatched over the Gateway `kuuki serve` holds itself,
+/// is a talkativeness signal (issue 35): 👎 moves the channel's offset by its weight,
+/// once, though Discord delivers the dispatch again; `/kuuki talkativeness` shows it.
+#[tokio::test]
+async fn a_reaction_on_kuukis_post_over_the_gateway_counts_once() {
+    let api = fake_discord().await;
+    let gateway = FakeGateway::start().await;
+    let _served = kuuki(&api.uri(), &gateway.url, None, &[]);
+    let (conn, _) = identified(&gateway, "session-reactions").await;
+    let asked = snowflake_now(1);
+    conn.send(&mention(CHANNEL, &asked, 2));
+    until_replied(&api, &asked).await;
+    // kuuki's post as Discord lists it (the fake gives it an id when it is created).
+    let listed: Vec<Value> =
+        reqwest::get(format!("{}/channels/{CHANNEL}/messages?after=0", api.uri())).await.unwrap().json().await.unwrap();
+    let post = listed[0]["id"].as_str().expect("kuuki's post has an id").to_owned();
+    let thumbs_down = |s: u64| {
+        json!({
+            "op": 0, "t": "MESSAGE_REACTION_ADD", "s": s,
+            "d": {"user_id": ALICE, "channel_id": CHANNEL, "message_id": post, "guild_id": GUILD,
+                  "emoji": {"id": null, "name": "👎"}, "type": 0, "burst": false},
+        })
+        .to_string()
+    };
+    // What `/kuuki talkativeness` says now (each asked as an interaction of its own).
+    let asks = AtomicU64::new(10);
+    let talkativeness = async || {
+        let n = asks.fetch_add(1, Ordering::SeqCst);
+        let id = snowflake_now(n);
+        conn.send(&interaction(&id, "talk-token", n, json!({"name": "talkativeness", "type": 1})));
+        let answered = until_called(&api, "POST", &format!("/interactions/{id}/talk-token/callback"), 1).await;
+        let answer: Value = serde_json::from_slice(&answered[0].body).unwrap();
+        answer["data"]["content"].as_str().unwrap_or_default().to_owned()
+    };
+    assert!(talkativeness().await.starts_with("Talkativeness here: +0"), "no signal yet");
+    conn.send(&thumbs_down(3));
+    let deadline = Instant::now() + WAIT;
+    let mut shown = talkativeness().await;
+    while !shown.starts_with("Talkativeness here: -6") {
+        assert!(Instant::now() < deadline, "the reaction never counted: {shown}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        shown = talkativeness().await;
+    }
+    // Discord delivers it again; a mention after it, answered, shows it was taken in
+    // (dispatches are ingested in order).
+    conn.send(&thumbs_down(3));
+    let later = snowflake_now(2);
+    conn.send(&mention(OTHER_CHANNEL, &later, 4));
+    until_replied(&api, &later).await;
+    let again = talkativeness().await;
+    assert!(again.starts_with("Talkativeness here: -6"), "a redelivered reaction counts once: {again}");
+}

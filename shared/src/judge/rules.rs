@@ -580,8 +580,17 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
     // The time-dependent rules count from the end of the turn: that is when the others
     // could start answering.
     let age = input.now.seconds_since(message.at);
-    let mut people = KnownPeople::of_messages(conversation);
-    people.extend(input.people.clone());
+    // Names matter only to a turn that opens a line with `nick:` or `nick,` (a name
+    // call without one is checked against the conversation by `called_by_name` itself),
+    // so most judgments build no list of names.
+    let calls_by_nick = turn.iter().any(|m| naming::line_openings(&m.text).next().is_some());
+    let people = if calls_by_nick {
+        let mut people = KnownPeople::of_messages(conversation);
+        people.extend(input.people.clone());
+        people
+    } else {
+        KnownPeople::default()
+    };
     let addressee = addressee(conversation, input.bot, &people);
     let other_wait = settings.judge.addressed_to_other_wait.as_secs_f64();
     let for_other = addressee.filter(|_| age < other_wait);

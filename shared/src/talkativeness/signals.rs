@@ -10,6 +10,11 @@ use crate::ports::{ChannelState, PortResult};
 
 use super::{About, apply};
 
+/// How long after a post's window a judgment still settles the post: past the longest
+/// a judgment waits (`UNANSWERED_QUESTION_WAIT_SECONDS`, 120 s, with the judge's jitter),
+/// with room to spare.
+const SETTLE_AFTER_WINDOW: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// How far back a judgment looks for unasked posts still to settle.
 const SETTLE_LOOKBACK: std::time::Duration = std::time::Duration::from_secs(3600);
 
@@ -126,7 +131,8 @@ pub async fn notice(deps: &Deps, window: &Window, state: &ChannelState, target: 
         user: Some(target.user.clone()),
     };
     let after_post = just_after_unasked_post(state, target);
-    if is_hush(&target.text, to_kuuki, &deps.bot) && (to_kuuki || after_post.is_some()) {
+    // Cheapest test first: a hush counts only to kuuki or right after its post.
+    if (to_kuuki || after_post.is_some()) && is_hush(&target.text, to_kuuki, &deps.bot) {
         let id = format!("hush:{}", target.ts);
         if !talk.counts(&id) {
             apply(deps, about(), FeedbackChange::Count { id, kind: SignalKind::Hushed, post: after_post }).await?;
@@ -186,6 +192,13 @@ async fn settle(deps: &Deps, window: &Window, state: &ChannelState, target: &Mes
     for intervention in &state.interventions {
         let Some(post_ts) = &intervention.unasked_post else { continue };
         if now.seconds_since(intervention.at) > SETTLE_LOOKBACK.as_secs_f64() || talk.counts(&engaged_id(post_ts)) {
+            continue;
+        }
+        // Only a message from the post's window can be counted; one from after it
+        // settles the post only when it superseded the judgment of the window's last
+        // message, which happens within a judgment's wait. Later messages read nothing
+        // (two store reads saved each, for the rest of the hour).
+        if target.at.seconds_since(intervention.at) > (SETTLE_WINDOW + SETTLE_AFTER_WINDOW).as_secs_f64() {
             continue;
         }
         let Some(post) = window.get_message(deps, &target.channel, post_ts).await? else { continue };
