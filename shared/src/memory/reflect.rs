@@ -16,7 +16,7 @@ use crate::conversation::Window;
 use crate::deps::Deps;
 use crate::domain::{Author, ChannelId, EventKind, Fact, Job, Message, Stage, Timestamp, Ts, UserId};
 use crate::ports::{ChannelState, FactRevision, LlmRequest, LlmRole, MemoryTask, PortResult};
-use crate::prompts::answers::{AnswerError, answer_object, answer_strings};
+use crate::prompts::answers::{AnswerError, answer_object, answer_strings, read_answer};
 use crate::prompts::fence::fence_safe;
 use crate::record::record;
 
@@ -220,17 +220,16 @@ async fn reflect_claimed(
             subject: format!("reflection on {channel}"),
         })
         .await;
-    let (mut facts, mut notes) =
-        match answer.map_err(|e| e.to_string()).and_then(|a| parse_reflection(&a.text).map_err(|e| e.to_string())) {
-            Ok(parsed) => parsed,
-            Err(reason) => {
-                // The next try waits a lull.
-                let wait = lull(deps);
-                let task = (MemoryTask::Reflection, Stage::Reflect);
-                let reason = format!("unusable reflection: {reason}");
-                return super::give_up_for_now(deps, key, channel, ts, task, wait, reason).await;
-            }
-        };
+    let (mut facts, mut notes) = match read_answer(answer, parse_reflection) {
+        Ok(parsed) => parsed,
+        Err(reason) => {
+            // The next try waits a lull.
+            let wait = lull(deps);
+            let task = (MemoryTask::Reflection, Stage::Reflect);
+            let reason = format!("unusable reflection: {reason}");
+            return super::give_up_for_now(deps, key, channel, ts, task, wait, reason).await;
+        }
+    };
     let now = deps.clock.now();
     let speakers = Speakers(new);
     let people = People::of(deps, new, read_at);

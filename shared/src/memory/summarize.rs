@@ -15,7 +15,7 @@ use crate::domain::{
     Author, ChannelId, ChannelLine, ChannelMemory, EventKind, Job, Message, Stage, Ts, WorkspaceMemory,
 };
 use crate::ports::{ChannelState, LlmRequest, LlmRole, MemoryTask, PortResult};
-use crate::prompts::answers::{AnswerError, answer_object, answer_strings};
+use crate::prompts::answers::{AnswerError, answer_object, answer_strings, read_answer};
 use crate::prompts::fence::fence_safe;
 use crate::record::record;
 
@@ -170,7 +170,7 @@ async fn summarize_claimed(
             subject: format!("summary of {channel}"),
         })
         .await;
-    let parsed = answer.map_err(|e| e.to_string()).and_then(|a| parse_summary(&a.text).map_err(|e| e.to_string()));
+    let parsed = read_answer(answer, parse_summary);
     let mut updated = match parsed {
         Ok(updated) => updated,
         Err(reason) => {

@@ -51,6 +51,21 @@ pub fn answer_object(raw: &str) -> Result<serde_json::Map<String, Value>, Answer
     }
 }
 
+/// A model's answer read by `parse`; the reason it is unusable names a failed call, or an
+/// answer the model did not finish (cut off at its token limit, filtered), as such: that
+/// is the model's length or refusal, not a shape kuuki failed to read.
+pub fn read_answer<T, E: std::fmt::Display>(
+    answer: Result<crate::ports::LlmResponse, E>,
+    parse: impl FnOnce(&str) -> Result<T, AnswerError>,
+) -> Result<T, String> {
+    use crate::ports::Finish;
+    let answer = answer.map_err(|e| e.to_string())?;
+    parse(&answer.text).map_err(|e| match answer.finish {
+        Finish::Complete => e.to_string(),
+        unfinished => format!("the answer was {unfinished} ({e})"),
+    })
+}
+
 /// A list of strings; absent or null is an empty list.
 pub fn answer_strings(v: Option<&Value>, field: &str) -> Result<Vec<String>, AnswerError> {
     match v {
