@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::ConfigError;
+use super::reader::Reader;
 use crate::domain::talkativeness::TalkativenessLimits;
 
 /// How kuuki learns from the way a channel takes what it says unasked.
@@ -31,36 +32,17 @@ const DEFAULT_POSITIVE: &str =
 const DEFAULT_NEGATIVE: &str =
     "-1,thumbsdown,face_with_rolling_eyes,unamused,shushing_face,no_good,zipper_mouth_face,👎,🙄,😒,🤫,🙅,🙅‍♂️,🙅‍♀️,🤐";
 
-/// Reads the `TALKATIVENESS_*` and `FEEDBACK_*` settings from `vars`.
+/// Reads the `TALKATIVENESS_*` and `FEEDBACK_*` settings from `vars`, through the
+/// [`Reader`] every group parses with.
 pub fn parse(vars: &HashMap<String, String>) -> Result<TalkativenessSettings, ConfigError> {
-    let raw = |name: &'static str| vars.get(name).map(|v| v.trim()).filter(|v| !v.is_empty());
-    let number = |name: &'static str, default: f64, min: f64, max: f64| -> Result<f64, ConfigError> {
-        let Some(v) = raw(name) else { return Ok(default) };
-        match v.parse::<f64>() {
-            Ok(n) if n.is_finite() && (min..=max).contains(&n) => Ok(n),
-            _ => Err(ConfigError::Invalid {
-                name,
-                value: v.to_owned(),
-                reason: format!("expected a number from {min} to {max}"),
-            }),
-        }
-    };
-    let enabled = match raw("TALKATIVENESS_ENABLED").map(str::to_ascii_lowercase).as_deref() {
-        None | Some("true" | "1" | "yes" | "on") => true,
-        Some("false" | "0" | "no" | "off") => false,
-        Some(other) => {
-            return Err(ConfigError::Invalid {
-                name: "TALKATIVENESS_ENABLED",
-                value: other.to_owned(),
-                reason: "expected true or false".into(),
-            });
-        }
-    };
-    let min = number("TALKATIVENESS_MIN", -40.0, -100.0, 0.0)?;
-    let max = number("TALKATIVENESS_MAX", 20.0, 0.0, 100.0)?;
-    let half_life_days = number("TALKATIVENESS_HALF_LIFE_DAYS", 7.0, 0.01, 365.0)?;
+    let r = Reader { vars };
+    let enabled = r.bool("TALKATIVENESS_ENABLED", true)?;
+    let min = r.float("TALKATIVENESS_MIN", -40.0, -100.0, 0.0)?;
+    let max = r.float("TALKATIVENESS_MAX", 20.0, 0.0, 100.0)?;
+    let half_life_days = r.float("TALKATIVENESS_HALF_LIFE_DAYS", 7.0, 0.01, 365.0)?;
+    // Emoji names with or without their colons; an empty value keeps the defaults.
     let list = |name: &'static str, default: &str| -> Vec<String> {
-        raw(name)
+        r.raw(name)
             .unwrap_or(default)
             .split(',')
             .map(|e| e.trim().trim_matches(':').to_owned())
