@@ -84,10 +84,25 @@ async fn on_slack_a_nick_call_is_read_against_display_names() {
 /// The judge's prompt for `transcript`'s last line, fences named alike, as a snapshot
 /// shows it.
 fn judge_prompt(language: &str, transcript: &str) -> String {
-    let llm = kuuki_e2e::RecordingLlm::new(YES);
+    // Only the last line is taken up: other questions in the channel are left be, so
+    // the prompt shows no answer of kuuki's to them.
+    let last: serde_json::Value = serde_json::from_str(transcript.lines().last().unwrap()).unwrap();
+    let subject = last["text"].as_str().unwrap();
+    let script = format!(
+        r#"{{"role": "judge", "match": {}, "reply": {{"should_respond": true, "reason": "open question", "confidence": 0.9, "delay_seconds": 0, "conversation_state": "active"}}, "repeat": true}}
+{{"role": "judge", "reply": {{"should_respond": false, "reason": "not for kuuki", "confidence": 0.9, "conversation_state": "active"}}, "repeat": true}}
+{{"role": "generate", "reply": "here is what I know", "repeat": true}}"#,
+        serde_json::Value::from(subject)
+    );
+    let llm = kuuki_e2e::RecordingLlm::new(&script);
     let settings = [("JUDGE_JITTER_RATIO", "0"), ("PROMPT_LANGUAGE", language)];
     let log = Run::new(transcript).llm(llm.clone()).settings(&settings).log();
-    let judged = llm.requests().into_iter().filter(|r| r.role == kuuki::ports::LlmRole::Judge).collect::<Vec<_>>();
+    // The last line's judgment (its pick-up's); other questions in the channel have theirs.
+    let judged = llm
+        .requests()
+        .into_iter()
+        .filter(|r| r.role == kuuki::ports::LlmRole::Judge && r.subject.contains(subject))
+        .collect::<Vec<_>>();
     assert_eq!(judged.len(), 1, "{log:?}");
     let user = &judged[0].user;
     // The fence's name is drawn per prompt.

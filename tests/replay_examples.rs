@@ -63,17 +63,22 @@ fn team_channel() {
         summary,
         vec![
             (1200.0, "full_response", "direct"),  // the mention, at once
-            (4200.0, "full_response", "ambient"), // the Rust question nobody answered
+            (4200.0, "full_response", "pick_up"), // the Rust question nobody answered
             (4500.0, "react_only", "ambient"),    // carol's thanks: an emoji is enough
             (6000.0, "full_response", "direct"),  // the name call
         ],
         "{log:?}"
     );
-    // The question stood 120 s unanswered (unanswered_question), then the judge's 60 s delay.
+    // The question stood 120 s unanswered (unanswered_question), then the judge's 60 s
+    // delay; the answer goes in a thread under it.
     let rust = log.about("judge", 4200.0);
     assert_eq!(rust[0]["decision"], "wait", "{log:?}");
-    assert_eq!(rust[1]["breakdown"]["unanswered_question"], 25);
-    assert_eq!(responds[1]["t"], 4380.246, "judged at 4320.246, answered 60 s later");
+    assert_eq!(
+        (rust[1]["pick_up"].clone(), rust[1]["breakdown"]["unanswered_question"].clone()),
+        (json!(true), json!(25))
+    );
+    assert_eq!(responds[1]["t"], 4380.0, "judged at 4320, answered 60 s later");
+    assert!(responds[1]["thread"].is_string(), "{}", responds[1]);
     // The lunch burst and the deploy thread cost one judgment each.
     assert!(log.about("judge", 1525.0).len() == 1 && log.about("superseded", 1500.0).len() == 1);
     assert_eq!(log.about("judge", 1525.0)[0]["breakdown"]["busy"], -10);
@@ -98,9 +103,10 @@ fn one_on_one() {
         }
         assert_eq!(judge["breakdown"]["one_on_one"], -20, "{judge}");
     }
-    // Tom answered Maya's question (t 130), so its waiting judgment was dropped.
-    let waited = log.about("superseded", 80.0);
-    assert_eq!(waited.last().unwrap()["stage"], "judge", "{log:?}");
+    // Tom answered Maya's question (t 130), so its pick-up ended there.
+    let picked_up = log.about("dropped", 80.0);
+    assert_eq!(picked_up.last().unwrap()["stage"], "pick_up", "{log:?}");
+    assert!(picked_up.last().unwrap()["reason"].as_str().unwrap().contains("answered"), "{log:?}");
     assert_eq!(log.stats()["llm_calls"]["judge"], 0, "a 1:1 chat never needs the LLM judge");
 }
 
@@ -110,17 +116,19 @@ fn unanswered_question() {
     let judges = log.about("judge", 2400.0);
     assert_eq!(judges[0]["decision"], "wait", "the question stands 120 s first: {log:?}");
     let question = judges[1];
-    assert_eq!(question["t"], 2520.885);
+    assert_eq!((question["t"].clone(), question["pick_up"].clone()), (json!(2520.0), json!(true)));
     assert_eq!(question["breakdown"]["unanswered_question"], 25);
     assert_eq!(question["decision"], "llm");
     assert_eq!(question["respond"], true);
     let answer = log.about("respond", 2400.0)[0];
-    assert_eq!(answer["t"], 2550.885, "judged once it had stood, answered 30 s later");
+    assert_eq!(answer["t"], 2550.0, "judged once it had stood, answered 30 s later");
     assert_eq!(log.about("respond", 2650.0)[0]["type"], "short_ack");
-    // ken's question and his own follow-up are one turn: the question still counts.
-    let ken = log.about("judge", 5020.0)[1];
+    // ken's question and his own follow-up are one turn: the question still counts, and
+    // its pick-up judges them together once the follow-up has stood 120 s.
+    let ken = log.about("judge", 5000.0)[0];
+    assert_eq!(ken["t"], 5140.0, "{ken}");
     assert_eq!(ken["breakdown"]["question"], 20, "{ken}");
     assert_eq!(ken["breakdown"]["unanswered_question"], 25, "{ken}");
-    assert_eq!(log.about("respond", 5020.0)[0]["channel"], "インフラ");
+    assert_eq!(log.about("respond", 5000.0)[0]["channel"], "インフラ");
     assert_eq!(log.stats()["responses"]["full_response"], 2);
 }

@@ -80,11 +80,11 @@ fn transcript(parts: &[Vec<(u64, String)>]) -> String {
     all.iter().map(|(_, line)| line.as_str()).collect::<Vec<_>>().join("\n")
 }
 
-/// Unasked posts (ambient answers with words) in `channel`, per day.
+/// Unasked posts (ambient answers and pick-ups, with words) in `channel`, per day.
 fn unasked_posts_by_day(log: &Log, channel: &str) -> Vec<usize> {
     let mut days = vec![0; DAYS as usize];
     for r in log.kind("respond") {
-        if r["channel"] == channel && r["mode"] == "ambient" && r["type"] != "react_only" {
+        if r["channel"] == channel && (r["mode"] == "ambient" || r["mode"] == "pick_up") && r["type"] != "react_only" {
             days[(r["t"].as_f64().unwrap() as u64 / DAY) as usize] += 1;
         }
     }

@@ -189,7 +189,7 @@ impl JobKind {
 
     pub fn of(job: &Job) -> Self {
         match job {
-            Job::Judge { .. } => JobKind::Judge,
+            Job::Judge { .. } | Job::PickUp { .. } => JobKind::Judge,
             // An opener posts: the respond worker's work.
             Job::Respond { .. } | Job::Open { .. } => JobKind::Respond,
             // Runs on the summarize worker; it asks no model itself.

@@ -255,6 +255,37 @@ impl Window {
         Ok(deps.messages.messages_after(channel, after, enough).await?.iter().filter(counted).count())
     }
 
+    /// The newest `limit` messages of `target`'s conversation written before it and
+    /// within `CHANNEL_BUFFER_TTL_MINUTES`, oldest first: from the messages read when
+    /// they reach that far, else one read of the
+    /// channel before it (a question judged minutes later, in a busy channel, has left
+    /// the newest messages).
+    pub async fn conversation_before(
+        &self,
+        deps: &Deps,
+        target: &Message,
+        limit: usize,
+    ) -> PortResult<Vec<Arc<Message>>> {
+        // The context window's reach, as the judge's own reads have it.
+        let since = (deps.clock.now() - deps.settings.memory.channel_buffer_ttl).min(target.at);
+        let in_conversation =
+            |m: &&Arc<Message>| m.thread_root == target.thread_root && m.ts < target.ts && m.at >= since;
+        if self.of(&target.channel) {
+            let page = self.page();
+            let found: Vec<Arc<Message>> =
+                page.messages.iter().rev().filter(in_conversation).take(limit).cloned().collect();
+            let reaches_back = page.complete || page.messages.first().is_some_and(|m| m.at < since);
+            if found.len() == limit || reaches_back {
+                return Ok(found.into_iter().rev().collect());
+            }
+        }
+        // Other conversations' lines are read too: three times as many reach most.
+        let read = deps.messages.channel_window_before(&target.channel, &target.ts, limit.saturating_mul(3)).await?;
+        let found: Vec<Arc<Message>> =
+            read.messages.iter().rev().filter(in_conversation).take(limit).cloned().collect();
+        Ok(found.into_iter().rev().collect())
+    }
+
     /// The messages after `target` in its conversation and, for a top-level message, in
     /// the thread it started (the newest `CHANNEL_BUFFER_SIZE` of each), in no set order.
     /// Queued work for `target` is superseded by a newer participant's message among

@@ -785,6 +785,12 @@ pub trait Chat: Send + Sync {
     fn max_message_chars(&self, _channel: &ChannelId) -> Option<usize> {
         None
     }
+    /// Whether a post can open a thread under a message in `channel` (Slack's
+    /// `thread_ts`); where not (Discord, whose threads are channels of their own), a
+    /// post replies to the message instead ([`Post::reply_to`]).
+    fn threads(&self, _channel: &ChannelId) -> bool {
+        true
+    }
 }
 
 /// Where decision records go: stdout in replay, structured logs in Lambda.

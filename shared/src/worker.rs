@@ -24,6 +24,7 @@ pub const MAX_DELIVERIES: u32 = 5;
 pub async fn run_job(deps: &Deps, job: &Job) -> PortResult<()> {
     match job {
         Job::Judge { thread, ts } => judge::handle(deps, thread, ts).await,
+        Job::PickUp { thread, ts } => judge::pickup::handle(deps, thread, ts).await,
         Job::Respond { thread, ts, mode, response_type, emoji } => {
             respond::handle(deps, thread, ts, *mode, *response_type, emoji.as_deref()).await
         }
@@ -68,7 +69,7 @@ impl Pool {
         match job {
             Job::Respond { mode: RespondMode::Direct, .. } => Pool::RespondDirect,
             Job::Respond { .. } | Job::Open { .. } => Pool::RespondAmbient,
-            Job::Judge { .. } => Pool::Judge,
+            Job::Judge { .. } | Job::PickUp { .. } => Pool::Judge,
             Job::Summarize { .. } | Job::Reflect { .. } | Job::SweepFacts | Job::Remember { .. } => Pool::Memory,
             Job::Forget { .. } | Job::ForgetLate { .. } | Job::PurgeSlack { .. } => Pool::Forget,
         }

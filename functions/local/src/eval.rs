@@ -39,12 +39,67 @@ pub struct EvalArgs {
     /// Fail (exit 1) when the recall of speaking is below this.
     #[arg(long, default_value_t = 0.0)]
     min_recall: f64,
+    /// Fail (exit 1) when one situation's figure is below a floor:
+    /// `SITUATION:METRIC=VALUE`, METRIC one of precision, recall, hanging-recall
+    /// (e.g. `busy-channel:hanging-recall=0.6`). Repeatable.
+    #[arg(long = "min-situation", value_name = "SITUATION:METRIC=VALUE", value_parser = parse_situation_floor)]
+    min_situation: Vec<SituationFloor>,
     /// Dollars per million input tokens, for the projected cost (a Flash-Lite-class model).
     #[arg(long, default_value_t = 0.10)]
     input_price: f64,
     /// Dollars per million output tokens.
     #[arg(long, default_value_t = 0.40)]
     output_price: f64,
+}
+
+/// A floor under one situation's figure (`--min-situation`).
+#[derive(Debug, Clone)]
+struct SituationFloor {
+    situation: String,
+    metric: Metric,
+    value: f64,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Metric {
+    Precision,
+    Recall,
+    HangingRecall,
+}
+
+impl Metric {
+    fn of(self, s: &Summary) -> f64 {
+        match self {
+            Metric::Precision => s.precision(),
+            Metric::Recall => s.recall(),
+            Metric::HangingRecall => s.hanging_recall(),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Metric::Precision => "precision",
+            Metric::Recall => "recall",
+            Metric::HangingRecall => "hanging-recall",
+        }
+    }
+}
+
+fn parse_situation_floor(text: &str) -> Result<SituationFloor, String> {
+    let usage = || format!("`{text}`: expected SITUATION:METRIC=VALUE, e.g. busy-channel:hanging-recall=0.6");
+    let (situation, rest) = text.split_once(':').ok_or_else(usage)?;
+    let (metric, value) = rest.split_once('=').ok_or_else(usage)?;
+    let metric = match metric {
+        "precision" => Metric::Precision,
+        "recall" => Metric::Recall,
+        "hanging-recall" => Metric::HangingRecall,
+        other => return Err(format!("`{other}`: the metric is precision, recall or hanging-recall")),
+    };
+    let value: f64 = value.parse().map_err(|_| usage())?;
+    if situation.is_empty() || !(0.0..=1.0).contains(&value) {
+        return Err(usage());
+    }
+    Ok(SituationFloor { situation: situation.to_owned(), metric, value })
 }
 
 /// The eval files under `dir`, sorted: every `*.jsonl` but LLM scripts (`*.llm.jsonl`).
@@ -108,9 +163,23 @@ pub async fn run(args: EvalArgs) -> anyhow::Result<()> {
         .collect();
     let mut rows = vec![report::Row { name: "all", summary: &overall }];
     rows.extend(by_language.iter().map(|(name, summary)| report::Row { name, summary }));
+    let mut situations: Vec<&str> = results.iter().map(|r| r.case.situation.as_str()).collect();
+    situations.sort_unstable();
+    situations.dedup();
+    let by_situation: Vec<(String, Summary)> = situations
+        .iter()
+        .map(|situation| {
+            let s = Summary::of(results.iter().filter(|r| r.case.situation == *situation), prices);
+            (situation.to_string(), s)
+        })
+        .collect();
 
     println!("kuuki eval: {} conversations in {}, LLM {llm}\n", overall.conversations, args.dir.display());
     print_table(&rows);
+    println!("\nby situation:\n");
+    let situation_rows: Vec<report::Row<'_>> =
+        by_situation.iter().map(|(name, summary)| report::Row { name, summary }).collect();
+    print_table(&situation_rows);
     let prices_note = format!(
         "Projected cost at ${}/M input and ${}/M output tokens{}.",
         args.input_price,
@@ -150,6 +219,15 @@ pub async fn run(args: EvalArgs) -> anyhow::Result<()> {
     if overall.recall() < args.min_recall {
         below.push(format!("recall {:.3} < {}", overall.recall(), args.min_recall));
     }
+    for floor in &args.min_situation {
+        let Some((_, summary)) = by_situation.iter().find(|(name, _)| *name == floor.situation) else {
+            bail!("--min-situation {}: no conversation has that situation", floor.situation);
+        };
+        let figure = floor.metric.of(summary);
+        if figure < floor.value {
+            below.push(format!("{} {} {figure:.3} < {}", floor.situation, floor.metric.name(), floor.value));
+        }
+    }
     if !below.is_empty() {
         bail!("below the floor: {}", below.join(", "));
     }
@@ -167,13 +245,13 @@ fn clip(text: &str) -> String {
 
 fn print_table(rows: &[report::Row<'_>]) {
     println!(
-        "| set | conversations | messages | precision | recall | reaction accuracy | silent kept | on time | mean timing error | LLM calls / 100 msgs | tokens / 100 msgs | $ / 1,000 msgs |"
+        "| set | conversations | messages | precision | recall | hanging recall | reaction accuracy | silent kept | on time | mean timing error | LLM calls / 100 msgs | tokens / 100 msgs | $ / 1,000 msgs |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for row in rows {
         let s = row.summary;
         println!(
-            "| {} | {} | {} | {:.2} ({}/{}) | {:.2} ({}/{}) | {:.2} ({}/{}, {} stray) | {}/{} | {}/{} | {:.0} s | {:.1} | {:.0} | {:.4} |",
+            "| {} | {} | {} | {:.2} ({}/{}) | {:.2} ({}/{}) | {:.2} ({}/{}) | {:.2} ({}/{}, {} stray) | {}/{} | {}/{} | {:.0} s | {:.1} | {:.0} | {:.4} |",
             row.name,
             s.conversations,
             s.messages,
@@ -183,6 +261,9 @@ fn print_table(rows: &[report::Row<'_>]) {
             s.recall(),
             s.speak_hits,
             s.speak_labels,
+            s.hanging_recall(),
+            s.hanging_hits,
+            s.hanging_labels,
             s.reaction_accuracy(),
             s.react_hits,
             s.react_labels,

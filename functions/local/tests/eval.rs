@@ -8,6 +8,10 @@ use std::process::{Command, Output};
 /// the judge gets better; never lower them to let a change through.
 const MIN_PRECISION: &str = "0.80";
 const MIN_RECALL: &str = "0.85";
+/// The busy channels' own floors (issue 34): questions left hanging among interleaved
+/// conversations are taken up (recall of the hanging ones) without barging in.
+const BUSY_MIN_PRECISION: &str = "busy-channel:precision=0.85";
+const BUSY_MIN_HANGING_RECALL: &str = "busy-channel:hanging-recall=0.60";
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -37,18 +41,36 @@ fn the_scripted_policy_stays_above_the_floor_and_the_report_lists_the_misses() {
         MIN_PRECISION,
         "--min-recall",
         MIN_RECALL,
+        "--min-situation",
+        BUSY_MIN_PRECISION,
+        "--min-situation",
+        BUSY_MIN_HANGING_RECALL,
         "--report",
         report.to_str().unwrap(),
     ]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "kuuki eval failed:\n{stdout}\n{}", text(&out.stderr));
     assert!(stdout.contains("| all | "), "{stdout}");
+    assert!(stdout.contains("| busy-channel | 12 | "), "the busy set is its own situation: {stdout}");
     assert!(!stdout.contains("deliveries failed"), "{stdout}");
     let html = std::fs::read_to_string(&report).unwrap();
     let misses = stdout.lines().filter(|l| l.starts_with("  ") && l.contains(".jsonl line ")).count();
     assert!(html.contains(&format!("Misses ({misses})")), "the report lists {misses} misses");
     // Each miss carries its decision trace with the rules by name.
     assert!(misses == 0 || html.contains("class=\"rule "), "no rules in the traces");
+}
+
+#[test]
+fn a_situation_floor_above_its_figures_fails_with_the_reason_and_a_bad_one_is_refused() {
+    let out = kuuki(&["eval", "--only", "busy", "--min-situation", "busy-channel:hanging-recall=1"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("below the floor: busy-channel hanging-recall"), "{}", text(&out.stderr));
+    let out = kuuki(&["eval", "--only", "busy", "--min-situation", "busy-channel:speed=1"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("precision, recall or hanging-recall"), "{}", text(&out.stderr));
+    let out = kuuki(&["eval", "--only", "en/05-", "--min-situation", "no-such:precision=0.5"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("no conversation has that situation"), "{}", text(&out.stderr));
 }
 
 #[test]
@@ -94,6 +116,7 @@ fn the_set_is_large_bilingual_and_covers_the_situations() {
         "one-on-one",
         "busy-burst",
         "direct-mention",
+        "busy-channel",
     ] {
         assert!(situations.contains(s), "no {s} conversation");
     }
@@ -143,5 +166,5 @@ async fn a_real_provider_is_measured_through_its_api() {
     let calls = requests.len() as f64;
     let messages: f64 = cells[3].parse().unwrap();
     let dollars = calls * (1000.0 * 1.0 + 100.0 * 10.0) / 1e6 * 1000.0 / messages;
-    assert_eq!(cells[12], format!("{dollars:.4}"), "{all}");
+    assert_eq!(cells[13], format!("{dollars:.4}"), "{all}");
 }

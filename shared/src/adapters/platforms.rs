@@ -71,6 +71,10 @@ impl Chat for PlatformChat {
     fn max_message_chars(&self, channel: &ChannelId) -> Option<usize> {
         self.for_id(&channel.0).ok()?.max_message_chars(channel)
     }
+
+    fn threads(&self, channel: &ChannelId) -> bool {
+        self.for_id(&channel.0).is_ok_and(|chat| chat.threads(channel))
+    }
 }
 
 /// The platforms a process serves, signed in: the chat over them and who kuuki is on

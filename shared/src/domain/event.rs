@@ -12,6 +12,8 @@ use super::{ChannelId, Decision, DirectTrigger, LlmVerdict, RespondMode, Respons
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
     Judge,
+    /// A question's pick-up (docs/design.md §7.7).
+    PickUp,
     Respond,
     Summarize,
     Reflect,
@@ -78,6 +80,9 @@ pub enum EventKind {
         /// Tokens the LLM judge used for this judgment (its cost).
         llm_usage: Option<super::Usage>,
         reason: String,
+        /// Made by a question's pick-up (docs/design.md §7.7), not the JUDGE of a message.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        pick_up: bool,
     },
     Superseded {
         stage: Stage,

@@ -260,6 +260,9 @@ pub struct Pending {
     pub at: Timestamp,
     /// Why the judgment waits, for the decision log.
     pub reason: String,
+    /// The question's own pick-up judges it then ([`Job::PickUp`], queued when the
+    /// question came), so no JUDGE is queued again for it.
+    pub picked_up: bool,
 }
 
 /// The first decision the thresholds make from a rule score.
@@ -306,6 +309,17 @@ pub enum RespondMode {
     Ambient,
     /// kuuki opens a conversation itself (a proactive opener).
     Opener,
+    /// kuuki takes up a question left open (issue 34, docs/design.md §7.7): said
+    /// unasked, in a thread under the question (a reply to it on Discord).
+    PickUp,
+}
+
+impl RespondMode {
+    /// Said without being asked: the answers the cap on unasked posts counts and the
+    /// channel's talkativeness learns from.
+    pub fn unasked(self) -> bool {
+        matches!(self, RespondMode::Ambient | RespondMode::PickUp)
+    }
 }
 
 /// Work queued for a worker. Carries the `ts` of the message it was made for so a
@@ -314,6 +328,12 @@ pub enum RespondMode {
 #[serde(tag = "job", rename_all = "snake_case")]
 pub enum Job {
     Judge {
+        thread: ThreadKey,
+        ts: Ts,
+    },
+    /// A question that has stood `UNANSWERED_QUESTION_WAIT_SECONDS`: judged on its own
+    /// if still open (docs/design.md §7.7); only events about it supersede it.
+    PickUp {
         thread: ThreadKey,
         ts: Ts,
     },
@@ -477,11 +497,13 @@ impl JobEnvelope {
     /// ignores a field it does not know), so it must refuse it and leave it for a newer
     /// worker instead. 3: a forget's second look ([`Job::ForgetLate`]), which a build
     /// from before it cannot read. 4: a Slack workspace's purge after an uninstall
-    /// ([`Job::PurgeSlack`]).
-    pub const NEWEST: u32 = 4;
+    /// ([`Job::PurgeSlack`]). 5: a question's pick-up ([`Job::PickUp`]) and its answer
+    /// ([`RespondMode::PickUp`]), which a build from before them cannot read.
+    pub const NEWEST: u32 = 5;
 
     pub fn new(job: Job) -> Self {
         let v = match job {
+            Job::PickUp { .. } | Job::Respond { mode: RespondMode::PickUp, .. } => 5,
             Job::PurgeSlack { .. } => 4,
             Job::ForgetLate { .. } => 3,
             Job::Forget { server: Some(_), .. } => 2,
@@ -527,6 +549,7 @@ impl Job {
         match self {
             Job::SweepFacts | Job::PurgeSlack { .. } => &ALL,
             Job::Judge { thread, .. }
+            | Job::PickUp { thread, .. }
             | Job::Respond { thread, .. }
             | Job::Remember { thread, .. }
             | Job::Open { thread, .. } => &thread.channel,
@@ -541,6 +564,7 @@ impl Job {
     pub fn thread(&self) -> ThreadKey {
         match self {
             Job::Judge { thread, .. }
+            | Job::PickUp { thread, .. }
             | Job::Respond { thread, .. }
             | Job::Remember { thread, .. }
             | Job::Open { thread, .. } => thread.clone(),
@@ -557,6 +581,7 @@ impl Job {
         match self {
             Job::SweepFacts => &NONE,
             Job::Judge { ts, .. }
+            | Job::PickUp { ts, .. }
             | Job::Respond { ts, .. }
             | Job::Summarize { ts, .. }
             | Job::Reflect { ts, .. }
@@ -578,6 +603,7 @@ impl Job {
         };
         let kind = match self {
             Job::Judge { .. } => "judge",
+            Job::PickUp { .. } => "pick_up",
             Job::Respond { .. } => "respond",
             Job::Summarize { .. } => "summarize",
             Job::Reflect { .. } => "reflect",

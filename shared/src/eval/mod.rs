@@ -173,6 +173,15 @@ fn millis(t: f64) -> i64 {
     (t * 1000.0).round() as i64
 }
 
+/// A speak label whose window opens this late is a question left hanging (kuuki lets
+/// a question stand `UNANSWERED_QUESTION_WAIT_SECONDS` first); one opening earlier is
+/// a mention or name call.
+pub const HANGING_FROM_SECONDS: f64 = 60.0;
+
+fn is_hanging(expect: Expect, within: Option<Window>) -> bool {
+    expect == Expect::Speak && within.is_some_and(|(from, _)| from >= HANGING_FROM_SECONDS)
+}
+
 /// What kuuki did: a post or a reaction, about one message.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Action {
@@ -365,6 +374,10 @@ pub struct Summary {
     /// Speak labels, and the posts made at them (in or out of the window).
     pub speak_labels: usize,
     pub speak_hits: usize,
+    /// Speak labels on questions left hanging (a window opening at
+    /// [`HANGING_FROM_SECONDS`] or later), and the posts made at them.
+    pub hanging_labels: usize,
+    pub hanging_hits: usize,
     /// Every post kuuki made.
     pub posts: usize,
     pub react_labels: usize,
@@ -397,6 +410,7 @@ impl Summary {
                 s.output_tokens += usage.output_tokens;
             }
             for label in &r.case.labels {
+                s.hanging_labels += usize::from(is_hanging(label.expect, label.within));
                 match label.expect {
                     Expect::Speak => s.speak_labels += 1,
                     Expect::React => s.react_labels += 1,
@@ -412,7 +426,10 @@ impl Summary {
                     s.stray_reactions += 1;
                 }
                 match (o.expect, o.verdict) {
-                    (Expect::Speak, Verdict::Right | Verdict::Mistimed) => s.speak_hits += 1,
+                    (Expect::Speak, Verdict::Right | Verdict::Mistimed) => {
+                        s.speak_hits += 1;
+                        s.hanging_hits += usize::from(is_hanging(o.expect, o.within));
+                    }
                     (Expect::React, Verdict::Right | Verdict::Mistimed) => s.react_hits += 1,
                     (Expect::React, Verdict::Repeated) if react == Some(true) => s.stray_reactions += 1,
                     _ => {}
@@ -444,6 +461,11 @@ impl Summary {
     /// Of the points that wanted a post, the share that got one.
     pub fn recall(&self) -> f64 {
         ratio(self.speak_hits, self.speak_labels)
+    }
+
+    /// Of the questions left hanging that wanted a post, the share that got one.
+    pub fn hanging_recall(&self) -> f64 {
+        ratio(self.hanging_hits, self.hanging_labels)
     }
 
     /// Of the points that wanted a reaction, the share that got one.

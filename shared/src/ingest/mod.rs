@@ -59,9 +59,11 @@ pub async fn ingest_retry(deps: &Deps, incoming: Incoming) -> PortResult<IngestO
     let outcome = ingest(deps, incoming).await?;
     if outcome == IngestOutcome::Duplicate
         && let Some(stored) = deps.messages.get_message(&message.channel, &message.ts).await?
-        && let Some((job, delay)) = plan(deps, &stored, direct_trigger(&stored, &deps.bot))
     {
-        deps.enqueue_after(job, delay).await?;
+        let trigger = direct_trigger(&stored, &deps.bot);
+        for (job, delay) in plan(deps, &stored, trigger).into_iter().chain(pick_up(deps, &stored, trigger)) {
+            deps.enqueue_after(job, delay).await?;
+        }
     }
     Ok(outcome)
 }
@@ -113,11 +115,12 @@ async fn ingest_message(deps: &Deps, message: Message) -> PortResult<IngestOutco
         EventKind::Message { message: LoggedMessage(message.clone()), trigger },
     );
     let planned = plan(deps, &message, trigger);
+    let picked_up = pick_up(deps, &message, trigger);
     let enqueue = async {
-        match &planned {
-            Some((job, delay)) => deps.enqueue_after(job.clone(), *delay).await,
-            None => Ok(()),
+        for (job, delay) in planned.iter().chain(picked_up.iter()) {
+            deps.enqueue_after(job.clone(), *delay).await?;
         }
+        Ok::<(), crate::ports::PortError>(())
     };
     // Counted here, once: only the delivery that stored the message gets this far.
     let count = async {
@@ -134,6 +137,21 @@ async fn ingest_message(deps: &Deps, message: Message) -> PortResult<IngestOutco
     let (queued, ()) = tokio::join!(enqueue, count);
     queued?;
     Ok(IngestOutcome::Stored { trigger, queued: planned.map(|(job, _)| job) })
+}
+
+/// A question kuuki may take up: its own judgment once it has stood
+/// `UNANSWERED_QUESTION_WAIT_SECONDS` (docs/design.md §7.7), which only what answers
+/// it supersedes. Not for a message addressed to kuuki (answered now) or a DM.
+fn pick_up(deps: &Deps, message: &Message, trigger: Option<DirectTrigger>) -> Option<(Job, Duration)> {
+    let asks = deps.is_participant(message)
+        && trigger.is_none()
+        && !message.in_dm
+        && deps.settings.ambient_enabled()
+        && crate::judge::rules::is_question(&message.text);
+    asks.then(|| {
+        let job = Job::PickUp { thread: message.thread_key(), ts: message.ts.clone() };
+        (job, deps.settings.judge.unanswered_question_wait)
+    })
 }
 
 /// The work a stored message calls for: an answer now for a direct trigger, a

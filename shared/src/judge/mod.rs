@@ -2,8 +2,10 @@
 //! when and how kuuki takes part.
 
 pub mod naming;
+pub mod open_question;
 pub(crate) mod own_conversation;
 mod people;
+pub mod pickup;
 pub mod rules;
 pub mod verdict;
 
@@ -96,8 +98,9 @@ async fn judge_claimed(
     let target = target.clone();
     // The rules read the last N messages; the LLM, when asked, reads the whole window.
     let rule_window = deps.settings.judge.recent_messages + RULE_WINDOW_SLACK;
-    let conversation = context::load_recent(deps, window, &target, rule_window).await?;
+    let mut conversation = context::load_recent(deps, window, &target, rule_window).await?;
     let state = deps.channels.channel_state(channel).await?;
+    pickup::show_thread_answers(deps, window, &state, &mut conversation).await?;
     // Slack took kuuki's access away: nothing more is judged or remembered there.
     if let Some(reason) = crate::memory::purge::stopped_by_uninstall(deps, &state, &target).await? {
         record(deps, channel, thread.root.clone(), ts.clone(), dropped(reason));
@@ -111,21 +114,23 @@ async fn judge_claimed(
     if let Err(error) = crate::talkativeness::notice(deps, window, &state, &target).await {
         tracing::warn!(%error, channel = %channel, "talkativeness signals not counted");
     }
+    let upto = &conversation[..conversation.partition_point(|m| m.ts <= target.ts)];
     // The state is let go before the judgment is recorded in it, so the in-process
     // store updates its copy in place instead of copying it.
     if conversation.last().is_some_and(|m| m.author == Author::OwnBot && m.ts > target.ts) {
         drop(state);
         let mut judgment = Judgment::skip("kuuki spoke last in this conversation");
         judgment.breakdown.insert("bot_spoke_last".into(), 0);
-        return judgment.record(deps, &target, lull).await.map(|()| Judged::Decided);
+        judgment.record(deps, &target, lull).await?;
+        return pickup::settled_by_judgment(deps, rules::turn(upto)).await.map(|()| Judged::Decided);
     }
     if state.muted_at(deps.clock.now()) {
         drop(state);
         let mut judgment = Judgment::skip("kuuki is muted in this channel");
         judgment.breakdown.insert("muted".into(), 0);
-        return judgment.record(deps, &target, lull).await.map(|()| Judged::Decided);
+        judgment.record(deps, &target, lull).await?;
+        return pickup::settled_by_judgment(deps, rules::turn(upto)).await.map(|()| Judged::Decided);
     }
-    let upto = &conversation[..conversation.partition_point(|m| m.ts <= target.ts)];
     let turn_start = rules::turn(upto).first().map_or(&target.ts, |m| &m.ts);
     let previous = window.previous_in_channel(deps, channel, turn_start).await?;
     let previous_at = previous.as_ref().map(|m| m.at);
@@ -135,13 +140,7 @@ async fn judge_claimed(
         conversation: upto,
         previous_in_channel: previous.map(|m| m.at),
         last_response_at: state.last_response_at,
-        // The state is the channel's: its interventions differ by thread root alone.
-        last_response_here: state
-            .interventions
-            .iter()
-            .filter(|i| i.thread.root == target.thread_root)
-            .map(|i| i.at)
-            .max(),
+        last_response_here: last_response_in(&state, &target.thread_root),
         now: deps.clock.now(),
         answered,
         bot: &deps.bot,
@@ -158,9 +157,48 @@ async fn judge_claimed(
         crate::talkativeness::add_offset(&mut settled, offset);
         if rules::decide(settled.score, &deps.settings, llm_available) != Decision::Skip {
             drop(state);
-            return wait(deps, thread, ts, &target, &scored, pending, lull).await.map(|()| Judged::Waiting);
+            let judged = if pending.picked_up { Judged::Decided } else { Judged::Waiting };
+            return wait(deps, thread, ts, &target, &scored, pending, lull).await.map(|()| judged);
         }
     }
+    let judgment = judgment_of(deps, window, &target, &state, &people, &scored).await?;
+    // Whether openers were stopped here; the state itself is let go before recording.
+    let opener_state = state.opener.clone();
+    drop(state);
+    let respond = judgment.respond;
+    let (response_type, delay) = (judgment.response_type, judgment.delay_seconds);
+    let emoji = judgment.llm.as_ref().and_then(|v| v.emoji.clone());
+    judgment.record(deps, &target, lull).await?;
+    pickup::settled_by_judgment(deps, rules::turn(upto)).await?;
+    if respond {
+        let job =
+            Job::Respond { thread: thread.clone(), ts: ts.clone(), mode: RespondMode::Ambient, response_type, emoji };
+        deps.enqueue_after(job, Duration::from_secs(delay.into())).await?;
+    } else {
+        crate::memory::proactive::maybe_queue(deps, &target, previous_at, &opener_state).await?;
+    }
+    Ok(Judged::Decided)
+}
+
+/// kuuki's last response in the conversation `root` (engagement). The state is the
+/// channel's: its interventions differ by thread root alone.
+fn last_response_in(state: &crate::ports::ChannelState, root: &Option<Ts>) -> Option<Timestamp> {
+    state.interventions.iter().filter(|i| &i.thread.root == root).map(|i| i.at).max()
+}
+
+/// The judgment the rules' `scored` make for `target` (the last line of the judged
+/// turn): what the thresholds say, the LLM judge's verdict when they leave it to it,
+/// and the cap on unasked posts. The JUDGE of a message and a question's pick-up both
+/// decide here.
+async fn judgment_of(
+    deps: &Deps,
+    window: &Window,
+    target: &Arc<Message>,
+    state: &crate::ports::ChannelState,
+    people: &rules::KnownPeople,
+    scored: &crate::domain::RuleScore,
+) -> PortResult<Judgment> {
+    let llm_available = deps.llm.is_some();
     let mut decision = rules::decide(scored.score, &deps.settings, llm_available);
     // A turn meant for someone else is theirs to answer: the LLM is not asked about it.
     let for_other = scored.for_other.as_ref();
@@ -186,11 +224,12 @@ async fn judge_claimed(
             (Decision::Skip, None) => "the score stayed below the threshold".into(),
             (Decision::Llm | Decision::Wait, _) => String::new(),
         },
+        pick_up: false,
     };
     if decision == Decision::Llm {
-        let whole = context::load_conversation(deps, window, &target).await?;
+        let whole = context::load_conversation(deps, window, target).await?;
         let upto_whole = &whole[..whole.partition_point(|m| m.ts <= target.ts)];
-        let (verdict, cached, usage) = ask_llm(deps, window, &target, upto_whole, &state, &people).await?;
+        let (verdict, cached, usage) = ask_llm(deps, window, target, upto_whole, state, people).await?;
         judgment.llm_called = !cached;
         judgment.llm_cached = cached;
         judgment.llm_usage = usage;
@@ -215,26 +254,31 @@ async fn judge_claimed(
             }
         }
     }
-    // Whether openers were stopped here; the state itself is let go before recording.
-    let opener_state = state.opener.clone();
-    drop(state);
-    let respond = judgment.respond;
-    let (response_type, delay) = (judgment.response_type, judgment.delay_seconds);
-    let emoji = judgment.llm.as_ref().and_then(|v| v.emoji.clone());
-    judgment.record(deps, &target, lull).await?;
-    if respond {
-        let job =
-            Job::Respond { thread: thread.clone(), ts: ts.clone(), mode: RespondMode::Ambient, response_type, emoji };
-        deps.enqueue_after(job, Duration::from_secs(delay.into())).await?;
-    } else {
-        crate::memory::proactive::maybe_queue(deps, &target, previous_at, &opener_state).await?;
-    }
-    Ok(Judged::Decided)
+    cap_unasked_posts(&mut judgment, state, deps.clock.now(), deps.settings.judge.max_unasked_posts_per_hour);
+    Ok(judgment)
 }
 
-/// Logs a judgment that waits for `pending` and queues the same JUDGE again for then.
-/// A newer message in the conversation supersedes the queued job as usual; when it
-/// comes back the rule has settled, so it decides.
+/// At most `cap` unasked posts an hour in a channel (`CHANNEL_MAX_UNASKED_POSTS_PER_HOUR`):
+/// a post past it is not made. A reaction is not a post and still goes.
+fn cap_unasked_posts(judgment: &mut Judgment, state: &crate::ports::ChannelState, now: Timestamp, cap: usize) {
+    if !judgment.respond || judgment.response_type == ResponseType::ReactOnly {
+        return;
+    }
+    let hour_ago = now - Duration::from_secs(3600);
+    let posts = state.interventions.iter().filter(|i| i.unasked_post.is_some() && i.at > hour_ago).count();
+    if posts >= cap {
+        judgment.respond = false;
+        judgment.reason = format!(
+            "{posts} unasked posts in the last hour already (CHANNEL_MAX_UNASKED_POSTS_PER_HOUR {cap}): not another"
+        );
+        judgment.breakdown.insert("unasked_post_cap".into(), 0);
+    }
+}
+
+/// Logs a judgment that waits for `pending` and queues the same JUDGE again for then,
+/// unless the question's pick-up judges it then (queued with the question, superseded
+/// only by what answers it). A newer message in the conversation supersedes a queued
+/// JUDGE as usual; when it comes back the rule has settled, so it decides.
 async fn wait(
     deps: &Deps,
     thread: &ThreadKey,
@@ -245,8 +289,10 @@ async fn wait(
     lull: Option<Timestamp>,
 ) -> PortResult<()> {
     let delay = u32::try_from(pending.at.whole_seconds_after(deps.clock.now())).unwrap_or(u32::MAX);
-    let job = Job::Judge { thread: thread.clone(), ts: ts.clone() };
-    deps.enqueue_after(job, Duration::from_secs(delay.into())).await?;
+    if !pending.picked_up {
+        let job = Job::Judge { thread: thread.clone(), ts: ts.clone() };
+        deps.enqueue_after(job, Duration::from_secs(delay.into())).await?;
+    }
     let mut judgment = Judgment::skip(&pending.reason);
     judgment.score = scored.score;
     judgment.breakdown = scored.breakdown.to_map();
@@ -350,6 +396,8 @@ struct Judgment {
     llm_cached: bool,
     llm_usage: Option<Usage>,
     reason: String,
+    /// Made by a question's pick-up.
+    pick_up: bool,
 }
 
 impl Judgment {
@@ -367,6 +415,7 @@ impl Judgment {
             llm_cached: false,
             llm_usage: None,
             reason: reason.into(),
+            pick_up: false,
         }
     }
 
@@ -405,6 +454,7 @@ impl Judgment {
                 llm_cached: self.llm_cached,
                 llm_usage: self.llm_usage,
                 reason: self.reason,
+                pick_up: self.pick_up,
             },
         );
         Ok(())

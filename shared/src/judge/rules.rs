@@ -555,8 +555,7 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
     }
     // The judged turn's own: a name call earlier in the window made that turn kuuki's,
     // not every question after it.
-    let kuuki_addressed =
-        turn.iter().any(|m| direct_trigger(m, input.bot).is_some()) || answers_kuuki(conversation, turn.len());
+    let kuuki_addressed = addressed_to_kuuki(conversation, input.bot);
     if !kuuki_addressed {
         breakdown.add("no_mention", points::NO_MENTION);
     }
@@ -604,6 +603,7 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
                     "the question is for {who}: judged again after {} min unless someone answers",
                     settings.judge.addressed_to_other_wait.as_secs() / 60
                 ),
+                picked_up: false,
             });
         }
     }
@@ -616,9 +616,10 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
             pending = Some(Pending {
                 at: message.at + wait,
                 reason: format!(
-                    "the question has stood {age:.0} s: judged again at {} s unless someone answers",
+                    "the question has stood {age:.0} s: its pick-up judges it at {} s unless it is answered",
                     wait.as_secs()
                 ),
+                picked_up: true,
             });
         }
     }
@@ -638,6 +639,13 @@ pub fn score(input: &RuleInput<'_>, settings: &Settings) -> RuleScore {
     }
 
     RuleScore { score: breakdown.total().clamp(0, 100), breakdown, engaged, question, for_other, pending }
+}
+
+/// Whether the last turn of `conversation` is kuuki's to answer: it mentions, names or
+/// replies to kuuki, or follows kuuki's answer to the same person.
+pub fn addressed_to_kuuki(conversation: &[Arc<Message>], bot: &BotIdentity) -> bool {
+    let turn = turn(conversation);
+    turn.iter().any(|m| direct_trigger(m, bot).is_some()) || answers_kuuki(conversation, turn.len())
 }
 
 /// Whether the last turn (its `turn_len` messages) follows kuuki's answer to the same

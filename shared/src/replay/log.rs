@@ -257,6 +257,9 @@ enum Body<'a> {
         llm_cached: bool,
         #[serde(skip_serializing_if = "Option::is_none")]
         llm_tokens: Option<Tokens>,
+        /// Made by a question's pick-up (docs/design.md §7.7).
+        #[serde(skip_serializing_if = "is_false")]
+        pick_up: bool,
     },
     Superseded {
         stage: Stage,
@@ -388,6 +391,7 @@ fn body(event: &Event) -> Body<'_> {
             llm_cached,
             llm_usage,
             reason,
+            pick_up,
         } => Body::Judge {
             user,
             score: *score,
@@ -402,6 +406,7 @@ fn body(event: &Event) -> Body<'_> {
             llm_error: llm_error.as_deref(),
             llm_cached: *llm_cached,
             llm_tokens: llm_usage.as_ref().map(|u| Tokens { input: u.input_tokens, output: u.output_tokens }),
+            pick_up: *pick_up,
         },
         EventKind::Superseded { stage, by } => Body::Superseded { stage: *stage, by_t: ts_seconds(by) },
         EventKind::Dropped { stage, reason } => Body::Dropped { stage: *stage, reason },

@@ -50,6 +50,8 @@ pub async fn handle(
         RespondMode::Ambient | RespondMode::Opener => {
             window.newer_message(deps, &target, |m| deps.is_participant(m)).await?
         }
+        // A question picked up is still open unless something about it closed it.
+        RespondMode::PickUp => crate::judge::pickup::settled_since(deps, &window, &target).await?,
         // Direct triggers that arrive together are answered once, by the newest.
         RespondMode::Direct => {
             window
@@ -137,7 +139,7 @@ async fn answer(
     // An earlier attempt began to post and its outcome is unknown (it crashed, timed
     // out, or never heard back): if its post is there, the answer is done.
     let found = if resumed && response_type != ResponseType::ReactOnly {
-        deps.chat.find_post(channel, target.thread_root.as_ref(), &target.ts, key).await?
+        deps.chat.find_post(channel, answer_thread(deps, target, mode).as_ref(), &target.ts, key).await?
     } else {
         None
     };
@@ -152,7 +154,7 @@ async fn answer(
         (_, Some(found)) => {
             tracing::info!(key, ts = %found.ts, "an earlier attempt's post was found; not posting again");
             deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?;
-            store_own(deps, target, &found.ts, &found.text).await?;
+            store_own(deps, target, answer_thread(deps, target, mode), &found.ts, &found.text).await?;
             (Some(found.ts), Some(found.text), None)
         }
         (ResponseType::ReactOnly, None) => {
@@ -165,7 +167,7 @@ async fn answer(
             (None, None, Some(emoji.to_owned()))
         }
         (ResponseType::ShortAck | ResponseType::FullResponse, None) => {
-            let generated = generate(deps, window, target, &conversation, &state, response_type).await?;
+            let generated = generate(deps, window, target, &conversation, &state, response_type, mode).await?;
             facts = generated.facts;
             let text = match generated.text {
                 Ok(text) => text,
@@ -195,12 +197,14 @@ async fn answer(
                 channel,
                 Intervention {
                     at: deps.clock.now(),
+                    // The question's conversation, where its talk goes on (cooldown and
+                    // engagement read it; a pick-up's post sits in a thread under it).
                     thread: target.thread_key(),
                     response_type,
                     excerpt: context::excerpt(&conversation),
                     facts: facts.clone(),
                     // Only a post said unasked: how the channel takes it is watched.
-                    unasked_post: posted_ts.clone().filter(|_| mode == RespondMode::Ambient),
+                    unasked_post: posted_ts.clone().filter(|_| mode.unasked()),
                 },
             )
             .await?;
@@ -213,7 +217,7 @@ async fn answer(
         EventKind::Respond {
             mode,
             response_type,
-            posted_in: target.thread_root.clone(),
+            posted_in: answer_thread(deps, target, mode),
             posted_ts,
             text,
             emoji,
@@ -296,16 +300,20 @@ pub(crate) async fn post(deps: &Deps, target: &Message, key: &str, mode: Respond
     } else {
         None
     };
+    let thread_root = answer_thread(deps, target, mode);
     let mut first = None;
     for part in parts {
         let post = Post {
             channel: target.channel.clone(),
-            thread_root: target.thread_root.clone(),
+            thread_root: thread_root.clone(),
             text: part.clone(),
             tag: first.is_none().then(|| key.to_owned()),
-            // A direct answer replies to the message that called kuuki (a Discord reply).
-            reply_to: (first.is_none() && mode == RespondMode::Direct && completes.is_none())
-                .then(|| target.ts.clone()),
+            // A direct answer replies to the message that called kuuki (a Discord reply);
+            // so does a question's pick-up where it cannot open a thread under it.
+            reply_to: (first.is_none()
+                && ((mode == RespondMode::Direct && completes.is_none())
+                    || (mode == RespondMode::PickUp && thread_root.as_ref() != Some(&target.ts))))
+            .then(|| target.ts.clone()),
             completes: completes.clone().filter(|_| first.is_none()),
         };
         let posted = match deps.chat.post_message(&post).await {
@@ -321,20 +329,30 @@ pub(crate) async fn post(deps: &Deps, target: &Message, key: &str, mode: Respond
             deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?;
             first = Some(posted.clone());
         }
-        store_own(deps, target, &posted, &part).await?;
+        store_own(deps, target, thread_root.clone(), &posted, &part).await?;
     }
     Ok(first.expect("split_message returns at least one part, and the first one was posted"))
 }
 
-/// Stores a message kuuki posted in `target`'s conversation as its own, written when
+/// Where kuuki's answer to `target` goes: its conversation, or for a question picked
+/// up at the top level, a thread under it where the platform has threads (so everyone
+/// sees what it answers; elsewhere the post replies to it).
+fn answer_thread(deps: &Deps, target: &Message, mode: RespondMode) -> Option<Ts> {
+    match &target.thread_root {
+        None if mode == RespondMode::PickUp && deps.chat.threads(&target.channel) => Some(target.ts.clone()),
+        root => root.clone(),
+    }
+}
+
+/// Stores a message kuuki posted in `thread_root` of `target`'s channel as its own, written when
 /// its id says it was posted (a post an earlier attempt made and a resumed one found
 /// is older than now: the conversation reads count on `at` growing with the ts).
-async fn store_own(deps: &Deps, target: &Message, ts: &Ts, text: &str) -> PortResult<()> {
+async fn store_own(deps: &Deps, target: &Message, thread_root: Option<Ts>, ts: &Ts, text: &str) -> PortResult<()> {
     let now = deps.clock.now();
     let own = Message {
         channel: target.channel.clone(),
         ts: ts.clone(),
-        thread_root: target.thread_root.clone(),
+        thread_root,
         user: deps.bot.user_in(&target.channel).clone(),
         user_name: deps.persona.name.clone(),
         text: text.to_owned(),
@@ -378,6 +396,18 @@ struct Generated {
     facts: Vec<FactUse>,
 }
 
+/// `target`'s text and the lines its writer added right after it, nobody else in
+/// between, from `conversation`.
+fn asker_turn_from(target: &Message, conversation: &[Arc<Message>]) -> String {
+    let start = conversation.iter().position(|m| m.ts == target.ts);
+    let follow_ups = start.into_iter().flat_map(|i| {
+        conversation[i + 1..]
+            .iter()
+            .take_while(|m| m.user == target.user && m.author == target.author && m.thread_root == target.thread_root)
+    });
+    std::iter::once(target.text.as_str()).chain(follow_ups.map(|m| m.text.as_str())).collect::<Vec<_>>().join("\n")
+}
+
 /// The text to post. The error is a backend failure.
 async fn generate(
     deps: &Deps,
@@ -386,7 +416,14 @@ async fn generate(
     conversation: &[Arc<Message>],
     state: &crate::ports::ChannelState,
     response_type: ResponseType,
+    mode: RespondMode,
 ) -> PortResult<Generated> {
+    // A question picked up is answered with the asker's lines after it ("not pushed
+    // yet"), as they were judged.
+    let asked = match mode {
+        RespondMode::PickUp => asker_turn_from(target, conversation),
+        _ => target.text.clone(),
+    };
     let Some(llm) = &deps.llm else {
         return Ok(Generated { text: Ok(placeholder(deps, target, response_type)), facts: Vec::new() });
     };
@@ -398,11 +435,10 @@ async fn generate(
         let now = deps.clock.now();
         let half_life = deps.settings.memory.fact_decay_half_life_days;
         let embedding = message_embedding(deps, &stored, target).await;
-        facts =
-            crate::memory::reflect::search(&stored, &target.text, embedding.as_deref(), &target.user.0, now, half_life)
-                .into_iter()
-                .map(|m| FactUse { id: m.fact.id, content: m.fact.content, score: (m.score * 1000.0).round() / 1000.0 })
-                .collect();
+        facts = crate::memory::reflect::search(&stored, &asked, embedding.as_deref(), &target.user.0, now, half_life)
+            .into_iter()
+            .map(|m| FactUse { id: m.fact.id, content: m.fact.content, score: (m.score * 1000.0).round() / 1000.0 })
+            .collect();
         ctx.facts = facts.iter().map(|f| crate::prompts::fence::fence_safe(&f.content)).collect();
         if deps.settings.people.user_profile_enabled {
             ctx.speaker = Some(speaker(deps, target, conversation).await?);
@@ -420,7 +456,7 @@ async fn generate(
         },
         temperature: deps.settings.temperature(LlmRole::Generate),
         schema: None,
-        subject: target.text.clone(),
+        subject: asked,
     };
     let text = match llm.complete(request).await {
         Ok(response) => output::fit_to_post(&response)

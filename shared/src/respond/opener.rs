@@ -94,7 +94,7 @@ async fn open_claimed(
     let (text, posted) = match found {
         Some(found) => {
             deps.ledger.complete(key, deps.clock.now(), CLAIM_KEEP).await?;
-            super::store_own(deps, target, &found.ts, &found.text).await?;
+            super::store_own(deps, target, target.thread_root.clone(), &found.ts, &found.text).await?;
             (found.text, Some(found.ts))
         }
         None => {

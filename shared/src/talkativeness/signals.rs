@@ -203,7 +203,16 @@ async fn settle(deps: &Deps, window: &Window, state: &ChannelState, target: &Mes
         }
         let Some(post) = window.get_message(deps, &target.channel, post_ts).await? else { continue };
         let until = post.at + SETTLE_WINDOW;
-        let after = window.messages_after(deps, &post).await?;
+        let mut after = window.messages_after(deps, &post).await?;
+        // A question's pick-up posts in a thread under it: the question's conversation
+        // going on past the post counts too.
+        if intervention.thread.root != post.thread_root
+            && let Some(root) = &post.thread_root
+            && let Some(question) = window.get_message(deps, &target.channel, root).await?
+        {
+            let talk_on = window.messages_after(deps, &question).await?;
+            after.extend(talk_on.into_iter().filter(|m| m.ts > post.ts && m.thread_root != post.thread_root));
+        }
         let mut people: Vec<&Message> =
             after.iter().map(|m| &**m).filter(|m| m.author == Author::Human && m.at <= until).collect();
         people.sort_by(|a, b| a.ts.cmp(&b.ts));

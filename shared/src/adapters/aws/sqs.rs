@@ -399,7 +399,16 @@ mod tests {
         assert_eq!(urls.for_job(&purge), urls.forget.as_str());
         assert!(JobKind::Forget.runs(&purge) && JobKind::Reflect.runs(&purge) && !JobKind::Respond.runs(&purge));
         assert_eq!(crate::worker::Pool::of(&purge), crate::worker::Pool::Forget);
-        assert!(decode_job(&body.replacen(r#""v":4"#, r#""v":5"#, 1)).is_err(), "a newer version is refused");
+        // A question's pick-up and its answer: version 5.
+        let pick_up = Job::PickUp {
+            thread: crate::domain::ThreadKey::top_level(crate::domain::ChannelId("C1".into())),
+            ts: crate::domain::Ts::new("1700000000.000100"),
+        };
+        let body = encode_job(&pick_up);
+        assert!(body.starts_with(r#"{"v":5,"job":"pick_up","#), "{body}");
+        assert_eq!(decode_job(&body), Ok(pick_up.clone()));
+        assert_eq!(urls.for_job(&pick_up), urls.judge.as_str());
+        assert!(decode_job(&body.replacen(r#""v":5"#, r#""v":6"#, 1)).is_err(), "a newer version is refused");
         assert_eq!(urls.kind_of_arn("arn:aws:sqs:eu-west-1:123456789012:kuuki-forget-dead-letters"), None);
     }
 

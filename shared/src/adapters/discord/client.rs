@@ -340,6 +340,11 @@ impl Chat for DiscordClient {
         Some(MAX_MESSAGE_CHARS)
     }
 
+    /// Discord threads are channels: an answer about a message replies to it.
+    fn threads(&self, _channel: &ChannelId) -> bool {
+        false
+    }
+
     /// Replaces the interaction's first reply with the answer (PATCH `@original`):
     /// editing it again leaves one answer, so a redelivery may send it again.
     async fn answer_command(&self, reply: &CommandReply, text: &str) -> PortResult<()> {

@@ -520,6 +520,7 @@ fn one_of_every_kind() -> Vec<crate::domain::Event> {
             llm_cached: false,
             llm_usage: Some(crate::ports::Usage { input_tokens: 10, output_tokens: 2 }),
             reason: "judge reason".into(),
+            pick_up: false,
         },
         EventKind::Superseded { stage: Stage::Summarize, by: ts(50) },
         EventKind::Dropped { stage: Stage::Reflect, reason: "dropped reason".into() },

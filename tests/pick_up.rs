@@ -1,0 +1,194 @@
+//! A question's pick-up (issue 34, docs/design.md §7.7) as a user meets it: a busy
+//! channel's transcript in, the decision log out; a redelivered pick-up; the post in a
+//! thread under the question on Slack.
+
+use kuuki_e2e::Run;
+use serde_json::Value;
+
+/// A judge that takes up anything it is asked about, and a writer that always answers.
+const YES: &str = r#"{"role": "judge", "reply": {"should_respond": true, "reason": "open question", "confidence": 0.9, "delay_seconds": 0, "conversation_state": "active"}, "repeat": true}
+{"role": "generate", "reply": "git reset --soft HEAD~1 keeps the changes staged", "repeat": true}"#;
+
+const SETTINGS: &[(&str, &str)] = &[("JUDGE_JITTER_RATIO", "0")];
+
+/// Two conversations by name prefix around `question` (written at 100 s), then
+/// `after` lines; every line is someone else's business.
+fn busy(question: &str, after: &str) -> String {
+    format!(
+        r#"{{"t": 40, "user": "ken", "text": "tom: did the deploy finish?"}}
+{{"t": 50, "user": "tom", "text": "ken: yes, canary at 50%"}}
+{{"t": 70, "user": "lena", "text": "marco: lunch at 12?"}}
+{{"t": 80, "user": "marco", "text": "lena: sure"}}
+{{"t": 100, "user": "priya", "text": "{question}"}}
+{after}"#
+    )
+}
+
+const CHATTER: &str = r#"{"t": 110, "user": "ken", "text": "tom: rolling to 100%"}
+{"t": 118, "user": "lena", "text": "marco: ramen or curry?"}
+{"t": 126, "user": "marco", "text": "lena: ramen"}
+{"t": 135, "user": "tom", "text": "ken: 👍"}
+{"t": 150, "user": "lena", "text": "marco: booked for 12"}
+{"t": 170, "user": "ken", "text": "tom: error rate flat"}"#;
+
+fn pick_up_judgment(log: &kuuki_e2e::Log, t: f64) -> Option<&Value> {
+    log.about("judge", t).into_iter().find(|j| j["pick_up"] == true)
+}
+
+/// Each newer line supersedes the question's own JUDGE; its pick-up survives the
+/// chatter, is judged once the question has stood two minutes, and kuuki answers in a
+/// thread under it.
+#[test]
+fn a_question_survives_unrelated_chatter_and_is_answered_in_its_thread() {
+    for question in
+        ["how do I undo the last commit but keep the changes", "コミットを取り消して変更は残す方法ってどうやるんだっけ"]
+    {
+        let log = Run::new(&busy(question, CHATTER)).script(YES).settings(SETTINGS).log();
+        assert!(!log.about("superseded", 100.0).is_empty(), "the JUDGE was superseded: {log:?}");
+        let judged = pick_up_judgment(&log, 100.0).unwrap_or_else(|| panic!("picked up: {log:?}"));
+        assert_eq!(judged["t"], 220.0, "at the question's wait: {judged}");
+        assert_eq!(judged["breakdown"]["unanswered_question"], 25, "{judged}");
+        let answers = log.about("respond", 100.0);
+        assert_eq!(answers.len(), 1, "{log:?}");
+        assert_eq!(answers[0]["mode"], "pick_up");
+        assert!(answers[0]["thread"].is_string(), "in a thread under the question: {}", answers[0]);
+    }
+}
+
+/// What closes the question ends its pick-up: an answer by name, in its thread, the
+/// asker taking it back, the person it was for answering.
+#[test]
+fn an_answer_or_a_withdrawal_ends_the_pick_up() {
+    let cases = [
+        (r#"{"t": 180, "user": "tom", "text": "priya: git reset --soft HEAD~1"}"#, "by name"),
+        (r#"{"t": 180, "user": "tom", "thread": "q", "text": "reset --soft"}"#, "in its thread"),
+        (r#"{"t": 180, "user": "priya", "text": "nvm, found it"}"#, "took the question back"),
+        (r#"{"t": 180, "user": "priya", "text": "自己解決しました"}"#, "took the question back"),
+    ];
+    for (line, reason) in cases {
+        let mut transcript = busy("how do I undo the last commit but keep the changes", &format!("{CHATTER}\n{line}"));
+        if line.contains("\"thread\": \"q\"") {
+            // The question starts the thread its answer goes in.
+            transcript = transcript.replace(
+                r#"{"t": 100, "user": "priya", "text""#,
+                r#"{"t": 100, "user": "priya", "thread": "q", "text""#,
+            );
+        }
+        let log = Run::new(&transcript).script(YES).settings(SETTINGS).log();
+        assert!(log.about("respond", 100.0).is_empty(), "{reason}: {log:?}");
+        let dropped = log.about("dropped", 100.0);
+        assert!(
+            dropped.iter().any(|d| d["stage"] == "pick_up" && d["reason"].as_str().unwrap().contains(reason)),
+            "{reason}: {log:?}"
+        );
+    }
+}
+
+/// The asker's second question while the first waits joins it: one pick-up, one answer.
+#[test]
+fn one_pick_up_per_asker_per_burst() {
+    let after = r#"{"t": 110, "user": "ken", "text": "tom: rolling to 100%"}
+{"t": 130, "user": "priya", "text": "or should I use git revert instead?"}
+{"t": 150, "user": "lena", "text": "marco: booked for 12"}"#;
+    let log = Run::new(&busy("how do I undo the last commit but keep the changes", after))
+        .script(YES)
+        .settings(SETTINGS)
+        .log();
+    let posts: Vec<_> = log.kind("respond").into_iter().filter(|r| r["mode"] == "pick_up").collect();
+    assert_eq!(posts.len(), 1, "{log:?}");
+    assert_eq!(posts[0]["msg_t"], 100.0, "the first question of the burst: {log:?}");
+    let joined = log.about("dropped", 130.0);
+    assert!(joined.iter().any(|d| d["reason"].as_str().unwrap().contains("one pick-up per asker")), "{log:?}");
+}
+
+/// `CHANNEL_MAX_UNASKED_POSTS_PER_HOUR`: questions left hanging one after another get
+/// at most that many unasked posts in an hour; the next is logged as capped.
+#[test]
+fn unasked_posts_are_capped_per_channel_and_hour() {
+    let mut lines = Vec::new();
+    for i in 0..4 {
+        let t = 1000 + i * 400;
+        lines.push(format!(
+            r#"{{"t": {t}, "user": "u{i}", "text": "how do I rotate the staging api key number {i}?"}}"#
+        ));
+    }
+    let transcript = lines.join("\n");
+    let capped = [("JUDGE_JITTER_RATIO", "0"), ("CHANNEL_MAX_UNASKED_POSTS_PER_HOUR", "2")];
+    let log = Run::new(&transcript).script(YES).settings(&capped).log();
+    let posts = log.kind("respond").into_iter().filter(|r| r["mode"] == "pick_up").count();
+    assert_eq!(posts, 2, "{log:?}");
+    let third = pick_up_judgment(&log, 1800.0).expect("the third is judged");
+    assert!(third["reason"].as_str().unwrap().contains("CHANNEL_MAX_UNASKED_POSTS_PER_HOUR"), "{third}");
+    assert_eq!(third["respond"], false);
+    // With the default of 4, all four are answered.
+    let log = Run::new(&transcript).script(YES).settings(SETTINGS).log();
+    assert_eq!(log.kind("respond").into_iter().filter(|r| r["mode"] == "pick_up").count(), 4, "{log:?}");
+}
+
+/// kuuki's cooldown holds a question back, not away: it is answered once the
+/// cooldown is over.
+#[test]
+fn a_question_waits_out_kuukis_cooldown() {
+    let transcript = r#"{"t": 0, "user": "ken", "text": "kuuki, what's a canary release?"}
+{"t": 5, "user": "lena", "text": "marco: lunch?"}
+{"t": 10, "user": "marco", "text": "lena: sure"}
+{"t": 40, "user": "priya", "text": "how do I undo the last commit but keep the changes"}
+{"t": 50, "user": "lena", "text": "marco: ramen?"}"#;
+    let settings = [("JUDGE_JITTER_RATIO", "0"), ("COOLDOWN_SECONDS", "300")];
+    let log = Run::new(transcript).script(YES).settings(&settings).log();
+    let judged: Vec<_> = log.about("judge", 40.0).into_iter().filter(|j| j["pick_up"] == true).collect();
+    assert_eq!(judged[0]["decision"], "wait", "{log:?}");
+    let answer = log.about("respond", 40.0);
+    assert_eq!(answer.len(), 1, "{log:?}");
+    assert!(answer[0]["t"].as_f64().unwrap() > 300.0, "after the cooldown: {}", answer[0]);
+}
+
+/// A pick-up delivered twice (SQS redelivery, a crash after the judgment) judges and
+/// answers once.
+#[tokio::test]
+async fn a_redelivered_pick_up_judges_and_answers_once() {
+    use kuuki::domain::{EventKind, Job};
+    use kuuki::ingest::Incoming;
+    use kuuki_e2e::harness::Harness;
+    let llm: std::sync::Arc<dyn kuuki::ports::Llm> =
+        std::sync::Arc::new(kuuki::adapters::llm::ScriptedLlm::parse(YES).unwrap());
+    let h = Harness::with_llm(SETTINGS, Some(llm));
+    let question = h.message(100.0, "priya", "how do I undo the last commit but keep the changes", None);
+    h.ingest(Incoming::Message(question.clone())).await;
+    h.run_until(300.0).await;
+    let job = Job::PickUp { thread: question.thread_key(), ts: question.ts.clone() };
+    kuuki::worker::run_job(&h.deps, &job).await.unwrap();
+    h.run_until(400.0).await;
+    let events = h.events();
+    let judged = events.iter().filter(|e| matches!(e.kind, EventKind::Judge { pick_up: true, .. })).count();
+    let answered = events.iter().filter(|e| matches!(e.kind, EventKind::Respond { .. })).count();
+    assert_eq!((judged, answered), (1, 1), "{events:#?}");
+    let posts =
+        h.chat.calls().into_iter().filter(|c| matches!(c, kuuki::adapters::memory::ChatCall::Post { .. })).count();
+    assert_eq!(posts, 1);
+}
+
+/// On Slack the answer goes in a thread under the question (`thread_ts`).
+#[tokio::test]
+async fn on_slack_the_answer_opens_a_thread_under_the_question() {
+    use kuuki_e2e::slack_world::{SlackWorld, message};
+    let llm: std::sync::Arc<dyn kuuki::ports::Llm> =
+        std::sync::Arc::new(kuuki::adapters::llm::ScriptedLlm::parse(YES).unwrap());
+    let w = SlackWorld::start_with(SETTINGS, true, Some(llm)).await;
+    let asked = w.ts(0, 1);
+    w.send_event(message("C0GENERAL", "UPRIYA", "how do I undo the last commit but keep the changes", &asked), &[])
+        .await;
+    w.send_event(message("C0GENERAL", "UKEN", "<@UTOM> rolling to 100%", &w.ts(10, 1)), &[]).await;
+    w.run_for(200.0).await;
+    let posts: Vec<Value> = w
+        .slack_api
+        .received_requests()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.url.path() == "/chat.postMessage")
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect();
+    assert_eq!(posts.len(), 1, "{posts:?}");
+    assert_eq!(posts[0]["thread_ts"], asked.as_str(), "{}", posts[0]);
+}
