@@ -66,6 +66,12 @@ struct World {
 
 impl World {
     async fn start(generate: &str) -> World {
+        Self::start_with_script(&format!(r#"{{"role": "generate", "reply": {}, "repeat": true}}"#, json!(generate)))
+            .await
+    }
+
+    /// A world whose model follows `script` (judge and generate lines).
+    async fn start_with_script(script: &str) -> World {
         let api = MockServer::start().await;
         Mock::given(method("POST"))
             .and(path(format!("/channels/{CHANNEL}/messages")))
@@ -115,8 +121,7 @@ impl World {
         let me = discord.identify_with_roles().await.unwrap();
         assert_eq!(me, DiscordIdentity { user_id: BOT.into(), managed_roles: vec![ROLE.into()] });
         let chat = Arc::new(PlatformChat { slack: None, discord: Some(discord) });
-        let script = format!(r#"{{"role": "generate", "reply": {}, "repeat": true}}"#, json!(generate));
-        let llm: Arc<dyn kuuki::ports::Llm> = Arc::new(ScriptedLlm::parse(&script).unwrap());
+        let llm: Arc<dyn kuuki::ports::Llm> = Arc::new(ScriptedLlm::parse(script).unwrap());
         let persona = settings.persona(None);
         let deps =
             Arc::new(Deps::new(settings, persona, UserId(BOT.into()), parts.adapters(chat, Some(llm), log.clone()), 7));
@@ -434,6 +439,26 @@ async fn a_mention_relayed_three_times_is_answered_once_as_a_reply_that_pings_no
     assert_eq!(post["enforce_nonce"], true);
     let auth = &w.requests("POST", &format!("/channels/{CHANNEL}/messages")).await[0];
     assert_eq!(auth.headers["authorization"], "Bot bot-token");
+}
+
+/// A question left open is picked up (docs/design.md §7.7) and answered as a reply to
+/// it: Discord's threads are channels of their own, so kuuki does not open one.
+#[tokio::test]
+async fn a_question_left_open_is_answered_as_a_reply_to_it() {
+    let w = World::start_with_script(
+        r#"{"role": "judge", "reply": {"should_respond": true, "reason": "open question", "confidence": 0.9, "delay_seconds": 0, "conversation_state": "active"}, "repeat": true}
+{"role": "generate", "reply": "git reset --soft HEAD~1", "repeat": true}"#,
+    )
+    .await;
+    let id = w.id_now();
+    let asked =
+        w.relay("MESSAGE_CREATE", message(&id, ALICE, "how do I undo the last commit but keep the changes"), &[]);
+    assert_eq!(asked.await.status(), 200);
+    w.run_for(200.0).await;
+    let posts = w.posts().await;
+    assert_eq!(posts.len(), 1, "{posts:?}");
+    assert_eq!(posts[0]["message_reference"]["message_id"], id.as_str(), "a reply to the question: {}", posts[0]);
+    assert_eq!(posts[0]["content"], "git reset --soft HEAD~1");
 }
 
 #[tokio::test]

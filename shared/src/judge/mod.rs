@@ -227,7 +227,8 @@ async fn judgment_of(
         pick_up: false,
     };
     if decision == Decision::Llm {
-        let whole = context::load_conversation(deps, window, target).await?;
+        let mut whole = context::load_conversation(deps, window, target).await?;
+        pickup::show_thread_answers(deps, window, state, &mut whole).await?;
         let upto_whole = &whole[..whole.partition_point(|m| m.ts <= target.ts)];
         let (verdict, cached, usage) = ask_llm(deps, window, target, upto_whole, state, people).await?;
         judgment.llm_called = !cached;
