@@ -275,13 +275,14 @@ async fn a_redelivered_waiting_judgment_still_judges_once() {
         })
         .collect();
     use kuuki::domain::Decision;
-    // The wait leaves the question to its pick-up (docs/design.md §7.7), which judges it.
-    assert_eq!(decisions, vec![Decision::Wait, Decision::Llm]);
+    // Both wait and leave the question to its pick-up (docs/design.md §7.7), which
+    // judges it once.
+    assert_eq!(decisions, vec![Decision::Wait, Decision::Wait, Decision::Llm]);
     let already = events
         .iter()
         .filter(|e| matches!(&e.kind, EventKind::Dropped { stage: Stage::Judge, reason } if reason.contains("already judged")))
         .count();
-    assert_eq!(already, 1, "the redelivered copy: {events:?}");
+    assert_eq!(already, 0, "no JUDGE is queued again: the pick-up judges the question: {events:?}");
     assert_eq!(posts(&h), 1);
     let judge_calls = llm.requests().iter().filter(|r| r.role == kuuki::ports::LlmRole::Judge).count();
     assert_eq!(judge_calls, 1);

@@ -142,6 +142,19 @@ impl Deps {
         }
     }
 
+    /// Queues `jobs` as [`Deps::enqueue_after`] does, those within the queue's reach in
+    /// one call ([`crate::ports::Queue::enqueue_all`]).
+    pub async fn enqueue_all_after(&self, jobs: Vec<(Job, Duration)>) -> PortResult<()> {
+        let (queued, scheduled): (Vec<_>, Vec<_>) = jobs.into_iter().partition(|(_, delay)| *delay <= MAX_QUEUE_DELAY);
+        for (job, delay) in scheduled {
+            self.scheduler.schedule_once(job, self.clock.now() + delay).await?;
+        }
+        match queued.len() {
+            0 => Ok(()),
+            _ => self.queue.enqueue_all(queued).await,
+        }
+    }
+
     /// `JUDGE_MIN_WAIT_SECONDS` ± up to `JUDGE_JITTER_RATIO` of it.
     pub fn judge_wait(&self) -> Duration {
         let base = self.settings.judge.min_wait.as_secs_f64();

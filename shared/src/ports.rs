@@ -561,6 +561,15 @@ pub trait Ledger: Send + Sync {
 #[async_trait]
 pub trait Queue: Send + Sync {
     async fn enqueue(&self, job: Job, delay: Duration) -> PortResult<()>;
+    /// Queues several jobs, each with its delay (at most [`MAX_QUEUE_DELAY`]); where the
+    /// queue bills by request (SQS), in one request per queue. Ingress queues a
+    /// message's judgment and its question's pick-up together.
+    async fn enqueue_all(&self, jobs: Vec<(Job, Duration)>) -> PortResult<()> {
+        for (job, delay) in jobs {
+            self.enqueue(job, delay).await?;
+        }
+        Ok(())
+    }
 }
 
 /// The longest delay a queue message can carry (SQS `DelaySeconds`); longer waits go

@@ -55,10 +55,28 @@ impl kuuki::ports::Queue for RecordingQueue {
         self.memory_jobs.lock().unwrap().extend(memory);
         Ok(())
     }
+
+    async fn enqueue_all(&self, jobs: Vec<(Job, std::time::Duration)>) -> kuuki::ports::PortResult<()> {
+        let memory: Vec<Job> = jobs
+            .iter()
+            .filter(|(job, _)| matches!(job, Job::Summarize { .. } | Job::Reflect { .. }))
+            .map(|(job, _)| job.clone())
+            .collect();
+        self.inner.enqueue_all(jobs).await?;
+        self.memory_jobs.lock().unwrap().extend(memory);
+        Ok(())
+    }
 }
 
 pub(super) async fn world_for_costs(dynamo: &str, moto: &str) -> World {
     world(dynamo, moto, &[("JUDGE_MIN_WAIT_SECONDS", "0")]).await
+}
+
+/// The cost world with the questions' pick-ups in reach: SQS holds a job delayed by
+/// `UNANSWERED_QUESTION_WAIT_SECONDS` (120 s) out of a test's reach, so they come at
+/// once here (and the JUDGE of a question then decides at once too).
+pub(super) async fn world_for_costs_with_pick_ups(dynamo: &str, moto: &str) -> World {
+    world(dynamo, moto, &[("JUDGE_MIN_WAIT_SECONDS", "0"), ("UNANSWERED_QUESTION_WAIT_SECONDS", "0")]).await
 }
 
 /// The cost world with a model (a script: the judge declines, answers are canned),

@@ -61,9 +61,8 @@ pub async fn ingest_retry(deps: &Deps, incoming: Incoming) -> PortResult<IngestO
         && let Some(stored) = deps.messages.get_message(&message.channel, &message.ts).await?
     {
         let trigger = direct_trigger(&stored, &deps.bot);
-        for (job, delay) in plan(deps, &stored, trigger).into_iter().chain(pick_up(deps, &stored, trigger)) {
-            deps.enqueue_after(job, delay).await?;
-        }
+        let jobs = plan(deps, &stored, trigger).into_iter().chain(pick_up(deps, &stored, trigger)).collect();
+        deps.enqueue_all_after(jobs).await?;
     }
     Ok(outcome)
 }
@@ -116,12 +115,8 @@ async fn ingest_message(deps: &Deps, message: Message) -> PortResult<IngestOutco
     );
     let planned = plan(deps, &message, trigger);
     let picked_up = pick_up(deps, &message, trigger);
-    let enqueue = async {
-        for (job, delay) in planned.iter().chain(picked_up.iter()) {
-            deps.enqueue_after(job.clone(), *delay).await?;
-        }
-        Ok::<(), crate::ports::PortError>(())
-    };
+    // One request for both where the queue bills by request.
+    let enqueue = deps.enqueue_all_after(planned.iter().chain(picked_up.iter()).cloned().collect());
     // Counted here, once: only the delivery that stored the message gets this far.
     let count = async {
         if participant && message.author == Author::Human && deps.settings.people.user_profile_enabled {

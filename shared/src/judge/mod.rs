@@ -57,7 +57,7 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
     let answered = newest(&after, |m| m.user != target.user || m.author != target.author).is_some();
 
     // A redelivered or re-sent JUDGE for the same message judges once.
-    let key = format!("judge:{channel}:{ts}");
+    let key = claim_key(channel, ts);
     let now = deps.clock.now();
     match deps.ledger.claim(&key, now, deps.budget.claim_lease()).await? {
         ClaimOutcome::Claimed | ClaimOutcome::Resumed => {}
@@ -79,10 +79,17 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
     }
 }
 
+/// The ledger key under which a message is judged once: by its JUDGE, or, for a
+/// question, by its pick-up (§7.7), whichever decides first.
+pub(crate) fn claim_key(channel: &crate::domain::ChannelId, ts: &Ts) -> String {
+    format!("judge:{channel}:{ts}")
+}
+
 /// How a claimed judgment ended.
 enum Judged {
     Decided,
-    /// Queued again for when a time-dependent rule settles.
+    /// Queued again for when a time-dependent rule settles, or left to the question's
+    /// pick-up.
     Waiting,
 }
 
@@ -122,14 +129,14 @@ async fn judge_claimed(
         let mut judgment = Judgment::skip("kuuki spoke last in this conversation");
         judgment.breakdown.insert("bot_spoke_last".into(), 0);
         judgment.record(deps, &target, lull).await?;
-        return pickup::settled_by_judgment(deps, rules::turn(upto)).await.map(|()| Judged::Decided);
+        return pickup::settled_by_judgment(deps, rules::turn(upto), ts).await.map(|()| Judged::Decided);
     }
     if state.muted_at(deps.clock.now()) {
         drop(state);
         let mut judgment = Judgment::skip("kuuki is muted in this channel");
         judgment.breakdown.insert("muted".into(), 0);
         judgment.record(deps, &target, lull).await?;
-        return pickup::settled_by_judgment(deps, rules::turn(upto)).await.map(|()| Judged::Decided);
+        return pickup::settled_by_judgment(deps, rules::turn(upto), ts).await.map(|()| Judged::Decided);
     }
     let turn_start = rules::turn(upto).first().map_or(&target.ts, |m| &m.ts);
     let previous = window.previous_in_channel(deps, channel, turn_start).await?;
@@ -157,8 +164,9 @@ async fn judge_claimed(
         crate::talkativeness::add_offset(&mut settled, offset);
         if rules::decide(settled.score, &deps.settings, llm_available) != Decision::Skip {
             drop(state);
-            let judged = if pending.picked_up { Judged::Decided } else { Judged::Waiting };
-            return wait(deps, thread, ts, &target, &scored, pending, lull).await.map(|()| judged);
+            // Either way the claim is let go: the re-queued JUDGE, or the question's
+            // pick-up, takes it.
+            return wait(deps, thread, ts, &target, &scored, pending, lull).await.map(|()| Judged::Waiting);
         }
     }
     let judgment = judgment_of(deps, window, &target, &state, &people, &scored).await?;
@@ -169,7 +177,7 @@ async fn judge_claimed(
     let (response_type, delay) = (judgment.response_type, judgment.delay_seconds);
     let emoji = judgment.llm.as_ref().and_then(|v| v.emoji.clone());
     judgment.record(deps, &target, lull).await?;
-    pickup::settled_by_judgment(deps, rules::turn(upto)).await?;
+    pickup::settled_by_judgment(deps, rules::turn(upto), ts).await?;
     if respond {
         let job =
             Job::Respond { thread: thread.clone(), ts: ts.clone(), mode: RespondMode::Ambient, response_type, emoji };

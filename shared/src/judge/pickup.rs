@@ -83,15 +83,19 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
     }
 }
 
-/// The ledger key under which a question's pick-up judges once.
+/// The ledger key under which a question is judged once: its own JUDGE's
+/// ([`super::claim_key`]). A JUDGE that decided about the question took it; one that
+/// waited for the pick-up let it go.
 fn claim_key(channel: &ChannelId, ts: &Ts) -> String {
-    format!("pickup:{channel}:{ts}")
+    super::claim_key(channel, ts)
 }
 
-/// A JUDGE that decided about a turn (rather than wait for a question's pick-up)
-/// settles the pick-ups of the questions in it: no question is judged twice.
-pub(super) async fn settled_by_judgment(deps: &Deps, turn: &[Arc<Message>]) -> PortResult<()> {
-    for question in turn.iter().filter(|m| is_question(&m.text)) {
+/// A JUDGE of `judged` that decided about its turn (rather than wait for a question's
+/// pick-up) settles the pick-ups of the turn's other questions ("how do I…?" / "and
+/// can I…?"): no question is judged twice. The judged message's own claim is the
+/// JUDGE's, completed as it ends; a turn of one line costs no write.
+pub(super) async fn settled_by_judgment(deps: &Deps, turn: &[Arc<Message>], judged: &Ts) -> PortResult<()> {
+    for question in turn.iter().filter(|m| &m.ts != judged && is_question(&m.text)) {
         let key = claim_key(&question.channel, &question.ts);
         deps.ledger.complete(&key, deps.clock.now(), JUDGE_CLAIM_KEEP).await?;
     }

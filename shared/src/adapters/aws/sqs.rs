@@ -320,6 +320,48 @@ impl Queue for SqsQueue {
             })?;
         Ok(())
     }
+
+    /// One SendMessageBatch per queue (up to ten jobs each, billed as one request);
+    /// a job SQS did not take fails the call, and the caller's redelivery queues them
+    /// all again (the workers' claims make a second copy harmless).
+    async fn enqueue_all(&self, jobs: Vec<(Job, Duration)>) -> PortResult<()> {
+        use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
+        if let [(job, delay)] = &jobs[..] {
+            return self.enqueue(job.clone(), *delay).await;
+        }
+        let failed = |message: String| PortError::Backend { backend: "sqs", message };
+        let mut by_queue: Vec<(&str, Vec<SendMessageBatchRequestEntry>)> = Vec::new();
+        for (i, (job, delay)) in jobs.iter().enumerate() {
+            if *delay > MAX_QUEUE_DELAY {
+                return Err(failed(format!("a delay of {} s is beyond SQS's 900 s", delay.as_secs())));
+            }
+            let entry = SendMessageBatchRequestEntry::builder()
+                .id(i.to_string())
+                .message_body(encode_job(job))
+                .delay_seconds(delay.as_secs() as i32)
+                .build()
+                .map_err(|e| failed(format!("a batch entry: {e}")))?;
+            let url = self.urls.for_job(job);
+            match by_queue.iter_mut().find(|(u, entries)| *u == url && entries.len() < 10) {
+                Some((_, entries)) => entries.push(entry),
+                None => by_queue.push((url, vec![entry])),
+            }
+        }
+        for (url, entries) in by_queue {
+            let sent = self
+                .client
+                .send_message_batch()
+                .queue_url(url)
+                .set_entries(Some(entries))
+                .send()
+                .await
+                .map_err(|e| failed(format!("send message batch: {e:?}").chars().take(500).collect()))?;
+            if let Some(entry) = sent.failed.first() {
+                return Err(failed(format!("send message batch: entry {} refused: {}", entry.id, entry.code)));
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
