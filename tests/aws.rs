@@ -472,6 +472,7 @@ async fn expired_messages_are_not_read_though_ttl_deletes_late() {
         text: "old".into(),
         author: kuuki::domain::Author::Human,
         replies_to_bot: false,
+        replies_to: None,
         in_dm: false,
         private_channel: false,
         at: written,

@@ -459,6 +459,32 @@ async fn a_question_left_open_is_answered_as_a_reply_to_it() {
     assert_eq!(posts.len(), 1, "{posts:?}");
     assert_eq!(posts[0]["message_reference"]["message_id"], id.as_str(), "a reply to the question: {}", posts[0]);
     assert_eq!(posts[0]["content"], "git reset --soft HEAD~1");
+
+    // Answered by someone's reply to it (no name, no thread): kuuki stays out.
+    let w = World::start_with_script(
+        r#"{"role": "judge", "reply": {"should_respond": true, "reason": "open question", "confidence": 0.9, "delay_seconds": 0, "conversation_state": "active"}, "repeat": true}
+{"role": "generate", "reply": "git reset --soft HEAD~1", "repeat": true}"#,
+    )
+    .await;
+    // Two others talk among themselves first: the next line is not taken for an answer.
+    let (carol, dave) = ("80351110224678914", "80351110224678915");
+    let side = message(&w.id_now(), carol, &format!("<@{dave}> lunch at noon?"));
+    assert_eq!(w.relay("MESSAGE_CREATE", side, &[]).await.status(), 200);
+    w.run_for(5.0).await;
+    let side = message(&w.id_now(), dave, &format!("<@{carol}> ok"));
+    assert_eq!(w.relay("MESSAGE_CREATE", side, &[]).await.status(), 200);
+    w.run_for(5.0).await;
+    let id = w.id_now();
+    let asked =
+        w.relay("MESSAGE_CREATE", message(&id, ALICE, "how do I undo the last commit but keep the changes"), &[]);
+    assert_eq!(asked.await.status(), 200);
+    w.run_for(20.0).await;
+    let mut reply = message(&w.id_now(), "80351110224678913", "pretty sure that's in the wiki");
+    reply["message_reference"] = json!({"message_id": id, "channel_id": CHANNEL});
+    reply["referenced_message"] = json!({"id": id, "author": {"id": ALICE}});
+    assert_eq!(w.relay("MESSAGE_CREATE", reply, &[]).await.status(), 200);
+    w.run_for(200.0).await;
+    assert!(w.posts().await.is_empty(), "{:?}", w.posts().await);
 }
 
 #[tokio::test]

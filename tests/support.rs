@@ -196,6 +196,7 @@ pub mod harness {
                 text: text.into(),
                 author: Author::Human,
                 replies_to_bot: false,
+                replies_to: None,
                 in_dm: false,
                 private_channel: false,
                 at,

@@ -72,6 +72,7 @@ async fn a_workspace_kuuki_knows(w: &SlackWorld) {
         text: "my dog is Pochi".into(),
         author: kuuki::domain::Author::Human,
         replies_to_bot: false,
+        replies_to: None,
         in_dm: false,
         private_channel: false,
         at: now,

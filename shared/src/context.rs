@@ -375,6 +375,7 @@ mod tests {
             text: text.to_owned(),
             author: Author::Human,
             replies_to_bot: false,
+            replies_to: None,
             in_dm: false,
             private_channel: false,
             at: Timestamp(0),

@@ -357,6 +357,7 @@ mod tests {
             text: format!("line {secs}"),
             author: Author::Human,
             replies_to_bot: false,
+            replies_to: None,
             in_dm: false,
             private_channel: false,
             at: at(secs),

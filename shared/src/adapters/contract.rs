@@ -35,6 +35,7 @@ fn message(channel: &str, secs: i64, root: Option<i64>, text: &str) -> Message {
         text: text.into(),
         author: Author::Human,
         replies_to_bot: false,
+        replies_to: None,
         in_dm: false,
         private_channel: false,
         at: at(secs),
@@ -70,6 +71,13 @@ pub async fn message_store(store: &dyn MessageStore) {
     );
     assert_eq!(store.get_message(&ch, &m1.ts).await.unwrap().unwrap().text, "one", "the first write wins");
     assert_eq!(store.get_message(&ChannelId("elsewhere".into()), &m1.ts).await.unwrap(), None);
+    // A reply (Discord's) keeps the message it replies to; the others have none.
+    let mut reply = message(&ch.0, 11, None, "a reply");
+    reply.replies_to = Some(m1.ts.clone());
+    store.put_message(&std::sync::Arc::new(reply.clone())).await.unwrap();
+    assert_eq!(*store.get_message(&ch, &reply.ts).await.unwrap().unwrap(), reply);
+    assert_eq!(store.get_message(&ch, &m1.ts).await.unwrap().unwrap().replies_to, None);
+    assert!(store.delete_message(&ch, &reply.ts).await.unwrap());
 
     // A top level with a thread under m1, and another channel with the same ts.
     let m2 = message(&ch.0, 20, Some(10), "reply");

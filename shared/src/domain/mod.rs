@@ -128,6 +128,10 @@ pub struct Message {
     /// a Slack thread reply under the bot's message).
     #[serde(default)]
     pub replies_to_bot: bool,
+    /// The message this one replies to, where the platform says so apart from a
+    /// thread (a Discord reply); it answers that message (§7.7).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replies_to: Option<Ts>,
     /// Written in a direct-message conversation with the bot.
     #[serde(default)]
     pub in_dm: bool,

@@ -258,6 +258,7 @@ async fn ask(
         text: format!("<@{}> {question}", me.0),
         author: Author::Human,
         replies_to_bot: false,
+        replies_to: None,
         in_dm,
         private_channel: in_dm,
         at,

@@ -11,8 +11,8 @@ use crate::domain::{ConversationState, LlmVerdict, ResponseType};
 pub struct VerdictError(pub String);
 
 pub fn parse_verdict(raw: &str) -> Result<LlmVerdict, VerdictError> {
-    let body = strip_code_fence(raw.trim());
-    let value: Value = serde_json::from_str(body).map_err(|e| VerdictError(format!("not JSON ({e})")))?;
+    let body = crate::prompts::answers::escape_raw_controls(strip_code_fence(raw.trim()));
+    let value: Value = serde_json::from_str(&body).map_err(|e| VerdictError(format!("not JSON ({e})")))?;
     let object = match value {
         Value::Object(o) => o,
         Value::Array(mut items) if items.len() == 1 => match items.pop() {

@@ -437,6 +437,7 @@ mod tests {
             text: "my cat is Miso".into(),
             author: crate::domain::Author::Human,
             replies_to_bot: false,
+            replies_to: None,
             in_dm: false,
             private_channel: false,
             at: Timestamp(999_000_000),

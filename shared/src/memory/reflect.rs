@@ -875,6 +875,7 @@ mod tests {
                 text: text.into(),
                 author: Author::Human,
                 replies_to_bot: false,
+                replies_to: None,
                 in_dm: false,
                 private_channel: false,
                 at: clock.now(),

@@ -40,12 +40,51 @@ impl AnswerError {
     }
 }
 
+/// `body` with the raw control characters inside its JSON strings escaped: small
+/// models (and llama.cpp's grammar) let a raw line break into a string, which JSON
+/// forbids but which means nothing else. Borrowed when there is none.
+pub fn escape_raw_controls(body: &str) -> std::borrow::Cow<'_, str> {
+    let (mut in_string, mut escaped) = (false, false);
+    let needs = body.chars().any(|c| {
+        let raw = in_string && !escaped && c < ' ';
+        let was_escaped = escaped;
+        escaped = in_string && !escaped && c == '\\';
+        if c == '"' && !was_escaped {
+            in_string = !in_string;
+        }
+        raw
+    });
+    if !needs {
+        return std::borrow::Cow::Borrowed(body);
+    }
+    let (mut out, mut in_string, mut escaped) = (String::with_capacity(body.len() + 8), false, false);
+    for c in body.chars() {
+        if in_string && !escaped && c < ' ' {
+            match c {
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                other => out.push_str(&format!("\\u{:04x}", u32::from(other))),
+            }
+            continue;
+        }
+        let was_escaped = escaped;
+        escaped = in_string && !escaped && c == '\\';
+        if c == '"' && !was_escaped {
+            in_string = !in_string;
+        }
+        out.push(c);
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// The JSON object of an answer, read past a Markdown fence a model may put around it.
 pub fn answer_object(raw: &str) -> Result<serde_json::Map<String, Value>, AnswerError> {
     let body = raw.trim();
     let body = body.strip_prefix("```json").or_else(|| body.strip_prefix("```")).unwrap_or(body);
     let body = body.strip_suffix("```").unwrap_or(body).trim();
-    match serde_json::from_str::<Value>(body).map_err(|e| AnswerError::NotJson(e.to_string()))? {
+    let body = escape_raw_controls(body);
+    match serde_json::from_str::<Value>(&body).map_err(|e| AnswerError::NotJson(e.to_string()))? {
         Value::Object(o) => Ok(o),
         _ => Err(AnswerError::NotAnObject),
     }
@@ -237,6 +276,18 @@ pub fn all() -> [&'static AnswerSchema; 4] {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_raw_line_break_inside_a_string_is_read_as_one() {
+        let raw = "{\"summary\": \"one\nline \\\"two\\\"\", \"n\": 1}";
+        let object = answer_object(raw).unwrap();
+        assert_eq!(object["summary"], "one\nline \"two\"");
+        assert!(
+            matches!(escape_raw_controls("{\"a\": \"b\"}\n"), std::borrow::Cow::Borrowed(_)),
+            "between values: JSON's own"
+        );
+        assert!(answer_object("{\"a\": \"b\\\"\n\"}").is_ok());
+    }
     use super::*;
 
     /// Strings the generator draws from: blank ones, spaces of other kinds, quotes,

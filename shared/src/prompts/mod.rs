@@ -167,6 +167,7 @@ mod tests {
             text: text.into(),
             author,
             replies_to_bot: false,
+            replies_to: None,
             in_dm: false,
             private_channel: false,
             at: at(secs),

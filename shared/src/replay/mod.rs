@@ -208,6 +208,7 @@ impl Replay {
             text: line.text.clone(),
             author: if line.bot { Author::OtherBot } else { Author::Human },
             replies_to_bot: line.reply_to_bot,
+            replies_to: None,
             in_dm: false,
             private_channel: line.private,
             at,

@@ -358,6 +358,7 @@ async fn store_own(deps: &Deps, target: &Message, thread_root: Option<Ts>, ts: &
         text: text.to_owned(),
         author: Author::OwnBot,
         replies_to_bot: false,
+        replies_to: None,
         in_dm: target.in_dm,
         private_channel: target.private_channel,
         at: ts.posted_at().map_or(now, |posted| posted.min(now)),

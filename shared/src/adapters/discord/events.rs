@@ -27,6 +27,10 @@ pub struct DiscordIdentity {
 
 /// What a relayed dispatch means for kuuki.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "nearly every event is a message: boxing it would allocate for the common case to shrink the rare ones"
+)]
 pub enum Normalized {
     Incoming(Incoming),
     /// Acknowledged and not acted on, with the reason (other dispatches, system messages).
@@ -65,6 +69,8 @@ struct Member {
 
 #[derive(Debug, Deserialize)]
 struct Referenced {
+    #[serde(default)]
+    id: Option<String>,
     #[serde(default)]
     author: Option<User>,
 }
@@ -174,6 +180,12 @@ fn new_message(m: RawMessage, me: &DiscordIdentity) -> Result<Normalized, Discor
     };
     let replies_to_bot =
         m.referenced_message.as_ref().and_then(|r| r.author.as_ref()).is_some_and(|a| a.id == me.user_id);
+    let replies_to = m
+        .referenced_message
+        .as_ref()
+        .and_then(|r| r.id.as_deref())
+        .and_then(|id| snowflake_ts(id).ok())
+        .filter(|_| !replies_to_bot);
     let user_name =
         m.member.and_then(|mb| mb.nick).or(author.global_name).or(author.username).unwrap_or_else(|| author.id.clone());
     let in_dm = m.guild_id.is_none();
@@ -192,6 +204,7 @@ fn new_message(m: RawMessage, me: &DiscordIdentity) -> Result<Normalized, Discor
         text,
         author: kind,
         replies_to_bot,
+        replies_to,
         in_dm,
         // A DM is private; a guild channel's visibility is not in the message (its
         // permission overwrites are), so it counts as public.

@@ -79,6 +79,10 @@ pub struct RawEvent {
 
 /// What an event means for kuuki.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "nearly every event is a message: boxing it would allocate for the common case to shrink the rare ones"
+)]
 pub enum Normalized {
     Incoming(Incoming),
     /// Acknowledged and not acted on, with the reason (joins, topics, other event types).
@@ -271,6 +275,8 @@ fn new_message(event: &RawEvent, me: &SlackIdentity) -> Result<Normalized, Event
         text: event.text.clone().unwrap_or_default(),
         author,
         replies_to_bot,
+        // Slack's replies are thread replies (`thread_root`).
+        replies_to: None,
         in_dm,
         private_channel,
         at,

@@ -10,7 +10,8 @@ use super::{SqliteStore, backend, bool_int};
 use crate::domain::{Author, ChannelId, Message, ThreadKey, Timestamp, Ts, UserId};
 use crate::ports::{ChannelWindow, MessageStore, PortResult, PutOutcome};
 
-const COLUMNS: &str = "channel, ts, root, user, user_name, text, author, replies_to_bot, in_dm, private_channel, at";
+const COLUMNS: &str =
+    "channel, ts, root, user, user_name, text, author, replies_to_bot, in_dm, private_channel, at, replies_to";
 
 fn author_text(author: Author) -> &'static str {
     match author {
@@ -42,6 +43,7 @@ fn message_from(row: &Row<'_>) -> rusqlite::Result<Arc<Message>> {
         text: row.get(5)?,
         author: author_from(&row.get::<_, String>(6)?),
         replies_to_bot: row.get(7)?,
+        replies_to: row.get::<_, Option<String>>(11)?.map(Ts::new),
         in_dm: row.get(8)?,
         private_channel: row.get(9)?,
         at: Timestamp(row.get(10)?),
@@ -90,8 +92,8 @@ impl MessageStore for SqliteStore {
         let inserted = conn
             .prepare_cached(
                 "INSERT INTO messages (channel, ts_key, ts, root_key, root, user, user_name, text, author,
-                     replies_to_bot, in_dm, private_channel, at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+                     replies_to_bot, in_dm, private_channel, at, replies_to)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
                  ON CONFLICT (channel, ts_key) DO NOTHING",
             )
             .and_then(|mut insert| {
@@ -109,6 +111,7 @@ impl MessageStore for SqliteStore {
                     bool_int(message.in_dm),
                     bool_int(message.private_channel),
                     message.at.as_micros(),
+                    message.replies_to.as_ref().map(Ts::as_str),
                 ])
             })
             .map_err(backend)?;

@@ -88,6 +88,10 @@ pub(super) const MIGRATIONS: &[&str] = &[
     -- Queued jobs this build could not read (a newer build's), kept to be looked at.
     CREATE TABLE dead_jobs (seq INTEGER PRIMARY KEY, job TEXT NOT NULL, reason TEXT NOT NULL);
     "#,
+    // 2: the message a message replies to (a Discord reply), which answers a question.
+    r#"
+    ALTER TABLE messages ADD COLUMN replies_to TEXT;
+    "#,
 ];
 
 /// Brings a file at `version` up to `migrations.len()`, in one transaction: a file is

@@ -54,6 +54,7 @@ fn message(channel: &str, at: Timestamp) -> Arc<crate::domain::Message> {
         text: "x".into(),
         author: crate::domain::Author::Human,
         replies_to_bot: false,
+        replies_to: None,
         in_dm: false,
         private_channel: false,
         at,

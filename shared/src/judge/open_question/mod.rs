@@ -22,7 +22,8 @@ pub const TALKING_ELSEWHERE_SECONDS: f64 = 120.0;
 /// What closed a question.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Closing {
-    /// Someone else replied in its thread (or, for a question in a thread, after it there).
+    /// Someone else replied in its thread (or, for a question in a thread, after it
+    /// there), or replied to it (a Discord reply).
     AnsweredInThread,
     /// A line by someone else mentions the asker or calls them by name.
     NamesAsker,
@@ -48,7 +49,7 @@ impl Closing {
     /// For the decision log: no words of anyone's.
     pub fn reason(self) -> &'static str {
         match self {
-            Closing::AnsweredInThread => "the question was answered in its thread",
+            Closing::AnsweredInThread => "the question was answered in its thread or by a reply to it",
             Closing::NamesAsker => "someone answered the asker by name",
             Closing::AddresseeSpoke => "the person the question was for has answered",
             Closing::NextLine => "the question looks answered by the next line",
@@ -178,7 +179,8 @@ impl QuestionView<'_> {
         let mut previous_author: Option<&Message> = Some(question);
         for (i, m) in self.after.iter().enumerate() {
             let in_its_thread = m.thread_root.as_ref() == Some(&question.ts)
-                || (question.thread_root.is_some() && m.thread_root == question.thread_root);
+                || (question.thread_root.is_some() && m.thread_root == question.thread_root)
+                || m.replies_to.as_ref() == Some(&question.ts);
             match m.author {
                 Author::OwnBot => {
                     let after_asker = previous_author.is_some_and(|p| p.user == *asker && p.author == Author::Human);

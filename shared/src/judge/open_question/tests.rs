@@ -24,6 +24,7 @@ fn msg(secs: f64, user: &str, text: &str) -> Arc<Message> {
         text: text.into(),
         author: Author::Human,
         replies_to_bot: false,
+        replies_to: None,
         in_dm: false,
         private_channel: false,
         at: at(secs),
@@ -83,6 +84,15 @@ fn unrelated_chatter_closes_nothing() {
 fn a_reply_in_its_thread_closes_it() {
     let before = busy_before(QUESTION);
     let after = [msg(110.0, "ken", "tom: rolling"), in_thread(130.0, "tom", "git reset --soft HEAD~1", 100.0)];
+    assert_eq!(closing_at(&before, &after, 220.0), Some(Closing::AnsweredInThread));
+}
+
+#[test]
+fn a_reply_to_it_closes_it() {
+    let before = busy_before(QUESTION);
+    let mut reply = (*msg(130.0, "tom", "reset --soft")).clone();
+    reply.replies_to = Some(before.last().unwrap().ts.clone());
+    let after = [msg(110.0, "ken", "tom: rolling"), Arc::new(reply)];
     assert_eq!(closing_at(&before, &after, 220.0), Some(Closing::AnsweredInThread));
 }
 

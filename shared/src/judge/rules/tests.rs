@@ -19,6 +19,7 @@ fn msg(secs: f64, user: &str, text: &str) -> Message {
         text: text.into(),
         author: Author::Human,
         replies_to_bot: false,
+        replies_to: None,
         in_dm: false,
         private_channel: false,
         at: at(secs),

@@ -498,6 +498,7 @@ fn one_of_every_kind() -> Vec<crate::domain::Event> {
                 text: "message text".into(),
                 author: Author::Human,
                 replies_to_bot: false,
+                replies_to: None,
                 in_dm: false,
                 private_channel: false,
                 at: at(1),

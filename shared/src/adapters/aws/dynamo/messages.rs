@@ -22,6 +22,8 @@ pub(super) struct MessageItem {
     pub(super) author: Author,
     #[serde(default)]
     pub(super) replies_to_bot: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) replies_to: Option<String>,
     #[serde(default)]
     pub(super) in_dm: bool,
     #[serde(default)]
@@ -45,6 +47,7 @@ impl MessageItem {
             text: m.text.clone(),
             author: m.author,
             replies_to_bot: m.replies_to_bot,
+            replies_to: m.replies_to.as_ref().map(|t| t.as_str().to_owned()),
             in_dm: m.in_dm,
             private_channel: m.private_channel,
             at: m.at,
@@ -63,6 +66,7 @@ impl MessageItem {
             text: self.text,
             author: self.author,
             replies_to_bot: self.replies_to_bot,
+            replies_to: self.replies_to.as_deref().map(Ts::new),
             in_dm: self.in_dm,
             private_channel: self.private_channel,
             at: self.at,

@@ -31,6 +31,7 @@ fn message(thread_root: Option<&str>) -> Message {
         text: "hi".into(),
         author: Author::OtherBot,
         replies_to_bot: true,
+        replies_to: None,
         in_dm: false,
         private_channel: true,
         at: Timestamp(1_712_345_678_000_100),

@@ -18,6 +18,7 @@ fn message(channel: &str, secs: i64) -> Message {
         text: "x".into(),
         author: Author::Human,
         replies_to_bot: false,
+        replies_to: None,
         in_dm: false,
         private_channel: false,
         at,
