@@ -141,6 +141,16 @@ fn a_question_waits_out_kuukis_cooldown() {
     let answer = log.about("respond", 40.0);
     assert_eq!(answer.len(), 1, "{log:?}");
     assert!(answer[0]["t"].as_f64().unwrap() > 300.0, "after the cooldown: {}", answer[0]);
+
+    // With nothing else said (kuuki's answer in a thread: its cooldown, no engagement
+    // here), the question's own JUDGE sees the cooldown last past the wait, and leaves
+    // the question to its pick-up rather than deciding it away.
+    let alone = r#"{"t": 0, "user": "ken", "thread": "k", "text": "kuuki, what's a canary release?"}
+{"t": 40, "user": "priya", "text": "how do I undo the last commit but keep the changes"}"#;
+    let log = Run::new(alone).script(YES).settings(&settings).log();
+    let answer = log.about("respond", 40.0);
+    assert_eq!(answer.len(), 1, "{log:?}");
+    assert!(answer[0]["t"].as_f64().unwrap() > 300.0, "after the cooldown: {}", answer[0]);
 }
 
 /// A pick-up delivered twice (SQS redelivery, a crash after the judgment) judges and

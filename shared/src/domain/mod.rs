@@ -129,7 +129,8 @@ pub struct Message {
     #[serde(default)]
     pub replies_to_bot: bool,
     /// The message this one replies to, where the platform says so apart from a
-    /// thread (a Discord reply); it answers that message (§7.7).
+    /// thread (a Discord reply), or, for kuuki's own posts, the message it answered;
+    /// it answers that message (§7.7).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replies_to: Option<Ts>,
     /// Written in a direct-message conversation with the bot.

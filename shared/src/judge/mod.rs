@@ -107,7 +107,7 @@ async fn judge_claimed(
     let rule_window = deps.settings.judge.recent_messages + RULE_WINDOW_SLACK;
     let mut conversation = context::load_recent(deps, window, &target, rule_window).await?;
     let state = deps.channels.channel_state(channel).await?;
-    pickup::show_thread_answers(deps, window, &state, &mut conversation).await?;
+    pickup::show_thread_answers(deps, window, &state, &target, &mut conversation).await?;
     // Slack took kuuki's access away: nothing more is judged or remembered there.
     if let Some(reason) = crate::memory::purge::stopped_by_uninstall(deps, &state, &target).await? {
         record(deps, channel, thread.root.clone(), ts.clone(), dropped(reason));
@@ -160,7 +160,12 @@ async fn judge_claimed(
     let llm_available = deps.llm.is_some();
     if let Some(pending) = &scored.pending {
         // Wait only when the settled rules could make kuuki speak; otherwise decide now.
-        let mut settled = rules::score(&rules::RuleInput { now: pending.at, ..input }, &deps.settings);
+        // A question's pick-up waits out kuuki's cooldown, so the rules are read past it.
+        let settles_at = match (pending.picked_up, state.last_response_at) {
+            (true, Some(at)) => pending.at.max(at + deps.settings.judge.cooldown + Duration::from_secs(1)),
+            _ => pending.at,
+        };
+        let mut settled = rules::score(&rules::RuleInput { now: settles_at, ..input }, &deps.settings);
         crate::talkativeness::add_offset(&mut settled, offset);
         if rules::decide(settled.score, &deps.settings, llm_available) != Decision::Skip {
             drop(state);
@@ -168,6 +173,12 @@ async fn judge_claimed(
             // pick-up, takes it.
             return wait(deps, thread, ts, &target, &scored, pending, lull).await.map(|()| Judged::Waiting);
         }
+    }
+    // The turn's other questions are judged here: their pick-ups must not judge them too.
+    if let Some(taken) = pickup::take_questions(deps, rules::turn(upto), ts).await? {
+        drop(state);
+        let judgment = Judgment::skip(&format!("the question {taken} of this turn was judged by its pick-up"));
+        return judgment.record(deps, &target, lull).await.map(|()| Judged::Decided);
     }
     let judgment = judgment_of(deps, window, &target, &state, &people, &scored).await?;
     // Whether openers were stopped here; the state itself is let go before recording.
@@ -236,7 +247,7 @@ async fn judgment_of(
     };
     if decision == Decision::Llm {
         let mut whole = context::load_conversation(deps, window, target).await?;
-        pickup::show_thread_answers(deps, window, state, &mut whole).await?;
+        pickup::show_thread_answers(deps, window, state, target, &mut whole).await?;
         let upto_whole = &whole[..whole.partition_point(|m| m.ts <= target.ts)];
         let (verdict, cached, usage) = ask_llm(deps, window, target, upto_whole, state, people).await?;
         judgment.llm_called = !cached;

@@ -102,26 +102,49 @@ pub(super) async fn settled_by_judgment(deps: &Deps, turn: &[Arc<Message>], judg
     Ok(())
 }
 
+/// Before a JUDGE of `judged` decides about its turn, it takes the claims of the turn's
+/// other questions, so their pick-ups cannot judge them at the same time (a JUDGE
+/// delivered late, or a long `JUDGE_MIN_WAIT_SECONDS`). A question whose pick-up has
+/// judged it already is returned: the turn is decided. One a pick-up is judging now
+/// makes this delivery fail and come back.
+pub(super) async fn take_questions(deps: &Deps, turn: &[Arc<Message>], judged: &Ts) -> PortResult<Option<Ts>> {
+    let now = deps.clock.now();
+    for question in turn.iter().filter(|m| &m.ts != judged && is_question(&m.text)) {
+        let key = claim_key(&question.channel, &question.ts);
+        match deps.ledger.claim(&key, now, deps.budget.claim_lease()).await? {
+            ClaimOutcome::Claimed | ClaimOutcome::Resumed => {}
+            ClaimOutcome::Completed => return Ok(Some(question.ts.clone())),
+            ClaimOutcome::InProgress { until } => return Err(ClaimOutcome::busy(&key, until, now)),
+        }
+    }
+    Ok(None)
+}
+
 /// Puts kuuki's answers to questions it picked up, posted in threads under them, in
-/// the top-level `conversation` they belong to by time: the asker's "thanks, that
-/// worked" after one is a reply to kuuki, not the rest of their question.
+/// the top-level `conversation` of `target` they belong to by time (those before
+/// `target`): the asker's "thanks, that worked" after one is a reply to kuuki, not the
+/// rest of their question.
 pub(super) async fn show_thread_answers(
     deps: &Deps,
     window: &Window,
     state: &crate::ports::ChannelState,
+    target: &Message,
     conversation: &mut Vec<Arc<Message>>,
 ) -> PortResult<()> {
-    let Some(first) = conversation.first().filter(|m| m.thread_root.is_none()).cloned() else {
+    if target.thread_root.is_some() {
+        return Ok(());
+    }
+    let Some(first) = conversation.first().cloned() else {
         return Ok(());
     };
     for intervention in &state.interventions {
         let Some(post) = intervention.unasked_post.as_ref().filter(|_| intervention.thread.root.is_none()) else {
             continue;
         };
-        if *post <= first.ts || conversation.iter().any(|m| &m.ts == post) {
+        if *post <= first.ts || *post >= target.ts || conversation.iter().any(|m| &m.ts == post) {
             continue;
         }
-        if let Some(answer) = window.get_message(deps, &first.channel, post).await?
+        if let Some(answer) = window.get_message(deps, &target.channel, post).await?
             && answer.thread_root.is_some()
         {
             let at = conversation.partition_point(|m| m.ts < answer.ts);

@@ -358,7 +358,7 @@ async fn store_own(deps: &Deps, target: &Message, thread_root: Option<Ts>, ts: &
         text: text.to_owned(),
         author: Author::OwnBot,
         replies_to_bot: false,
-        replies_to: None,
+        replies_to: Some(target.ts.clone()),
         in_dm: target.in_dm,
         private_channel: target.private_channel,
         at: ts.posted_at().map_or(now, |posted| posted.min(now)),
@@ -397,16 +397,21 @@ struct Generated {
     facts: Vec<FactUse>,
 }
 
-/// `target`'s text and the lines its writer added right after it, nobody else in
-/// between, from `conversation`.
-fn asker_turn_from(target: &Message, conversation: &[Arc<Message>]) -> String {
-    let start = conversation.iter().position(|m| m.ts == target.ts);
-    let follow_ups = start.into_iter().flat_map(|i| {
-        conversation[i + 1..]
-            .iter()
-            .take_while(|m| m.user == target.user && m.author == target.author && m.thread_root == target.thread_root)
-    });
-    std::iter::once(target.text.as_str()).chain(follow_ups.map(|m| m.text.as_str())).collect::<Vec<_>>().join("\n")
+/// `target`'s text and the lines its writer added after it in its conversation, each
+/// within `wait` of the one before (their burst: a follow-up, a second question that
+/// joined this one's pick-up), from `conversation`.
+fn asker_turn_from(target: &Message, conversation: &[Arc<Message>], wait: std::time::Duration) -> String {
+    let mut lines = vec![target.text.as_str()];
+    let mut last = target.at;
+    let start = conversation.iter().position(|m| m.ts == target.ts).map_or(conversation.len(), |i| i + 1);
+    for m in &conversation[start..] {
+        let theirs = m.user == target.user && m.author == target.author && m.thread_root == target.thread_root;
+        if theirs && m.at.seconds_since(last) <= wait.as_secs_f64() {
+            lines.push(&m.text);
+            last = m.at;
+        }
+    }
+    lines.join("\n")
 }
 
 /// The text to post. The error is a backend failure.
@@ -422,7 +427,7 @@ async fn generate(
     // A question picked up is answered with the asker's lines after it ("not pushed
     // yet"), as they were judged.
     let asked = match mode {
-        RespondMode::PickUp => asker_turn_from(target, conversation),
+        RespondMode::PickUp => asker_turn_from(target, conversation, deps.settings.judge.unanswered_question_wait),
         _ => target.text.clone(),
     };
     let Some(llm) = &deps.llm else {

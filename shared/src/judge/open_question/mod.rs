@@ -39,7 +39,7 @@ pub enum Closing {
     /// The asker, or the person they were talking with, called kuuki after: the
     /// direct answer takes it.
     AskedKuuki,
-    /// kuuki answered it already (in its thread, or right after the asker's turn).
+    /// kuuki answered it already (in its thread, or its post answers the asker's turn).
     KuukiAnswered,
     /// It stood longer than `OPEN_QUESTION_EXPIRY_MINUTES`.
     Expired,
@@ -175,16 +175,18 @@ impl QuestionView<'_> {
         );
         let shares_words =
             |text: &str| !question_words.is_empty() && content_words(text).iter().any(|w| question_words.contains(w));
-        // The newest line before the one read (kuuki's answer follows the asker's turn).
-        let mut previous_author: Option<&Message> = Some(question);
         for (i, m) in self.after.iter().enumerate() {
             let in_its_thread = m.thread_root.as_ref() == Some(&question.ts)
                 || (question.thread_root.is_some() && m.thread_root == question.thread_root)
                 || m.replies_to.as_ref() == Some(&question.ts);
             match m.author {
                 Author::OwnBot => {
-                    let after_asker = previous_author.is_some_and(|p| p.user == *asker && p.author == Author::Human);
-                    if in_its_thread || (likely && after_asker) {
+                    // kuuki's posts name the message they answer: the question or a line
+                    // of the asker's turn.
+                    let answers_the_turn = m.replies_to.as_ref().is_some_and(|answered| {
+                        answered == &question.ts || self.asker_turn_after().iter().any(|t| &t.ts == answered)
+                    });
+                    if in_its_thread || answers_the_turn {
                         return Some(Closing::KuukiAnswered);
                     }
                     continue;
@@ -240,7 +242,6 @@ impl QuestionView<'_> {
                     }
                 }
             }
-            previous_author = Some(m);
         }
         None
     }
@@ -251,12 +252,14 @@ impl QuestionView<'_> {
     fn talking_with(&self) -> Option<&crate::domain::UserId> {
         let turn = rules::turn(self.before);
         let start = self.before.len() - turn.len();
+        let asker = &self.question.user;
         let mut humans = self.before[..start].iter().rev().filter(|m| m.author == Author::Human);
-        let other = humans.next()?;
+        // The asker's own earlier lines (before a kuuki line that split their turn) are
+        // not a partner.
+        let other = humans.find(|m| m.user != *asker)?;
         if turn[0].at.seconds_since(other.at) > TALKING_ELSEWHERE_SECONDS {
             return None;
         }
-        let asker = &self.question.user;
         let two_of_them = humans.find(|m| m.user != other.user).is_none_or(|m| m.user == *asker);
         two_of_them.then_some(&other.user)
     }

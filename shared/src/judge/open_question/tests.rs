@@ -151,9 +151,17 @@ fn kuukis_answer_in_its_thread_closes_it() {
     answer.thread_root = Some(Ts::from_timestamp(at(100.0)));
     let after = [msg(110.0, "ken", "tom: rolling"), Arc::new(answer)];
     assert_eq!(closing_at(&before, &after, 230.0), Some(Closing::KuukiAnswered));
-    // kuuki answering someone else at the top level closes nothing.
-    let after = [msg(110.0, "ken", "kuuki, what's canary?"), kuuki(112.0, "a partial rollout")];
+    // kuuki answering someone else at the top level closes nothing, even right after
+    // the asker; its post answering the question (a Discord reply) does.
+    let mut to_ken = (*kuuki(112.0, "a partial rollout")).clone();
+    to_ken.replies_to = Some(Ts::from_timestamp(at(110.0)));
+    let after = [msg(110.0, "ken", "kuuki, what's canary?"), Arc::new(to_ken.clone())];
     assert_eq!(closing_at(&before, &after, 230.0), None);
+    let after = [Arc::new(to_ken)];
+    assert_eq!(closing_at(&before, &after, 230.0), None);
+    let mut to_priya = (*kuuki(120.0, "git reset --soft HEAD~1")).clone();
+    to_priya.replies_to = Some(before.last().unwrap().ts.clone());
+    assert_eq!(closing_at(&before, &[Arc::new(to_priya)], 230.0), Some(Closing::KuukiAnswered));
 }
 
 #[test]
