@@ -132,6 +132,10 @@ fn invalid_values_name_the_setting() {
         ("PROMPT_LANGUAGE", "fr"),
         ("LLM_PROVIDER", "gemini"),
         ("JUDGE_LLM_THRESHOLD_LOW", "90"),
+        ("OPEN_QUESTION_EXPIRY_MINUTES", "0"),
+        ("OPEN_QUESTION_EXPIRY_MINUTES", "soon"),
+        ("CHANNEL_MAX_UNASKED_POSTS_PER_HOUR", "21"),
+        ("CHANNEL_MAX_UNASKED_POSTS_PER_HOUR", "-1"),
     ];
     for (name, value) in cases {
         let err = Settings::from_vars(&vars(&[(name, value)])).unwrap_err();

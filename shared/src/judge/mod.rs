@@ -88,8 +88,8 @@ pub(crate) fn claim_key(channel: &crate::domain::ChannelId, ts: &Ts) -> String {
 /// How a claimed judgment ended.
 enum Judged {
     Decided,
-    /// Queued again for when a time-dependent rule settles, or left to the question's
-    /// pick-up.
+    /// Queued again for when a time-dependent rule settles, left to the question's
+    /// pick-up, or (a pick-up) queued again for kuuki's cooldown to end.
     Waiting,
 }
 

@@ -11,14 +11,14 @@ use std::time::Duration;
 use crate::context;
 use crate::conversation::Window;
 use crate::deps::Deps;
-use crate::domain::{Author, ChannelId, Decision, EventKind, Job, Message, RespondMode, Stage, ThreadKey, Ts};
+use crate::domain::{Author, Decision, EventKind, Job, Message, RespondMode, Stage, ThreadKey, Ts};
 use crate::ports::{ClaimOutcome, PortResult};
 use crate::record::record;
 
 use super::naming::{self, KnownPeople};
 use super::open_question::QuestionView;
 use super::rules::{self, is_question};
-use super::{JUDGE_CLAIM_KEEP, Judgment, RULE_WINDOW_SLACK, judgment_of};
+use super::{JUDGE_CLAIM_KEEP, Judged, Judgment, RULE_WINDOW_SLACK, judgment_of};
 
 /// Handles a PICK_UP job. Errors are backend failures; the queue delivers it again.
 pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> {
@@ -65,7 +65,7 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
     }
 
     // A redelivered pick-up judges once; a JUDGE that decided about the question took it.
-    let key = claim_key(channel, ts);
+    let key = super::claim_key(channel, ts);
     match deps.ledger.claim(&key, now, deps.budget.claim_lease()).await? {
         ClaimOutcome::Claimed | ClaimOutcome::Resumed => {}
         ClaimOutcome::InProgress { until } => return Err(ClaimOutcome::busy(&key, until, now)),
@@ -83,20 +83,13 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
     }
 }
 
-/// The ledger key under which a question is judged once: its own JUDGE's
-/// ([`super::claim_key`]). A JUDGE that decided about the question took it; one that
-/// waited for the pick-up let it go.
-fn claim_key(channel: &ChannelId, ts: &Ts) -> String {
-    super::claim_key(channel, ts)
-}
-
 /// A JUDGE of `judged` that decided about its turn (rather than wait for a question's
 /// pick-up) settles the pick-ups of the turn's other questions ("how do I…?" / "and
 /// can I…?"): no question is judged twice. The judged message's own claim is the
 /// JUDGE's, completed as it ends; a turn of one line costs no write.
 pub(super) async fn settled_by_judgment(deps: &Deps, turn: &[Arc<Message>], judged: &Ts) -> PortResult<()> {
     for question in turn.iter().filter(|m| &m.ts != judged && is_question(&m.text)) {
-        let key = claim_key(&question.channel, &question.ts);
+        let key = super::claim_key(&question.channel, &question.ts);
         deps.ledger.complete(&key, deps.clock.now(), JUDGE_CLAIM_KEEP).await?;
     }
     Ok(())
@@ -110,7 +103,7 @@ pub(super) async fn settled_by_judgment(deps: &Deps, turn: &[Arc<Message>], judg
 pub(super) async fn take_questions(deps: &Deps, turn: &[Arc<Message>], judged: &Ts) -> PortResult<Option<Ts>> {
     let now = deps.clock.now();
     for question in turn.iter().filter(|m| &m.ts != judged && is_question(&m.text)) {
-        let key = claim_key(&question.channel, &question.ts);
+        let key = super::claim_key(&question.channel, &question.ts);
         match deps.ledger.claim(&key, now, deps.budget.claim_lease()).await? {
             ClaimOutcome::Claimed | ClaimOutcome::Resumed => {}
             ClaimOutcome::Completed => return Ok(Some(question.ts.clone())),
@@ -152,14 +145,6 @@ pub(super) async fn show_thread_answers(
         }
     }
     Ok(())
-}
-
-/// How a pick-up's judgment ended.
-enum Judged {
-    Decided,
-    /// kuuki spoke in the channel moments ago: the question waits for the cooldown to
-    /// end, when it could be answered, rather than being lost to it.
-    Waiting,
 }
 
 /// Judges an open question as the asker's turn stands now, and queues the answer in a
