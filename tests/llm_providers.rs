@@ -96,6 +96,41 @@ async fn a_keyless_local_server_gets_no_authorization_header() {
     assert!(received[0].headers.get("authorization").is_none());
 }
 
+/// `LLM_MAX_OUTPUT_TOKENS`: the model kuuki builds from its settings never asks for a
+/// longer answer than the cap, and a shorter one is asked as it was.
+#[tokio::test]
+async fn llm_max_output_tokens_caps_what_every_call_asks_for() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(openai_answer("ok")))
+        .mount(&server)
+        .await;
+    let vars = |cap: &str| {
+        [
+            ("LLM_PROVIDER", "openai"),
+            ("OPENAI_BASE_URL", &format!("{}/v1", server.uri())),
+            ("LLM_MAX_OUTPUT_TOKENS", cap),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+    };
+    let capped = kuuki::adapters::llm::from_settings(&kuuki::config::Settings::from_vars(&vars("120")).unwrap())
+        .unwrap()
+        .expect("a provider");
+    capped.complete(request(LlmRole::Generate)).await.unwrap();
+    capped.complete(LlmRequest { max_tokens: 50, ..request(LlmRole::Generate) }).await.unwrap();
+    let uncapped = kuuki::adapters::llm::from_settings(&kuuki::config::Settings::from_vars(&vars("0")).unwrap())
+        .unwrap()
+        .expect("a provider");
+    uncapped.complete(request(LlmRole::Generate)).await.unwrap();
+    let asked: Vec<Value> = bodies(&server).await.iter().map(|b| b["max_tokens"].clone()).collect();
+    assert_eq!(asked, [json!(120), json!(50), json!(300)], "capped, under the cap, 0 = the role's own");
+    let refused = kuuki::config::Settings::from_vars(&vars("-1")).expect_err("a negative cap is refused");
+    assert!(refused.to_string().contains("LLM_MAX_OUTPUT_TOKENS"), "{refused}");
+}
+
 #[tokio::test]
 async fn anthropic_sends_the_system_field_and_joins_text_blocks() {
     let server = MockServer::start().await;

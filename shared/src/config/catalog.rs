@@ -79,6 +79,7 @@ settings_doc! {
     "LLM_TIMEOUT_SECONDS", "30", "How long one LLM call may take before it is retried or given up.";
     "LLM_MAX_RETRIES", "2", "Retries of an LLM call after a 429, a 5xx or a timeout (with backoff).";
     "LLM_STRUCTURED_OUTPUT", "json_schema", "How the roles that answer JSON (judge, summaries, reflection) ask for it: json_schema (OpenAI-compatible `response_format` with a strict JSON Schema; Anthropic: a forced tool call), json_object (llama.cpp's `{\"type\": \"json_object\", \"schema\": …}`; Anthropic: the tool call), off (the prompt's words alone). A server that refuses one as malformed (HTTP 400, 422 or 500 naming it) is asked with the next, once per step, for as long as the process runs.";
+    "LLM_MAX_OUTPUT_TOKENS", "0", "A cap on the tokens of every answer the model writes, whatever the role asks for (the judge 300, summaries 800, replies 1,024, reflection 1,200); 0: each role's own. For a small model on a slow CPU, where a rambling answer would otherwise run out a call's time; a capped answer that was cut off is dropped as one the model did not finish (0 to 100000).";
     "LLM_TEMPERATURE", "0.7", "Sampling temperature of replies and openers (0 to 2; Anthropic takes up to 1); `default` sends none, for models that take only their own.";
     "JUDGE_TEMPERATURE", "0.1", "Sampling temperature of the LLM judge; `default` sends none.";
     "SUMMARIZE_TEMPERATURE", "0.2", "Sampling temperature of summaries; `default` sends none.";

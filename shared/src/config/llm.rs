@@ -55,6 +55,8 @@ pub struct LlmSettings {
     pub reflection_model: String,
     pub embedding_model: String,
     pub structured_output: StructuredOutput,
+    /// `LLM_MAX_OUTPUT_TOKENS`: every call's answer at most this long; `None`: the roles' own.
+    pub max_output_tokens: Option<u32>,
     /// `LLM_TEMPERATURE` (replies and openers) and the roles' own; `None`: sent as none.
     pub generate_temperature: Option<f64>,
     pub judge_temperature: Option<f64>,
@@ -98,6 +100,10 @@ impl LlmSettings {
             reflection_model: model_or_default("REFLECTION_MODEL"),
             embedding_model: r.string("EMBEDDING_MODEL", "text-embedding-3-small"),
             structured_output,
+            max_output_tokens: match r.int("LLM_MAX_OUTPUT_TOKENS", 0, 0, 100_000)? {
+                0 => None,
+                n => Some(n as u32),
+            },
             generate_temperature: r.temperature("LLM_TEMPERATURE", 0.7)?,
             judge_temperature: r.temperature("JUDGE_TEMPERATURE", 0.1)?,
             summarize_temperature: r.temperature("SUMMARIZE_TEMPERATURE", 0.2)?,

@@ -136,6 +136,8 @@ fn invalid_values_name_the_setting() {
         ("OPEN_QUESTION_EXPIRY_MINUTES", "soon"),
         ("CHANNEL_MAX_UNASKED_POSTS_PER_HOUR", "21"),
         ("CHANNEL_MAX_UNASKED_POSTS_PER_HOUR", "-1"),
+        ("LLM_MAX_OUTPUT_TOKENS", "100001"),
+        ("LLM_MAX_OUTPUT_TOKENS", "lots"),
     ];
     for (name, value) in cases {
         let err = Settings::from_vars(&vars(&[(name, value)])).unwrap_err();

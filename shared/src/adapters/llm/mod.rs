@@ -3,6 +3,7 @@
 //! embedders for vector fact search.
 
 mod anthropic;
+mod capped;
 mod embeddings;
 mod http;
 mod openai;
@@ -10,6 +11,7 @@ mod script;
 mod structured;
 
 pub use anthropic::Anthropic;
+pub use capped::CappedOutput;
 pub use embeddings::{KEYWORD_HASH_DIMENSIONS, KeywordHashEmbedder, OpenAiEmbeddings};
 pub use http::HttpPolicy;
 pub use openai::OpenAiCompatible;
@@ -38,6 +40,14 @@ fn http_policy(settings: &Settings) -> HttpPolicy {
 /// for the others. A provider that cannot work as configured is an error naming the
 /// setting.
 pub fn from_settings(settings: &Settings) -> Result<Option<Arc<dyn Llm>>, ConfigError> {
+    let provider = provider_from_settings(settings)?;
+    Ok(match settings.llm.max_output_tokens {
+        Some(cap) => provider.map(|llm| Arc::new(CappedOutput::new(llm, cap)) as Arc<dyn Llm>),
+        None => provider,
+    })
+}
+
+fn provider_from_settings(settings: &Settings) -> Result<Option<Arc<dyn Llm>>, ConfigError> {
     let policy = http_policy(settings);
     Ok(match settings.llm.provider {
         LlmProvider::OpenAi => Some(Arc::new(
