@@ -109,7 +109,7 @@ fn missed_floors(args: &IrcArgs, c: &Counts) -> Vec<String> {
     let mut missed = Vec::new();
     if let Some(floor) = args.min_pick_ups.filter(|&floor| c.pick_up_percent() < floor) {
         missed.push(format!(
-            "pick-ups {:.1} % ({}/{} hanging questions) < {floor} %",
+            "pick-ups {:.2} % ({}/{} hanging questions) < {floor} %",
             c.pick_up_percent(),
             c.pick_ups,
             c.hanging_qs
@@ -117,7 +117,7 @@ fn missed_floors(args: &IrcArgs, c: &Counts) -> Vec<String> {
     }
     if let Some(ceiling) = args.max_barge_ins.filter(|&ceiling| c.barge_in_percent() > ceiling) {
         missed.push(format!(
-            "barge-ins {:.1} % ({}/{} answered questions) > {ceiling} %",
+            "barge-ins {:.2} % ({}/{} answered questions) > {ceiling} %",
             c.barge_in_percent(),
             c.barge_ins,
             c.answered_qs
@@ -125,7 +125,7 @@ fn missed_floors(args: &IrcArgs, c: &Counts) -> Vec<String> {
     }
     if let Some(ceiling) = args.max_judge_calls.filter(|&ceiling| c.judge_calls_per_thousand_messages() > ceiling) {
         missed.push(format!(
-            "LLM judge calls {:.1} ({} in {} messages) > {ceiling} per 1,000 messages",
+            "LLM judge calls {:.2} ({} in {} messages) > {ceiling} per 1,000 messages",
             c.judge_calls_per_thousand_messages(),
             c.llm_judge_calls,
             c.messages

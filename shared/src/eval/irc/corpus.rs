@@ -161,9 +161,11 @@ impl IrcLog {
         self.lines.get(line).and_then(|l| parse_chat_line(l))
     }
 
-    /// The first annotated line (1000 in the #ubuntu logs: the lines before are context).
+    /// The first annotated line: the first the annotation links to an earlier line or
+    /// marks as a conversation's start (1000 in the #ubuntu logs; their links may reach
+    /// back into the context lines before it).
     pub fn first_annotated_line(&self) -> Option<usize> {
-        self.replies.keys().next().copied()
+        self.replies.values().filter_map(|children| children.first()).min().copied()
     }
 
     /// Every chat line of the log in order, with its time and the lines it replies to.
@@ -297,6 +299,13 @@ mod tests {
                 (4, 1440 + 6, "c", "", &[][..]),
             ]
         );
+    }
+
+    #[test]
+    fn the_annotated_lines_begin_at_the_first_reply_not_at_a_context_line_it_answers() {
+        let log = IrcLog::parse("x", "", "5 9 -\n7 7 -\n9 12 -\n").unwrap();
+        assert_eq!(log.first_annotated_line(), Some(7));
+        assert_eq!(IrcLog::parse("x", "", "").unwrap().first_annotated_line(), None);
     }
 
     #[test]
