@@ -96,6 +96,12 @@ pub struct Setup {
 }
 
 pub fn setup(common: &CommonArgs) -> anyhow::Result<Setup> {
+    setup_with_script(common, None)
+}
+
+/// As [`setup`], with `default_script` (an LLM script's text) as the model unless `--llm`
+/// names one (the environment's `LLM_PROVIDER` is not read then).
+pub fn setup_with_script(common: &CommonArgs, default_script: Option<&str>) -> anyhow::Result<Setup> {
     let mut vars: HashMap<String, String> = std::env::vars().collect();
     for pair in &common.set {
         let Some((key, value)) = pair.split_once('=') else {
@@ -104,20 +110,16 @@ pub fn setup(common: &CommonArgs) -> anyhow::Result<Setup> {
         config::check_known(key)?;
         vars.insert(key.to_owned(), value.to_owned());
     }
-    let llm_choice =
-        common.llm.clone().or_else(|| vars.get("LLM_PROVIDER").cloned()).unwrap_or_else(|| "none".to_owned());
     // A script is an LLM object, not a provider: LLM_PROVIDER stays none for it.
-    let (provider, script): (&str, Option<Arc<dyn Llm>>) = match llm_choice.as_str() {
-        "none" | "" => ("none", None),
-        other if other.starts_with("script:") => {
-            let path = &other["script:".len()..];
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading the LLM script {path}"))?;
-            let script = ScriptedLlm::parse(&text).with_context(|| format!("in {path}"))?;
-            ("none", Some(Arc::new(script)))
+    let (provider, script) = match (&common.llm, default_script) {
+        (None, Some(text)) => {
+            let script = ScriptedLlm::parse(text).context("in the default LLM script")?;
+            ("none", Some(Arc::new(script) as Arc<dyn Llm>))
         }
-        "openai" => ("openai", None),
-        "anthropic" => ("anthropic", None),
-        other => bail!("--llm {other:?}: expected none, openai, anthropic or script:FILE"),
+        _ => {
+            let choice = common.llm.clone().or_else(|| vars.get("LLM_PROVIDER").cloned());
+            provider_or_script(choice.as_deref().unwrap_or("none"))?
+        }
     };
     vars.insert("LLM_PROVIDER".into(), provider.into());
     let settings = Settings::from_vars(&vars)?;
@@ -136,6 +138,22 @@ pub fn setup(common: &CommonArgs) -> anyhow::Result<Setup> {
     let persona = settings.persona(persona_file.as_ref());
     let seed = common.seed.unwrap_or_else(|| fastrand::u64(..));
     Ok(Setup { options: ReplayOptions { settings, persona, llm, embedder, seed } })
+}
+
+/// The provider `--llm` (or `LLM_PROVIDER`) names, or the script it names read.
+fn provider_or_script(choice: &str) -> anyhow::Result<(&'static str, Option<Arc<dyn Llm>>)> {
+    Ok(match choice {
+        "none" | "" => ("none", None),
+        other if other.starts_with("script:") => {
+            let path = &other["script:".len()..];
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading the LLM script {path}"))?;
+            let script = ScriptedLlm::parse(&text).with_context(|| format!("in {path}"))?;
+            ("none", Some(Arc::new(script)))
+        }
+        "openai" => ("openai", None),
+        "anthropic" => ("anthropic", None),
+        other => bail!("--llm {other:?}: expected none, openai, anthropic or script:FILE"),
+    })
 }
 
 fn read_persona(path: &Path) -> anyhow::Result<PersonaFile> {

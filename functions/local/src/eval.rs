@@ -4,13 +4,16 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use clap::Args;
+use clap::{Args, Subcommand};
 use kuuki::eval::{self, CaseResult, Prices, Summary, report};
 
 use crate::cli::{CommonArgs, setup};
 
 #[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct EvalArgs {
+    #[command(subcommand)]
+    command: Option<EvalCommand>,
     /// The folder of labelled conversations (`*.jsonl`, in sub-folders by language).
     #[arg(default_value = "eval")]
     dir: PathBuf,
@@ -50,6 +53,14 @@ pub struct EvalArgs {
     /// Dollars per million output tokens.
     #[arg(long, default_value_t = 0.40)]
     output_price: f64,
+}
+
+#[derive(Subcommand)]
+enum EvalCommand {
+    /// Replay annotated IRC logs (`NAME.ascii.txt` with `NAME.annotation.txt`) and print
+    /// the measure the project is judged by: barge-ins, pick-ups, posts and LLM judge
+    /// calls per 1,000 messages, per log and in total (`../shared/irc/README.md`).
+    Irc(crate::eval_irc::IrcArgs),
 }
 
 /// A floor under one situation's figure (`--min-situation`).
@@ -122,6 +133,9 @@ fn eval_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 }
 
 pub async fn run(args: EvalArgs) -> anyhow::Result<()> {
+    if let Some(EvalCommand::Irc(irc)) = args.command {
+        return crate::eval_irc::run(irc).await;
+    }
     let llm = args.llm.clone().unwrap_or_else(|| format!("script:{}", args.dir.join("policy.llm.jsonl").display()));
     let common = CommonArgs {
         llm: Some(llm.clone()),

@@ -9,6 +9,7 @@ mod cli;
 mod discord;
 mod discord_gateway;
 mod eval;
+mod eval_irc;
 mod serve;
 mod socket_mode;
 

@@ -168,3 +168,73 @@ async fn a_real_provider_is_measured_through_its_api() {
     let dollars = calls * (1000.0 * 1.0 + 100.0 * 10.0) / 1e6 * 1000.0 / messages;
     assert_eq!(cells[13], format!("{dollars:.4}"), "{all}");
 }
+
+/// `kuuki eval irc` on the vendored #ubuntu dev logs with a help channel's cap (the
+/// measure the project is judged by, `../shared/irc/README.md`). The floors are the
+/// figures measured when it came in (3/98 pick-ups, 6/336 barge-ins, 48 judge calls in
+/// 3,242 messages): one pick-up fewer, one barge-in or one judge call more fails. Raise
+/// them as the judge improves; never lower them to let a change through.
+const IRC_DEV: &str = "eval/irc/dev";
+const IRC_CAP: &str = "CHANNEL_MAX_UNASKED_POSTS_PER_HOUR=20";
+const IRC_MIN_PICK_UPS: &str = "3.0";
+const IRC_MAX_BARGE_INS: &str = "1.8";
+const IRC_MAX_JUDGE_CALLS: &str = "14.9";
+
+/// `kuuki eval irc` on the dev logs with the cap, and `flags`.
+fn eval_irc_dev(flags: &[&str]) -> Output {
+    kuuki(&[&["eval", "irc", IRC_DEV, "--set", IRC_CAP], flags].concat())
+}
+
+#[test]
+fn the_irc_dev_logs_stay_within_their_floors() {
+    let out = eval_irc_dev(&[
+        "--min-pick-ups",
+        IRC_MIN_PICK_UPS,
+        "--max-barge-ins",
+        IRC_MAX_BARGE_INS,
+        "--max-judge-calls",
+        IRC_MAX_JUDGE_CALLS,
+        "--verbose",
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "kuuki eval irc failed:\n{stdout}\n{}", text(&out.stderr));
+    let rows = stdout.lines().filter(|l| l.starts_with("| 20")).count();
+    assert_eq!(rows, 10, "a row for each dev log: {stdout}");
+    assert!(stdout.contains("| total | 3242 | "), "every message of the ten logs replayed: {stdout}");
+    let summary = stdout.lines().find(|l| l.starts_with("IRC summary: ")).expect("the summary line");
+    let listed = stdout.lines().filter(|l| l.starts_with("  pick-up  ") || l.starts_with("  barge-in ")).count();
+    let counted: usize = ["barge-ins ", "pick-ups "]
+        .iter()
+        .map(|name| summary.split(name).nth(1).and_then(|s| s.split('/').next()).unwrap().parse::<usize>().unwrap())
+        .sum();
+    assert_eq!(listed, counted, "--verbose lists each barge-in and pick-up: {stdout}");
+}
+
+#[test]
+fn an_irc_floor_the_figures_miss_fails_and_names_each_one() {
+    let out = eval_irc_dev(&["--min-pick-ups", "100", "--max-barge-ins", "0", "--max-judge-calls", "0", "--json"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    for missed in ["missed the floor: pick-ups ", "barge-ins ", "LLM judge calls "] {
+        assert!(stderr.contains(missed), "{missed}: {stderr}");
+    }
+    // --json prints the reference's lines: a JSON object per log, then the summary.
+    let stdout = text(&out.stdout);
+    let objects = stdout.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).count();
+    assert_eq!(objects, 10, "{stdout}");
+    assert!(stdout.lines().last().unwrap().starts_with("IRC summary: 3242 messages"), "{stdout}");
+}
+
+#[test]
+fn the_vendored_irc_logs_keep_their_attribution() {
+    let dir = repo().join("eval/irc");
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    for needed in ["Kummerfeld", "A Large-Scale Corpus for Conversation Disentanglement", "ACL 2019", "CC-BY-4.0"] {
+        assert!(readme.contains(needed), "eval/irc/README.md names {needed}");
+    }
+    let licence = std::fs::read_to_string(dir.join("LICENSE-data.txt")).unwrap();
+    assert!(licence.starts_with("Attribution 4.0 International"), "the licence's text");
+    let logs = kuuki::eval::irc::read_logs(&repo().join(IRC_DEV)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(logs.len(), 10, "the corpus' whole dev split");
+    assert!(logs.iter().all(|l| l.first_annotated_line() == Some(1000)), "lines 1000 onwards annotated");
+}

@@ -15,6 +15,7 @@
 //! own follow-up lines right after their labelled message belong to that label.
 //! Lines starting with `#` are comments.
 
+pub mod irc;
 pub mod report;
 
 use std::collections::{BTreeMap, HashMap};

@@ -6,7 +6,7 @@ pub mod report;
 mod transcript;
 
 pub use log::{LogWriter, Stats};
-pub use transcript::{DEFAULT_CHANNEL, TranscriptError, TranscriptLine, TranscriptReaction, parse_transcript};
+pub use transcript::{DEFAULT_CHANNEL, MAX_T, TranscriptError, TranscriptLine, TranscriptReaction, parse_transcript};
 
 // foldhash, not SipHash: every transcript line looks up its channel, person and thread.
 use foldhash::{HashMap, HashMapExt};

@@ -83,7 +83,7 @@ pub const DEFAULT_CHANNEL: &str = "general";
 /// The slash command a transcript's command lines run.
 pub const COMMAND: &str = "/kuuki";
 /// The latest `t` a transcript may use: ten years of chat.
-const MAX_T: f64 = 10.0 * 365.0 * 86_400.0;
+pub const MAX_T: f64 = 10.0 * 365.0 * 86_400.0;
 
 /// Parses a whole transcript; blank lines are skipped. Times must not go backwards.
 pub fn parse_transcript(text: &str) -> Result<Vec<TranscriptLine>, TranscriptError> {

@@ -1,0 +1,107 @@
+//! Which question each of kuuki's posts was about, as the reference measure attributes
+//! them: from the decision log's `respond` lines, by the judged message's time.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::Value;
+
+use super::questions::Question;
+use super::transcript::Said;
+
+/// A post is about its judged turn's author's latest question at most this long before
+/// the judged message (seconds).
+pub const ATTRIBUTION_WINDOW_SECONDS: f64 = 180.0;
+
+/// What kuuki did in a replay: the judged message's time of each post (not reactions),
+/// and how many reactions it made.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Responses {
+    pub post_msg_t: Vec<f64>,
+    pub reactions: u64,
+}
+
+/// The posts and reactions of a decision log. Every `respond` line counts, shadowed or
+/// not, as in the reference; a post is dated by its `msg_t`, else its `t`.
+pub fn responses(log: &[Value]) -> Responses {
+    let mut out = Responses::default();
+    for line in log.iter().filter(|l| l["kind"] == "respond") {
+        if line["type"] == "react_only" {
+            out.reactions += 1;
+        } else if let Some(msg_t) = line.get("msg_t").unwrap_or(&line["t"]).as_f64() {
+            out.post_msg_t.push(msg_t);
+        }
+    }
+    out
+}
+
+/// The lines of the questions posts were about: for each post, the judged message's
+/// author's latest question at or before it, within [`ATTRIBUTION_WINDOW_SECONDS`]. A post
+/// about no replayed message (kuuki's own) or by nobody's question is about none.
+pub fn attribute(post_msg_t: &[f64], said: &[Said], questions: &[Question]) -> BTreeSet<usize> {
+    // Transcript times are unique (strictly increasing), so a time names a message.
+    let author_at: HashMap<u64, &str> = said.iter().map(|s| (s.t.to_bits(), s.nick.as_str())).collect();
+    let mut by_time: Vec<&Question> = questions.iter().collect();
+    by_time.sort_by(|a, b| a.t.total_cmp(&b.t));
+    let mut hit = BTreeSet::new();
+    for &msg_t in post_msg_t {
+        let Some(author) = author_at.get(&msg_t.to_bits()) else { continue };
+        let latest = by_time
+            .iter()
+            .rev()
+            .find(|q| q.nick == *author && msg_t - ATTRIBUTION_WINDOW_SECONDS <= q.t && q.t <= msg_t);
+        if let Some(question) = latest {
+            hit.insert(question.line);
+        }
+    }
+    hit
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::questions::Fate;
+    use super::*;
+
+    fn said(line: usize, t: f64, nick: &str) -> Said {
+        Said { line, t, nick: nick.into(), text: "x?".into() }
+    }
+
+    fn question(line: usize, t: f64, nick: &str) -> Question {
+        Question { line, t, nick: nick.into(), text: "x?".into(), fate: Fate::Hanging }
+    }
+
+    #[test]
+    fn a_post_goes_to_its_judged_authors_latest_question_in_the_window() {
+        let lines = [
+            said(1, 0.0, "a"),
+            said(2, 10.0, "a"),
+            said(3, 20.0, "b"),
+            said(4, 30.0, "a"),
+            said(5, 190.0, "a"),
+            said(6, 300.0, "a"),
+            said(7, 400.0, "c"),
+        ];
+        let questions = [question(1, 0.0, "a"), question(2, 10.0, "a"), question(3, 20.0, "b")];
+        // Judged at a's follow-up (30 s): a's latest question, not b's later one.
+        assert_eq!(attribute(&[30.0], &lines, &questions), BTreeSet::from([2]));
+        // At the question itself; at b's; 180 s after a's question exactly.
+        assert_eq!(attribute(&[10.0, 20.0, 190.0], &lines, &questions), BTreeSet::from([2, 3]));
+        // Too late (a's line 290 s after its question), by a person with no question, at
+        // no message's time (kuuki's own post), before any question.
+        assert_eq!(attribute(&[300.0, 400.0, 30.5], &lines, &questions), BTreeSet::new());
+        assert_eq!(attribute(&[0.0], &lines, &questions[1..]), BTreeSet::new(), "a later question is no answer");
+    }
+
+    #[test]
+    fn reads_posts_and_reactions_from_the_log() {
+        let log = [
+            json!({"t": 5.0, "kind": "judge", "msg_t": 1.0}),
+            json!({"t": 6.0, "kind": "respond", "msg_t": 1.0, "type": "full_response"}),
+            json!({"t": 7.0, "kind": "respond", "msg_t": 2.0, "type": "short_ack", "shadow": true}),
+            json!({"t": 8.0, "kind": "respond", "msg_t": 3.0, "type": "react_only"}),
+            json!({"t": 9.0, "kind": "respond", "type": "full_response"}),
+        ];
+        assert_eq!(responses(&log), Responses { post_msg_t: vec![1.0, 2.0, 9.0], reactions: 1 });
+    }
+}
