@@ -9,6 +9,7 @@ mod cli;
 mod discord;
 mod discord_gateway;
 mod eval;
+mod operations;
 mod serve;
 mod socket_mode;
 
