@@ -23,8 +23,9 @@ COPY --from=build /kuuki /usr/local/bin/kuuki
 COPY --from=build --chown=65532:65532 /data /data
 VOLUME /data
 ENV DATA_PATH=/data/kuuki.db
-# /healthz only; Slack's Events API and Discord's interactions endpoint need a public
-# URL pointing here when Socket Mode or the Gateway are not used.
+# /healthz and /metrics (docs/self-hosting.md); Slack's Events API and Discord's
+# interactions endpoint need a public URL pointing here when Socket Mode or the
+# Gateway are not used.
 EXPOSE 3000
 # docker stop sends SIGTERM: kuuki stops taking events and gives running jobs 8 s,
 # inside Docker's default 10 s.

@@ -616,6 +616,48 @@ pub trait InProcessQueue: Send + Sync {
     async fn arrived(&self);
 }
 
+/// An in-process queue's jobs at a moment (`kuuki serve`'s metrics).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueDepth {
+    /// Visible and due: waiting for a worker (a delivery past its visibility timeout too).
+    pub due: u64,
+    /// Waiting for their time (a judgment's wait, a redelivery's back-off, a schedule).
+    pub delayed: u64,
+    /// Taken by a worker and not settled yet.
+    pub in_delivery: u64,
+    /// How long the earliest due job has been due; zero when none is.
+    pub oldest_due: Duration,
+}
+
+/// How one delivery of a job to an in-process worker ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobOutcome {
+    Done,
+    /// It failed and comes back after a while.
+    Failed,
+    /// It failed (or its workers died) too often: set aside, never run again.
+    DeadLettered,
+    /// It ran past the worker timeout and was stopped; it comes back.
+    TimedOut,
+}
+
+impl JobOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobOutcome::Done => "done",
+            JobOutcome::Failed => "failed",
+            JobOutcome::DeadLettered => "dead_letter",
+            JobOutcome::TimedOut => "timed_out",
+        }
+    }
+}
+
+/// Told of each job the in-process workers ran, how it ended and how long it took
+/// (`kuuki serve`'s metrics).
+pub trait JobObserver: Send + Sync {
+    fn job_finished(&self, kind: crate::budget::JobKind, outcome: JobOutcome, took: Duration);
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LlmRole {

@@ -10,7 +10,7 @@ use tokio::sync::Semaphore;
 use crate::budget::JobKind;
 use crate::deps::Deps;
 use crate::domain::{EventKind, Job, RespondMode, Timestamp};
-use crate::ports::{Delivery, InProcessQueue, PortError, PortResult};
+use crate::ports::{Delivery, InProcessQueue, JobObserver, JobOutcome, PortError, PortResult};
 use crate::record::record;
 use crate::{judge, respond};
 
@@ -91,7 +91,7 @@ impl Pool {
 /// in-process stand-in for SQS pollers and Lambda (see [`run_until_stopped`]).
 pub async fn run_forever(deps: Arc<Deps>, queue: Arc<dyn InProcessQueue>) {
     let (_never, stopping) = tokio::sync::watch::channel(false);
-    run_until_stopped(deps, queue, stopping, Duration::ZERO).await;
+    run_until_stopped(deps, queue, stopping, Duration::ZERO, None).await;
 }
 
 /// Runs jobs as they come due on the real clock (`kuuki serve`) until `stopping` turns
@@ -99,12 +99,14 @@ pub async fn run_forever(deps: Arc<Deps>, queue: Arc<dyn InProcessQueue>) {
 /// still running after that is stopped unsettled: its job comes back (a durable
 /// queue's next process takes it up at once). Each pool runs its own jobs at once up to
 /// its slots; a job that runs past `WORKER_TIMEOUT_SECONDS` is stopped as Lambda would
-/// stop it, and comes back after the visibility timeout.
+/// stop it, and comes back after the visibility timeout. `observer` hears how each
+/// delivery ended and how long it ran.
 pub async fn run_until_stopped(
     deps: Arc<Deps>,
     queue: Arc<dyn InProcessQueue>,
     mut stopping: tokio::sync::watch::Receiver<bool>,
     drain: Duration,
+    observer: Option<Arc<dyn JobObserver>>,
 ) {
     queue.set_visibility_timeout(deps.budget.visibility_timeout());
     let pools: HashMap<Pool, Arc<Semaphore>> =
@@ -114,6 +116,7 @@ pub async fn run_until_stopped(
         while let Some(delivery) = queue.pop_due(deps.clock.now()) {
             let slots = pools[&Pool::of(&delivery.job)].clone();
             let (deps, queue, mut stop) = (deps.clone(), queue.clone(), stopping.clone());
+            let observer = observer.clone();
             running.spawn(async move {
                 // A job still waiting for a slot when kuuki stops never starts: it goes
                 // back as it was, its delivery not counted (stops never dead-letter it).
@@ -127,8 +130,20 @@ pub async fn run_until_stopped(
                 };
                 let timeout = deps.settings.budget.worker_timeout;
                 let job = delivery.job.clone();
-                if tokio::time::timeout(timeout, deliver(&deps, &*queue, delivery)).await.is_err() {
-                    tracing::error!(?job, ?timeout, "job stopped at the worker timeout; it will be delivered again");
+                let started = tokio::time::Instant::now();
+                let outcome = match tokio::time::timeout(timeout, delivered(&deps, &*queue, delivery)).await {
+                    Ok(outcome) => outcome,
+                    Err(_) => {
+                        tracing::error!(
+                            ?job,
+                            ?timeout,
+                            "job stopped at the worker timeout; it will be delivered again"
+                        );
+                        JobOutcome::TimedOut
+                    }
+                };
+                if let Some(observer) = observer {
+                    observer.job_finished(JobKind::of(&job), outcome, started.elapsed());
                 }
             });
         }
@@ -179,16 +194,21 @@ pub async fn run_due(deps: &Deps, queue: &dyn InProcessQueue, until: Timestamp, 
 /// delivery holds its claim, once that claim has run out), until [`MAX_DELIVERIES`]
 /// send it to the dead letters. Returns whether it succeeded.
 pub async fn deliver(deps: &Deps, queue: &dyn InProcessQueue, delivery: Delivery) -> bool {
+    delivered(deps, queue, delivery).await == JobOutcome::Done
+}
+
+/// [`deliver`], saying how the delivery ended.
+async fn delivered(deps: &Deps, queue: &dyn InProcessQueue, delivery: Delivery) -> JobOutcome {
     if delivery.deliveries >= MAX_DELIVERIES {
         // Delivered that often without an answer (its workers died): dead letters.
         dead_letter(deps, &delivery.job, "its workers stopped before finishing");
         queue.ack(&delivery);
-        return false;
+        return JobOutcome::DeadLettered;
     }
     let error = match run_job(deps, &delivery.job).await {
         Ok(()) => {
             queue.ack(&delivery);
-            return true;
+            return JobOutcome::Done;
         }
         Err(error) => error,
     };
@@ -196,11 +216,12 @@ pub async fn deliver(deps: &Deps, queue: &dyn InProcessQueue, delivery: Delivery
     if delivery.deliveries + 1 >= MAX_DELIVERIES {
         dead_letter(deps, &delivery.job, &error.to_string());
         queue.ack(&delivery);
+        JobOutcome::DeadLettered
     } else {
         let after = redelivery_delay(&error, delivery.deliveries, deps.budget.visibility_timeout());
         queue.redeliver(delivery, after);
+        JobOutcome::Failed
     }
-    false
 }
 
 /// When a job that failed on its `deliveries`+1st delivery comes back: after

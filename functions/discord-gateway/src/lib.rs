@@ -29,7 +29,7 @@ pub use gateway::{
     new_shard, read_gateway, relay_gateway, resuming_shard, shard,
 };
 pub use settings::{RetryPolicy, Settings, SettingsError};
-pub use stats::{FUNCTION, Stats, health_router, metrics_line};
+pub use stats::{ConnectionState, FUNCTION, Stats, health_router, metrics_line};
 /// How a connection is closed (`close_shard`): ending the session or keeping it.
 pub use twilight_gateway::CloseFrame;
 

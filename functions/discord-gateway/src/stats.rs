@@ -16,13 +16,68 @@ use crate::forward::Outcome;
 /// The `Function` dimension of the relay's metrics.
 pub const FUNCTION: &str = "discord-gateway";
 
+/// Whether a platform connection is up, since when it is down, and how often it was
+/// (re)established: the relay's gateway session, and in `kuuki serve` the Gateway and
+/// Slack's Socket Mode too. Down from the start until the first connection.
+#[derive(Debug)]
+pub struct ConnectionState {
+    connected: AtomicBool,
+    sessions: AtomicU64,
+    disconnected_since: Mutex<Option<Instant>>,
+}
+
+impl Default for ConnectionState {
+    fn default() -> Self {
+        ConnectionState {
+            connected: AtomicBool::new(false),
+            sessions: AtomicU64::new(0),
+            disconnected_since: Mutex::new(Some(Instant::now())),
+        }
+    }
+}
+
+impl ConnectionState {
+    /// A connection (a session) is established.
+    pub fn up(&self) {
+        self.sessions.fetch_add(1, Relaxed);
+        self.connected.store(true, Relaxed);
+        *self.disconnected_since.lock().expect("stats lock") = None;
+    }
+
+    pub fn down(&self) {
+        if self.connected.swap(false, Relaxed) {
+            *self.disconnected_since.lock().expect("stats lock") = Some(Instant::now());
+        }
+    }
+
+    pub fn connected(&self) -> bool {
+        self.connected.load(Relaxed)
+    }
+
+    pub fn sessions(&self) -> u64 {
+        self.sessions.load(Relaxed)
+    }
+
+    /// Connections after the first: each a reconnect.
+    pub fn reconnects(&self) -> u64 {
+        self.sessions().saturating_sub(1)
+    }
+
+    /// Healthy while connected, or not disconnected for longer than `unhealthy_after`.
+    pub fn healthy(&self, unhealthy_after: Duration) -> bool {
+        match *self.disconnected_since.lock().expect("stats lock") {
+            None => true,
+            Some(since) => since.elapsed() < unhealthy_after,
+        }
+    }
+}
+
 /// Counters since start-up. Every method is cheap and lock-free but the
 /// disconnected-since instant and the metrics snapshot.
 #[derive(Debug)]
 pub struct Stats {
-    connected: AtomicBool,
-    /// READY and RESUMED dispatches: each is a (re)established session.
-    sessions: AtomicU64,
+    /// The gateway session: READY and RESUMED dispatches each (re)establish it.
+    pub connection: ConnectionState,
     resumes: AtomicU64,
     queued: AtomicU64,
     forwarded: AtomicU64,
@@ -32,7 +87,6 @@ pub struct Stats {
     gave_up: AtomicU64,
     /// Dropped because the queue was full.
     dropped: AtomicU64,
-    disconnected_since: Mutex<Option<Instant>>,
     /// The counters at the last metrics line: (forwarded, failed, reconnects).
     reported: Mutex<(u64, u64, u64)>,
 }
@@ -40,8 +94,7 @@ pub struct Stats {
 impl Default for Stats {
     fn default() -> Self {
         Stats {
-            connected: AtomicBool::new(false),
-            sessions: AtomicU64::new(0),
+            connection: ConnectionState::default(),
             resumes: AtomicU64::new(0),
             queued: AtomicU64::new(0),
             forwarded: AtomicU64::new(0),
@@ -49,7 +102,6 @@ impl Default for Stats {
             refused: AtomicU64::new(0),
             gave_up: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
-            disconnected_since: Mutex::new(Some(Instant::now())),
             reported: Mutex::new((0, 0, 0)),
         }
     }
@@ -57,18 +109,14 @@ impl Default for Stats {
 
 impl Stats {
     pub fn session_started(&self, resumed: bool) {
-        self.sessions.fetch_add(1, Relaxed);
         if resumed {
             self.resumes.fetch_add(1, Relaxed);
         }
-        self.connected.store(true, Relaxed);
-        *self.disconnected_since.lock().expect("stats lock") = None;
+        self.connection.up();
     }
 
     pub fn set_disconnected(&self) {
-        if self.connected.swap(false, Relaxed) {
-            *self.disconnected_since.lock().expect("stats lock") = Some(Instant::now());
-        }
+        self.connection.down();
     }
 
     pub fn queued_one(&self) {
@@ -99,10 +147,6 @@ impl Stats {
         }
     }
 
-    pub fn connected(&self) -> bool {
-        self.connected.load(Relaxed)
-    }
-
     pub fn queued(&self) -> u64 {
         self.queued.load(Relaxed)
     }
@@ -116,28 +160,15 @@ impl Stats {
         self.refused.load(Relaxed) + self.gave_up.load(Relaxed) + self.dropped.load(Relaxed)
     }
 
-    /// Sessions after the first: each a reconnect (resumed or identified anew).
-    pub fn reconnects(&self) -> u64 {
-        self.sessions.load(Relaxed).saturating_sub(1)
-    }
-
     pub fn resumes(&self) -> u64 {
         self.resumes.load(Relaxed)
     }
 
-    /// Healthy while connected, or not disconnected for longer than `unhealthy_after`.
-    pub fn healthy(&self, unhealthy_after: Duration) -> bool {
-        match *self.disconnected_since.lock().expect("stats lock") {
-            None => true,
-            Some(since) => since.elapsed() < unhealthy_after,
-        }
-    }
-
     pub fn to_json(&self) -> Value {
         json!({
-            "connected": self.connected(),
-            "sessions": self.sessions.load(Relaxed),
-            "reconnects": self.reconnects(),
+            "connected": self.connection.connected(),
+            "sessions": self.connection.sessions(),
+            "reconnects": self.connection.reconnects(),
             "resumes": self.resumes(),
             "forwarded": self.forwarded(),
             "retries": self.retries.load(Relaxed),
@@ -157,8 +188,11 @@ pub fn health_router(stats: Arc<Stats>, unhealthy_after: Duration) -> Router {
         .route(
             "/healthz",
             get(move |State(stats): State<Arc<Stats>>| async move {
-                let status =
-                    if stats.healthy(unhealthy_after) { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+                let status = if stats.connection.healthy(unhealthy_after) {
+                    StatusCode::OK
+                } else {
+                    StatusCode::SERVICE_UNAVAILABLE
+                };
                 (status, axum::Json(stats.to_json()))
             }),
         )
@@ -168,7 +202,7 @@ pub fn health_router(stats: Arc<Stats>, unhealthy_after: Duration) -> Router {
 /// The EMF line for the interval since the last one: `Forwarded`, `ForwardFailures` and
 /// `Reconnects` as counts in the interval, `Connected` as 1 or 0 now.
 pub fn metrics_line(stats: &Stats, timestamp_ms: i64) -> Value {
-    let now = (stats.forwarded(), stats.failed(), stats.reconnects());
+    let now = (stats.forwarded(), stats.failed(), stats.connection.reconnects());
     let mut reported = stats.reported.lock().expect("stats lock");
     let delta = (now.0 - reported.0, now.1 - reported.1, now.2 - reported.2);
     *reported = now;
@@ -179,7 +213,7 @@ pub fn metrics_line(stats: &Stats, timestamp_ms: i64) -> Value {
             ("Forwarded", delta.0 as f64, "Count"),
             ("ForwardFailures", delta.1 as f64, "Count"),
             ("Reconnects", delta.2 as f64, "Count"),
-            ("Connected", if stats.connected() { 1.0 } else { 0.0 }, "None"),
+            ("Connected", if stats.connection.connected() { 1.0 } else { 0.0 }, "None"),
         ],
     )
 }
@@ -213,9 +247,9 @@ mod tests {
     #[test]
     fn unhealthy_only_after_a_long_disconnection() {
         let stats = Stats::default();
-        assert!(stats.healthy(Duration::from_secs(60)));
-        assert!(!stats.healthy(Duration::ZERO));
+        assert!(stats.connection.healthy(Duration::from_secs(60)));
+        assert!(!stats.connection.healthy(Duration::ZERO));
         stats.session_started(false);
-        assert!(stats.healthy(Duration::ZERO));
+        assert!(stats.connection.healthy(Duration::ZERO));
     }
 }

@@ -267,7 +267,7 @@ async fn message_dispatches_are_forwarded_unchanged_and_a_dropped_connection_is_
             break;
         }
     }
-    assert!(stats.connected());
+    assert!(stats.connection.connected());
 
     // The connection drops: the relay comes back and RESUMEs the session.
     first.drop_connection();
@@ -284,7 +284,7 @@ async fn message_dispatches_are_forwarded_unchanged_and_a_dropped_connection_is_
     assert_signed(&requests[1]);
     // Ingress has the request; the relay counts it once it has the answer.
     eventually(|| stats.forwarded() == 2).await;
-    assert_eq!((stats.reconnects(), stats.resumes(), stats.forwarded(), stats.failed()), (1, 1, 2, 0));
+    assert_eq!((stats.connection.reconnects(), stats.resumes(), stats.forwarded(), stats.failed()), (1, 1, 2, 0));
 
     // /healthz tells the same.
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -159,14 +159,20 @@ pub fn count_line(now_ms: i64, function: &str, metric: &str) -> serde_json::Valu
 }
 
 pub fn app(ingress: Arc<Ingress>) -> Router {
+    app_with(ingress, Router::new().route("/healthz", get(|| async { "ok" })))
+}
+
+/// The platforms' routes beside `own`, which serves `/healthz` (and in `kuuki serve`
+/// `/metrics`): what says whether this process is well depends on where it runs.
+pub fn app_with(ingress: Arc<Ingress>, own: Router) -> Router {
     let routes = Router::new()
         .route("/slack/events", post(slack_events))
         .route("/slack/commands", post(slack_commands))
         .route("/discord/interactions", post(discord_interactions))
         .route("/discord/events", post(discord_events))
-        .route("/healthz", get(|| async { "ok" }))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(ingress);
+        .with_state(ingress)
+        .merge(own);
     // A Lambda Function URL ends in "/", so "the URL + /slack/events" pasted into Slack
     // is `//slack/events`: leading slashes are made one before the routes are matched.
     Router::new().fallback_service(tower::ServiceExt::map_request(routes, one_leading_slash))

@@ -33,12 +33,19 @@ enum Command {
     Replay(ReplayArgs),
     /// Print the settings table (name, default, meaning) as Markdown.
     Settings,
-    /// Serve the Slack ingress on a local address with the workers in-process.
+    /// Run kuuki for a team: Slack (Socket Mode or HTTP), the Discord Gateway, the
+    /// workers, one SQLite file; GET /healthz and /metrics.
+    ///
+    /// One process: Slack over Socket Mode when SLACK_APP_TOKEN is set (its Events API
+    /// over HTTP with SLACK_SIGNING_SECRET), Discord over the Gateway with
+    /// DISCORD_BOT_TOKEN, the workers in process on the real clock, every memory tier
+    /// and the job queue in one SQLite file (--data), or on AWS with --aws.
     Serve(crate::serve::ServeArgs),
     /// Create the DynamoDB tables, SQS queues and schedule group where the AWS
     /// environment points, and print the queue settings.
     SetupAws(crate::aws::SetupArgs),
-    /// Measure replay throughput on a generated transcript.
+    /// Measure replay throughput, the ingress, a running `kuuki serve`, LLM calls per
+    /// 1,000 messages, the SQLite store and Socket Mode.
     Bench(crate::bench::BenchArgs),
     /// Replay the labelled conversations of `eval/` and measure judgment against the
     /// labels: precision and recall of speaking, reactions, timing, LLM calls and cost.

@@ -57,10 +57,12 @@ const EPHEMERAL: u32 = 1 << 6;
 /// Starts the Gateway when `DISCORD_BOT_TOKEN` is set and `DISCORD_GATEWAY` is on
 /// (`None` otherwise): a task that ends when `stopping` turns true, or with an error
 /// that stops `kuuki serve` (the token refused, the intent not enabled).
+/// `stats` counts the sessions and says whether one is up (`/metrics`, `/healthz`).
 pub fn start(
     deps: Arc<Deps>,
     connected: &Connected,
     stopping: watch::Receiver<bool>,
+    stats: Arc<Stats>,
 ) -> anyhow::Result<Option<JoinHandle<anyhow::Result<()>>>> {
     let settings = &deps.settings;
     let token = settings.platforms.discord_bot_token.expose_secret().trim().to_owned();
@@ -88,7 +90,7 @@ pub fn start(
         http,
         api_base_url: settings.platforms.discord_api_base_url.trim_end_matches('/').to_owned(),
     });
-    let gateway = Gateway { deps, identity, token, gateway_url, interactions };
+    let gateway = Gateway { deps, identity, token, gateway_url, interactions, stats };
     Ok(Some(tokio::spawn(gateway.run(stopping))))
 }
 
@@ -112,6 +114,7 @@ struct Gateway {
     token: String,
     gateway_url: Option<String>,
     interactions: Arc<Interactions>,
+    stats: Arc<Stats>,
 }
 
 impl Gateway {
@@ -123,7 +126,7 @@ impl Gateway {
         // The session the dispatches belong to (id, resume URL), from READY.
         let mut session = saved.as_ref().map(|s| (s.session_id.clone(), s.resume_url.clone()));
         let mut shard = resuming_shard(self.token, self.gateway_url, saved);
-        let stats = Stats::default();
+        let stats = self.stats;
         let (tx, rx) = mpsc::channel::<Read>(QUEUE_CAPACITY);
         let mut ingesting = tokio::spawn(ingest_all(self.deps, self.identity, rx));
         let interactions = self.interactions;

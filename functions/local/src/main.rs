@@ -10,6 +10,7 @@ mod discord;
 mod discord_gateway;
 mod eval;
 mod eval_irc;
+mod operations;
 mod serve;
 mod socket_mode;
 

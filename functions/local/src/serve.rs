@@ -1,7 +1,8 @@
 //! `kuuki serve`: the real ingress routes on a local address, Slack over Socket Mode
 //! and the Discord Gateway when their tokens are set, the workers in-process on the
 //! real clock, every memory tier and the job queue in one SQLite file (or on AWS with
-//! `--aws`), and the real platform APIs.
+//! `--aws`), and the real platform APIs; `/metrics` and `/healthz` for whoever runs it
+//! (`operations.rs`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use clap::Args;
 use kuuki::adapters::aws::AwsAdapters;
 use kuuki::adapters::aws::sqs::poll_forever;
 use kuuki::adapters::llm::CountingLlm;
+use kuuki::adapters::metrics::{MeteredLlm, MeteredLog, Metrics};
 use kuuki::adapters::platforms::{Role, connect};
 use kuuki::adapters::sqlite::SqliteStore;
 use kuuki::adapters::system::{JsonLinesLog, SystemClock};
@@ -19,9 +21,11 @@ use kuuki::budget::JobKind;
 use kuuki::deps::{Adapters, Deps, Surroundings};
 use kuuki::domain::UserId;
 use kuuki::ports::Clock;
-use kuuki_ingress::{Ingress, ServerLimits, app, serve_http};
+use kuuki_discord_gateway::{ConnectionState, Stats};
+use kuuki_ingress::{Ingress, ServerLimits, app_with, serve_http};
 
 use crate::cli::{CommonArgs, setup};
+use crate::operations::Operations;
 
 #[derive(Args)]
 pub struct ServeArgs {
@@ -51,6 +55,10 @@ pub struct ServeArgs {
     /// Open connections at most; the next one closes the oldest one not inside a request.
     #[arg(long, default_value_t = ServerLimits::default().max_connections, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=u64::from(u32::MAX)))]
     max_connections: usize,
+    /// Seconds Slack's Socket Mode or the Discord Gateway may be down before `GET
+    /// /healthz` answers 503 (as it does at once while the data file is failing).
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
+    unhealthy_after_secs: u64,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -94,14 +102,20 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let user = ids.next().expect("connect serves at least one platform");
     let also: Vec<UserId> = ids.collect();
 
-    let llm = options.llm.map(|llm| Arc::new(CountingLlm::new(llm)) as Arc<dyn kuuki::ports::Llm>);
+    // Counted for `/metrics` as they happen: model calls, decision records, jobs.
+    let metrics = Arc::new(Metrics::new());
+    let llm = options.llm.map(|llm| {
+        let counted = Arc::new(CountingLlm::new(llm));
+        Arc::new(MeteredLlm::new(counted, metrics.clone())) as Arc<dyn kuuki::ports::Llm>
+    });
     let log_text = kuuki::domain::LogText::from_setting(settings.storage.log_message_text);
     if settings.storage.log_message_text {
         eprintln!(
             "kuuki serve: LOG_MESSAGE_TEXT=true: the decision log on stdout carries message text, replies, facts and summaries (a debugging switch)"
         );
     }
-    let log = Arc::new(JsonLinesLog::new(std::io::stdout(), log_text));
+    let written = Arc::new(JsonLinesLog::new(std::io::stdout(), log_text));
+    let log = Arc::new(MeteredLog::new(written, metrics.clone()));
     let (deps, workers) = if args.aws {
         let urls = [
             &settings.storage.judge_queue_url,
@@ -134,28 +148,38 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             .collect();
         (deps_on(&AwsAdapters::for_role(&config, Role::Ingress, &settings, clock)), pollers)
     } else {
-        let store = store.expect("opened unless --aws");
+        let store = store.clone().expect("opened unless --aws");
         let around = Surroundings { chat, llm, clock, log };
         let adapters =
             Adapters::from_store(store.clone(), store.clone(), store.clone(), around).with_embedder(options.embedder);
         let deps = Deps::new(settings, options.persona, user, adapters, options.seed);
         let deps = Arc::new(also.into_iter().fold(deps, Deps::also_known_as));
         let drain = Duration::from_secs(args.stop_timeout_secs);
-        let workers = kuuki::worker::run_until_stopped(deps.clone(), store, stopping.clone(), drain);
+        let observer = Some(metrics.clone() as Arc<dyn kuuki::ports::JobObserver>);
+        let workers = kuuki::worker::run_until_stopped(deps.clone(), store, stopping.clone(), drain, observer);
         (deps, vec![tokio::spawn(workers)])
     };
     let ingress = Arc::new(Ingress::new(deps, &connected, None)?);
     // The platforms' own connections (Socket Mode, the Discord Gateway): each task ends
     // when `stopping` turns true, or with an error that stops kuuki (a revoked token).
     let mut platforms: Vec<tokio::task::JoinHandle<anyhow::Result<()>>> = Vec::new();
-    if let Some(socket_mode) = crate::socket_mode::start(ingress.deps.clone(), &connected, stopping.clone())? {
-        platforms.push(socket_mode);
-    }
-    if let Some(gateway) = crate::discord_gateway::start(ingress.deps.clone(), &connected, stopping.clone())? {
-        platforms.push(gateway);
-    }
-    let routes = ingress.routes().join(", ");
-    let router = app(ingress.clone());
+    let (slack, discord) = (Arc::new(ConnectionState::default()), Arc::new(Stats::default()));
+    let socket_mode = crate::socket_mode::start(ingress.deps.clone(), &connected, stopping.clone(), slack.clone())?;
+    let slack = socket_mode.map(|task| platforms.push(task)).map(|()| slack);
+    let gateway = crate::discord_gateway::start(ingress.deps.clone(), &connected, stopping.clone(), discord.clone())?;
+    let discord = gateway.map(|task| platforms.push(task)).map(|()| discord);
+    let operations = Arc::new(Operations {
+        metrics,
+        store,
+        clock: ingress.deps.clock.clone(),
+        slack,
+        discord,
+        unhealthy_after: Duration::from_secs(args.unhealthy_after_secs),
+    });
+    let mut routes = ingress.routes();
+    routes.push("GET /metrics");
+    let routes = routes.join(", ");
+    let router = app_with(ingress.clone(), operations.router());
     let listener =
         tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("listening on {}", args.listen))?;
     eprintln!("kuuki serve: listening on http://{} ({routes})", listener.local_addr()?);

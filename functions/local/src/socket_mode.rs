@@ -18,6 +18,7 @@ use kuuki::deps::Deps;
 use kuuki::ingest::command::{parse_command_json, run_command};
 use kuuki::ingest::slack::{SlackIngressError, SlackReply, handle_event};
 use kuuki::secrecy::ExposeSecret;
+use kuuki_discord_gateway::ConnectionState;
 use kuuki_ingress::{COMMAND_FAILED, MAX_BODY_BYTES};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -57,11 +58,13 @@ type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// Starts Socket Mode when `SLACK_APP_TOKEN` is set (`None` when it is not): a task
 /// that ends when `stopping` turns true, or with an error that stops `kuuki serve`
-/// (the token refused, Socket Mode turned off for the app).
+/// (the token refused, Socket Mode turned off for the app). `state` says whether a
+/// greeted connection is up and counts them (`/metrics`, `/healthz`).
 pub fn start(
     deps: Arc<Deps>,
     connected: &Connected,
     stopping: watch::Receiver<bool>,
+    state: Arc<ConnectionState>,
 ) -> anyhow::Result<Option<JoinHandle<anyhow::Result<()>>>> {
     let settings = &deps.settings;
     let token = settings.platforms.slack_app_token.expose_secret().trim().to_owned();
@@ -89,6 +92,7 @@ pub fn start(
         http,
         connector,
         handler: Arc::new(Handler { identity, deps: deps.clone() }),
+        state,
     };
     Ok(Some(tokio::spawn(socket_mode.run(stopping))))
 }
@@ -99,6 +103,7 @@ struct SocketMode {
     http: reqwest::Client,
     connector: Connector,
     handler: Arc<Handler>,
+    state: Arc<ConnectionState>,
 }
 
 /// What the tasks tell the supervisor.
@@ -155,13 +160,14 @@ impl SocketMode {
                 () = stopped(&mut stopping) => break Ok(()),
                 () = sleep_until(open_at) => links.open(&this, &reports_to),
                 Some(report) = reports.recv() => {
-                    if let Err(error) = links.on(report, &this.handler, &reports_to) {
+                    if let Err(error) = links.on(report, &this.handler, &reports_to, &this.state) {
                         break Err(error);
                     }
                 }
             }
         };
         links.close_all().await;
+        this.state.down();
         outcome
     }
 
@@ -241,6 +247,8 @@ struct Links {
 struct LinkState {
     /// Asks the link to close (taken when sent).
     close: Option<oneshot::Sender<()>>,
+    /// Slack said hello on it: events come over it.
+    greeted: bool,
     /// Slack said it will close this link; a fresh one replaces it.
     retiring: bool,
     task: JoinHandle<()>,
@@ -260,19 +268,22 @@ impl Links {
         tracing::debug!(link = id, "opening a Socket Mode connection");
     }
 
-    /// Follows one report; an error stops Socket Mode (and kuuki serve).
+    /// Follows one report, telling `state` when a connection is greeted and when none
+    /// greeted is left (a retiring one still brings events until it ends); an error
+    /// stops Socket Mode (and kuuki serve).
     fn on(
         &mut self,
         report: Report,
         handler: &Arc<Handler>,
         reports: &mpsc::UnboundedSender<Report>,
+        state: &ConnectionState,
     ) -> anyhow::Result<()> {
         let mut at_least = None;
         match report {
             Report::Opened { id, result: Ok(socket) } => {
                 let (close, closing) = oneshot::channel();
                 let task = tokio::spawn(run_link(id, *socket, handler.clone(), reports.clone(), closing));
-                self.links.insert(id, LinkState { close: Some(close), retiring: false, task });
+                self.links.insert(id, LinkState { close: Some(close), greeted: false, retiring: false, task });
             }
             // kuuki serve prints it as it exits.
             Report::Opened { result: Err(OpenError::Refused(message)), .. } => return Err(anyhow!(message)),
@@ -284,6 +295,10 @@ impl Links {
             }
             Report::Hello { id } => {
                 tracing::info!(link = id, "Socket Mode connected");
+                if let Some(link) = self.links.get_mut(&id) {
+                    link.greeted = true;
+                }
+                state.up();
                 if self.opening == Some(id) {
                     self.opening = None;
                 }
@@ -313,6 +328,9 @@ impl Links {
             }
             Report::Ended { id, why } => {
                 let Some(link) = self.links.remove(&id) else { return Ok(()) };
+                if !self.links.values().any(|link| link.greeted) {
+                    state.down();
+                }
                 let why = why.unwrap_or_else(|| "closed".into());
                 if self.opening == Some(id) {
                     tracing::warn!(link = id, %why, "a Socket Mode connection ended before its hello; trying again");

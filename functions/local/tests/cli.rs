@@ -205,3 +205,24 @@ fn bench_all_makes_the_benchmarks_page_table_with_the_same_rows_and_columns() {
     );
     assert!(bench_table_shape(&committed).1.len() >= 6);
 }
+
+/// `kuuki --help` and `kuuki serve --help` say what the commands do today: serve runs
+/// a team's kuuki over Socket Mode and the Gateway on one data file, with metrics.
+#[test]
+fn the_help_describes_the_commands_as_they_are() {
+    let out = kuuki(&["--help"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let help = String::from_utf8(out.stdout).unwrap();
+    let serve_line = help.lines().find(|line| line.trim_start().starts_with("serve")).expect("serve is listed");
+    assert!(!serve_line.contains("Slack ingress"), "{serve_line}");
+    assert!(serve_line.contains("Slack") && serve_line.contains("Discord"), "{serve_line}");
+    let bench_line = help.lines().find(|line| line.trim_start().starts_with("bench")).expect("bench is listed");
+    assert!(bench_line.contains("SQLite") && bench_line.contains("Socket Mode"), "{bench_line}");
+
+    let out = kuuki(&["serve", "--help"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let help = String::from_utf8(out.stdout).unwrap();
+    for said in ["Socket Mode", "Gateway", "SQLite", "/metrics", "--unhealthy-after-secs"] {
+        assert!(help.contains(said), "serve --help does not say {said}:\n{help}");
+    }
+}

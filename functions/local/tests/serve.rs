@@ -205,7 +205,8 @@ async fn idle_and_slow_connections_are_closed_after_the_header_timeout() {
     let mut kept_alive = TcpStream::connect(&address).await.unwrap();
     kept_alive.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").await.unwrap();
     let mut answer = Vec::new();
-    while !answer.ends_with(b"ok") && answer.len() < 4096 {
+    // Its body is a JSON object.
+    while !answer.ends_with(b"}") && answer.len() < 4096 {
         let mut chunk = [0u8; 1024];
         let n = tokio::time::timeout(Duration::from_secs(10), kept_alive.read(&mut chunk)).await.unwrap().unwrap();
         assert!(n > 0, "healthz answered before closing: {}", String::from_utf8_lossy(&answer));

@@ -1,7 +1,9 @@
 //! `kuuki serve` over Slack's Socket Mode as a user meets it: the real binary with
 //! SLACK_APP_TOKEN and no signing secret, a fake Socket Mode server (a real websocket)
 //! whose URLs the fake `apps.connections.open` hands out, fresh each call, and the Slack
-//! Web API on wiremock.
+//! Web API on wiremock. Also `/metrics` and `/healthz` as an operator meets them.
+
+mod common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -724,4 +726,128 @@ async fn a_reaction_on_kuukis_post_over_socket_mode_is_a_talkativeness_signal() 
             d["event"]["signal"] == "negative_reaction" && d["event"]["weight"] == -6.0 && d["event"]["user"] == "UBOB"
         })
         .await;
+}
+
+// ---- /metrics and /healthz ----
+
+/// `GET /metrics`: the content type and the text.
+async fn scrape(base_url: &str) -> (String, String) {
+    let response = reqwest::get(format!("{base_url}/metrics")).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let content_type = response.headers()["content-type"].to_str().unwrap().to_owned();
+    (content_type, response.text().await.unwrap())
+}
+
+/// The values of the samples of `text` whose name and labels start with `prefix`.
+fn sampled(text: &str, prefix: &str) -> Vec<f64> {
+    text.lines()
+        .filter(|line| line.starts_with(prefix))
+        .filter_map(|line| line.rsplit(' ').next()?.parse().ok())
+        .collect()
+}
+
+/// The sum of the samples `prefix` matches (0 when none does).
+fn total(text: &str, prefix: &str) -> f64 {
+    sampled(text, prefix).iter().sum()
+}
+
+async fn healthz(base_url: &str) -> (u16, Value) {
+    let response = reqwest::get(format!("{base_url}/healthz")).await.unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+/// No one's words, names or ids in a scrape.
+fn assert_nothing_personal(text: &str) {
+    for personal in ["are you there", "deploys work", "UALICE", "alice", common::ANSWER, "T1"] {
+        assert!(!text.contains(personal), "{personal:?} in /metrics:\n{text}");
+    }
+}
+
+/// After a signed mention over HTTP, a Socket Mode envelope and the judgment it queued,
+/// a scrape shows the counters moved; while another connection holds the data file's
+/// write lock, a scrape shows the store's errors and `/healthz` answers 503, and once it
+/// lets go `/healthz` is well again. No scrape carries anyone's words.
+#[tokio::test]
+async fn metrics_move_with_the_work_and_a_store_failure_shows_in_metrics_and_healthz() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("kuuki.db").to_string_lossy().into_owned();
+    let llm = wiremock::MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/chat/completions"))
+        .respond_with(common::completion(common::ANSWER))
+        .mount(&llm)
+        .await;
+    let llm_url = llm.uri();
+    // Every message is worth an answer a second after it came; the model writes answers.
+    let env = [
+        ("SLACK_SIGNING_SECRET", common::SECRET),
+        ("LLM_PROVIDER", "openai"),
+        ("OPENAI_BASE_URL", &llm_url),
+        ("OPENAI_API_KEY", "sk-test"),
+        ("LLM_JUDGE_ENABLED", "false"),
+        ("JUDGE_SCORE_THRESHOLD", "0"),
+        ("JUDGE_JITTER_RATIO", "0"),
+        ("UNANSWERED_QUESTION_WAIT_SECONDS", "0"),
+    ];
+    let mut socket_mode = FakeSocketMode::start().await;
+    let slack = Slack::start(&socket_mode.url).await;
+    let kuuki = Kuuki::start_on(&slack.api.uri(), &data, &env);
+    let mut link = socket_mode.next_link(&kuuki).await;
+    let base_url = kuuki.base_url().await;
+    let (content_type, before) = scrape(&base_url).await;
+    assert!(content_type.starts_with("text/plain; version=0.0.4"), "{content_type}");
+    assert_eq!(sampled(&before, "kuuki_messages_stored_total"), vec![0.0], "{before}");
+    link.hello();
+    wait_until("Socket Mode shows as connected", async || {
+        sampled(&scrape(&base_url).await.1, "kuuki_platform_connected{platform=\"slack\"}") == vec![1.0]
+    })
+    .await;
+
+    // A signed mention over HTTP, and a message over Socket Mode that queues a judgment.
+    let mention = common::signed_mention_request("C1", "EvHttp").0;
+    assert_eq!(common::post_signed(&base_url, "/slack/events", &mention).await.status(), 200);
+    let queued = ts(401);
+    link.send(ambient("E2", "Ev2", "C2", &queued));
+    link.ack("E2").await;
+    slack.wait_for_posts_in("C1").await;
+    kuuki.wait_for_decision("judge", &queued, |_| true).await;
+    kuuki.wait_for_decision("respond", &queued, |_| true).await;
+
+    let (_, after) = scrape(&base_url).await;
+    assert_eq!(sampled(&after, "kuuki_messages_stored_total"), vec![2.0], "{after}");
+    assert!(total(&after, "kuuki_judgments_total{decision=\"respond\"}") >= 1.0, "{after}");
+    assert_eq!(total(&after, "kuuki_posts_total{mode=\"direct\""), 1.0, "{after}");
+    // The question is answered unasked (by its judgment or its pick-up): a post or a reaction.
+    let unasked = total(&after, "kuuki_posts_total") + total(&after, "kuuki_reactions_total") - 1.0;
+    assert_eq!(unasked, 1.0, "{after}");
+    assert!(total(&after, "kuuki_jobs_total{kind=\"judge\",outcome=\"done\"}") >= 1.0, "{after}");
+    assert!(total(&after, "kuuki_jobs_total{kind=\"respond\",outcome=\"done\"}") >= 2.0, "{after}");
+    assert!(total(&after, "kuuki_job_duration_seconds_count{kind=\"respond\"}") >= 2.0, "{after}");
+    assert!(total(&after, "kuuki_llm_calls_total{role=\"generate\"}") >= 1.0, "{after}");
+    assert!(total(&after, "kuuki_llm_tokens_total{role=\"generate\",direction=\"input\"}") >= 10.0, "{after}");
+    assert_eq!(sampled(&after, "kuuki_queue_jobs{state=\"in_delivery\"}").len(), 1, "{after}");
+    assert_eq!(sampled(&after, "kuuki_queue_oldest_due_job_age_seconds").len(), 1, "{after}");
+    assert_eq!(sampled(&after, "kuuki_platform_reconnects_total{platform=\"slack\"}"), vec![0.0], "{after}");
+    assert_eq!(sampled(&after, "kuuki_store_errors_total"), vec![0.0], "{after}");
+    assert_nothing_personal(&after);
+    let (status, health) = healthz(&base_url).await;
+    assert_eq!((status, &health["status"]), (200, &json!("ok")), "{health}");
+    assert_eq!(health["slack"]["connected"], true, "{health}");
+
+    // Another connection takes the data file's write lock: kuuki cannot store a mention.
+    let blocker = rusqlite::Connection::open(&data).unwrap();
+    blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let refused = common::signed_mention_request("C3", "EvLocked").0;
+    let status = common::post_signed(&base_url, "/slack/events", &refused).await.status();
+    assert_eq!(status, 500, "not stored: Slack is asked to deliver it again");
+    wait_until("/healthz turns unhealthy", async || healthz(&base_url).await.0 == 503).await;
+    let (_, health) = healthz(&base_url).await;
+    assert_eq!((&health["status"], &health["store"]["failing"]), (&json!("unhealthy"), &json!(true)), "{health}");
+    assert!(health["problems"][0].as_str().unwrap().contains("data file"), "{health}");
+    let (_, during) = scrape(&base_url).await;
+    assert!(total(&during, "kuuki_store_errors_total") >= 1.0, "{during}");
+    assert_nothing_personal(&during);
+
+    blocker.execute_batch("ROLLBACK").unwrap();
+    wait_until("/healthz is well again", async || healthz(&base_url).await.0 == 200).await;
 }

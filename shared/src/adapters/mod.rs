@@ -10,6 +10,8 @@ pub mod contract;
 pub mod discord;
 pub mod llm;
 pub mod memory;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 pub mod platforms;
 pub mod retry;
 pub mod slack;

@@ -7,73 +7,74 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{SqliteStore, backend, unreadable};
+use super::SqliteStore;
 use crate::domain::talkativeness::{FeedbackChange, FeedbackOutcome, TalkativenessLimits};
 use crate::domain::{
     ChannelId, ChannelLine, ChannelMemory, Intervention, JudgmentNote, Timestamp, Ts, WorkspaceMemory, is_discord_id,
 };
-use crate::ports::{ChannelState, ChannelStateStore, MemoryTask, OpenerState, PortError, PortResult, Shadow};
-
-fn read_state(conn: &Connection, channel: &ChannelId) -> PortResult<ChannelState> {
-    let row: Option<(String, Option<i64>)> = conn
-        .prepare_cached("SELECT state, lull_at FROM channel_states WHERE channel = ?1")
-        .and_then(|mut s| s.query_row([channel.0.as_ref()], |row| Ok((row.get(0)?, row.get(1)?))).optional())
-        .map_err(backend)?;
-    let Some((json, lull_at)) = row else { return Ok(ChannelState::default()) };
-    let mut state: ChannelState = serde_json::from_str(&json).map_err(|e| unreadable("channel state", e))?;
-    state.reflection_lull_at = lull_at.map(Timestamp);
-    Ok(state)
-}
-
-fn write_state(conn: &Connection, channel: &ChannelId, state: &ChannelState) -> PortResult<()> {
-    let json = serde_json::to_string(state).expect("channel state serializes");
-    conn.prepare_cached(
-        "INSERT INTO channel_states (channel, state, lull_at) VALUES (?1, ?2, ?3)
-         ON CONFLICT (channel) DO UPDATE SET state = excluded.state, lull_at = excluded.lull_at",
-    )
-    .and_then(|mut s| s.execute(params![channel.0.as_ref(), json, state.reflection_lull_at.map(Timestamp::as_micros)]))
-    .map_err(backend)?;
-    Ok(())
-}
-
-fn read_workspace(conn: &Connection) -> PortResult<WorkspaceMemory> {
-    let json: Option<String> = conn
-        .prepare_cached("SELECT memory FROM workspace WHERE key = 'memory'")
-        .and_then(|mut s| s.query_row([], |row| row.get(0)).optional())
-        .map_err(backend)?;
-    match json {
-        Some(json) => serde_json::from_str(&json).map_err(|e| unreadable("workspace memory", e)),
-        None => Ok(WorkspaceMemory::default()),
-    }
-}
+use crate::ports::{ChannelState, ChannelStateStore, MemoryTask, OpenerState, PortResult, Shadow};
 
 /// Where the workspace table keeps since when Slack's access is gone (microseconds, as
 /// text): a row beside the workspace memory, so no migration.
 const SLACK_GONE_KEY: &str = "slack_gone";
 
-fn read_slack_gone(conn: &Connection) -> PortResult<Option<Timestamp>> {
-    let text: Option<String> = conn
-        .prepare_cached("SELECT memory FROM workspace WHERE key = ?1")
-        .and_then(|mut s| s.query_row([SLACK_GONE_KEY], |row| row.get(0)).optional())
-        .map_err(backend)?;
-    text.map(|text| {
-        text.parse().map(Timestamp).map_err(|e| PortError::Backend {
-            backend: "sqlite",
-            message: format!("an unreadable Slack access mark {text:?}: {e}"),
-        })
-    })
-    .transpose()
-}
-
 impl SqliteStore {
+    fn read_state(&self, conn: &Connection, channel: &ChannelId) -> PortResult<ChannelState> {
+        let row: Option<(String, Option<i64>)> = conn
+            .prepare_cached("SELECT state, lull_at FROM channel_states WHERE channel = ?1")
+            .and_then(|mut s| s.query_row([channel.0.as_ref()], |row| Ok((row.get(0)?, row.get(1)?))).optional())
+            .map_err(|e| self.failed(e))?;
+        let Some((json, lull_at)) = row else { return Ok(ChannelState::default()) };
+        let mut state: ChannelState = serde_json::from_str(&json).map_err(|e| self.unreadable("channel state", e))?;
+        state.reflection_lull_at = lull_at.map(Timestamp);
+        Ok(state)
+    }
+
+    fn write_state(&self, conn: &Connection, channel: &ChannelId, state: &ChannelState) -> PortResult<()> {
+        let json = serde_json::to_string(state).expect("channel state serializes");
+        conn.prepare_cached(
+            "INSERT INTO channel_states (channel, state, lull_at) VALUES (?1, ?2, ?3)
+             ON CONFLICT (channel) DO UPDATE SET state = excluded.state, lull_at = excluded.lull_at",
+        )
+        .and_then(|mut s| {
+            s.execute(params![channel.0.as_ref(), json, state.reflection_lull_at.map(Timestamp::as_micros)])
+        })
+        .map_err(|e| self.failed(e))?;
+        Ok(())
+    }
+
+    fn read_workspace(&self, conn: &Connection) -> PortResult<WorkspaceMemory> {
+        let json: Option<String> = conn
+            .prepare_cached("SELECT memory FROM workspace WHERE key = 'memory'")
+            .and_then(|mut s| s.query_row([], |row| row.get(0)).optional())
+            .map_err(|e| self.failed(e))?;
+        match json {
+            Some(json) => serde_json::from_str(&json).map_err(|e| self.unreadable("workspace memory", e)),
+            None => Ok(WorkspaceMemory::default()),
+        }
+    }
+
+    fn read_slack_gone(&self, conn: &Connection) -> PortResult<Option<Timestamp>> {
+        let text: Option<String> = conn
+            .prepare_cached("SELECT memory FROM workspace WHERE key = ?1")
+            .and_then(|mut s| s.query_row([SLACK_GONE_KEY], |row| row.get(0)).optional())
+            .map_err(|e| self.failed(e))?;
+        text.map(|text| {
+            text.parse()
+                .map(Timestamp)
+                .map_err(|e| self.error(format!("an unreadable Slack access mark {text:?}: {e}")))
+        })
+        .transpose()
+    }
+
     /// Changes `channel`'s state in one transaction.
     fn update_state<T>(&self, channel: &ChannelId, change: impl FnOnce(&mut ChannelState) -> T) -> PortResult<T> {
         let mut conn = self.lock();
-        let tx = conn.transaction().map_err(backend)?;
-        let mut state = read_state(&tx, channel)?;
+        let tx = conn.transaction().map_err(|e| self.failed(e))?;
+        let mut state = self.read_state(&tx, channel)?;
         let outcome = change(&mut state);
-        write_state(&tx, channel, &state)?;
-        tx.commit().map_err(backend)?;
+        self.write_state(&tx, channel, &state)?;
+        tx.commit().map_err(|e| self.failed(e))?;
         Ok(outcome)
     }
 }
@@ -82,9 +83,9 @@ impl SqliteStore {
 impl ChannelStateStore for SqliteStore {
     async fn channel_state(&self, channel: &ChannelId) -> PortResult<Arc<ChannelState>> {
         let conn = self.lock();
-        let mut state = read_state(&conn, channel)?;
+        let mut state = self.read_state(&conn, channel)?;
         if !is_discord_id(&channel.0) {
-            state.slack_gone = read_slack_gone(&conn)?;
+            state.slack_gone = self.read_slack_gone(&conn)?;
         }
         Ok(Arc::new(state))
     }
@@ -151,21 +152,21 @@ impl ChannelStateStore for SqliteStore {
 
     async fn workspace_memory(&self) -> PortResult<WorkspaceMemory> {
         let conn = self.lock();
-        let memory = read_workspace(&conn)?;
-        let mut statement = conn.prepare_cached("SELECT line FROM channel_lines").map_err(backend)?;
+        let memory = self.read_workspace(&conn)?;
+        let mut statement = conn.prepare_cached("SELECT line FROM channel_lines").map_err(|e| self.failed(e))?;
         let lines = statement
             .query_map([], |row| row.get::<_, String>(0))
             .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
-            .map_err(backend)?;
+            .map_err(|e| self.failed(e))?;
         let lines = lines
             .iter()
-            .map(|json| serde_json::from_str::<ChannelLine>(json).map_err(|e| unreadable("channel line", e)))
+            .map(|json| serde_json::from_str::<ChannelLine>(json).map_err(|e| self.unreadable("channel line", e)))
             .collect::<PortResult<Vec<_>>>()?;
         Ok(WorkspaceMemory { channel_lines: crate::adapters::memory::newest_first(lines), ..memory })
     }
 
     async fn workspace_memory_without_lines(&self) -> PortResult<WorkspaceMemory> {
-        read_workspace(&self.lock())
+        self.read_workspace(&self.lock())
     }
 
     async fn set_workspace_memory(&self, memory: WorkspaceMemory) -> PortResult<()> {
@@ -176,7 +177,7 @@ impl ChannelStateStore for SqliteStore {
                  ON CONFLICT (key) DO UPDATE SET memory = excluded.memory",
             )
             .and_then(|mut s| s.execute([json]))
-            .map_err(backend)?;
+            .map_err(|e| self.failed(e))?;
         Ok(())
     }
 
@@ -195,7 +196,7 @@ impl ChannelStateStore for SqliteStore {
                 .prepare_cached("DELETE FROM channel_lines WHERE channel = ?1")
                 .and_then(|mut s| s.execute([channel.0.as_ref()])),
         };
-        written.map(drop).map_err(backend)
+        written.map(drop).map_err(|e| self.failed(e))
     }
 
     async fn apply_feedback(
@@ -206,36 +207,36 @@ impl ChannelStateStore for SqliteStore {
         limits: &TalkativenessLimits,
     ) -> PortResult<Option<FeedbackOutcome>> {
         let mut conn = self.lock();
-        let tx = conn.transaction().map_err(backend)?;
-        let mut state = read_state(&tx, channel)?;
+        let tx = conn.transaction().map_err(|e| self.failed(e))?;
+        let mut state = self.read_state(&tx, channel)?;
         let outcome = state.talkativeness.apply(change, now, limits);
         if outcome.is_some() {
-            write_state(&tx, channel, &state)?;
-            tx.commit().map_err(backend)?;
+            self.write_state(&tx, channel, &state)?;
+            tx.commit().map_err(|e| self.failed(e))?;
         }
         Ok(outcome)
     }
 
     async fn state_channels(&self) -> PortResult<Vec<ChannelId>> {
         let conn = self.lock();
-        let mut statement = conn.prepare_cached("SELECT channel FROM channel_states").map_err(backend)?;
+        let mut statement = conn.prepare_cached("SELECT channel FROM channel_states").map_err(|e| self.failed(e))?;
         statement
             .query_map([], |row| Ok(ChannelId(row.get::<_, String>(0)?.into())))
             .and_then(|rows| rows.collect())
-            .map_err(backend)
+            .map_err(|e| self.failed(e))
     }
 
     async fn delete_channel_state(&self, channel: &ChannelId) -> PortResult<()> {
         let mut conn = self.lock();
-        let tx = conn.transaction().map_err(backend)?;
+        let tx = conn.transaction().map_err(|e| self.failed(e))?;
         for sql in ["DELETE FROM channel_states WHERE channel = ?1", "DELETE FROM channel_lines WHERE channel = ?1"] {
-            tx.prepare_cached(sql).and_then(|mut s| s.execute([channel.0.as_ref()])).map_err(backend)?;
+            tx.prepare_cached(sql).and_then(|mut s| s.execute([channel.0.as_ref()])).map_err(|e| self.failed(e))?;
         }
-        tx.commit().map_err(backend)
+        tx.commit().map_err(|e| self.failed(e))
     }
 
     async fn slack_gone(&self) -> PortResult<Option<Timestamp>> {
-        read_slack_gone(&self.lock())
+        self.read_slack_gone(&self.lock())
     }
 
     async fn mark_slack_gone(&self, at: Timestamp) -> PortResult<bool> {
@@ -243,7 +244,7 @@ impl ChannelStateStore for SqliteStore {
             .lock()
             .prepare_cached("INSERT INTO workspace (key, memory) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING")
             .and_then(|mut s| s.execute(params![SLACK_GONE_KEY, at.as_micros().to_string()]))
-            .map_err(backend)?;
+            .map_err(|e| self.failed(e))?;
         Ok(marked == 1)
     }
 
@@ -252,7 +253,7 @@ impl ChannelStateStore for SqliteStore {
             .lock()
             .prepare_cached("DELETE FROM workspace WHERE key = ?1 AND memory = ?2")
             .and_then(|mut s| s.execute(params![SLACK_GONE_KEY, at.as_micros().to_string()]))
-            .map_err(backend)?;
+            .map_err(|e| self.failed(e))?;
         Ok(cleared == 1)
     }
 }

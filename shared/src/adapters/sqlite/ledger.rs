@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rusqlite::{OptionalExtension, params};
 
-use super::{SqliteStore, backend};
+use super::SqliteStore;
 use crate::domain::Timestamp;
 use crate::ports::{ClaimOutcome, Ledger, PortResult};
 
@@ -14,11 +14,11 @@ use crate::ports::{ClaimOutcome, Ledger, PortResult};
 impl Ledger for SqliteStore {
     async fn claim(&self, key: &str, now: Timestamp, lease: Duration) -> PortResult<ClaimOutcome> {
         let mut conn = self.lock();
-        let tx = conn.transaction().map_err(backend)?;
+        let tx = conn.transaction().map_err(|e| self.failed(e))?;
         let held: Option<(bool, i64, bool)> = tx
             .prepare_cached("SELECT done, until, posting FROM claims WHERE key = ?1")
             .and_then(|mut s| s.query_row([key], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?))).optional())
-            .map_err(backend)?;
+            .map_err(|e| self.failed(e))?;
         let posting = match held {
             Some((true, until, _)) if until > now.as_micros() => return Ok(ClaimOutcome::Completed),
             Some((false, until, _)) if until > now.as_micros() => {
@@ -32,8 +32,8 @@ impl Ledger for SqliteStore {
              ON CONFLICT (key) DO UPDATE SET done = 0, until = excluded.until, posting = excluded.posting",
         )
         .and_then(|mut s| s.execute(params![key, (now + lease).as_micros(), posting]))
-        .map_err(backend)?;
-        tx.commit().map_err(backend)?;
+        .map_err(|e| self.failed(e))?;
+        tx.commit().map_err(|e| self.failed(e))?;
         Ok(if posting { ClaimOutcome::Resumed } else { ClaimOutcome::Claimed })
     }
 
@@ -41,7 +41,7 @@ impl Ledger for SqliteStore {
         self.lock()
             .prepare_cached("UPDATE claims SET posting = 1 WHERE key = ?1 AND done = 0")
             .and_then(|mut s| s.execute([key]))
-            .map_err(backend)?;
+            .map_err(|e| self.failed(e))?;
         Ok(())
     }
 
@@ -52,7 +52,7 @@ impl Ledger for SqliteStore {
                  ON CONFLICT (key) DO UPDATE SET done = 1, until = excluded.until, posting = 0",
             )
             .and_then(|mut s| s.execute(params![key, (now + keep).as_micros()]))
-            .map_err(backend)?;
+            .map_err(|e| self.failed(e))?;
         Ok(())
     }
 
@@ -61,7 +61,7 @@ impl Ledger for SqliteStore {
         self.lock()
             .prepare_cached("UPDATE claims SET until = ?2 WHERE key = ?1 AND done = 0")
             .and_then(|mut s| s.execute(params![key, i64::MIN]))
-            .map_err(backend)?;
+            .map_err(|e| self.failed(e))?;
         Ok(())
     }
 
@@ -69,7 +69,7 @@ impl Ledger for SqliteStore {
         self.lock()
             .prepare_cached("SELECT value FROM cache WHERE key = ?1 AND until > ?2")
             .and_then(|mut s| s.query_row(params![key, now.as_micros()], |row| row.get(0)).optional())
-            .map_err(backend)
+            .map_err(|e| self.failed(e))
     }
 
     async fn cache_put(&self, key: &str, value: &str, until: Timestamp) -> PortResult<()> {
@@ -79,7 +79,7 @@ impl Ledger for SqliteStore {
                  ON CONFLICT (key) DO UPDATE SET value = excluded.value, until = excluded.until",
             )
             .and_then(|mut s| s.execute(params![key, value, until.as_micros()]))
-            .map_err(backend)?;
+            .map_err(|e| self.failed(e))?;
         Ok(())
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use super::{SqliteStore, backend, bool_int};
+use super::{SqliteStore, bool_int};
 use crate::domain::{Author, ChannelId, Message, ThreadKey, Timestamp, Ts, UserId};
 use crate::ports::{ChannelWindow, MessageStore, PortResult, PutOutcome};
 
@@ -114,33 +114,38 @@ impl MessageStore for SqliteStore {
                     message.replies_to.as_ref().map(Ts::as_str),
                 ])
             })
-            .map_err(backend)?;
+            .map_err(|e| self.failed(e))?;
         if inserted == 0 {
             return Ok(PutOutcome::AlreadyExists);
         }
-        self.count_put(&conn).map_err(backend)?;
+        self.count_put(&conn).map_err(|e| self.failed(e))?;
         Ok(PutOutcome::Inserted)
     }
 
     async fn get_message(&self, channel: &ChannelId, ts: &Ts) -> PortResult<Option<Arc<Message>>> {
         let conn = self.lock();
         let sql = format!("SELECT {COLUMNS} FROM messages WHERE channel = ?1 AND ts_key = ?2");
-        let mut statement = conn.prepare_cached(&sql).map_err(backend)?;
-        statement.query_row(params![channel.0.as_ref(), ts.sort_key()], message_from).optional().map_err(backend)
+        let mut statement = conn.prepare_cached(&sql).map_err(|e| self.failed(e))?;
+        statement
+            .query_row(params![channel.0.as_ref(), ts.sort_key()], message_from)
+            .optional()
+            .map_err(|e| self.failed(e))
     }
 
     async fn update_text(&self, channel: &ChannelId, ts: &Ts, text: &str) -> PortResult<bool> {
         let conn = self.lock();
-        let mut update =
-            conn.prepare_cached("UPDATE messages SET text = ?3 WHERE channel = ?1 AND ts_key = ?2").map_err(backend)?;
-        Ok(update.execute(params![channel.0.as_ref(), ts.sort_key(), text]).map_err(backend)? > 0)
+        let mut update = conn
+            .prepare_cached("UPDATE messages SET text = ?3 WHERE channel = ?1 AND ts_key = ?2")
+            .map_err(|e| self.failed(e))?;
+        Ok(update.execute(params![channel.0.as_ref(), ts.sort_key(), text]).map_err(|e| self.failed(e))? > 0)
     }
 
     async fn delete_message(&self, channel: &ChannelId, ts: &Ts) -> PortResult<bool> {
         let conn = self.lock();
-        let mut delete =
-            conn.prepare_cached("DELETE FROM messages WHERE channel = ?1 AND ts_key = ?2").map_err(backend)?;
-        Ok(delete.execute(params![channel.0.as_ref(), ts.sort_key()]).map_err(backend)? > 0)
+        let mut delete = conn
+            .prepare_cached("DELETE FROM messages WHERE channel = ?1 AND ts_key = ?2")
+            .map_err(|e| self.failed(e))?;
+        Ok(delete.execute(params![channel.0.as_ref(), ts.sort_key()]).map_err(|e| self.failed(e))? > 0)
     }
 
     async fn recent_in_thread(
@@ -157,7 +162,7 @@ impl MessageStore for SqliteStore {
         );
         let key = root_key(thread.root.as_ref());
         let params = params![thread.channel.0.as_ref(), key, since.as_micros(), limit_param(limit)];
-        Ok(in_ts_order(select(&self.lock(), &sql, params).map_err(backend)?))
+        Ok(in_ts_order(select(&self.lock(), &sql, params).map_err(|e| self.failed(e))?))
     }
 
     async fn recent_in_channel(
@@ -170,7 +175,7 @@ impl MessageStore for SqliteStore {
             "SELECT {COLUMNS} FROM messages WHERE channel = ?1 AND at >= ?2 ORDER BY at DESC, ts_key DESC LIMIT ?3"
         );
         let params = params![channel.0.as_ref(), since.as_micros(), limit_param(limit)];
-        Ok(in_ts_order(select(&self.lock(), &sql, params).map_err(backend)?))
+        Ok(in_ts_order(select(&self.lock(), &sql, params).map_err(|e| self.failed(e))?))
     }
 
     async fn messages_after(
@@ -181,13 +186,13 @@ impl MessageStore for SqliteStore {
     ) -> PortResult<Vec<Arc<Message>>> {
         let sql = format!("SELECT {COLUMNS} FROM messages WHERE channel = ?1 AND ts_key > ?2 ORDER BY ts_key LIMIT ?3");
         let after = after.map_or_else(String::new, Ts::sort_key);
-        select(&self.lock(), &sql, params![channel.0.as_ref(), after, limit_param(limit)]).map_err(backend)
+        select(&self.lock(), &sql, params![channel.0.as_ref(), after, limit_param(limit)]).map_err(|e| self.failed(e))
     }
 
     async fn channel_window(&self, channel: &ChannelId, limit: usize) -> PortResult<ChannelWindow> {
         let sql = format!("SELECT {COLUMNS} FROM messages WHERE channel = ?1 ORDER BY ts_key DESC LIMIT ?2");
         let rows = select(&self.lock(), &sql, params![channel.0.as_ref(), limit_param(limit.saturating_add(1))])
-            .map_err(backend)?;
+            .map_err(|e| self.failed(e))?;
         Ok(window(rows, limit))
     }
 
@@ -195,13 +200,14 @@ impl MessageStore for SqliteStore {
         let sql =
             format!("SELECT {COLUMNS} FROM messages WHERE channel = ?1 AND ts_key < ?2 ORDER BY ts_key DESC LIMIT ?3");
         let params = params![channel.0.as_ref(), before.sort_key(), limit_param(limit.saturating_add(1))];
-        Ok(window(select(&self.lock(), &sql, params).map_err(backend)?, limit))
+        Ok(window(select(&self.lock(), &sql, params).map_err(|e| self.failed(e))?, limit))
     }
 
     async fn previous_in_channel(&self, channel: &ChannelId, before: &Ts) -> PortResult<Option<Arc<Message>>> {
         let sql =
             format!("SELECT {COLUMNS} FROM messages WHERE channel = ?1 AND ts_key < ?2 ORDER BY ts_key DESC LIMIT 1");
-        let rows = select(&self.lock(), &sql, params![channel.0.as_ref(), before.sort_key()]).map_err(backend)?;
+        let rows =
+            select(&self.lock(), &sql, params![channel.0.as_ref(), before.sort_key()]).map_err(|e| self.failed(e))?;
         Ok(rows.into_iter().next())
     }
 
@@ -215,22 +221,22 @@ impl MessageStore for SqliteStore {
         let before = posted_before.map_or(i64::MAX, Timestamp::as_micros);
         let mut delete = conn
             .prepare_cached("DELETE FROM messages WHERE channel = ?1 AND user = ?2 AND at < ?3")
-            .map_err(backend)?;
-        delete.execute(params![channel.0.as_ref(), user.0.as_ref(), before]).map_err(backend)
+            .map_err(|e| self.failed(e))?;
+        delete.execute(params![channel.0.as_ref(), user.0.as_ref(), before]).map_err(|e| self.failed(e))
     }
 
     async fn message_channels(&self) -> PortResult<Vec<ChannelId>> {
         let conn = self.lock();
-        let mut statement = conn.prepare_cached("SELECT DISTINCT channel FROM messages").map_err(backend)?;
+        let mut statement = conn.prepare_cached("SELECT DISTINCT channel FROM messages").map_err(|e| self.failed(e))?;
         statement
             .query_map([], |row| Ok(ChannelId(row.get::<_, String>(0)?.into())))
             .and_then(|rows| rows.collect())
-            .map_err(backend)
+            .map_err(|e| self.failed(e))
     }
 
     async fn delete_channel_messages(&self, channel: &ChannelId) -> PortResult<usize> {
         let conn = self.lock();
-        let mut delete = conn.prepare_cached("DELETE FROM messages WHERE channel = ?1").map_err(backend)?;
-        delete.execute([channel.0.as_ref()]).map_err(backend)
+        let mut delete = conn.prepare_cached("DELETE FROM messages WHERE channel = ?1").map_err(|e| self.failed(e))?;
+        delete.execute([channel.0.as_ref()]).map_err(|e| self.failed(e))
     }
 }

@@ -88,6 +88,7 @@ pub struct SqliteStore {
     /// then (µs), so the workers wait instead of spinning on the failure.
     take_again_at: AtomicI64,
     recovered: Recovered,
+    failures: Arc<Failures>,
 }
 
 /// Prepared statements kept: more than the ports have.
@@ -169,7 +170,12 @@ impl SqliteStore {
         }
         let default_budget = Duration::from_secs(crate::budget::DEFAULT_WORKER_TIMEOUT_SECONDS);
         let visibility = default_budget * crate::budget::VISIBILITY_PER_WORKER_TIMEOUT;
-        let checkpointer = if in_memory { None } else { Some(checkpoint::Checkpointer::start(path).map_err(named)?) };
+        let failures = Arc::new(Failures::default());
+        let checkpointer = if in_memory {
+            None
+        } else {
+            Some(checkpoint::Checkpointer::start(path, failures.clone()).map_err(named)?)
+        };
         let store = SqliteStore {
             _checkpointer: checkpointer,
             conn: Mutex::new(conn),
@@ -183,6 +189,7 @@ impl SqliteStore {
             arrived: tokio::sync::Notify::new(),
             take_again_at: AtomicI64::new(i64::MIN),
             recovered,
+            failures,
         };
         // What expired while no process ran goes before anything reads it.
         store.prune(&store.lock(), true).map_err(named)?;
@@ -240,14 +247,65 @@ impl SqliteStore {
     }
 }
 
-/// A failed statement as the ports' error: the queue delivers the job again.
-fn backend(error: rusqlite::Error) -> PortError {
-    PortError::Backend { backend: "sqlite", message: error.to_string() }
+impl SqliteStore {
+    /// A failed statement as the ports' error (the queue delivers the job again), counted.
+    fn failed(&self, error: rusqlite::Error) -> PortError {
+        self.error(error.to_string())
+    }
+
+    /// A value stored as JSON that no longer reads (written by hand, or damaged), counted.
+    fn unreadable(&self, what: &str, error: serde_json::Error) -> PortError {
+        self.error(format!("a stored {what} does not read: {error}"))
+    }
+
+    fn error(&self, message: String) -> PortError {
+        self.failures.failed();
+        PortError::Backend { backend: "sqlite", message }
+    }
+
+    /// Errors so far, and whether the store is failing now ([`StoreHealth`]).
+    pub fn health(&self) -> StoreHealth {
+        StoreHealth { errors: self.failures.count(), failing: self._checkpointer.is_some() && self.failures.failing() }
+    }
 }
 
-/// A value stored as JSON that no longer reads (written by hand, or damaged).
-fn unreadable(what: &str, error: serde_json::Error) -> PortError {
-    PortError::Backend { backend: "sqlite", message: format!("a stored {what} does not read: {error}") }
+/// The store's errors since it opened (failed statements, stored values that do not
+/// read, failed write checks), and whether it is failing: a write check of the file
+/// (every [`checkpoint::PROBE_EVERY`]) has not succeeded since the last error. A store
+/// in memory is never failing (nothing else can lock it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreHealth {
+    pub errors: u64,
+    pub failing: bool,
+}
+
+/// What [`StoreHealth`] is made of, shared with the thread that checks the file.
+#[derive(Debug, Default)]
+struct Failures {
+    count: AtomicU64,
+    /// A sequence that orders the last failure and the last good write check.
+    order: AtomicU64,
+    last_failure: AtomicU64,
+    last_good_check: AtomicU64,
+}
+
+impl Failures {
+    fn failed(&self) {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.last_failure.store(self.order.fetch_add(1, Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
+    fn checked_good(&self) {
+        self.last_good_check.store(self.order.fetch_add(1, Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
+    fn count(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    fn failing(&self) -> bool {
+        self.last_failure.load(Ordering::Relaxed) > self.last_good_check.load(Ordering::Relaxed)
+    }
 }
 
 fn classify(path: &str, error: rusqlite::Error) -> OpenError {

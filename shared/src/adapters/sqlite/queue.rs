@@ -10,9 +10,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Recovered, SqliteStore, backend};
+use super::{Recovered, SqliteStore};
 use crate::domain::{Job, Timestamp, decode_job, encode_job};
-use crate::ports::{Delivery, InProcessQueue, PortResult, Queue, Scheduler};
+use crate::ports::{Delivery, InProcessQueue, PortResult, Queue, QueueDepth, Scheduler};
 
 /// At open: the jobs the previous process had taken are visible now, and the claims
 /// it held are released (a posting mark stays, so the next holder looks for the post
@@ -35,7 +35,7 @@ impl SqliteStore {
         self.lock()
             .prepare_cached("INSERT INTO jobs (job, visible_at, deliveries, taken) VALUES (?1, ?2, 0, 0)")
             .and_then(|mut s| s.execute(params![encode_job(job), visible_at.as_micros()]))
-            .map_err(backend)?;
+            .map_err(|e| self.failed(e))?;
         self.arrived.notify_one();
         Ok(())
     }
@@ -49,7 +49,26 @@ impl SqliteStore {
         self.lock()
             .query_row("SELECT COUNT(*) FROM jobs", [], |row| row.get::<_, i64>(0))
             .map(|n| n as usize)
-            .map_err(backend)
+            .map_err(|e| self.failed(e))
+    }
+
+    /// How many jobs are due, delayed and in delivery at `now`, and how long the
+    /// earliest due one has been due (`kuuki serve`'s metrics).
+    pub fn queue_depth(&self, now: Timestamp) -> PortResult<QueueDepth> {
+        let now_micros = now.as_micros();
+        let (due, delayed, in_delivery, earliest): (i64, i64, i64, Option<i64>) = self
+            .lock()
+            .prepare_cached(
+                "SELECT COALESCE(SUM(visible_at <= ?1), 0), COALESCE(SUM(visible_at > ?1 AND taken = 0), 0),
+                        COALESCE(SUM(visible_at > ?1 AND taken = 1), 0), MIN(visible_at)
+                 FROM jobs",
+            )
+            .and_then(|mut s| s.query_row([now_micros], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))))
+            .map_err(|e| self.failed(e))?;
+        let oldest_due = earliest
+            .filter(|at| *at <= now_micros)
+            .map_or(Duration::ZERO, |at| Duration::from_micros((now_micros - at) as u64));
+        Ok(QueueDepth { due: due as u64, delayed: delayed as u64, in_delivery: in_delivery as u64, oldest_due })
     }
 
     /// Takes the earliest visible job due by `now`: it stays, invisible, until settled.
@@ -104,6 +123,7 @@ impl InProcessQueue for SqliteStore {
         match found {
             Ok(due) => due.map(|due| Timestamp(due.max(take_again_at))),
             Err(error) => {
+                self.failures.failed();
                 tracing::error!(%error, "cannot read the job queue; trying again in a second");
                 Some(self.now() + RETRY_AFTER_A_FAILED_TAKE)
             }
@@ -115,6 +135,7 @@ impl InProcessQueue for SqliteStore {
             return None;
         }
         self.take_due(now).unwrap_or_else(|error| {
+            self.failures.failed();
             tracing::error!(%error, "cannot take a job from the queue; trying again in a second");
             self.take_again_at.store((now + RETRY_AFTER_A_FAILED_TAKE).as_micros(), Ordering::Relaxed);
             None
@@ -127,6 +148,7 @@ impl InProcessQueue for SqliteStore {
             .prepare_cached("DELETE FROM jobs WHERE seq = ?1")
             .and_then(|mut s| s.execute([delivery.receipt as i64]));
         if let Err(error) = deleted {
+            self.failures.failed();
             // The job comes back after its visibility timeout: at least once, as ever.
             tracing::error!(%error, receipt = delivery.receipt, "cannot settle a delivered job");
         }
@@ -151,11 +173,15 @@ impl InProcessQueue for SqliteStore {
                         s.execute(params![encode_job(&delivery.job), visible_at.as_micros(), delivery.deliveries + 1])
                     });
                 if let Err(error) = readded {
+                    self.failures.failed();
                     tracing::error!(%error, "cannot put a failed job back");
                 }
             }
             Ok(_) => {}
-            Err(error) => tracing::error!(%error, receipt = delivery.receipt, "cannot put a failed job back"),
+            Err(error) => {
+                self.failures.failed();
+                tracing::error!(%error, receipt = delivery.receipt, "cannot put a failed job back");
+            }
         }
         self.arrived.notify_one();
     }
@@ -167,6 +193,7 @@ impl InProcessQueue for SqliteStore {
             .prepare_cached("UPDATE jobs SET visible_at = ?2, deliveries = ?3, taken = 0 WHERE seq = ?1")
             .and_then(|mut s| s.execute(params![delivery.receipt as i64, now.as_micros(), delivery.deliveries]));
         if let Err(error) = updated {
+            self.failures.failed();
             // It comes back after its visibility timeout, counted: at least once still.
             tracing::error!(%error, receipt = delivery.receipt, "cannot put an unstarted job back");
         }

@@ -8,7 +8,7 @@ use super::{OpenError, Recovered, SqliteStore, schema};
 use crate::adapters::contract;
 use crate::adapters::memory::VirtualClock;
 use crate::domain::{ChannelId, Job, ThreadKey, Timestamp, Ts};
-use crate::ports::{ChannelStateStore, ClaimOutcome, InProcessQueue, Ledger, MessageStore, Queue};
+use crate::ports::{ChannelStateStore, ClaimOutcome, Clock, InProcessQueue, Ledger, MessageStore, Queue};
 
 fn clock() -> Arc<VirtualClock> {
     Arc::new(VirtualClock::new(Timestamp(1_800_000_000 * 1_000_000)))
@@ -246,4 +246,44 @@ async fn what_expired_while_no_process_ran_goes_at_open() {
     clock.advance_to(start + 2 * day);
     let store = SqliteStore::open(&path, clock.clone(), Some(day)).unwrap();
     assert!(store.get_message(&message.channel, &message.ts).await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn the_queues_stats_count_due_delayed_and_taken_jobs_and_the_oldest_due_ones_wait() {
+    let clock = clock();
+    let store = open(":memory:", &clock);
+    let job = |n: u32| Job::Summarize { channel: ChannelId("C1".into()), ts: Ts::new(format!("{n}.000001")) };
+    store.enqueue(job(1), Duration::ZERO).await.unwrap();
+    store.enqueue(job(2), Duration::from_secs(10)).await.unwrap();
+    store.enqueue(job(3), Duration::from_secs(60)).await.unwrap();
+    clock.advance_to(clock.now() + Duration::from_secs(20));
+    let taken = store.pop_due(clock.now()).expect("the first job is due");
+    let stats = store.queue_depth(clock.now()).unwrap();
+    assert_eq!((stats.due, stats.delayed, stats.in_delivery), (1, 1, 1), "{stats:?}");
+    assert_eq!(stats.oldest_due, Duration::from_secs(10), "the second job is due since 10 s");
+    store.ack(&taken);
+    clock.advance_to(clock.now() + Duration::from_secs(100));
+    let stats = store.queue_depth(clock.now()).unwrap();
+    assert_eq!((stats.due, stats.delayed, stats.in_delivery), (2, 0, 0), "{stats:?}");
+    assert_eq!(stats.oldest_due, Duration::from_secs(110));
+}
+
+/// A value that does not read is a counted error, and the store is failing until its
+/// next write check of the file succeeds (the checkpointer's, on the real clock).
+#[tokio::test]
+async fn store_errors_are_counted_and_failing_lasts_until_a_write_check_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = file_in(&dir);
+    let clock = clock();
+    let store = open(&path, &clock);
+    assert_eq!(store.health(), super::StoreHealth { errors: 0, failing: false });
+    let other = rusqlite::Connection::open(&path).unwrap();
+    other.execute("INSERT INTO channel_states (channel, state) VALUES ('C1', 'not json')", []).unwrap();
+    assert!(store.channel_state(&ChannelId("C1".into())).await.is_err());
+    assert_eq!(store.health(), super::StoreHealth { errors: 1, failing: true });
+    let checked_by = std::time::Instant::now() + super::checkpoint::PROBE_EVERY * 2;
+    while store.health().failing && std::time::Instant::now() < checked_by {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(store.health(), super::StoreHealth { errors: 1, failing: false }, "the file takes writes");
 }
