@@ -52,6 +52,9 @@ enum Command {
     Eval(crate::eval::EvalArgs),
     /// Discord set-up: `kuuki discord register` installs the /kuuki command.
     Discord(crate::discord::DiscordArgs),
+    /// Learn the reply model (when a later line answers an open question) from
+    /// annotated IRC logs and write its weights with their figures on the dev logs.
+    TrainReplyModel(crate::train::TrainArgs),
 }
 
 #[derive(Args)]
@@ -94,6 +97,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench(args) => crate::bench::run(args).await,
         Command::Eval(args) => crate::eval::run(args).await,
         Command::Discord(args) => crate::discord::run(args).await,
+        Command::TrainReplyModel(args) => crate::train::run(args),
     }
 }
 

@@ -13,6 +13,7 @@ mod eval_irc;
 mod operations;
 mod serve;
 mod socket_mode;
+mod train;
 
 use std::process::ExitCode;
 

@@ -138,6 +138,8 @@ fn invalid_values_name_the_setting() {
         ("CHANNEL_MAX_UNASKED_POSTS_PER_HOUR", "-1"),
         ("LLM_MAX_OUTPUT_TOKENS", "100001"),
         ("LLM_MAX_OUTPUT_TOKENS", "lots"),
+        ("REPLY_MODEL_THRESHOLD", "0"),
+        ("REPLY_MODEL_THRESHOLD", "on"),
     ];
     for (name, value) in cases {
         let err = Settings::from_vars(&vars(&[(name, value)])).unwrap_err();

@@ -40,7 +40,7 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
     let now = deps.clock.now();
     let judge = &deps.settings.judge;
     if let Some(closing) = view.closing(&deps.bot, &people, now, judge) {
-        return drop_it(deps, thread, ts, closing.reason());
+        return drop_it(deps, thread, ts, &closing.reason());
     }
     // A question to kuuki (a reply to its answer) is the JUDGE's to answer, at once.
     let mut asked: Vec<Arc<Message>> = before.clone();

@@ -14,6 +14,7 @@ pub mod attribution;
 pub mod corpus;
 pub mod questions;
 pub mod report;
+pub mod training;
 pub mod transcript;
 
 pub use corpus::{ChatLine, CorpusError, IrcLog, IrcMessage, SHARED_TRAIN_DIR, read_log, read_logs};

@@ -2,9 +2,14 @@
 //! about, until something about it closes it: an answer, the asker taking it back, or
 //! time. In a busy channel the next line is usually another conversation's, so "any
 //! newer message" is no sign of an answer; these rules read who the later lines are
-//! for. Pure functions over the messages, like the rest of the rules: the open
-//! questions of a channel are its recent questions these rules leave open, read from
-//! the messages every judgment reads anyway (docs/design.md §7.7).
+//! for. Sure closings (a reply in its thread or to it, the addressee's answer, the
+//! asker taking it back or calling kuuki, kuuki's answer) close it; otherwise the
+//! reply model ([`reply_model`], learned from annotated chat) says whether a later
+//! line answers it. Pure functions over the messages, like the rest of the rules: the
+//! open questions of a channel are its recent questions these rules leave open, read
+//! from the messages every judgment reads anyway (docs/design.md §7.7).
+
+pub mod reply_model;
 
 use std::sync::Arc;
 
@@ -20,7 +25,7 @@ use super::rules::{self, direct_trigger, is_question, lowercase};
 pub const TALKING_ELSEWHERE_SECONDS: f64 = 120.0;
 
 /// What closed a question.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Closing {
     /// Someone else replied in its thread (or, for a question in a thread, after it
     /// there), or replied to it (a Discord reply).
@@ -34,6 +39,9 @@ pub enum Closing {
     NextLine,
     /// A later line by someone else shares the question's words.
     SharedWords,
+    /// A later line most likely answers it: the reply model's probability for it
+    /// reached `REPLY_MODEL_THRESHOLD` (the line, and the probability in percent).
+    LikelyAnswered { by: crate::domain::Ts, percent: u8 },
     /// The asker took it back ("nvm", "found it", 「解決しました」).
     Withdrawn,
     /// The asker, or the person they were talking with, called kuuki after: the
@@ -46,18 +54,21 @@ pub enum Closing {
 }
 
 impl Closing {
-    /// For the decision log: no words of anyone's.
-    pub fn reason(self) -> &'static str {
+    /// For the decision log: ids and figures, no words of anyone's.
+    pub fn reason(&self) -> String {
         match self {
-            Closing::AnsweredInThread => "the question was answered in its thread or by a reply to it",
-            Closing::NamesAsker => "someone answered the asker by name",
-            Closing::AddresseeSpoke => "the person the question was for has answered",
-            Closing::NextLine => "the question looks answered by the next line",
-            Closing::SharedWords => "the question looks answered by a line sharing its words",
-            Closing::Withdrawn => "the asker took the question back",
-            Closing::AskedKuuki => "the asker, or the person they talked with, called kuuki since",
-            Closing::KuukiAnswered => "kuuki has answered the question already",
-            Closing::Expired => "the question expired (OPEN_QUESTION_EXPIRY_MINUTES)",
+            Closing::AnsweredInThread => "the question was answered in its thread or by a reply to it".into(),
+            Closing::AddresseeSpoke => "the person the question was for has answered".into(),
+            Closing::NamesAsker => "someone answered the asker by name".into(),
+            Closing::NextLine => "the question looks answered by the next line".into(),
+            Closing::SharedWords => "the question looks answered by a line sharing its words".into(),
+            Closing::LikelyAnswered { by, percent } => {
+                format!("the question looks answered by message {by} (reply model: {percent} %)")
+            }
+            Closing::Withdrawn => "the asker took the question back".into(),
+            Closing::AskedKuuki => "the asker, or the person they talked with, called kuuki since".into(),
+            Closing::KuukiAnswered => "kuuki has answered the question already".into(),
+            Closing::Expired => "the question expired (OPEN_QUESTION_EXPIRY_MINUTES)".into(),
         }
     }
 }
@@ -125,8 +136,10 @@ impl QuestionView<'_> {
         rules::addressee(self.before, bot, people)
     }
 
-    /// What closed the question by `now`, if anything did (`settings`: the expiry, and
-    /// the question's wait).
+    /// What closed the question by `now`, if anything did (`settings`: the expiry, the
+    /// question's wait, and `REPLY_MODEL_THRESHOLD`: with it, sure closings, the next
+    /// line in one conversation and the reply model decide; without it, the rules of
+    /// issue 34).
     pub fn closing(
         &self,
         bot: &BotIdentity,
@@ -135,8 +148,44 @@ impl QuestionView<'_> {
         settings: &JudgeSettings,
     ) -> Option<Closing> {
         let expiry = settings.open_question_expiry.as_secs_f64();
-        self.closed_by(bot, people, Some(settings.unanswered_question_wait))
-            .or_else(|| (now.seconds_since(self.question.at) > expiry).then_some(Closing::Expired))
+        let closed = match settings.reply_model_threshold {
+            Some(threshold) => self
+                .closed_by(bot, people, None, false)
+                .or_else(|| self.next_line_answers(bot, people, settings.unanswered_question_wait))
+                .or_else(|| self.likely_answer(bot, people, threshold)),
+            None => self.closed_by(bot, people, Some(settings.unanswered_question_wait), true),
+        };
+        closed.or_else(|| (now.seconds_since(self.question.at) > expiry).then_some(Closing::Expired))
+    }
+
+    /// Between two people, or in a channel holding one conversation, the first line
+    /// after the asker's turn (within the question's `wait`) answers it, unless it
+    /// calls someone else: there is nobody else it could be for. (The reply model,
+    /// learned from busy channels, reads that case poorly: there the next line is most
+    /// often another conversation's.)
+    fn next_line_answers(&self, bot: &BotIdentity, people: &KnownPeople, wait: std::time::Duration) -> Option<Closing> {
+        let turn_len = self.asker_turn_after().len();
+        let next = self
+            .after
+            .get(turn_len)
+            .filter(|m| m.author == Author::Human && m.thread_root == self.question.thread_root)?;
+        let in_time = next.at <= self.asker_turn_end() + wait;
+        let for_them = self.talking_with().is_some_and(|p| p == &next.user) || self.one_conversation(bot, people);
+        (in_time && for_them && !speaks_to_someone_else(next, self.question, bot, people)).then_some(Closing::NextLine)
+    }
+
+    /// The later line the reply model most believes answers the question, when its
+    /// probability reaches `threshold`.
+    pub fn likely_answer(&self, bot: &BotIdentity, people: &KnownPeople, threshold: f64) -> Option<Closing> {
+        let best = self
+            .reply_candidates(bot, people)
+            .into_iter()
+            .max_by(|a, b| a.probability.total_cmp(&b.probability))
+            .filter(|c| c.probability >= threshold)?;
+        Some(Closing::LikelyAnswered {
+            by: self.after[best.index].ts.clone(),
+            percent: (best.probability * 100.0).round().clamp(0.0, 100.0) as u8,
+        })
     }
 
     /// What surely closed the question, whatever came before it: an answer in its
@@ -144,17 +193,20 @@ impl QuestionView<'_> {
     /// its thread. An answer picked up may still be dropped for these; a likely answer
     /// was looked for when it was judged.
     pub fn surely_closed(&self, bot: &BotIdentity, people: &KnownPeople) -> Option<Closing> {
-        self.closed_by(bot, people, None)
+        self.closed_by(bot, people, None, true)
     }
 
     /// With `likely` (the question's wait), also the
     /// lines that most likely answer it ([`Closing::NextLine`], [`Closing::SharedWords`],
     /// kuuki's answer right after the asker's turn).
+    /// `names_are_sure`: a line calling the asker by name closes it ([`Closing::NamesAsker`]);
+    /// the reply model reads that as one of its features instead.
     fn closed_by(
         &self,
         bot: &BotIdentity,
         people: &KnownPeople,
         likely: Option<std::time::Duration>,
+        names_are_sure: bool,
     ) -> Option<Closing> {
         let next_line_by = likely.map(|wait| self.asker_turn_end() + wait);
         let likely = likely.is_some();
@@ -217,7 +269,7 @@ impl QuestionView<'_> {
                     let answers_a_later_call = asker_spoke_since
                         || asker_called.iter().any(|who| is_person(m, who, people))
                         || (is_question(&m.text) && !shares_words(&m.text));
-                    if names_asker && !answers_a_later_call {
+                    if names_are_sure && names_asker && !answers_a_later_call {
                         return Some(Closing::NamesAsker);
                     }
                     if addressee.as_deref().is_some_and(|who| is_person(m, who, people)) {

@@ -14,7 +14,7 @@ fn at(secs: f64) -> Timestamp {
     Timestamp((T0 as f64 * 1e6 + secs * 1e6) as i64)
 }
 
-fn msg(secs: f64, user: &str, text: &str) -> Arc<Message> {
+pub(super) fn msg(secs: f64, user: &str, text: &str) -> Arc<Message> {
     Arc::new(Message {
         channel: ChannelId("c".into()),
         ts: Ts::from_timestamp(at(secs)),
