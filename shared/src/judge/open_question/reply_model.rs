@@ -248,8 +248,8 @@ impl QuestionView<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use super::super::tests::msg;
+    use super::*;
 
     fn feature(features: &ReplyFeatures, name: &str) -> f64 {
         features.values[FEATURES.iter().position(|f| *f == name).expect("a feature")]
