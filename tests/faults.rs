@@ -465,8 +465,9 @@ async fn with_failing_model(fault: &'static str, answer: ResponseTemplate, setti
     assert_eq!(ambient.run(300.0).await, 0);
     let decided = ambient.kinds(|k| matches!(k, EventKind::Judge { respond: true, .. })).len();
     assert_eq!(decided, 1, "{fault}: kuuki decided to speak: {:?}", ambient.events);
-    // An open question is answered by its pick-up.
-    let failed = ambient.kinds(|k| matches!(k, EventKind::RespondFailed { mode: RespondMode::PickUp, .. })).len();
+    // A question that clears the threshold (5 here) at its judgment is answered then,
+    // not held for its pick-up (issue 44).
+    let failed = ambient.kinds(|k| matches!(k, EventKind::RespondFailed { mode: RespondMode::Ambient, .. })).len();
     assert_eq!(failed, 1, "{fault}");
     [direct, ambient.observe(fault, &llm).await]
 }

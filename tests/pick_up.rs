@@ -153,6 +153,39 @@ fn a_question_waits_out_kuukis_cooldown() {
     assert!(answer[0]["t"].as_f64().unwrap() > 300.0, "after the cooldown: {}", answer[0]);
 }
 
+/// A follow-up question while kuuki is engaged (its answer to ken, then someone else's
+/// line, then ken asks again about a keyword: engagement +40, keyword +15, score 65
+/// over the threshold of 60) is answered at its judgment, not held for its pick-up
+/// two minutes later.
+#[test]
+fn an_engaged_follow_up_is_answered_at_its_judgment() {
+    for (first, follow_up) in [
+        ("kuuki, what's a canary release?", "how do I roll back a canary deploy?"),
+        ("くうき、カナリアリリースって何？", "カナリアの deploy ってどうやって戻すんだっけ？"),
+    ] {
+        let transcript = format!(
+            r#"{{"t": 0, "user": "ken", "text": "{first}"}}
+{{"t": 130, "user": "lena", "text": "marco: lunch?"}}
+{{"t": 140, "user": "ken", "text": "{follow_up}"}}"#
+        );
+        let settings = [("JUDGE_JITTER_RATIO", "0"), ("JUDGE_KEYWORDS", "deploy")];
+        for llm in [Some(YES), None] {
+            let run = Run::new(&transcript).settings(&settings);
+            let log = match llm {
+                Some(script) => run.script(script).log(),
+                None => run.log(),
+            };
+            let answers = log.about("respond", 140.0);
+            assert_eq!(answers.len(), 1, "{log:?}");
+            assert_eq!(answers[0]["mode"], "ambient", "{}", answers[0]);
+            let at = answers[0]["t"].as_f64().unwrap();
+            assert!(at < 140.0 + 120.0, "at its judgment, not its pick-up's: {}", answers[0]);
+            let judged = log.about("judge", 140.0);
+            assert!(judged.iter().all(|j| j["decision"] != "wait"), "{judged:?}");
+        }
+    }
+}
+
 /// A pick-up delivered twice (SQS redelivery, a crash after the judgment) judges and
 /// answers once.
 #[tokio::test]

@@ -68,12 +68,16 @@ async fn posts_in(slack: &MockServer, channel: &str) -> Vec<serde_json::Value> {
     posts(slack).await.into_iter().filter(|p| p["channel"] == channel).collect()
 }
 
-/// Rules only, and every ambient message is worth an answer after a two-second wait.
+/// Rules only, and every ambient message is worth an answer after a six-second wait:
+/// long enough that a kill right after the event lands before the answer, even on two
+/// cores busy with the other tests (two seconds was not, now and then).
 const ANSWER_EVERYTHING: [(&str, &str); 5] = [
     ("JUDGE_SCORE_THRESHOLD", "0"),
-    ("JUDGE_MIN_WAIT_SECONDS", "2"),
+    ("JUDGE_MIN_WAIT_SECONDS", "6"),
     ("JUDGE_JITTER_RATIO", "0"),
-    ("UNANSWERED_QUESTION_WAIT_SECONDS", "0"),
+    // The question's pick-up far off: its JUDGE (the threshold cleared at once) is the
+    // one answer, so a kill right after the event lands before it.
+    ("UNANSWERED_QUESTION_WAIT_SECONDS", "600"),
     ("COMMAND_MANAGERS", "UALICE"),
 ];
 
@@ -90,7 +94,7 @@ async fn a_judgment_queued_before_a_kill_is_answered_once_after_the_restart() {
 
     let first = serve_with(&slack.uri(), &ANSWER_EVERYTHING, &flags).expect("kuuki serve starts");
     assert_eq!(signed_post(&first.base_url, "/slack/events", &event, &[]).await.0, 200);
-    drop(first); // SIGKILL, before the two-second judgment
+    drop(first); // SIGKILL, before the six-second judgment
     assert!(posts_in(&slack, "CQUEUED").await.is_empty(), "killed before it could answer");
 
     let second = serve_with(&slack.uri(), &ANSWER_EVERYTHING, &flags).expect("kuuki serve starts again");

@@ -667,9 +667,12 @@ async fn a_stop_signal_closes_the_connection_and_kuuki_exits_cleanly() {
 async fn killed_and_started_again_on_its_file_it_answers_nothing_twice_and_loses_nothing_acknowledged() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("kuuki.db").to_string_lossy().into_owned();
-    // Every message is worth an answer, two seconds after it came.
-    let env = [("JUDGE_SCORE_THRESHOLD", "0"), ("JUDGE_MIN_WAIT_SECONDS", "2"), ("JUDGE_JITTER_RATIO", "0")];
-    let env = [env.as_slice(), &[("UNANSWERED_QUESTION_WAIT_SECONDS", "0")]].concat();
+    // Every message is worth an answer, six seconds after it came: long enough that the
+    // kill below lands first even on two cores busy with other tests (two was not).
+    let env = [("JUDGE_SCORE_THRESHOLD", "0"), ("JUDGE_MIN_WAIT_SECONDS", "6"), ("JUDGE_JITTER_RATIO", "0")];
+    // The question's pick-up far off: its JUDGE (the threshold cleared at once) is the
+    // one answer, so the kill below lands before it.
+    let env = [env.as_slice(), &[("UNANSWERED_QUESTION_WAIT_SECONDS", "600")]].concat();
     let mut socket_mode = FakeSocketMode::start().await;
     let slack = Slack::start(&socket_mode.url).await;
     let first = Kuuki::start_on(&slack.api.uri(), &data, &env);
@@ -683,7 +686,7 @@ async fn killed_and_started_again_on_its_file_it_answers_nothing_twice_and_loses
     let queued = ts(301);
     link.send(ambient("E31", "Ev31", "C31", &queued));
     link.ack("E31").await;
-    drop(first); // SIGKILL, before the queued judgment's two seconds
+    drop(first); // SIGKILL, before the queued judgment's six seconds
     assert!(slack.posts_in("C31").is_empty(), "killed before it could answer");
 
     let second = Kuuki::start_on(&slack.api.uri(), &data, &env);

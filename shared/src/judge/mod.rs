@@ -158,7 +158,11 @@ async fn judge_claimed(
     let mut scored = rules::score(&input, &deps.settings);
     crate::talkativeness::add_offset(&mut scored, offset);
     let llm_available = deps.llm.is_some();
-    if let Some(pending) = &scored.pending {
+    // A question that clears the threshold already (a follow-up while kuuki is engaged)
+    // is answered at its judgment: the pick-up is for the ones that do not.
+    let clears_now =
+        |pending: &&crate::domain::Pending| pending.picked_up && scored.score >= deps.settings.judge.score_threshold;
+    if let Some(pending) = scored.pending.as_ref().filter(|p| !clears_now(p)) {
         // Wait only when the settled rules could make kuuki speak; otherwise decide now.
         // A question's pick-up waits out kuuki's cooldown, so the rules are read past it.
         let settles_at = match (pending.picked_up, state.last_response_at) {
