@@ -34,6 +34,11 @@ pub struct IrcArgs {
     /// Also list each barge-in and pick-up by `log:line`.
     #[arg(long)]
     verbose: bool,
+    /// Also count, by reason, what kuuki last decided about each hanging question it did
+    /// not take up (the closing that dropped its pick-up, a judgment below the
+    /// threshold, …): where to look when tuning.
+    #[arg(long)]
+    why: bool,
     /// Fail (exit 1) when fewer than this percentage of the hanging questions are picked up.
     #[arg(long, value_name = "PCT")]
     min_pick_ups: Option<f64>,
@@ -61,6 +66,7 @@ pub async fn run(args: IrcArgs) -> anyhow::Result<()> {
 
     let started = Instant::now();
     let (mut total, mut details, mut failed) = (Counts::default(), Vec::new(), Vec::new());
+    let mut left_hanging: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
     for name in &names {
         let log = irc::read_log(&args.dir, name)?;
         // A fresh setup each log: the reference runs one `kuuki replay` a log.
@@ -76,6 +82,9 @@ pub async fn run(args: IrcArgs) -> anyhow::Result<()> {
                     println!("{}", report::table_row(name, &run.counts));
                 }
                 total += run.counts;
+                for (reason, n) in run.left_hanging {
+                    *left_hanging.entry(reason).or_default() += n;
+                }
             }
             Err(error) => {
                 println!("{}", report::error_line(name, &error.to_string()));
@@ -90,6 +99,13 @@ pub async fn run(args: IrcArgs) -> anyhow::Result<()> {
             details.iter().for_each(|line| println!("{line}"));
             println!();
         }
+    }
+    if args.why {
+        println!("hanging questions not taken up, by what kuuki last decided about them:");
+        let mut by_count: Vec<(String, u64)> = left_hanging.into_iter().collect();
+        by_count.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        by_count.iter().for_each(|(reason, n)| println!("{n:5}  {reason}"));
+        println!();
     }
     println!("{}", report::summary_line(&total));
     eprintln!("replayed {} logs in {:.1} s", names.len() - failed.len(), started.elapsed().as_secs_f64());

@@ -195,6 +195,7 @@ fn the_irc_dev_logs_stay_within_their_floors() {
         "--max-judge-calls",
         IRC_MAX_JUDGE_CALLS,
         "--verbose",
+        "--why",
     ]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "kuuki eval irc failed:\n{stdout}\n{}", text(&out.stderr));
@@ -208,6 +209,20 @@ fn the_irc_dev_logs_stay_within_their_floors() {
         .map(|name| summary.split(name).nth(1).and_then(|s| s.split('/').next()).unwrap().parse::<usize>().unwrap())
         .sum();
     assert_eq!(listed, counted, "--verbose lists each barge-in and pick-up: {stdout}");
+    // --why counts every hanging question kuuki did not take up under one reason.
+    let of = |name: &str| -> usize {
+        let after = summary.split(name).nth(1).unwrap();
+        let (n, total) = after.split_once('/').unwrap();
+        let total: usize = total.split_whitespace().next().unwrap().parse().unwrap();
+        total - n.parse::<usize>().unwrap()
+    };
+    let why = stdout.split("by what kuuki last decided about them:\n").nth(1).expect("the --why section");
+    let left: usize = why
+        .lines()
+        .take_while(|l| !l.is_empty())
+        .map(|l| l.split_whitespace().next().unwrap().parse::<usize>().unwrap())
+        .sum();
+    assert_eq!(left, of("pick-ups "), "{stdout}");
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Which question each of kuuki's posts was about, as the reference measure attributes
 //! them: from the decision log's `respond` lines, by the judged message's time.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::Value;
 
@@ -56,6 +56,54 @@ pub fn attribute(post_msg_t: &[f64], said: &[Said], questions: &[Question]) -> B
     hit
 }
 
+/// What kuuki last decided about each of `questions` (by the judged message's time):
+/// `stage: reason` of its last `judge`, `dropped` or `respond` line, ids and figures
+/// folded to `…` so the same reason counts once; "nothing logged" when none. Counted by
+/// reason, for `kuuki eval irc --why`.
+pub fn last_decisions(log: &[Value], questions: &[&Question]) -> BTreeMap<String, u64> {
+    let mut last: HashMap<u64, &Value> = HashMap::new();
+    for line in log.iter().filter(|l| matches!(l["kind"].as_str(), Some("judge" | "dropped" | "respond"))) {
+        if let Some(msg_t) = line["msg_t"].as_f64() {
+            last.insert(msg_t.to_bits(), line);
+        }
+    }
+    let mut counts = BTreeMap::new();
+    for question in questions {
+        let reason = match last.get(&question.t.to_bits()) {
+            None => "nothing logged".to_owned(),
+            Some(line) if line["kind"] == "respond" => format!("respond: {}", line["mode"].as_str().unwrap_or("?")),
+            Some(line) => {
+                let stage = line["stage"].as_str().unwrap_or(line["kind"].as_str().unwrap_or("?"));
+                format!("{stage}: {}", fold_ids(line["reason"].as_str().unwrap_or("")))
+            }
+        };
+        *counts.entry(reason).or_default() += 1;
+    }
+    counts
+}
+
+/// `reason` with every run of three or more digits and dots (a message id, a figure)
+/// as `…`.
+fn fold_ids(reason: &str) -> String {
+    let mut out = String::with_capacity(reason.len());
+    let mut run = String::new();
+    for c in reason.chars().chain(std::iter::once(' ')) {
+        if c.is_ascii_digit() || (c == '.' && !run.is_empty()) {
+            run.push(c);
+            continue;
+        }
+        if run.len() >= 3 {
+            out.push('…');
+        } else {
+            out.push_str(&run);
+        }
+        run.clear();
+        out.push(c);
+    }
+    out.pop();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -103,5 +151,30 @@ mod tests {
             json!({"t": 9.0, "kind": "respond", "type": "full_response"}),
         ];
         assert_eq!(responses(&log), Responses { post_msg_t: vec![1.0, 2.0, 9.0], reactions: 1 });
+    }
+
+    #[test]
+    fn each_hanging_question_counts_under_what_kuuki_last_decided_about_it() {
+        let question = |t: f64| Question { line: 1000, t, nick: "ana".into(), text: "x?".into(), fate: Fate::Hanging };
+        let (a, b, c, d) = (question(10.0), question(20.0), question(30.0), question(40.0));
+        let log = vec![
+            json!({"kind": "judge", "msg_t": 10.0, "reason": "the score stayed below the threshold"}),
+            json!({"kind": "judge", "msg_t": 20.0, "decision": "wait", "reason": "the question has stood 30 s"}),
+            json!({"kind": "dropped", "msg_t": 20.0, "stage": "pick_up",
+                   "reason": "the question looks answered by message 1767603738.000000 (reply model: 98 %)"}),
+            json!({"kind": "respond", "msg_t": 30.0, "mode": "pick_up", "type": "full_response"}),
+            json!({"kind": "superseded", "msg_t": 40.0}),
+        ];
+        let counts = last_decisions(&log, &[&a, &b, &c, &d]);
+        let expected: BTreeMap<String, u64> = [
+            ("judge: the score stayed below the threshold", 1),
+            ("pick_up: the question looks answered by message … (reply model: 98 %)", 1),
+            ("respond: pick_up", 1),
+            ("nothing logged", 1),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        assert_eq!(counts, expected);
     }
 }

@@ -102,6 +102,9 @@ pub struct LogRun {
     /// The answered questions kuuki posted on, and the hanging ones, in line order.
     pub barge_ins: Vec<Question>,
     pub pick_ups: Vec<Question>,
+    /// What kuuki last decided about each hanging question it did not take up, counted
+    /// by reason ([`attribution::last_decisions`]).
+    pub left_hanging: std::collections::BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Error)]
@@ -146,6 +149,8 @@ pub async fn run_log(log: &IrcLog, options: ReplayOptions) -> Result<LogRun, Irc
     let posted_on =
         |qs: &[Question]| -> Vec<Question> { qs.iter().filter(|q| hit.contains(&q.line)).cloned().collect() };
     let (barge_ins, pick_ups) = (posted_on(&answered), posted_on(&hanging));
+    let not_taken: Vec<&Question> = hanging.iter().filter(|q| !hit.contains(&q.line)).collect();
+    let left_hanging = attribution::last_decisions(writer.kept(), &not_taken);
     let counts = Counts {
         messages: built.transcript.len() as u64,
         posts: done.post_msg_t.len() as u64,
@@ -156,7 +161,7 @@ pub async fn run_log(log: &IrcLog, options: ReplayOptions) -> Result<LogRun, Irc
         pick_ups: pick_ups.len() as u64,
         llm_judge_calls: stats.llm_calls.get(LlmRole::Judge.as_str()).copied().unwrap_or(0),
     };
-    Ok(LogRun { name: log.name.clone(), counts, barge_ins, pick_ups })
+    Ok(LogRun { name: log.name.clone(), counts, barge_ins, pick_ups, left_hanging })
 }
 
 #[cfg(test)]

@@ -183,6 +183,7 @@ mod tests {
             counts: Counts::default(),
             barge_ins: vec![question(1029, "can't I? it's \"x\"", Fate::Answered { first_reply_after: 2.5 })],
             pick_ups: vec![question(1099, &"y?".repeat(50), Fate::Hanging)],
+            left_hanging: Default::default(),
         };
         assert_eq!(
             detail_lines(&run),
