@@ -38,7 +38,11 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     let mut weights = training::fit(&train, trained_on);
     weights.dev = training::figures(&weights, &dev);
     let text = serde_json::to_string_pretty(&weights)? + "\n";
-    std::fs::write(&args.out, &text).with_context(|| format!("writing {}", args.out.display()))?;
+    // Written beside it, then renamed over it: a run that dies halfway leaves the old
+    // weights whole.
+    let partial = args.out.with_extension("json.partial");
+    std::fs::write(&partial, &text).with_context(|| format!("writing {}", partial.display()))?;
+    std::fs::rename(&partial, &args.out).with_context(|| format!("replacing {}", args.out.display()))?;
     eprintln!("wrote {} ({pairs} training pairs)", args.out.display());
     println!("{}", serde_json::to_string_pretty(&weights.dev)?);
     Ok(())

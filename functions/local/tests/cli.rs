@@ -226,3 +226,21 @@ fn the_help_describes_the_commands_as_they_are() {
         assert!(help.contains(said), "serve --help does not say {said}:\n{help}");
     }
 }
+
+/// `kuuki train-reply-model` with logs it cannot read says which folder and writes
+/// nothing.
+#[test]
+fn train_reply_model_refuses_a_missing_folder_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("weights.json");
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_kuuki"))
+        .args(["train-reply-model", "--train", "/no/such/logs", "--dev", "/no/such/logs"])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(!run.status.success());
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("/no/such/logs"), "{stderr}");
+    assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "nothing written");
+}
