@@ -235,3 +235,110 @@ async fn on_slack_the_answer_opens_a_thread_under_the_question() {
     assert_eq!(posts.len(), 1, "{posts:?}");
     assert_eq!(posts[0]["thread_ts"], asked.as_str(), "{}", posts[0]);
 }
+
+// Issue 44's cases the issue-34 guesses got wrong, in English and Japanese: a name
+// call about something else; and with the answered model (`REPLY_MODEL_THRESHOLD`, a
+// help channel's setting), a line sharing the question's words in a busy channel, and
+// the answer it does see.
+
+/// As [`YES`], answering the nginx question.
+const YES_NGINX: &str = r#"{"role": "judge", "reply": {"should_respond": true, "reason": "open question", "confidence": 0.9, "delay_seconds": 0, "conversation_state": "active"}, "repeat": true}
+{"role": "generate", "reply": "they are under /var/log/nginx", "repeat": true}"#;
+
+/// A help channel's settings (docs/judgment.md): the answered model, and a pick-up
+/// that looks after three minutes.
+const HELP_CHANNEL: &[(&str, &str)] =
+    &[("JUDGE_JITTER_RATIO", "0"), ("REPLY_MODEL_THRESHOLD", "0.25"), ("UNANSWERED_QUESTION_WAIT_SECONDS", "180")];
+
+const NGINX_EN: &str = "where are the nginx logs kept on the staging box?";
+const NGINX_JA: &str = "ステージングのnginxのログってどこにありましたっけ？";
+
+fn pick_up_post(log: &kuuki_e2e::Log, t: f64) -> Option<&Value> {
+    log.about("respond", t).into_iter().find(|r| r["mode"] == "pick_up")
+}
+
+/// A line that calls the asker about a meeting right after the question asks them
+/// something else: the question stays open.
+#[test]
+fn a_name_call_about_something_else_leaves_it_open() {
+    let cases = [(NGINX_EN, "priya, are you joining the 3pm sync?"), (NGINX_JA, "priyaさん、15時の定例出ます？")];
+    for (question, call) in cases {
+        let transcript = format!(
+            r#"{{"t": 0, "user": "ken", "text": "tom: did the deploy finish?"}}
+{{"t": 10, "user": "tom", "text": "ken: canary at 50%"}}
+{{"t": 30, "user": "priya", "text": "{question}"}}
+{{"t": 45, "user": "marco", "text": "{call}"}}
+{{"t": 70, "user": "ken", "text": "tom: rolling to 100%"}}
+{{"t": 90, "user": "tom", "text": "ken: 👍"}}
+{{"t": 400, "user": "ken", "text": "tom: error rate flat"}}"#
+        );
+        let log = Run::new(&transcript).script(YES_NGINX).settings(SETTINGS).log();
+        assert!(pick_up_post(&log, 30.0).is_some(), "{call}: picked up: {log:?}");
+    }
+}
+
+/// Three conversations and someone's unaddressed remark sharing the question's words:
+/// the rules take it for the answer; the answered model, reading that nobody called or
+/// answered the asker while the channel talked on, leaves the question open.
+#[test]
+fn in_a_busy_help_channel_a_line_sharing_its_words_is_no_answer() {
+    let cases = [(NGINX_EN, "the staging box is slow again today"), (NGINX_JA, "今日もステージング遅いなあ")];
+    for (question, remark) in cases {
+        let transcript = format!(
+            r#"{{"t": 0, "user": "ken", "text": "tom: did the deploy finish?"}}
+{{"t": 10, "user": "tom", "text": "ken: canary at 50%"}}
+{{"t": 20, "user": "lena", "text": "marco: lunch at 12?"}}
+{{"t": 25, "user": "marco", "text": "lena: sure"}}
+{{"t": 30, "user": "priya", "text": "{question}"}}
+{{"t": 40, "user": "ken", "text": "tom: rolling to 100%"}}
+{{"t": 48, "user": "lena", "text": "marco: ramen or curry?"}}
+{{"t": 56, "user": "marco", "text": "lena: ramen"}}
+{{"t": 65, "user": "dee", "text": "{remark}"}}
+{{"t": 80, "user": "lena", "text": "marco: booked for 12"}}
+{{"t": 95, "user": "ken", "text": "tom: error rate flat"}}
+{{"t": 110, "user": "sam", "text": "dee: did you see the new dashboards?"}}
+{{"t": 125, "user": "dee", "text": "sam: yes, nice"}}
+{{"t": 140, "user": "ken", "text": "tom: closing the deploy ticket"}}
+{{"t": 400, "user": "ken", "text": "tom: all good"}}"#
+        );
+        let rules = Run::new(&transcript).script(YES_NGINX).settings(SETTINGS).log();
+        assert!(pick_up_post(&rules, 30.0).is_none(), "the rules' shared-words guess: {rules:?}");
+        let log = Run::new(&transcript).script(YES_NGINX).settings(HELP_CHANNEL).log();
+        let post = pick_up_post(&log, 30.0).unwrap_or_else(|| panic!("{remark}: picked up: {log:?}"));
+        assert_eq!(post["t"], 210.0, "at the help channel's wait: {post}");
+    }
+}
+
+/// An answer by name: the answered model sees it, the pick-up is dropped, and the
+/// decision log names the likeliest answer by its id and the probability, no words.
+#[test]
+fn the_answered_model_sees_an_answer_by_name_and_logs_it_by_id() {
+    let cases = [
+        (NGINX_EN, "priya: /var/log/nginx on the box, rotated daily"),
+        (NGINX_JA, "priyaさん、/var/log/nginx です。日次でローテートしてます"),
+    ];
+    for (question, answer) in cases {
+        let transcript = format!(
+            r#"{{"t": 0, "user": "ken", "text": "tom: did the deploy finish?"}}
+{{"t": 10, "user": "tom", "text": "ken: canary at 50%"}}
+{{"t": 30, "user": "priya", "text": "{question}"}}
+{{"t": 45, "user": "ken", "text": "tom: rolling to 100%"}}
+{{"t": 60, "user": "marco", "text": "{answer}"}}
+{{"t": 75, "user": "priya", "text": "marco: thanks!"}}
+{{"t": 400, "user": "ken", "text": "tom: error rate flat"}}"#
+        );
+        let log = Run::new(&transcript).script(YES_NGINX).settings(HELP_CHANNEL).log();
+        assert!(pick_up_post(&log, 30.0).is_none(), "{answer}: {log:?}");
+        let dropped = log.about("dropped", 30.0);
+        let reason = dropped
+            .iter()
+            .find(|d| d["stage"] == "pick_up")
+            .and_then(|d| d["reason"].as_str())
+            .unwrap_or_else(|| panic!("dropped: {log:?}"));
+        let answer_at = kuuki::replay::REPLAY_EPOCH + std::time::Duration::from_secs(60);
+        let answer_id = kuuki::domain::Ts::from_timestamp(answer_at).to_string();
+        assert!(reason.contains("answered model"), "{reason}");
+        assert!(reason.contains(&answer_id), "names the answer's id {answer_id}: {reason}");
+        assert!(!reason.contains("nginx") && !reason.contains("marco"), "ids and figures only: {reason}");
+    }
+}

@@ -31,8 +31,9 @@ pub struct JudgeSettings {
     pub unanswered_question_points: i32,
     pub unanswered_question_wait: Duration,
     pub open_question_expiry: Duration,
-    /// `REPLY_MODEL_THRESHOLD`: a later line whose reply-model probability reaches this
-    /// answers an open question; `None` (`off`, the default): issue 34's closing rules.
+    /// `REPLY_MODEL_THRESHOLD`: an open question whose answered-model probability
+    /// reaches this counts as answered; `None` (`off`, the default): issue 34's closing
+    /// rules.
     pub reply_model_threshold: Option<f64>,
     pub max_unasked_posts_per_hour: usize,
     pub addressed_to_other_points: i32,
@@ -78,7 +79,7 @@ impl JudgeSettings {
             open_question_expiry: r.minutes("OPEN_QUESTION_EXPIRY_MINUTES", 30, 1, 24 * 60)?,
             reply_model_threshold: match r.raw("REPLY_MODEL_THRESHOLD") {
                 None | Some("off") => None,
-                Some(_) => Some(r.float("REPLY_MODEL_THRESHOLD", 0.15, 0.01, 1.0)?),
+                Some(_) => Some(r.float("REPLY_MODEL_THRESHOLD", 0.25, 0.01, 1.0)?),
             },
             max_unasked_posts_per_hour: r.int(
                 "CHANNEL_MAX_UNASKED_POSTS_PER_HOUR",

@@ -205,13 +205,17 @@ async fn settle(deps: &Deps, window: &Window, state: &ChannelState, target: &Mes
         let until = post.at + SETTLE_WINDOW;
         let mut after = window.messages_after(deps, &post).await?;
         // A question's pick-up posts in a thread under it: the question's conversation
-        // going on past the post counts too.
+        // going on past the post counts too. With the answered model on (a help
+        // channel's setting) only the asker can pass it by: kuuki took up a question it
+        // believes nobody answered, for them; everyone else talks on about their own.
+        let mut answered_asker = None;
         if intervention.thread.root != post.thread_root
             && let Some(root) = &post.thread_root
             && let Some(question) = window.get_message(deps, &target.channel, root).await?
         {
             let talk_on = window.messages_after(deps, &question).await?;
             after.extend(talk_on.into_iter().filter(|m| m.ts > post.ts && m.thread_root != post.thread_root));
+            answered_asker = deps.settings.judge.reply_model_threshold.map(|_| question.user.clone());
         }
         let mut people: Vec<&Message> =
             after.iter().map(|m| &**m).filter(|m| m.author == Author::Human && m.at <= until).collect();
@@ -240,7 +244,8 @@ async fn settle(deps: &Deps, window: &Window, state: &ChannelState, target: &Mes
             if talk.counts(&ignored_id(post_ts)) {
                 apply(deps, about(Some(reply)), FeedbackChange::Undo { id: ignored_id(post_ts) }).await?;
             }
-        } else if people.len() >= IGNORED_AFTER_MESSAGES
+        } else if people.iter().filter(|m| answered_asker.as_ref().is_none_or(|asker| m.user == *asker)).count()
+            >= IGNORED_AFTER_MESSAGES
             && !reacted(talk, post_ts)
             && talk.signal(&ignored_id(post_ts)).is_none()
         {

@@ -83,8 +83,27 @@ pub fn last_decisions(log: &[Value], questions: &[&Question]) -> BTreeMap<String
 }
 
 /// `reason` with every run of three or more digits and dots (a message id, a figure)
-/// as `…`.
+/// and every percentage's digits as `…`.
 fn fold_ids(reason: &str) -> String {
+    let folded = fold_long_numbers(reason);
+    let mut out = String::with_capacity(folded.len());
+    for (i, piece) in folded.split(" %").enumerate() {
+        if i > 0 {
+            out.push_str(" %");
+        }
+        let is_last = i == folded.matches(" %").count();
+        let digits = piece.chars().rev().take_while(char::is_ascii_digit).count();
+        if !is_last && digits > 0 {
+            out.push_str(&piece[..piece.len() - digits]);
+            out.push('…');
+        } else {
+            out.push_str(piece);
+        }
+    }
+    out
+}
+
+fn fold_long_numbers(reason: &str) -> String {
     let mut out = String::with_capacity(reason.len());
     let mut run = String::new();
     for c in reason.chars().chain(std::iter::once(' ')) {
@@ -168,7 +187,7 @@ mod tests {
         let counts = last_decisions(&log, &[&a, &b, &c, &d]);
         let expected: BTreeMap<String, u64> = [
             ("judge: the score stayed below the threshold", 1),
-            ("pick_up: the question looks answered by message … (reply model: 98 %)", 1),
+            ("pick_up: the question looks answered by message … (reply model: … %)", 1),
             ("respond: pick_up", 1),
             ("nothing logged", 1),
         ]

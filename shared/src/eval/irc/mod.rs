@@ -11,6 +11,7 @@
 //! - `report.rs`: the reference's lines and a table.
 
 pub mod attribution;
+pub mod boosting;
 pub mod corpus;
 pub mod questions;
 pub mod report;

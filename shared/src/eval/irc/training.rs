@@ -10,12 +10,16 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use std::time::Duration;
+
+use super::boosting::{self, BoostParams};
 use super::corpus::IrcLog;
-use super::questions::{Fate, classify};
+use super::questions::{Fate, Question, classify};
 use super::transcript::{ANNOTATED_FROM, CHANNEL, CONTEXT_FROM, REPLAYED_UNTIL, Said, build_transcript};
 use crate::domain::{Author, BotIdentity, ChannelId, Message, Timestamp, Ts, UserId};
 use crate::judge::naming::KnownPeople;
 use crate::judge::open_question::QuestionView;
+use crate::judge::open_question::answered_model::{AnsweredFeatures, AnsweredModel, FEATURES as ANSWERED_FEATURES};
 use crate::judge::open_question::reply_model::{FEATURES, ReplyFeatures, ReplyWeights};
 
 /// Lines after a question whose pairs are learned from: later than this, an answer is
@@ -27,6 +31,13 @@ pub const LINES_BEFORE: usize = 16;
 const L2: f64 = 1.0;
 /// When kuuki's pick-up looks, by default (UNANSWERED_QUESTION_WAIT_SECONDS).
 pub const LOOK_AFTER_SECONDS: f64 = 120.0;
+/// How long after a question the answered model's rows read its aftermath.
+pub const AFTERMATH_SECONDS: f64 = 900.0;
+/// When the answered model's rows look: seconds after the asker's turn ended.
+pub const LOOKS: [f64; 6] = [60.0, 120.0, 180.0, 300.0, 450.0, 600.0];
+/// The looks and thresholds whose answered-model figures are reported.
+pub const REPORTED_LOOKS: [f64; 3] = [120.0, 180.0, 300.0];
+pub const ANSWERED_THRESHOLDS: [f64; 6] = [0.1, 0.15, 0.2, 0.25, 0.3, 0.4];
 /// The thresholds whose figures are reported.
 pub const THRESHOLDS: [f64; 7] = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8];
 
@@ -58,14 +69,18 @@ fn message(said: &Said) -> Arc<Message> {
     })
 }
 
-/// The questions of `log` (lines with `?` from the annotated part on, answered or
-/// hanging as the measure decides) with their pairs.
-pub fn question_pairs(log: &IrcLog) -> Vec<QuestionPairs> {
+/// Every question of `log` (lines with `?` from the annotated part on, answered or
+/// hanging as the measure decides) as the tracker sees it: the lines before it, and
+/// those within `seconds_after` after it. `each` gets the question, its view, the
+/// people around it and the transcript's index of the question's line.
+fn each_question(
+    log: &IrcLog,
+    seconds_after: f64,
+    mut each: impl FnMut(&Question, &QuestionView<'_>, &KnownPeople, &[Said], usize),
+) {
     let transcript = build_transcript(&log.lines, CONTEXT_FROM, REPLAYED_UNTIL);
     let said = &transcript.said;
     let messages: Vec<Arc<Message>> = said.iter().map(message).collect();
-    let bot = BotIdentity::new(UserId("UKUUKI".into()), "kuuki", &[]);
-    let mut out = Vec::new();
     for question in classify(said, &log.replies, ANNOTATED_FROM) {
         let Some(at) = said.iter().position(|s| s.line == question.line) else { continue };
         let from = at.saturating_sub(LINES_BEFORE);
@@ -73,24 +88,111 @@ pub fn question_pairs(log: &IrcLog) -> Vec<QuestionPairs> {
             messages[from..=at].iter().filter(|m| messages[at].at.seconds_since(m.at) <= 1800.0).cloned().collect();
         let after: Vec<Arc<Message>> = messages[at + 1..]
             .iter()
-            .take_while(|m| m.at.seconds_since(messages[at].at) <= CANDIDATE_SECONDS)
+            .take_while(|m| m.at.seconds_since(messages[at].at) <= seconds_after)
             .cloned()
             .collect();
         let people = KnownPeople::of_messages(before.iter().chain(after.iter()));
         let view = QuestionView { question: &messages[at], before: &before, after: &after };
+        each(&question, &view, &people, said, at);
+    }
+}
+
+fn bot() -> BotIdentity {
+    BotIdentity::new(UserId("UKUUKI".into()), "kuuki", &[])
+}
+
+/// The questions of `log` with their pairs.
+pub fn question_pairs(log: &IrcLog) -> Vec<QuestionPairs> {
+    let bot = bot();
+    let mut out = Vec::new();
+    each_question(log, CANDIDATE_SECONDS, |question, view, people, said, at| {
         let replies = log.replies.get(&question.line);
         let pairs = view
-            .reply_features(&bot, &people)
+            .reply_features(&bot, people)
             .into_iter()
             .map(|(i, features)| {
                 let line = said[at + 1 + i].line;
                 let linked = replies.is_some_and(|r| r.contains(&line));
-                (after[i].at.seconds_since(messages[at].at), features, linked)
+                (view.after[i].at.seconds_since(view.question.at), features, linked)
             })
             .collect();
         out.push(QuestionPairs { fate: question.fate, t: question.t, pairs });
-    }
+    });
     out
+}
+
+/// One question of a log with its features at each of [`LOOKS`].
+pub struct QuestionLooks {
+    pub fate: Fate,
+    /// Each look's seconds after the asker's turn ended, and the features then.
+    pub looks: Vec<(f64, AnsweredFeatures)>,
+}
+
+/// The questions of `log` with their features at each of [`LOOKS`], the reply model
+/// `reply` scoring their later lines.
+pub fn question_looks(log: &IrcLog, reply: &ReplyWeights) -> Vec<QuestionLooks> {
+    let bot = bot();
+    let mut out = Vec::new();
+    each_question(log, AFTERMATH_SECONDS, |question, view, people, _, _| {
+        let turn_end = view.asker_turn_end();
+        let looks = LOOKS
+            .iter()
+            .map(|&look| (look, view.answered_features(&bot, people, turn_end + Duration::from_secs_f64(look), reply)))
+            .collect();
+        out.push(QuestionLooks { fate: question.fate, looks });
+    });
+    out
+}
+
+/// Fits the answered model to the looks of `questions`: a question is answered when a
+/// human reply link joins another person's line to it, whenever that came (a pick-up
+/// that posts on it barges in either way).
+pub fn fit_answered(questions: &[QuestionLooks], trained_on: String) -> AnsweredModel {
+    let rows: Vec<(Vec<f64>, bool)> = questions
+        .iter()
+        .flat_map(|q| q.looks.iter().map(move |(_, f)| (f.values.to_vec(), q.fate != Fate::Hanging)))
+        .collect();
+    let boosted = boosting::fit(&rows, BoostParams::default());
+    AnsweredModel {
+        features: ANSWERED_FEATURES.iter().map(|f| f.to_string()).collect(),
+        base: boosted.base,
+        trees: boosted.trees,
+        trained_on,
+        dev: serde_json::Value::Null,
+    }
+}
+
+/// How `model` does on `questions`: at each look of [`REPORTED_LOOKS`] and each
+/// threshold, how many hanging questions it leaves open (what a pick-up can take up)
+/// and how many answered ones it leaves open (where a pick-up would barge in).
+pub fn answered_figures(model: &AnsweredModel, questions: &[QuestionLooks]) -> serde_json::Value {
+    let hanging = questions.iter().filter(|q| q.fate == Fate::Hanging).count();
+    let answered = questions.len() - hanging;
+    let by_look: Vec<serde_json::Value> = REPORTED_LOOKS
+        .iter()
+        .map(|&look| {
+            let at_look: Vec<(bool, f64)> = questions
+                .iter()
+                .filter_map(|q| {
+                    let (_, f) = q.looks.iter().find(|(l, _)| *l == look)?;
+                    Some((q.fate == Fate::Hanging, model.probability(f)))
+                })
+                .collect();
+            let by_threshold: Vec<serde_json::Value> = ANSWERED_THRESHOLDS
+                .iter()
+                .map(|&t| {
+                    let open = |hanging: bool| at_look.iter().filter(|(h, p)| *h == hanging && *p < t).count();
+                    json!({
+                        "threshold": t,
+                        "hanging_left_open": format!("{}/{hanging}", open(true)),
+                        "answered_left_open": format!("{}/{answered}", open(false)),
+                    })
+                })
+                .collect();
+            json!({ "look_after_seconds": look, "by_threshold": by_threshold })
+        })
+        .collect();
+    json!({ "questions": questions.len(), "by_look": by_look })
 }
 
 /// Fits the weights to the pairs of `questions` (Newton's method with an L2 penalty).
@@ -260,6 +362,45 @@ mod tests {
         let learned = figures(&first, &questions)["log_loss"].as_f64().unwrap();
         let untrained = ReplyWeights { weights: vec![0.0; FEATURES.len()], bias: 0.0, ..first.clone() };
         assert!(learned < figures(&untrained, &questions)["log_loss"].as_f64().unwrap());
+    }
+
+    /// The committed answered model's figures on the vendored dev logs, as the
+    /// training command wrote them, come out again (with the committed reply model
+    /// scoring the lines, as it did there).
+    #[test]
+    fn the_committed_answered_model_reproduces_its_dev_figures() {
+        let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../eval/irc/dev"));
+        let logs = super::super::read_logs(dir).expect("the vendored dev logs");
+        let reply = &*crate::judge::open_question::reply_model::REPLY_MODEL;
+        let questions: Vec<QuestionLooks> = logs.iter().flat_map(|log| question_looks(log, reply)).collect();
+        let model = &*crate::judge::open_question::answered_model::ANSWERED_MODEL;
+        assert_eq!(answered_figures(model, &questions), model.dev);
+    }
+
+    /// The answered model's training is deterministic and learns: the same looks give
+    /// the same trees, which separate the fixture's answered questions from its hanging
+    /// ones better than the base rate alone.
+    #[test]
+    fn training_the_answered_model_on_a_small_fixture_is_reproducible_and_learns() {
+        let logs = dev_logs(&["2004-11-15_03", "2005-06-27_12"]);
+        let reply = &*crate::judge::open_question::reply_model::REPLY_MODEL;
+        let questions: Vec<QuestionLooks> = logs.iter().flat_map(|log| question_looks(log, reply)).collect();
+        assert!(questions.iter().any(|q| q.fate == Fate::Hanging) && questions.iter().any(|q| q.fate != Fate::Hanging));
+        assert!(questions.iter().all(|q| q.looks.len() == LOOKS.len()));
+        let first = fit_answered(&questions, "fixture".into());
+        let second = fit_answered(&questions, "fixture".into());
+        assert_eq!(first.trees, second.trees);
+        assert_eq!(first.base, second.base);
+        let loss = |model: &AnsweredModel| {
+            let rows = questions.iter().flat_map(|q| q.looks.iter().map(move |(_, f)| (f, q.fate != Fate::Hanging)));
+            rows.map(|(f, y)| {
+                let p = model.probability(f).clamp(1e-9, 1.0 - 1e-9);
+                if y { -p.ln() } else { -(1.0 - p).ln() }
+            })
+            .sum::<f64>()
+        };
+        let base_only = AnsweredModel { trees: Vec::new(), ..first.clone() };
+        assert!(loss(&first) < 0.8 * loss(&base_only), "{} vs {}", loss(&first), loss(&base_only));
     }
 
     #[test]

@@ -4,11 +4,14 @@
 //! newer message" is no sign of an answer; these rules read who the later lines are
 //! for. Sure closings (a reply in its thread or to it, the addressee's answer, the
 //! asker taking it back or calling kuuki, kuuki's answer) close it; otherwise the
-//! reply model ([`reply_model`], learned from annotated chat) says whether a later
-//! line answers it. Pure functions over the messages, like the rest of the rules: the
+//! rules of issue 34 guess (the next line, shared words, a name call), or with
+//! `REPLY_MODEL_THRESHOLD` the answered model ([`answered_model`], learned from
+//! annotated chat, reading the [`reply_model`]'s scores of the later lines) says
+//! whether people answered it. Pure functions over the messages, like the rest of the rules: the
 //! open questions of a channel are its recent questions these rules leave open, read
 //! from the messages every judgment reads anyway (docs/design.md §7.7).
 
+pub mod answered_model;
 pub mod reply_model;
 
 use std::sync::Arc;
@@ -39,9 +42,10 @@ pub enum Closing {
     NextLine,
     /// A later line by someone else shares the question's words.
     SharedWords,
-    /// A later line most likely answers it: the reply model's probability for it
-    /// reached `REPLY_MODEL_THRESHOLD` (the line, and the probability in percent).
-    LikelyAnswered { by: crate::domain::Ts, percent: u8 },
+    /// People most likely answered it, or will: the answered model's probability
+    /// reached `REPLY_MODEL_THRESHOLD` (the line it most believes answers, and the
+    /// probability in percent).
+    LikelyAnswered { by: Option<crate::domain::Ts>, percent: u8 },
     /// The asker took it back ("nvm", "found it", 「解決しました」).
     Withdrawn,
     /// The asker, or the person they were talking with, called kuuki after: the
@@ -62,8 +66,11 @@ impl Closing {
             Closing::NamesAsker => "someone answered the asker by name".into(),
             Closing::NextLine => "the question looks answered by the next line".into(),
             Closing::SharedWords => "the question looks answered by a line sharing its words".into(),
-            Closing::LikelyAnswered { by, percent } => {
-                format!("the question looks answered by message {by} (reply model: {percent} %)")
+            Closing::LikelyAnswered { by: Some(by), percent } => {
+                format!("the question looks answered, likeliest by message {by} (answered model: {percent} %)")
+            }
+            Closing::LikelyAnswered { by: None, percent } => {
+                format!("the question looks answered (answered model: {percent} %)")
             }
             Closing::Withdrawn => "the asker took the question back".into(),
             Closing::AskedKuuki => "the asker, or the person they talked with, called kuuki since".into(),
@@ -137,9 +144,9 @@ impl QuestionView<'_> {
     }
 
     /// What closed the question by `now`, if anything did (`settings`: the expiry, the
-    /// question's wait, and `REPLY_MODEL_THRESHOLD`: with it, sure closings, the next
-    /// line in one conversation and the reply model decide; without it, the rules of
-    /// issue 34).
+    /// question's wait, and `REPLY_MODEL_THRESHOLD`: with it, the sure closings and the
+    /// answered model decide, a name call being one of the model's features; without
+    /// it, the rules of issue 34).
     pub fn closing(
         &self,
         bot: &BotIdentity,
@@ -149,42 +156,28 @@ impl QuestionView<'_> {
     ) -> Option<Closing> {
         let expiry = settings.open_question_expiry.as_secs_f64();
         let closed = match settings.reply_model_threshold {
-            Some(threshold) => self
-                .closed_by(bot, people, None, false)
-                .or_else(|| self.next_line_answers(bot, people, settings.unanswered_question_wait))
-                .or_else(|| self.likely_answer(bot, people, threshold)),
+            Some(threshold) => {
+                self.closed_by(bot, people, None, false).or_else(|| self.likely_answered(bot, people, now, threshold))
+            }
             None => self.closed_by(bot, people, Some(settings.unanswered_question_wait), true),
         };
         closed.or_else(|| (now.seconds_since(self.question.at) > expiry).then_some(Closing::Expired))
     }
 
-    /// Between two people, or in a channel holding one conversation, the first line
-    /// after the asker's turn (within the question's `wait`) answers it, unless it
-    /// calls someone else: there is nobody else it could be for. (The reply model,
-    /// learned from busy channels, reads that case poorly: there the next line is most
-    /// often another conversation's.)
-    fn next_line_answers(&self, bot: &BotIdentity, people: &KnownPeople, wait: std::time::Duration) -> Option<Closing> {
-        let turn_len = self.asker_turn_after().len();
-        let next = self
-            .after
-            .get(turn_len)
-            .filter(|m| m.author == Author::Human && m.thread_root == self.question.thread_root)?;
-        let in_time = next.at <= self.asker_turn_end() + wait;
-        let for_them = self.talking_with().is_some_and(|p| p == &next.user) || self.one_conversation(bot, people);
-        (in_time && for_them && !speaks_to_someone_else(next, self.question, bot, people)).then_some(Closing::NextLine)
-    }
-
-    /// The later line the reply model most believes answers the question, when its
-    /// probability reaches `threshold`.
-    pub fn likely_answer(&self, bot: &BotIdentity, people: &KnownPeople, threshold: f64) -> Option<Closing> {
-        let best = self
-            .reply_candidates(bot, people)
-            .into_iter()
-            .max_by(|a, b| a.probability.total_cmp(&b.probability))
-            .filter(|c| c.probability >= threshold)?;
-        Some(Closing::LikelyAnswered {
-            by: self.after[best.index].ts.clone(),
-            percent: (best.probability * 100.0).round().clamp(0.0, 100.0) as u8,
+    /// Whether the answered model's probability that people answered the question (or
+    /// will) reaches `threshold` as of `now`; the closing names the line it most
+    /// believes answers.
+    pub fn likely_answered(
+        &self,
+        bot: &BotIdentity,
+        people: &KnownPeople,
+        now: Timestamp,
+        threshold: f64,
+    ) -> Option<Closing> {
+        let (probability, likeliest) = self.answered_probability(bot, people, now);
+        (probability >= threshold).then(|| Closing::LikelyAnswered {
+            by: likeliest.map(|i| self.after[i].ts.clone()),
+            percent: (probability * 100.0).round().clamp(0.0, 100.0) as u8,
         })
     }
 
@@ -200,7 +193,7 @@ impl QuestionView<'_> {
     /// lines that most likely answer it ([`Closing::NextLine`], [`Closing::SharedWords`],
     /// kuuki's answer right after the asker's turn).
     /// `names_are_sure`: a line calling the asker by name closes it ([`Closing::NamesAsker`]);
-    /// the reply model reads that as one of its features instead.
+    /// the answered model reads that as one of its features instead.
     fn closed_by(
         &self,
         bot: &BotIdentity,
@@ -268,7 +261,7 @@ impl QuestionView<'_> {
                     // or ask them something else (「satoさん、お昼どうします？」).
                     let answers_a_later_call = asker_spoke_since
                         || asker_called.iter().any(|who| is_person(m, who, people))
-                        || (is_question(&m.text) && !shares_words(&m.text));
+                        || about_something_else(m, shares_words(&m.text));
                     if names_are_sure && names_asker && !answers_a_later_call {
                         return Some(Closing::NamesAsker);
                     }
@@ -425,6 +418,24 @@ const REPLY_OPENINGS: &[&str] = &[
 fn opens_like_a_reply(text: &str) -> bool {
     let lower = lowercase(text.trim_start());
     REPLY_OPENINGS.iter().any(|opening| lower.starts_with(opening))
+}
+
+/// Whether a line calling or naming the asker is about something else than their
+/// question: it asks them something else (「kentaさん、歓迎ランチにしません？」) or
+/// thanks them ("green! thanks dan"), sharing none of the question's words.
+fn about_something_else(m: &Message, shares_words: bool) -> bool {
+    !shares_words && (is_question(&m.text) || rules::is_thanks(&m.text))
+}
+
+/// Whether the lowercase `text` names `name` (lowercase) as a word: no letter, digit,
+/// `_` or `-` of a nick right before or after it, so 「kentaさん」 and "ken:" name them
+/// and "kenneth" does not name "ken".
+pub(super) fn names(text: &str, name: &str) -> bool {
+    let nick_char = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    text.match_indices(name).any(|(at, _)| {
+        !text[..at].chars().next_back().is_some_and(nick_char)
+            && !text[at + name.len()..].chars().next().is_some_and(nick_char)
+    })
 }
 
 /// Whether `m` is written by the person `who` names (an id, a name or a nick).

@@ -18,13 +18,16 @@ use crate::domain::{Author, BotIdentity, Message, UserId};
 
 use super::super::naming::KnownPeople;
 use super::super::rules::{is_question, lowercase};
-use super::{QuestionView, called, content_words, is_person, opens_like_a_reply, speaks_to_someone_else};
+use super::{
+    QuestionView, TALKING_ELSEWHERE_SECONDS, about_something_else, called, content_words, is_person, names,
+    opens_like_a_reply, speaks_to_someone_else,
+};
 
 /// How far back a line's author counts as having talked with the asker.
-const TALKED_WITH_SECONDS: f64 = 600.0;
+pub const TALKED_WITH_SECONDS: f64 = 600.0;
 
 /// The features' names, in the order of [`ReplyFeatures::values`] and the weights.
-pub const FEATURES: [&str; 21] = [
+pub const FEATURES: [&str; 22] = [
     "calls_asker",
     "names_asker_anywhere",
     "calls_someone_else",
@@ -46,6 +49,7 @@ pub const FEATURES: [&str; 21] = [
     "length",
     "has_link",
     "question_calls_someone",
+    "answers_a_call_elsewhere",
 ];
 
 /// One (question, later line) pair's features, each scaled to about 0..1.
@@ -192,11 +196,12 @@ impl QuestionView<'_> {
             let names_anywhere = std::iter::once(lowercase(&question.user_name).into_owned())
                 .chain(people.names_of(asker).map(str::to_owned))
                 .filter(|name| name.chars().count() >= 3)
-                .any(|name| lower.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-')).any(|w| w == name));
+                .any(|name| names(&lower, &name));
             let flag = |b: bool| if b { 1.0 } else { 0.0 };
+            let for_the_question = !about_something_else(m, !shared.is_empty());
             let values = [
-                flag(called(m, bot, people).is_some_and(|who| is_person(question, &who, people))),
-                flag(names_anywhere),
+                flag(for_the_question && called(m, bot, people).is_some_and(|who| is_person(question, &who, people))),
+                flag(for_the_question && names_anywhere),
                 flag(speaks_to_someone_else(m, question, bot, people)),
                 flag(addressee.as_deref().is_some_and(|who| is_person(m, who, people))),
                 flag(partner.as_ref() == Some(&m.user)),
@@ -216,6 +221,7 @@ impl QuestionView<'_> {
                 log_scaled(m.text.chars().count() as f64, 200.0),
                 flag(lower.contains("http://") || lower.contains("https://") || lower.contains("www.")),
                 flag(addressee.is_some()),
+                flag(self.answers_a_call_elsewhere(i, bot, people)),
             ];
             out.push((i, ReplyFeatures { values }));
             lines_between += 1.0;
@@ -223,9 +229,23 @@ impl QuestionView<'_> {
         out
     }
 
+    /// Whether the author of `after[index]` was called, in the
+    /// [`TALKING_ELSEWHERE_SECONDS`] before the line, by someone other than the asker
+    /// ("marco: lunch at 12?"): their line most likely answers that call ("yeah, 12
+    /// works"), not the question.
+    pub(super) fn answers_a_call_elsewhere(&self, index: usize, bot: &BotIdentity, people: &KnownPeople) -> bool {
+        let line = &self.after[index];
+        let earlier = self.before.iter().chain(self.after[..index].iter()).rev();
+        let last_call = earlier
+            .take_while(|m| line.at.seconds_since(m.at) <= TALKING_ELSEWHERE_SECONDS)
+            .filter(|m| m.author == Author::Human && m.user != line.user)
+            .find(|m| called(m, bot, people).is_some_and(|who| is_person(line, &who, people)));
+        last_call.is_some_and(|caller| caller.user != self.question.user)
+    }
+
     /// The people who talked with the asker in the [`TALKED_WITH_SECONDS`] before the
     /// question: whom the asker called, and who called the asker.
-    fn talked_with_asker(&self, bot: &BotIdentity, people: &KnownPeople) -> Vec<UserId> {
+    pub(super) fn talked_with_asker(&self, bot: &BotIdentity, people: &KnownPeople) -> Vec<UserId> {
         let question = self.question;
         let mut with = Vec::new();
         for m in self.before.iter().filter(|m| question.at.seconds_since(m.at) <= TALKED_WITH_SECONDS) {
@@ -293,13 +313,6 @@ mod tests {
         let candidates = view.reply_candidates(&bot, &people);
         assert!(candidates[1].probability > 0.5, "{candidates:?}");
         assert!(candidates[0].probability < 0.1, "{candidates:?}");
-        assert_eq!(
-            view.likely_answer(&bot, &people, 0.5),
-            Some(super::super::Closing::LikelyAnswered {
-                by: after[2].ts.clone(),
-                percent: (candidates[1].probability * 100.0).round() as u8,
-            })
-        );
     }
 
     #[test]
