@@ -277,15 +277,11 @@ fn a_name_call_about_something_else_leaves_it_open() {
     }
 }
 
-/// Three conversations and someone's unaddressed remark sharing the question's words:
-/// the rules take it for the answer; the answered model, reading that nobody called or
-/// answered the asker while the channel talked on, leaves the question open.
-#[test]
-fn in_a_busy_help_channel_a_line_sharing_its_words_is_no_answer() {
-    let cases = [(NGINX_EN, "the staging box is slow again today"), (NGINX_JA, "今日もステージング遅いなあ")];
-    for (question, remark) in cases {
-        let transcript = format!(
-            r#"{{"t": 0, "user": "ken", "text": "tom: did the deploy finish?"}}
+/// Three conversations and, at 65 s, someone's unaddressed `remark` after `question`
+/// (at 30 s); nobody calls the asker.
+fn busy_help_channel(question: &str, remark: &str) -> String {
+    format!(
+        r#"{{"t": 0, "user": "ken", "text": "tom: did the deploy finish?"}}
 {{"t": 10, "user": "tom", "text": "ken: canary at 50%"}}
 {{"t": 20, "user": "lena", "text": "marco: lunch at 12?"}}
 {{"t": 25, "user": "marco", "text": "lena: sure"}}
@@ -300,12 +296,43 @@ fn in_a_busy_help_channel_a_line_sharing_its_words_is_no_answer() {
 {{"t": 125, "user": "dee", "text": "sam: yes, nice"}}
 {{"t": 140, "user": "ken", "text": "tom: closing the deploy ticket"}}
 {{"t": 400, "user": "ken", "text": "tom: all good"}}"#
-        );
+    )
+}
+
+const REMARKS: [(&str, &str); 2] =
+    [(NGINX_EN, "the staging box is slow again today"), (NGINX_JA, "今日もステージング遅いなあ")];
+
+/// Someone's unaddressed remark sharing the question's words: the rules take it for
+/// the answer; the answered model, reading that nobody called or answered the asker
+/// while the channel talked on, leaves the question open.
+#[test]
+fn in_a_busy_help_channel_a_line_sharing_its_words_is_no_answer() {
+    for (question, remark) in REMARKS {
+        let transcript = busy_help_channel(question, remark);
         let rules = Run::new(&transcript).script(YES_NGINX).settings(SETTINGS).log();
         assert!(pick_up_post(&rules, 30.0).is_none(), "the rules' shared-words guess: {rules:?}");
         let log = Run::new(&transcript).script(YES_NGINX).settings(HELP_CHANNEL).log();
         let post = pick_up_post(&log, 30.0).unwrap_or_else(|| panic!("{remark}: picked up: {log:?}"));
         assert_eq!(post["t"], 210.0, "at the help channel's wait: {post}");
+    }
+}
+
+/// With the answered model on, the judge is shown the lines that may answer the open
+/// question and says whether one does (`already_answered`): then kuuki stays out,
+/// logging the lines' ids.
+#[test]
+fn the_judge_may_find_a_picked_up_question_already_answered() {
+    const ANSWERED: &str = r#"{"role": "judge", "reply": {"should_respond": true, "reason": "open question", "confidence": 0.9, "delay_seconds": 0, "conversation_state": "active", "already_answered": true}, "repeat": true}
+{"role": "generate", "reply": "they are under /var/log/nginx", "repeat": true}"#;
+    for (question, remark) in REMARKS {
+        let log = Run::new(&busy_help_channel(question, remark)).script(ANSWERED).settings(HELP_CHANNEL).log();
+        assert!(pick_up_post(&log, 30.0).is_none(), "{remark}: {log:?}");
+        let judged = pick_up_judgment(&log, 30.0).unwrap_or_else(|| panic!("judged: {log:?}"));
+        assert_eq!(judged["llm"]["already_answered"], true, "{judged}");
+        let remark_at = kuuki::replay::REPLAY_EPOCH + std::time::Duration::from_secs(65);
+        let remark_id = kuuki::domain::Ts::from_timestamp(remark_at).to_string();
+        let reason = judged["reason"].as_str().unwrap();
+        assert!(reason.contains("found it answered") && reason.contains(&remark_id), "{reason}");
     }
 }
 

@@ -52,11 +52,32 @@ pub struct PromptContext<'a> {
     /// `target_conversation` holds the judged question's own lines only, the busy
     /// channel's other talk left out (the judge's, [`crate::judge::own_conversation`]).
     pub own_lines_only: bool,
+    /// At a question's pick-up with the answered model on: the later lines the reply
+    /// model thinks may answer it, for the judge to say whether one does.
+    pub maybe_answers: Vec<PromptMessage>,
     pub target: PromptMessage,
     pub response_type: &'static str,
     pub minutes_since_last_intervention: Option<i64>,
     pub interventions_last_30_min: usize,
     pub last_intervention_excerpt: String,
+}
+
+/// `messages` as the prompts show them: the time, the author's display name (kuuki's
+/// persona name for its own), the text, fenced.
+pub async fn prompt_lines(deps: &Deps, messages: &[Arc<Message>]) -> Vec<PromptMessage> {
+    let names = display_names(deps, messages.iter().map(|m| &**m)).await;
+    messages.iter().map(|m| prompt_line(deps, &names, m)).collect()
+}
+
+fn prompt_line(deps: &Deps, names: &HashMap<UserId, String>, m: &Message) -> PromptMessage {
+    PromptMessage {
+        time: clock_time(m.at),
+        name: match m.author {
+            Author::OwnBot => deps.persona.name.clone(),
+            _ => fence_safe(names.get(&m.user).unwrap_or(&m.user_name)),
+        },
+        text: fence_safe(&m.text),
+    }
 }
 
 /// The conversation of `target` in the context window, oldest first; it may hold
@@ -130,14 +151,7 @@ pub async fn build<'a>(
         .map(|m| &**m)
         .chain(std::iter::once(target));
     let names = display_names(deps, everyone).await;
-    let prompt_message = |m: &Message| PromptMessage {
-        time: clock_time(m.at),
-        name: match m.author {
-            Author::OwnBot => deps.persona.name.clone(),
-            _ => fence_safe(names.get(&m.user).unwrap_or(&m.user_name)),
-        },
-        text: fence_safe(&m.text),
-    };
+    let prompt_message = |m: &Message| prompt_line(deps, &names, m);
     let (channel_memory, workspace_memory) = if deps.settings.memory.enabled {
         (state.memory.clone(), deps.channels.workspace_memory().await?)
     } else {
@@ -165,6 +179,7 @@ pub async fn build<'a>(
         target_conversation: conversation.iter().map(|m| prompt_message(m)).collect(),
         in_thread: target.thread_root.is_some(),
         own_lines_only: false,
+        maybe_answers: Vec::new(),
         target: prompt_message(target),
         response_type: response_type.as_str(),
         minutes_since_last_intervention: state.last_response_at.map(|at| (now.seconds_since(at) / 60.0).floor() as i64),
@@ -311,7 +326,8 @@ impl PromptContext<'_> {
         hasher.update(target.channel.0.as_bytes());
         hasher.update([0]);
         hasher.update(target.thread_root.as_ref().map_or("", Ts::as_str).as_bytes());
-        for m in self.top_level.iter().chain(&self.target_conversation).chain(std::iter::once(&self.target)) {
+        let shown = self.top_level.iter().chain(&self.target_conversation).chain(std::iter::once(&self.target));
+        for m in shown.chain(&self.maybe_answers) {
             for field in [&m.time, &m.name, &m.text] {
                 hasher.update([0]);
                 hasher.update(field.as_bytes());

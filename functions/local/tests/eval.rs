@@ -227,14 +227,15 @@ fn the_irc_dev_logs_stay_within_their_floors() {
 
 /// A help channel's settings (docs/judgment.md): the answered model at the threshold
 /// tuned on the training logs, the pick-up looking after three minutes. Floors at the
-/// figures measured when it came in (28/98 pick-ups, 4/336 barge-ins, 93 judge calls
-/// in 3,242 messages); raise them as the model improves, never lower them.
+/// figures measured when it came in (28/98 pick-ups, 4/336 barge-ins, 94 judge calls
+/// in 3,242 messages, the judge shown the lines that may answer each question); raise
+/// them as the model improves, never lower them.
 const IRC_HELP_CHANNEL: [&str; 4] =
     ["--set", "REPLY_MODEL_THRESHOLD=0.25", "--set", "UNANSWERED_QUESTION_WAIT_SECONDS=180"];
 
 #[test]
 fn the_irc_dev_logs_in_a_help_channel_stay_within_their_floors() {
-    let floors = ["--min-pick-ups", "28.5", "--max-barge-ins", "1.2", "--max-judge-calls", "28.7"];
+    let floors = ["--min-pick-ups", "28.5", "--max-barge-ins", "1.2", "--max-judge-calls", "29.0"];
     let out = eval_irc_dev(&[&IRC_HELP_CHANNEL[..], &floors[..]].concat());
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "kuuki eval irc failed:\n{stdout}\n{}", text(&out.stderr));

@@ -295,6 +295,9 @@ pub struct LlmVerdict {
     /// For react_only: a Slack emoji name the judge chose.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub emoji: Option<String>,
+    /// At a question's pick-up shown the lines that may answer it: whether one does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub already_answered: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

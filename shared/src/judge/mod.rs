@@ -184,7 +184,7 @@ async fn judge_claimed(
         let judgment = Judgment::skip(&format!("the question {taken} of this turn was judged by its pick-up"));
         return judgment.record(deps, &target, lull).await.map(|()| Judged::Decided);
     }
-    let judgment = judgment_of(deps, window, &target, &state, &people, &scored).await?;
+    let judgment = judgment_of(deps, window, &target, &state, &people, &scored, &[]).await?;
     // Whether openers were stopped here; the state itself is let go before recording.
     let opener_state = state.opener.clone();
     drop(state);
@@ -220,6 +220,7 @@ async fn judgment_of(
     state: &crate::ports::ChannelState,
     people: &rules::KnownPeople,
     scored: &crate::domain::RuleScore,
+    maybe_answers: &[Arc<Message>],
 ) -> PortResult<Judgment> {
     let llm_available = deps.llm.is_some();
     let mut decision = rules::decide(scored.score, &deps.settings, llm_available);
@@ -253,7 +254,7 @@ async fn judgment_of(
         let mut whole = context::load_conversation(deps, window, target).await?;
         pickup::show_thread_answers(deps, window, state, target, &mut whole).await?;
         let upto_whole = &whole[..whole.partition_point(|m| m.ts <= target.ts)];
-        let (verdict, cached, usage) = ask_llm(deps, window, target, upto_whole, state, people).await?;
+        let (verdict, cached, usage) = ask_llm(deps, window, target, upto_whole, state, people, maybe_answers).await?;
         judgment.llm_called = !cached;
         judgment.llm_cached = cached;
         judgment.llm_usage = usage;
@@ -269,6 +270,11 @@ async fn judgment_of(
                     judgment.response_type = verdict.response_type.unwrap_or(ladder);
                 }
                 judgment.delay_seconds = verdict.delay_seconds.unwrap_or(0).min(MAX_RESPONSE_DELAY_SECONDS);
+                if verdict.already_answered == Some(true) && !maybe_answers.is_empty() {
+                    judgment.respond = false;
+                    let ids: Vec<&str> = maybe_answers.iter().map(|m| m.ts.as_str()).collect();
+                    judgment.reason = format!("the LLM judge found it answered by one of messages {}", ids.join(", "));
+                }
                 judgment.llm = Some(verdict);
             }
             Err(error) => {
@@ -334,6 +340,7 @@ async fn ask_llm(
     conversation: &[Arc<Message>],
     state: &crate::ports::ChannelState,
     people: &rules::KnownPeople,
+    maybe_answers: &[Arc<Message>],
 ) -> PortResult<(Result<LlmVerdict, String>, bool, Option<Usage>)> {
     let Some(llm) = &deps.llm else {
         return Ok((Err("no LLM is configured".into()), false, None));
@@ -356,6 +363,7 @@ async fn ask_llm(
     let shown = own.as_deref().unwrap_or(conversation);
     let mut ctx = context::build(deps, window, target, shown, state, ResponseType::FullResponse).await?;
     ctx.own_lines_only = own.is_some();
+    ctx.maybe_answers = context::prompt_lines(deps, maybe_answers).await;
     let cache_key = format!("judge-cache:{}", ctx.conversation_hash(target));
     let now = deps.clock.now();
     if let Some(cached) = deps.ledger.cache_get(&cache_key, now).await?
@@ -371,7 +379,10 @@ async fn ask_llm(
         user: prompt.user,
         max_tokens: 300,
         temperature: deps.settings.temperature(LlmRole::Judge),
-        schema: Some(crate::prompts::answers::verdict()),
+        schema: Some(match maybe_answers {
+            [] => crate::prompts::answers::verdict(),
+            _ => crate::prompts::answers::verdict_with_answered(),
+        }),
         // The speaker's whole turn: the line judged may be an afterthought ("no rush").
         subject: match rules::turn(conversation) {
             [] => target.text.clone(),

@@ -213,7 +213,13 @@ async fn judge_question(
             return judgment.record(deps, question, None).await.map(|()| Judged::Waiting);
         }
     }
-    let mut judgment = judgment_of(deps, window, &target, &state, people, &scored).await?;
+    // With the answered model on, the judge is shown the lines that may answer the
+    // question and says whether one does (what a line says, no feature reads).
+    let maybe_answers = match deps.settings.judge.reply_model_threshold {
+        Some(_) => view.maybe_answers(&deps.bot, people),
+        None => Vec::new(),
+    };
+    let mut judgment = judgment_of(deps, window, &target, &state, people, &scored, &maybe_answers).await?;
     let opener_state = state.opener.clone();
     drop(state);
     judgment.pick_up = true;

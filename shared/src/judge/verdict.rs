@@ -69,7 +69,20 @@ pub fn parse_verdict(raw: &str) -> Result<LlmVerdict, VerdictError> {
                 .to_owned(),
         ),
     };
-    Ok(LlmVerdict { emoji, should_respond, reason, confidence, delay_seconds, response_type, conversation_state })
+    let already_answered = match object.get("already_answered") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_bool().ok_or_else(|| VerdictError("already_answered must be true or false".into()))?),
+    };
+    Ok(LlmVerdict {
+        emoji,
+        should_respond,
+        reason,
+        confidence,
+        delay_seconds,
+        response_type,
+        conversation_state,
+        already_answered,
+    })
 }
 
 /// Slack emoji names: lowercase letters, digits, `_`, `-`, `+`, `'`, at most 64.
@@ -90,6 +103,16 @@ fn strip_code_fence(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn already_answered_is_read_when_given() {
+        let with = |v: &str| format!(r#"{{"should_respond": false, "reason": "x", "already_answered": {v}}}"#);
+        assert_eq!(parse_verdict(&with("true")).unwrap().already_answered, Some(true));
+        assert_eq!(parse_verdict(&with("false")).unwrap().already_answered, Some(false));
+        assert_eq!(parse_verdict(&with("null")).unwrap().already_answered, None);
+        assert_eq!(parse_verdict(r#"{"should_respond": true}"#).unwrap().already_answered, None);
+        assert!(parse_verdict(&with("\"yes\"")).unwrap_err().0.contains("already_answered"));
+    }
 
     #[test]
     fn reads_a_full_answer() {

@@ -181,6 +181,18 @@ pub fn verdict() -> &'static AnswerSchema {
     &SCHEMA
 }
 
+/// The judge's answer at a question's pick-up shown the lines that may answer it:
+/// [`verdict`] and `already_answered`.
+pub fn verdict_with_answered() -> &'static AnswerSchema {
+    static SCHEMA: LazyLock<AnswerSchema> = LazyLock::new(|| {
+        let mut schema = verdict().schema.clone();
+        schema["properties"]["already_answered"] = json!({"type": "boolean"});
+        schema["required"].as_array_mut().expect("a list").push(json!("already_answered"));
+        AnswerSchema { name: "judgment", schema }
+    });
+    &SCHEMA
+}
+
 /// A channel's memory: `{"summary", "history", "mood", "topic_keywords", "active_users"}`.
 pub fn channel_summary() -> &'static AnswerSchema {
     static SCHEMA: LazyLock<AnswerSchema> = LazyLock::new(|| AnswerSchema {
@@ -270,8 +282,8 @@ pub fn reflection() -> &'static AnswerSchema {
 }
 
 /// Every schema, for the tests and the providers' checks.
-pub fn all() -> [&'static AnswerSchema; 4] {
-    [verdict(), channel_summary(), workspace_summary(), reflection()]
+pub fn all() -> [&'static AnswerSchema; 5] {
+    [verdict(), verdict_with_answered(), channel_summary(), workspace_summary(), reflection()]
 }
 
 #[cfg(test)]

@@ -292,6 +292,41 @@ mod tests {
         insta::assert_snapshot!("judge_ja_top_level", shown(&prompt));
     }
 
+    /// At a question's pick-up with the answered model on, the judge is shown the lines
+    /// that may answer it, fenced, and asked for `already_answered`; otherwise neither.
+    #[tokio::test]
+    async fn the_judge_is_shown_the_lines_that_may_answer_a_picked_up_question() {
+        for (language, header, field) in [
+            ("ja", "質問にもう答えているかもしれない発言", "- already_answered:"),
+            ("en", "Lines that may already answer the question", "- already_answered:"),
+        ] {
+            let f = fixture(language).await;
+            let d = &f.deps;
+            let target = d.messages.get_message(&ChannelId("dev".into()), &Ts::from_timestamp(at(600))).await;
+            let target = target.unwrap().unwrap();
+            let window = crate::conversation::Window::none();
+            let conversation = context::load_conversation(d, &window, &target).await.unwrap();
+            let state = d.channels.channel_state(&target.channel).await.unwrap();
+            let mut ctx =
+                context::build(d, &window, &target, &conversation, &state, ResponseType::FullResponse).await.unwrap();
+            let plain = d.prompts.judge(&ctx);
+            assert!(!plain.user.contains(header) && !plain.system.contains(field), "{language}");
+            let answer = Arc::new(message(
+                630,
+                "erin",
+                "Actions のキャッシュは gh cache delete --all で消せます",
+                None,
+                Author::Human,
+            ));
+            ctx.maybe_answers = context::prompt_lines(d, &[answer]).await;
+            let shown = d.prompts.judge(&ctx);
+            assert!(shown.system.contains(field), "{language}: {}", shown.system);
+            let section = shown.user.split(header).nth(1).unwrap_or_else(|| panic!("{language}: {}", shown.user));
+            assert!(section.contains("erin: Actions のキャッシュは gh cache delete --all で消せます"), "{section}");
+            assert!(section.contains("</conversation-"), "fenced: {section}");
+        }
+    }
+
     #[tokio::test]
     async fn judge_prompt_for_a_thread_message() {
         let f = fixture("ja").await;

@@ -272,6 +272,7 @@ mod tests {
             target_conversation: vec![message("09:00", "bob", lang.target)],
             in_thread: false,
             own_lines_only: false,
+            maybe_answers: Vec::new(),
             target: message("09:00", "bob", lang.target),
             response_type: "full_response",
             minutes_since_last_intervention: None,

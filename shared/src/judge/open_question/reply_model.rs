@@ -23,6 +23,11 @@ use super::{
     opens_like_a_reply, speaks_to_someone_else,
 };
 
+/// The judge is shown at most this many lines that may answer a question…
+pub const MAYBE_ANSWERS: usize = 3;
+/// …each at least this likely to (by the reply model).
+pub const MAYBE_ANSWER_PROBABILITY: f64 = 0.05;
+
 /// How far back a line's author counts as having talked with the asker.
 pub const TALKED_WITH_SECONDS: f64 = 600.0;
 
@@ -143,6 +148,18 @@ impl QuestionView<'_> {
                 Candidate { index, features, probability }
             })
             .collect()
+    }
+
+    /// The later lines the committed reply model thinks may answer the question: at
+    /// most [`MAYBE_ANSWERS`] of those at [`MAYBE_ANSWER_PROBABILITY`] or more, in the
+    /// order they were written (what the judge is shown at a pick-up).
+    pub fn maybe_answers(&self, bot: &BotIdentity, people: &KnownPeople) -> Vec<Arc<Message>> {
+        let mut candidates = self.reply_candidates(bot, people);
+        candidates.retain(|c| c.probability >= MAYBE_ANSWER_PROBABILITY);
+        candidates.sort_by(|a, b| b.probability.total_cmp(&a.probability).then(a.index.cmp(&b.index)));
+        candidates.truncate(MAYBE_ANSWERS);
+        candidates.sort_by_key(|c| c.index);
+        candidates.into_iter().map(|c| self.after[c.index].clone()).collect()
     }
 
     /// The features of every later top-level line by another person (its index in
