@@ -30,7 +30,7 @@ use anyhow::{Context, anyhow, bail};
 use kuuki::adapters::discord::DiscordIdentity;
 use kuuki::adapters::platforms::Connected;
 use kuuki::deps::Deps;
-use kuuki::domain::is_discord_id;
+use kuuki::domain::is_snowflake;
 use kuuki::ingest::discord::{DiscordIngressError, handle_interaction, handle_relay_event};
 use kuuki::secrecy::ExposeSecret;
 use kuuki_discord_gateway::{
@@ -285,11 +285,11 @@ impl Interactions {
         };
         // Both go into the path: a snowflake and a token's URL-safe characters only.
         let url_safe = token.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-        if !is_discord_id(id) || token.is_empty() || !url_safe {
+        if !is_snowflake(id) || token.is_empty() || !url_safe {
             tracing::warn!("an INTERACTION_CREATE with a malformed id or token; not answered");
             return;
         }
-        let application_id = interaction["application_id"].as_str().filter(|a| is_discord_id(a));
+        let application_id = interaction["application_id"].as_str().filter(|a| is_snowflake(a));
         let deferred_first = application_id.is_some() && is_ask(&interaction);
         if deferred_first {
             self.call("POST", &format!("interactions/{id}/{token}/callback"), &json!({"type": DEFERRED}), id).await;

@@ -851,6 +851,8 @@ pub struct Intervention {
 
 mod event;
 pub use event::{Event, EventKind, LoggedMessage, Stage};
+mod place;
+pub use place::{Place, Platform, Workspace, is_snowflake};
 mod incoming;
 mod log_text;
 pub use incoming::Incoming;
@@ -868,12 +870,6 @@ pub use log_text::{LogText, without_quotes};
 /// message `ts` completes it.
 pub fn deferred_interaction_key(channel: &ChannelId, ts: &Ts) -> String {
     format!("interaction:{}:{}", channel.0, ts.as_str())
-}
-
-/// Whether an id (a channel's or a person's) is Discord's: a snowflake, digits only.
-/// Slack ids start with a letter (`C…`, `D…`, `G…`, `U…`, `B…`).
-pub fn is_discord_id(id: &str) -> bool {
-    !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// Who kuuki is: its user id on each platform it serves (for `<@id>` mentions and its
@@ -958,8 +954,8 @@ impl BotIdentity {
 
     /// kuuki's id on the platform `channel` belongs to (its first id if it has none there).
     pub fn user_in(&self, channel: &ChannelId) -> &UserId {
-        let discord = is_discord_id(&channel.0);
-        self.user_ids.iter().find(|u| is_discord_id(&u.0) == discord).unwrap_or(&self.user_ids[0])
+        let platform = channel.platform();
+        self.user_ids.iter().find(|u| u.platform() == platform).unwrap_or(&self.user_ids[0])
     }
 }
 

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use thiserror::Error;
 
 use crate::deps::Deps;
-use crate::domain::{ChannelId, CommandReply, Decision, Familiarity, Timestamp, UserId, is_discord_id};
+use crate::domain::{ChannelId, CommandReply, Decision, Familiarity, Platform, Timestamp, UserId};
 use crate::ports::{ClaimOutcome, PortResult, Post, Shadow};
 
 /// The form fields of a slash command request that kuuki reads.
@@ -167,7 +167,7 @@ async fn forget(
 
 /// The polite no for someone who may not change this, naming who can.
 pub fn refusal(deps: &Deps, command: &SlashCommand) -> String {
-    let platform_managers = if is_discord_id(&command.channel_id) {
+    let platform_managers = if Platform::of_id(&command.channel_id) == Platform::Discord {
         "members with the Manage Channels permission"
     } else {
         "workspace admins and owners"
@@ -260,7 +260,7 @@ async fn answer_command(deps: &Deps, command: &SlashCommand) -> PortResult<Answe
         // (COMMAND_MANAGERS) forget reaches everywhere.
         let server = if deps.settings.people.command_managers.contains(&command.user_id) {
             None
-        } else if is_discord_id(&command.channel_id) {
+        } else if Platform::of_id(&command.channel_id) == Platform::Discord {
             // A Discord manager's right is their server's: none named, none granted.
             let Some(server) = command.server.clone() else { return Ok(refusal(deps, command).into()) };
             Some(server)

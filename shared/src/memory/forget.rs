@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use super::keywords::contains_phrase;
 use crate::deps::Deps;
-use crate::domain::{ChannelId, ChannelMemory, EventKind, SLACK_WORKSPACE, Ts, UserId, discord_server, is_discord_id};
+use crate::domain::{ChannelId, ChannelMemory, EventKind, SLACK_WORKSPACE, Ts, UserId, discord_server};
 use crate::ports::{PortError, PortResult};
 use crate::record::record;
 
@@ -118,7 +118,7 @@ async fn in_discord_server(
     if channel == requested_in {
         return Ok(Some(true));
     }
-    if !is_discord_id(&channel.0) {
+    if !channel.is_discord() {
         return Ok(Some(false));
     }
     let key = format!("server-of:{channel}");
@@ -152,7 +152,7 @@ async fn in_reach(
 ) -> PortResult<(Vec<ChannelId>, usize)> {
     let Some(server) = server else { return Ok((channels, 0)) };
     if server == SLACK_WORKSPACE {
-        return Ok((channels.into_iter().filter(|c| c == requested_in || !is_discord_id(&c.0)).collect(), 0));
+        return Ok((channels.into_iter().filter(|c| c == requested_in || !c.is_discord()).collect(), 0));
     }
     let mut placed = Vec::with_capacity(channels.len());
     for some in channels.chunks(SERVER_LOOKUPS) {

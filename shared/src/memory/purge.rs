@@ -17,7 +17,7 @@
 use std::time::Duration;
 
 use crate::deps::Deps;
-use crate::domain::{ChannelId, EventKind, Job, Message, Timestamp, Ts, WorkspaceMemory, is_discord_id};
+use crate::domain::{ChannelId, EventKind, Job, Message, Platform, Timestamp, Ts, WorkspaceMemory};
 use crate::ports::{ChannelState, ClaimOutcome, PortResult};
 use crate::record::record;
 
@@ -194,7 +194,7 @@ async fn slack_channels(deps: &Deps) -> PortResult<Vec<ChannelId>> {
     let mut channels = deps.messages.message_channels().await?;
     channels.extend(deps.channels.state_channels().await?);
     channels.extend(deps.facts.fact_channels().await?);
-    channels.retain(|c| !is_discord_id(&c.0));
+    channels.retain(|c| !c.is_discord());
     channels.sort();
     channels.dedup();
     Ok(channels)
@@ -226,7 +226,7 @@ async fn purge(deps: &Deps, key: &str) -> PortResult<Purged> {
         save(&done).await?;
     }
     for user in deps.facts.profiled_users().await? {
-        if !is_discord_id(&user.0) {
+        if user.platform() == Platform::Slack {
             deps.facts.delete_profile(&user).await?;
             done.profiles += 1;
         }

@@ -16,7 +16,7 @@ use crate::conversation::Window;
 use crate::deps::Deps;
 use crate::domain::{
     Author, EventKind, FactUse, Familiarity, Intervention, Message, RespondMode, ResponseType, Stage, ThreadKey, Ts,
-    deferred_interaction_key, is_discord_id,
+    deferred_interaction_key,
 };
 use crate::judge::rules;
 use crate::ports::{ClaimOutcome, LlmRequest, LlmRole, PortError, PortResult, Post};
@@ -294,7 +294,7 @@ pub(crate) async fn post(deps: &Deps, target: &Message, key: &str, mode: Respond
     };
     deps.ledger.mark_posting(key).await?;
     // `/kuuki ask` on Discord left a deferred interaction for this message to complete.
-    let completes = if mode == RespondMode::Direct && is_discord_id(&target.channel.0) {
+    let completes = if mode == RespondMode::Direct && target.channel.is_discord() {
         let at = deps.clock.now();
         deps.ledger.cache_get(&deferred_interaction_key(&target.channel, &target.ts), at).await?
     } else {

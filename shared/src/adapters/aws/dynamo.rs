@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::{
     Author, ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts,
-    UserId, UserNote, UserProfile, WorkspaceMemory, is_discord_id,
+    UserId, UserNote, UserProfile, WorkspaceMemory,
 };
 
 mod channels;

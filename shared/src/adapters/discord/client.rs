@@ -23,7 +23,7 @@ use tokio::time::Instant;
 
 use super::DiscordIdentity;
 use crate::adapters::retry::{RetryPolicy, http_client};
-use crate::domain::{ChannelId, CommandReply, Ts, UserId, is_discord_id};
+use crate::domain::{ChannelId, CommandReply, Ts, UserId, is_snowflake};
 use crate::ports::{Chat, FoundPost, PortError, PortResult, Post};
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -358,7 +358,7 @@ impl Chat for DiscordClient {
         let url_safe = |text: &str| {
             !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
         };
-        if !is_discord_id(application_id) || !url_safe(token) {
+        if !is_snowflake(application_id) || !url_safe(token) {
             return Err(PortError::Rejected {
                 backend: "discord",
                 message: "a malformed interaction to answer".into(),

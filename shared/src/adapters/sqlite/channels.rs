@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::SqliteStore;
 use crate::domain::talkativeness::{FeedbackChange, FeedbackOutcome, TalkativenessLimits};
 use crate::domain::{
-    ChannelId, ChannelLine, ChannelMemory, Intervention, JudgmentNote, Timestamp, Ts, WorkspaceMemory, is_discord_id,
+    ChannelId, ChannelLine, ChannelMemory, Intervention, JudgmentNote, Timestamp, Ts, WorkspaceMemory,
 };
 use crate::ports::{ChannelState, ChannelStateStore, MemoryTask, OpenerState, PortResult, Shadow};
 
@@ -84,7 +84,7 @@ impl ChannelStateStore for SqliteStore {
     async fn channel_state(&self, channel: &ChannelId) -> PortResult<Arc<ChannelState>> {
         let conn = self.lock();
         let mut state = self.read_state(&conn, channel)?;
-        if !is_discord_id(&channel.0) {
+        if !channel.is_discord() {
             state.slack_gone = self.read_slack_gone(&conn)?;
         }
         Ok(Arc::new(state))

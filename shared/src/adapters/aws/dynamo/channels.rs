@@ -134,7 +134,7 @@ impl DynamoStore {
     pub(super) async fn read_whole_state(&self, channel: &ChannelId) -> PortResult<ChannelState> {
         let (judgment_key, answers_key) = (judgment_key(channel), answers_key(channel));
         // A Slack channel also reads whether Slack's access is gone, in the same batch.
-        let slack = !is_discord_id(&channel.0);
+        let slack = !channel.is_discord();
         let keys: Vec<Item> = [&*channel.0, &judgment_key, &answers_key]
             .into_iter()
             .chain(slack.then_some(SLACK_GONE_KEY))

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::MemoryStore;
-use crate::domain::{ChannelId, Timestamp, UserId, is_discord_id};
+use crate::domain::{ChannelId, Timestamp, UserId};
 use crate::ports::{ChannelState, PortResult};
 
 impl MemoryStore {
@@ -17,9 +17,7 @@ impl MemoryStore {
         gone: Option<Timestamp>,
     ) -> Arc<ChannelState> {
         match gone {
-            Some(at) if !is_discord_id(&channel.0) => {
-                Arc::new(ChannelState { slack_gone: Some(at), ..(*state).clone() })
-            }
+            Some(at) if !channel.is_discord() => Arc::new(ChannelState { slack_gone: Some(at), ..(*state).clone() }),
             _ => state,
         }
     }
