@@ -336,6 +336,36 @@ fn the_judge_may_find_a_picked_up_question_already_answered() {
     }
 }
 
+/// The asker's turn goes on two minutes after the question ("tried restarting it"): the
+/// pick-up that comes at the question's wait asks the answered model nothing yet and
+/// comes back at the turn's end plus the wait, where it reads the whole aftermath.
+#[test]
+fn the_answered_model_looks_when_the_askers_turn_has_stood_its_wait() {
+    for (question, more) in [(NGINX_EN, "tried restarting nginx already"), (NGINX_JA, "nginxの再起動はもう試しました")]
+    {
+        let transcript = format!(
+            r#"{{"t": 0, "user": "ken", "text": "tom: did the deploy finish?"}}
+{{"t": 10, "user": "tom", "text": "ken: canary at 50%"}}
+{{"t": 30, "user": "priya", "text": "{question}"}}
+{{"t": 150, "user": "priya", "text": "{more}"}}
+{{"t": 160, "user": "ken", "text": "tom: rolling to 100%"}}
+{{"t": 175, "user": "tom", "text": "ken: 👍"}}
+{{"t": 190, "user": "lena", "text": "marco: lunch at 12?"}}
+{{"t": 205, "user": "marco", "text": "lena: sure"}}
+{{"t": 220, "user": "ken", "text": "tom: error rate flat"}}
+{{"t": 240, "user": "lena", "text": "marco: ramen or curry?"}}
+{{"t": 260, "user": "marco", "text": "lena: ramen"}}
+{{"t": 280, "user": "ken", "text": "tom: closing the ticket"}}
+{{"t": 700, "user": "ken", "text": "tom: all good"}}"#
+        );
+        let log = Run::new(&transcript).script(YES_NGINX).settings(HELP_CHANNEL).log();
+        let dropped: Vec<_> = log.about("dropped", 30.0).into_iter().filter(|d| d["stage"] == "pick_up").collect();
+        assert!(dropped.is_empty(), "{more}: not dropped before its look: {log:?}");
+        let post = pick_up_post(&log, 30.0).unwrap_or_else(|| panic!("{more}: picked up: {log:?}"));
+        assert_eq!(post["t"], 330.0, "at the turn's end plus the wait: {post}");
+    }
+}
+
 /// An answer by name: the answered model sees it, the pick-up is dropped, and the
 /// decision log names the likeliest answer by its id and the probability, no words.
 #[test]

@@ -16,7 +16,7 @@ use crate::ports::{ClaimOutcome, PortResult};
 use crate::record::record;
 
 use super::naming::{self, KnownPeople};
-use super::open_question::QuestionView;
+use super::open_question::{Closing, QuestionView};
 use super::rules::{self, is_question};
 use super::{JUDGE_CLAIM_KEEP, Judged, Judgment, RULE_WINDOW_SLACK, judgment_of};
 
@@ -39,8 +39,16 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
     let view = QuestionView { question: &question, before: &before, after: &after };
     let now = deps.clock.now();
     let judge = &deps.settings.judge;
+    // The asker's turn may have gone on ("not pushed yet"): the wait counts from its
+    // last line.
+    let due = view.asker_turn_end() + judge.unanswered_question_wait;
     if let Some(closing) = view.closing(&deps.bot, &people, now, judge) {
-        return drop_it(deps, thread, ts, &closing.reason());
+        // The answered model reads the question's aftermath as of its look, which has
+        // not come while the asker is still writing: it is asked again then.
+        let looked_too_soon = matches!(closing, Closing::LikelyAnswered { .. }) && now < due;
+        if !looked_too_soon {
+            return drop_it(deps, thread, ts, &closing.reason());
+        }
     }
     // A question to kuuki (a reply to its answer) is the JUDGE's to answer, at once.
     let mut asked: Vec<Arc<Message>> = before.clone();
@@ -53,8 +61,6 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
     if view.addressee(&deps.bot, &people).is_some() {
         return Ok(());
     }
-    // The asker's turn went on ("not pushed yet"): the wait counts from its last line.
-    let due = view.asker_turn_end() + judge.unanswered_question_wait;
     if now < due {
         let delay = Duration::from_secs(due.whole_seconds_after(now).max(1));
         return deps.enqueue_after(Job::PickUp { thread: thread.clone(), ts: ts.clone() }, delay).await;
