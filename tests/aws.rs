@@ -305,6 +305,7 @@ async fn an_old_channel_item_moves_its_answers_out_at_its_next_update() {
         excerpt: format!("what was said at {secs}"),
         facts: Vec::new(),
         unasked_post: None,
+        pick_up: false,
     };
     let note = |secs: i64| JudgmentNote {
         at: at(secs),

@@ -13,7 +13,8 @@ use kuuki::adapters::platforms::PlatformChat;
 use kuuki::adapters::slack::SigningSecret;
 use kuuki::config::Settings;
 use kuuki::deps::Deps;
-use kuuki::domain::{ChannelId, Timestamp, Ts, UserId};
+use kuuki::domain::talkativeness::SignalKind;
+use kuuki::domain::{ChannelId, EventKind, Timestamp, Ts, UserId};
 use kuuki::ports::{Clock, MessageStore};
 use kuuki::replay::REPLAY_EPOCH;
 use kuuki::worker::run_due;
@@ -72,6 +73,11 @@ impl World {
 
     /// A world whose model follows `script` (judge and generate lines).
     async fn start_with_script(script: &str) -> World {
+        Self::start_with(script, &[]).await
+    }
+
+    /// As [`World::start_with_script`], with settings.
+    async fn start_with(script: &str, vars: &[(&str, &str)]) -> World {
         let api = MockServer::start().await;
         Mock::given(method("POST"))
             .and(path(format!("/channels/{CHANNEL}/messages")))
@@ -112,7 +118,8 @@ impl World {
             ])))
             .mount(&api)
             .await;
-        let settings = Settings::from_vars(&Default::default()).unwrap();
+        let vars = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let settings = Settings::from_vars(&vars).unwrap();
         let clock = Arc::new(VirtualClock::new(REPLAY_EPOCH));
         let parts = InProcess::new(clock.clone());
         let (store, queue) = (parts.store.clone(), parts.queue.clone());
@@ -485,6 +492,57 @@ async fn a_question_left_open_is_answered_as_a_reply_to_it() {
     assert_eq!(w.relay("MESSAGE_CREATE", reply, &[]).await.status(), 200);
     w.run_for(200.0).await;
     assert!(w.posts().await.is_empty(), "{:?}", w.posts().await);
+}
+
+/// With the answered model on (a help channel's setting), kuuki's answer to a question
+/// it picked up (a reply to it) is passed by only by the asker: the others talking on
+/// about their own count nothing; the asker's three lines past it count it ignored.
+#[tokio::test]
+async fn in_a_help_channel_only_the_asker_passes_a_picked_up_answer_by() {
+    let w = World::start_with(
+        r#"{"role": "judge", "reply": {"should_respond": true, "reason": "open question", "confidence": 0.9, "delay_seconds": 0, "conversation_state": "active"}, "repeat": true}
+{"role": "generate", "reply": "git reset --soft HEAD~1", "repeat": true}"#,
+        &[("REPLY_MODEL_THRESHOLD", "0.25"), ("UNANSWERED_QUESTION_WAIT_SECONDS", "180")],
+    )
+    .await;
+    let others = ["80351110224678914", "80351110224678915", "80351110224678916", "80351110224678917"];
+    let chatter = ["deploy status?", "canary at 50%", "lunch at noon?", "sure", "ramen?", "booked"];
+    let talk =
+        |i: usize| message(&w.id_now(), others[i % 4], &format!("<@{}> {}", others[(i + 1) % 4], chatter[i % 6]));
+    for i in 0..6 {
+        assert_eq!(w.relay("MESSAGE_CREATE", talk(i), &[]).await.status(), 200);
+        w.run_for(10.0).await;
+    }
+    let asked = message(&w.id_now(), ALICE, "how do I undo the last commit but keep the changes");
+    let question = asked["id"].as_str().unwrap().to_owned();
+    assert_eq!(w.relay("MESSAGE_CREATE", asked, &[]).await.status(), 200);
+    for i in 6..18 {
+        w.run_for(15.0).await;
+        assert_eq!(w.relay("MESSAGE_CREATE", talk(i), &[]).await.status(), 200);
+    }
+    w.run_for(30.0).await;
+    let posts = w.posts().await;
+    assert_eq!(posts.len(), 1, "picked up: {posts:?}; {:?}", w.log.take());
+    assert_eq!(posts[0]["message_reference"]["message_id"], question.as_str(), "a reply to the question");
+    let ignored = |events: Vec<kuuki::domain::Event>| {
+        events.iter().filter(|e| matches!(&e.kind, EventKind::Feedback { signal: SignalKind::Ignored, .. })).count()
+    };
+    w.log.take();
+    for i in 18..24 {
+        assert_eq!(w.relay("MESSAGE_CREATE", talk(i), &[]).await.status(), 200);
+        w.run_for(10.0).await;
+    }
+    // Their judgments, which settle the post, come after their wait.
+    w.run_for(90.0).await;
+    let events = w.log.take();
+    assert!(events.iter().any(|e| matches!(e.kind, EventKind::Judge { .. })), "judged since: {events:?}");
+    assert_eq!(ignored(events), 0, "the others talking on pass nothing by");
+    for text in ["hmm", "still looking", "any ideas?"] {
+        assert_eq!(w.relay("MESSAGE_CREATE", message(&w.id_now(), ALICE, text), &[]).await.status(), 200);
+        w.run_for(10.0).await;
+    }
+    w.run_for(60.0).await;
+    assert_eq!(ignored(w.log.take()), 1, "the asker talked past the answer");
 }
 
 #[tokio::test]

@@ -363,6 +363,7 @@ impl World {
                 excerpt: excerpt.clone(),
                 facts: Vec::new(),
                 unasked_post: None,
+                pick_up: false,
             };
             self.deps.channels.record_intervention(&channel, intervention).await.unwrap();
         }

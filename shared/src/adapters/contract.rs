@@ -293,6 +293,7 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
         excerpt: format!("at {secs}"),
         facts: vec![crate::domain::FactUse { id: "f1".into(), content: "fact".into(), score: 0.25 }],
         unasked_post: None,
+        pick_up: false,
     };
     store.record_intervention(&ch, intervention(100)).await.unwrap();
     store.record_intervention(&ch, intervention(50)).await.unwrap();
@@ -801,6 +802,7 @@ where
         excerpt: "purge me".into(),
         facts: Vec::new(),
         unasked_post: None,
+        pick_up: false,
     };
     store.record_intervention(&gone, answer).await.unwrap();
     let line = ChannelLine { channel: gone.clone(), line: "a purged channel".into(), updated_at: at(30) };

@@ -847,6 +847,10 @@ pub struct Intervention {
     /// talkativeness (`talkativeness::settle`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unasked_post: Option<Ts>,
+    /// The post answered a question kuuki picked up (§7.7): on Slack it sits in a thread
+    /// under the question, on Discord it replies to it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pick_up: bool,
 }
 
 mod event;

@@ -211,6 +211,7 @@ mod tests {
                     excerpt: "dave: お昼どうする？".into(),
                     facts: Vec::new(),
                     unasked_post: None,
+                    pick_up: false,
                 },
             )
             .await

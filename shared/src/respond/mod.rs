@@ -205,6 +205,7 @@ async fn answer(
                     facts: facts.clone(),
                     // Only a post said unasked: how the channel takes it is watched.
                     unasked_post: posted_ts.clone().filter(|_| mode.unasked()),
+                    pick_up: mode == RespondMode::PickUp,
                 },
             )
             .await?;

@@ -131,6 +131,7 @@ async fn open_claimed(
             excerpt: crate::context::excerpt(std::slice::from_ref(target)),
             facts: used.clone(),
             unasked_post: None,
+            pick_up: false,
         };
         deps.channels.record_intervention(channel, intervention).await?;
     }

@@ -215,8 +215,15 @@ async fn settle(deps: &Deps, window: &Window, state: &ChannelState, target: &Mes
         {
             let talk_on = window.messages_after(deps, &question).await?;
             after.extend(talk_on.into_iter().filter(|m| m.ts > post.ts && m.thread_root != post.thread_root));
-            answered_asker = deps.settings.judge.reply_model_threshold.map(|_| question.user.clone());
+            answered_asker = Some(question.user.clone());
+        } else if intervention.pick_up
+            && let Some(answered) = &post.replies_to
+            && let Some(question) = window.get_message(deps, &target.channel, answered).await?
+        {
+            // On Discord the answer replies to the question, in the channel's flow.
+            answered_asker = Some(question.user.clone());
         }
+        let answered_asker = answered_asker.filter(|_| deps.settings.judge.reply_model_threshold.is_some());
         let mut people: Vec<&Message> =
             after.iter().map(|m| &**m).filter(|m| m.author == Author::Human && m.at <= until).collect();
         people.sort_by(|a, b| a.ts.cmp(&b.ts));

@@ -131,6 +131,7 @@ fn interventions_apart_merge_with_the_json_copy() {
         excerpt: format!("at {secs}"),
         facts: Vec::new(),
         unasked_post: None,
+        pick_up: false,
     };
     // The JSON copy (a whole-state write, or an item from before) holds 1 and 2.
     let state = ChannelState {
