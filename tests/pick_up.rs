@@ -257,20 +257,31 @@ fn pick_up_post(log: &kuuki_e2e::Log, t: f64) -> Option<&Value> {
     log.about("respond", t).into_iter().find(|r| r["mode"] == "pick_up")
 }
 
+/// ken and tom talk about a deploy; priya asks `question` at 30 s; then `middle`, and a
+/// last line at 400 s.
+fn amid_deploy_talk(question: &str, middle: &str) -> String {
+    format!(
+        r#"{{"t": 0, "user": "ken", "text": "tom: did the deploy finish?"}}
+{{"t": 10, "user": "tom", "text": "ken: canary at 50%"}}
+{{"t": 30, "user": "priya", "text": "{question}"}}
+{middle}
+{{"t": 400, "user": "ken", "text": "tom: error rate flat"}}"#
+    )
+}
+
 /// A line that calls the asker about a meeting right after the question asks them
 /// something else: the question stays open.
 #[test]
 fn a_name_call_about_something_else_leaves_it_open() {
     let cases = [(NGINX_EN, "priya, are you joining the 3pm sync?"), (NGINX_JA, "priyaさん、15時の定例出ます？")];
     for (question, call) in cases {
-        let transcript = format!(
-            r#"{{"t": 0, "user": "ken", "text": "tom: did the deploy finish?"}}
-{{"t": 10, "user": "tom", "text": "ken: canary at 50%"}}
-{{"t": 30, "user": "priya", "text": "{question}"}}
-{{"t": 45, "user": "marco", "text": "{call}"}}
+        let transcript = amid_deploy_talk(
+            question,
+            &format!(
+                r#"{{"t": 45, "user": "marco", "text": "{call}"}}
 {{"t": 70, "user": "ken", "text": "tom: rolling to 100%"}}
-{{"t": 90, "user": "tom", "text": "ken: 👍"}}
-{{"t": 400, "user": "ken", "text": "tom: error rate flat"}}"#
+{{"t": 90, "user": "tom", "text": "ken: 👍"}}"#
+            ),
         );
         let log = Run::new(&transcript).script(YES_NGINX).settings(SETTINGS).log();
         assert!(pick_up_post(&log, 30.0).is_some(), "{call}: picked up: {log:?}");
@@ -375,14 +386,13 @@ fn the_answered_model_sees_an_answer_by_name_and_logs_it_by_id() {
         (NGINX_JA, "priyaさん、/var/log/nginx です。日次でローテートしてます"),
     ];
     for (question, answer) in cases {
-        let transcript = format!(
-            r#"{{"t": 0, "user": "ken", "text": "tom: did the deploy finish?"}}
-{{"t": 10, "user": "tom", "text": "ken: canary at 50%"}}
-{{"t": 30, "user": "priya", "text": "{question}"}}
-{{"t": 45, "user": "ken", "text": "tom: rolling to 100%"}}
+        let transcript = amid_deploy_talk(
+            question,
+            &format!(
+                r#"{{"t": 45, "user": "ken", "text": "tom: rolling to 100%"}}
 {{"t": 60, "user": "marco", "text": "{answer}"}}
-{{"t": 75, "user": "priya", "text": "marco: thanks!"}}
-{{"t": 400, "user": "ken", "text": "tom: error rate flat"}}"#
+{{"t": 75, "user": "priya", "text": "marco: thanks!"}}"#
+            ),
         );
         let log = Run::new(&transcript).script(YES_NGINX).settings(HELP_CHANNEL).log();
         assert!(pick_up_post(&log, 30.0).is_none(), "{answer}: {log:?}");

@@ -89,16 +89,15 @@ fn fold_ids(reason: &str) -> String {
     let mut out = String::with_capacity(folded.len());
     for (i, piece) in folded.split(" %").enumerate() {
         if i > 0 {
+            // The digits before " %" are a figure.
+            let figure = out.len() - out.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+            if figure > 0 {
+                out.truncate(out.len() - figure);
+                out.push('…');
+            }
             out.push_str(" %");
         }
-        let is_last = i == folded.matches(" %").count();
-        let digits = piece.chars().rev().take_while(char::is_ascii_digit).count();
-        if !is_last && digits > 0 {
-            out.push_str(&piece[..piece.len() - digits]);
-            out.push('…');
-        } else {
-            out.push_str(piece);
-        }
+        out.push_str(piece);
     }
     out
 }

@@ -193,10 +193,11 @@ impl QuestionView<'_> {
     ) -> AnsweredFeatures {
         let seen = self.after.partition_point(|m| m.at <= now);
         let view = QuestionView { question: self.question, before: self.before, after: &self.after[..seen] };
-        view.features_of_all(bot, people, now, reply)
+        view.features_of_seen(bot, people, now, reply)
     }
 
-    fn features_of_all(
+    /// [`Self::answered_features`] of a view holding only the lines seen by `now`.
+    fn features_of_seen(
         &self,
         bot: &BotIdentity,
         people: &KnownPeople,
