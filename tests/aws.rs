@@ -11,7 +11,7 @@ use kuuki::adapters::aws::sqs::{QueueUrls, SqsQueue, decode_job};
 use kuuki::adapters::contract;
 use kuuki::adapters::memory::VirtualClock;
 use kuuki::budget::JobKind;
-use kuuki::domain::{ChannelId, Job, ThreadKey, Timestamp, Ts};
+use kuuki::domain::{ChannelId, Job, ThreadKey, Timestamp, Ts, Workspace};
 use kuuki::ports::{ClaimOutcome, Clock, Ledger, Queue, Scheduler};
 use kuuki::replay::REPLAY_EPOCH;
 
@@ -157,13 +157,21 @@ async fn the_old_workspace_item_is_read_until_the_memory_is_written_anew_and_the
             .await
             .unwrap();
     };
-    assert_eq!(store.workspace_memory().await.unwrap(), WorkspaceMemory::default(), "nothing anywhere yet");
+    assert_eq!(
+        store.workspace_memory(Workspace::Shared).await.unwrap(),
+        WorkspaceMemory::default(),
+        "nothing anywhere yet"
+    );
     write_old().await;
-    assert_eq!(store.workspace_memory().await.unwrap(), old, "the old memory is read, its lines are not");
-    assert_eq!(store.workspace_memory_without_lines().await.unwrap(), old, "also alone");
+    assert_eq!(
+        store.workspace_memory(Workspace::Shared).await.unwrap(),
+        old,
+        "the old memory is read, its lines are not"
+    );
+    assert_eq!(store.workspace_memory_without_lines(Workspace::Shared).await.unwrap(), old, "also alone");
     let line = ChannelLine { channel: ChannelId("C-new".into()), line: "new news".into(), updated_at: at(60) };
     store.set_channel_line(&line.channel, Some(line.clone())).await.unwrap();
-    let read = other.workspace_memory().await.unwrap();
+    let read = other.workspace_memory(Workspace::Shared).await.unwrap();
     assert_eq!(read, WorkspaceMemory { channel_lines: vec![line.clone()], ..old.clone() }, "a new line beside it");
 
     // A line removed (a forget's remake of that channel's memory) goes from the old
@@ -173,27 +181,31 @@ async fn the_old_workspace_item_is_read_until_the_memory_is_written_anew_and_the
     assert!(!item.contains_key("line#C-old") && item.contains_key("line#C-kept") && item.contains_key("workspace"));
 
     // The memory written anew (a forget's wipe): the old item is gone.
-    other.set_workspace_memory(WorkspaceMemory::default()).await.unwrap();
+    other.set_workspace_memory(Workspace::Shared, WorkspaceMemory::default()).await.unwrap();
     assert_eq!(old_item().await, None, "the old item is deleted");
-    let read = store.workspace_memory().await.unwrap();
+    let read = store.workspace_memory(Workspace::Shared).await.unwrap();
     assert_eq!(read, WorkspaceMemory { channel_lines: vec![line.clone()], ..WorkspaceMemory::default() });
 
     // An old item written again (an old version still running during a deploy): the
     // memory written anew wins over it, and the next write deletes it again.
     write_old().await;
-    assert_eq!(store.workspace_memory().await.unwrap(), read, "the memory written anew wins");
-    assert_eq!(store.workspace_memory_without_lines().await.unwrap(), WorkspaceMemory::default(), "also alone");
+    assert_eq!(store.workspace_memory(Workspace::Shared).await.unwrap(), read, "the memory written anew wins");
+    assert_eq!(
+        store.workspace_memory_without_lines(Workspace::Shared).await.unwrap(),
+        WorkspaceMemory::default(),
+        "also alone"
+    );
     let fresh = WorkspaceMemory { history: "fresh".into(), updated_at: Some(at(120)), ..WorkspaceMemory::default() };
-    store.set_workspace_memory(fresh.clone()).await.unwrap();
+    store.set_workspace_memory(Workspace::Shared, fresh.clone()).await.unwrap();
     assert_eq!(old_item().await, None, "deleted again");
     assert_eq!(
-        other.workspace_memory().await.unwrap(),
+        other.workspace_memory(Workspace::Shared).await.unwrap(),
         WorkspaceMemory { channel_lines: vec![line.clone()], ..fresh.clone() }
     );
     // Removing a line when no old item is left creates none.
     store.set_channel_line(&line.channel, None).await.unwrap();
     assert_eq!(old_item().await, None, "no old item made by a removal");
-    assert_eq!(store.workspace_memory().await.unwrap(), fresh, "a line is removed on its own");
+    assert_eq!(store.workspace_memory(Workspace::Shared).await.unwrap(), fresh, "a line is removed on its own");
 }
 
 /// A write of the workspace memory that dies after deleting the old item (its own write
@@ -221,14 +233,25 @@ async fn a_workspace_memory_write_that_dies_halfway_leaves_no_old_copy() {
         .await
         .unwrap();
     let store = store_on(tables.clone());
-    assert_eq!(store.workspace_memory_without_lines().await.unwrap(), old);
+    assert_eq!(store.workspace_memory_without_lines(Workspace::Shared).await.unwrap(), old);
     let dying = store_on(TableNames { facts: unique("no-such-facts"), ..tables.clone() });
-    assert!(dying.set_workspace_memory(WorkspaceMemory::default()).await.is_err(), "its write fails");
-    assert_eq!(store.workspace_memory_without_lines().await.unwrap(), WorkspaceMemory::default(), "no old copy");
-    assert_eq!(store.workspace_memory().await.unwrap(), WorkspaceMemory::default());
+    assert!(
+        dying.set_workspace_memory(Workspace::Shared, WorkspaceMemory::default()).await.is_err(),
+        "its write fails"
+    );
+    assert_eq!(
+        store.workspace_memory_without_lines(Workspace::Shared).await.unwrap(),
+        WorkspaceMemory::default(),
+        "no old copy"
+    );
+    assert_eq!(store.workspace_memory(Workspace::Shared).await.unwrap(), WorkspaceMemory::default());
     let again = WorkspaceMemory { history: "a team".into(), ..WorkspaceMemory::default() };
-    store.set_workspace_memory(again.clone()).await.unwrap();
-    assert_eq!(store.workspace_memory_without_lines().await.unwrap(), again, "the write made again stores it");
+    store.set_workspace_memory(Workspace::Shared, again.clone()).await.unwrap();
+    assert_eq!(
+        store.workspace_memory_without_lines(Workspace::Shared).await.unwrap(),
+        again,
+        "the write made again stores it"
+    );
 }
 
 /// A fact stored before facts had revisions (no `rev`): read as revision 0, a write
@@ -452,6 +475,7 @@ async fn the_dynamodb_store_keeps_the_port_contract() {
     contract::channel_states(&store).await;
     contract::facts(&store).await;
     contract::workspace_purge(&store).await;
+    contract::workspaces_do_not_cross(&store).await;
 }
 
 #[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]

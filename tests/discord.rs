@@ -14,7 +14,7 @@ use kuuki::adapters::slack::SigningSecret;
 use kuuki::config::Settings;
 use kuuki::deps::Deps;
 use kuuki::domain::talkativeness::SignalKind;
-use kuuki::domain::{ChannelId, EventKind, Timestamp, Ts, UserId};
+use kuuki::domain::{ChannelId, EventKind, Timestamp, Ts, UserId, Workspace};
 use kuuki::ports::{Clock, MessageStore};
 use kuuki::replay::REPLAY_EPOCH;
 use kuuki::worker::run_due;
@@ -752,7 +752,11 @@ async fn a_forget_whose_interaction_expired_is_done_without_an_answer() {
     assert!(ack["data"]["content"].as_str().unwrap().starts_with("kuuki is forgetting you"), "{ack}");
     w.run_for(1.0).await;
     assert_eq!(w.requests("PATCH", "/webhooks/1/expired-token/messages/@original").await.len(), 1, "tried once");
-    assert_eq!(w.deps.facts.profile(&UserId(ALICE.into())).await.unwrap(), None, "forgotten all the same");
+    assert_eq!(
+        w.deps.facts.profile(Workspace::Shared, &UserId(ALICE.into())).await.unwrap(),
+        None,
+        "forgotten all the same"
+    );
     w.run_for(3600.0).await;
     assert_eq!(w.requests("PATCH", "/webhooks/1/expired-token/messages/@original").await.len(), 1, "not again");
 }
@@ -766,26 +770,38 @@ async fn forget_someone_is_for_members_who_manage_the_channel_and_forget_me_for_
         w.relay("MESSAGE_CREATE", message(&w.id_now(), someone, "my cat is called Miso"), &[]).await.status(),
         200
     );
-    assert_eq!(w.deps.facts.profile(&UserId(someone.into())).await.unwrap().map(|p| p.interactions), Some(1));
+    assert_eq!(
+        w.deps.facts.profile(Workspace::Shared, &UserId(someone.into())).await.unwrap().map(|p| p.interactions),
+        Some(1)
+    );
     let whom = json!([{"name": "user", "type": 6, "value": someone}]);
 
     let refused =
         content(w.interaction(&command_with_permissions("forget", whom.clone(), "3072")).await.json().await.unwrap());
     assert!(refused.starts_with("Sorry, only members with the Manage Channels permission"), "{refused}");
-    assert!(w.deps.facts.profile(&UserId(someone.into())).await.unwrap().is_some(), "refused, so nothing forgotten");
+    assert!(
+        w.deps.facts.profile(Workspace::Shared, &UserId(someone.into())).await.unwrap().is_some(),
+        "refused, so nothing forgotten"
+    );
     // In a DM with kuuki its one person manages that DM, not the people kuuki knows.
     let in_dm = sent_in_dm(command("forget", whom.clone()));
     let refused = content(w.interaction(&in_dm).await.json().await.unwrap());
     assert!(refused.starts_with("Sorry, only"), "{refused}");
     w.run_for(1.0).await;
-    assert!(w.deps.facts.profile(&UserId(someone.into())).await.unwrap().is_some(), "nothing forgotten from a DM");
+    assert!(
+        w.deps.facts.profile(Workspace::Shared, &UserId(someone.into())).await.unwrap().is_some(),
+        "nothing forgotten from a DM"
+    );
 
     // Answered within Discord's 3 s; a worker forgets, then the answer replaces that
     // first reply (the interaction's @original), once.
     let ack =
         content(w.interaction(&command_with_permissions("forget", whom, MANAGE_CHANNELS)).await.json().await.unwrap());
     assert!(ack.starts_with(&format!("kuuki is forgetting <@{someone}>")), "{ack}");
-    assert!(w.deps.facts.profile(&UserId(someone.into())).await.unwrap().is_some(), "the worker's to do");
+    assert!(
+        w.deps.facts.profile(Workspace::Shared, &UserId(someone.into())).await.unwrap().is_some(),
+        "the worker's to do"
+    );
     w.run_for(1.0).await;
     let edits = w.requests("PATCH", "/webhooks/1/interaction-token/messages/@original").await;
     assert_eq!(edits.len(), 1, "answered once");
@@ -793,7 +809,7 @@ async fn forget_someone_is_for_members_who_manage_the_channel_and_forget_me_for_
     let forgotten = body["content"].as_str().unwrap();
     assert!(forgotten.starts_with(&format!("Forgotten <@{someone}>: 1 stored message(s)")), "{forgotten}");
     assert_eq!(body["allowed_mentions"]["parse"], json!([]), "naming them pings no one");
-    assert_eq!(w.deps.facts.profile(&UserId(someone.into())).await.unwrap(), None);
+    assert_eq!(w.deps.facts.profile(Workspace::Shared, &UserId(someone.into())).await.unwrap(), None);
     let left = w.deps.messages.messages_after(&ChannelId(CHANNEL.into()), None, 10).await.unwrap();
     assert!(left.iter().all(|m| m.user.0 != someone.into()), "{left:?}");
 
@@ -870,7 +886,13 @@ async fn a_managers_forget_stays_in_their_server_and_forget_me_reaches_everywher
         .collect();
     assert_eq!(logged, [(Some(GUILD.to_owned()), 1, 1)], "the log says how far it reached");
     assert_eq!(w.requests("GET", &format!("/channels/{OTHER_CHANNEL}")).await.len(), 1, "asked where it is, once");
-    let profile = w.deps.facts.profile(&UserId(someone.into())).await.unwrap().expect("kept: they wrote elsewhere");
+    let profile = w
+        .deps
+        .facts
+        .profile(Workspace::Shared, &UserId(someone.into()))
+        .await
+        .unwrap()
+        .expect("kept: they wrote elsewhere");
     assert!(profile.channels.contains(&ChannelId(OTHER_CHANNEL.into())), "{profile:?}");
     let edits = w.requests("PATCH", "/webhooks/1/interaction-token/messages/@original").await;
     let body: Value = serde_json::from_slice(&edits[0].body).unwrap();
@@ -888,7 +910,10 @@ async fn a_managers_forget_stays_in_their_server_and_forget_me_reaches_everywher
     let lease = w.deps.budget.claim_lease().as_secs_f64();
     w.run_for(2.0 * lease + 610.0).await;
     assert_eq!((said(OTHER_CHANNEL).await, said(HIDDEN_CHANNEL).await), (1, 1), "the second look stays in the server");
-    assert!(w.deps.facts.profile(&UserId(someone.into())).await.unwrap().is_some(), "the profile stays");
+    assert!(
+        w.deps.facts.profile(Workspace::Shared, &UserId(someone.into())).await.unwrap().is_some(),
+        "the profile stays"
+    );
 
     // Their own request, asked in this server, reaches the other one too.
     let mut forget_me = command("forget-me", json!([]));
@@ -898,7 +923,7 @@ async fn a_managers_forget_stays_in_their_server_and_forget_me_reaches_everywher
     assert!(ack.starts_with("kuuki is forgetting you;"), "{ack}");
     w.run_for(1.0).await;
     assert_eq!((said(OTHER_CHANNEL).await, said(HIDDEN_CHANNEL).await), (0, 0), "everywhere they wrote");
-    assert_eq!(w.deps.facts.profile(&UserId(someone.into())).await.unwrap(), None);
+    assert_eq!(w.deps.facts.profile(Workspace::Shared, &UserId(someone.into())).await.unwrap(), None);
     let edits = w.requests("PATCH", "/webhooks/1/their-token/messages/@original").await;
     let body: Value = serde_json::from_slice(&edits[0].body).unwrap();
     let answer = body["content"].as_str().unwrap();

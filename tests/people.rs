@@ -305,6 +305,7 @@ async fn a_redelivered_message_counts_once_in_the_profile() {
     h.ingest(Incoming::Message(m.clone())).await;
     ingest_retry(&h.deps, Incoming::Message(m)).await.unwrap();
     h.ingest(Incoming::Message(h.message(10.0, "alice", "and another", None))).await;
-    let profile = h.store.profile(&UserId("alice".into())).await.unwrap().expect("counted");
+    let profile =
+        h.store.profile(kuuki::domain::Workspace::Shared, &UserId("alice".into())).await.unwrap().expect("counted");
     assert_eq!((profile.interactions, profile.bot_mentions), (2, 1));
 }

@@ -1,7 +1,7 @@
 //! kuuki as a Slack app over real HTTP: signed Events API and slash-command requests
 //! in, the Web API calls out (to a fake Slack that records them).
 
-use kuuki::domain::{Author, ChannelId, EventKind, Ts};
+use kuuki::domain::{Author, ChannelId, EventKind, Ts, Workspace};
 use kuuki::ports::{Clock, MessageStore};
 use kuuki_e2e::slack_world::{BOT_ID, BOT_USER, SlackWorld, envelope, message};
 use serde_json::{Value, json};

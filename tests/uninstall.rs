@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use kuuki::domain::{
-    ChannelId, ChannelLine, ChannelMemory, EventKind, Fact, Job, Message, Timestamp, Ts, UserId, WorkspaceMemory,
+    ChannelId, ChannelLine, ChannelMemory, EventKind, Fact, Job, Message, Timestamp, Ts, UserId, Workspace,
+    WorkspaceMemory,
 };
 use kuuki::ports::{ChannelStateStore, Clock, FactStore, MessageStore};
 use kuuki_e2e::slack_world::{BOT_USER, SlackWorld, envelope, message};
@@ -62,7 +63,7 @@ async fn a_workspace_kuuki_knows(w: &SlackWorld) {
     let line = ChannelLine { channel: channel(CH), line: "cats".into(), updated_at: now };
     store.set_channel_line(&channel(CH), Some(line)).await.unwrap();
     let workspace = WorkspaceMemory { history: "Alice has a cat".into(), ..Default::default() };
-    store.set_workspace_memory(workspace).await.unwrap();
+    store.set_workspace_memory(Workspace::Shared, workspace).await.unwrap();
     let discord = Message {
         channel: channel(DISCORD_CH),
         ts: Ts::new("1301213485260619786"),
@@ -145,11 +146,11 @@ async fn workspace_is(w: &SlackWorld, kept: bool) {
     assert_eq!(!messages.is_empty(), kept, "the Slack channel's messages: {messages:?}");
     assert_eq!(!store.facts(&ch).await.unwrap().is_empty(), kept, "the Slack channel's facts");
     assert_eq!(store.user_note(&ch, &alice).await.unwrap().is_some(), kept, "Alice's note");
-    assert_eq!(store.profile(&alice).await.unwrap().is_some(), kept, "Alice's profile");
+    assert_eq!(store.profile(Workspace::Shared, &alice).await.unwrap().is_some(), kept, "Alice's profile");
     let state = store.channel_state(&ch).await.unwrap();
     assert_eq!(state.memory.summary == "Alice has a cat", kept, "the Slack channel's memory: {:?}", state.memory);
     assert_eq!(store.state_channels().await.unwrap().contains(&ch), kept);
-    let workspace = store.workspace_memory().await.unwrap();
+    let workspace = store.workspace_memory(Workspace::Shared).await.unwrap();
     assert_eq!(workspace.history == "Alice has a cat", kept, "the workspace memory: {workspace:?}");
     assert_eq!(workspace.channel_lines.iter().any(|l| l.channel == ch), kept, "the channel's line");
 
@@ -157,7 +158,7 @@ async fn workspace_is(w: &SlackWorld, kept: bool) {
     assert_eq!(store.messages_after(&discord, None, 100).await.unwrap().len(), 1, "Discord's message stays");
     assert_eq!(store.facts(&discord).await.unwrap().len(), 1, "Discord's fact stays");
     assert!(store.user_note(&discord, &bob).await.unwrap().is_some(), "Discord's note stays");
-    assert!(store.profile(&bob).await.unwrap().is_some(), "the Discord person's profile stays");
+    assert!(store.profile(Workspace::Shared, &bob).await.unwrap().is_some(), "the Discord person's profile stays");
     assert_eq!(store.channel_state(&discord).await.unwrap().memory.summary, "Alice has a cat", "Discord's memory");
 }
 
@@ -216,7 +217,7 @@ async fn a_reinstall_within_the_grace_period_keeps_everything() {
     w.run_for(60.0).await;
     let posts = w.calls("chat.postMessage").await;
     assert_eq!(posts.len(), 1, "answered: {posts:?}");
-    assert_eq!(w.store.slack_gone().await.unwrap(), None, "the mark is cleared");
+    assert_eq!(w.store.slack_gone(Workspace::Shared).await.unwrap(), None, "the mark is cleared");
     w.run_for(HOUR).await;
     assert_eq!(send_now(&w, uninstalled(), "EvGONEAGAIN", &[]).await.status(), 200);
     assert_eq!(purges_waiting(&w).len(), 2, "the first uninstall's purge and the second's");
@@ -242,11 +243,11 @@ async fn a_reinstall_within_the_grace_period_keeps_everything() {
 async fn revoked_tokens_are_an_uninstall_only_when_kuukis_bot_is_among_them() {
     let w = SlackWorld::start(&[], true).await;
     assert_eq!(send_now(&w, tokens_revoked(&["UOTHERBOT"]), "EvOTHERS", &[]).await.status(), 200);
-    assert_eq!(w.store.slack_gone().await.unwrap(), None);
+    assert_eq!(w.store.slack_gone(Workspace::Shared).await.unwrap(), None);
     assert!(purges_waiting(&w).is_empty());
     assert!(access_and_purge_lines(&w.events()).0.is_empty());
     assert_eq!(send_now(&w, tokens_revoked(&["UOTHERBOT", BOT_USER]), "EvOURS", &[]).await.status(), 200);
-    assert_eq!(w.store.slack_gone().await.unwrap(), Some(w.clock.now()));
+    assert_eq!(w.store.slack_gone(Workspace::Shared).await.unwrap(), Some(w.clock.now()));
     assert_eq!(purges_waiting(&w).len(), 1);
     assert_eq!(access_and_purge_lines(&w.events()).0, [true]);
 }

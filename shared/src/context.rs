@@ -153,7 +153,7 @@ pub async fn build<'a>(
     let names = display_names(deps, everyone).await;
     let prompt_message = |m: &Message| prompt_line(deps, &names, m);
     let (channel_memory, workspace_memory) = if deps.settings.memory.enabled {
-        (state.memory.clone(), deps.channels.workspace_memory().await?)
+        (state.memory.clone(), deps.channels.workspace_memory(target.channel.workspace()).await?)
     } else {
         Default::default()
     };

@@ -13,7 +13,7 @@ use thiserror::Error;
 use crate::domain::talkativeness::{FeedbackChange, FeedbackOutcome, Talkativeness, TalkativenessLimits};
 use crate::domain::{
     ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, Job, JudgmentNote, Message, ThreadKey, Timestamp, Ts,
-    UserId, UserNote, UserProfile, WorkspaceMemory,
+    UserId, UserNote, UserProfile, Workspace, WorkspaceMemory,
 };
 
 /// A backend failed. `Backend` may pass (queues redeliver the job); `Rejected` will
@@ -384,16 +384,17 @@ pub trait ChannelStateStore: Send + Sync {
     async fn defer(&self, channel: &ChannelId, task: MemoryTask, until: Timestamp) -> PortResult<()>;
     /// Forgets a queued or deferred `task`, leaving the memory as it is.
     async fn clear_marks(&self, channel: &ChannelId, task: MemoryTask) -> PortResult<()>;
-    /// The workspace memory with every channel's one-line memory (most recently updated
-    /// first), read together (DynamoDB: one Query, and a GetItem of the item it was
-    /// kept in before until the memory is written anew).
-    async fn workspace_memory(&self) -> PortResult<WorkspaceMemory>;
+    /// `workspace`'s memory with the one-line memory of each of its channels (most
+    /// recently updated first; never another workspace's), read together (DynamoDB: one
+    /// Query, and a GetItem of the item it was kept in before until the memory is
+    /// written anew).
+    async fn workspace_memory(&self, workspace: Workspace<'_>) -> PortResult<WorkspaceMemory>;
     /// The workspace memory without the channels' lines (what its refresh and a forget
     /// read): one small read, however many channels there are.
-    async fn workspace_memory_without_lines(&self) -> PortResult<WorkspaceMemory>;
+    async fn workspace_memory_without_lines(&self, workspace: Workspace<'_>) -> PortResult<WorkspaceMemory>;
     /// Stores the history and recent events; the channel lines are left as they are.
-    async fn set_workspace_memory(&self, memory: WorkspaceMemory) -> PortResult<()>;
-    /// Sets `channel`'s one-line memory in the workspace memory, or removes it (`None`:
+    async fn set_workspace_memory(&self, workspace: Workspace<'_>, memory: WorkspaceMemory) -> PortResult<()>;
+    /// Sets `channel`'s one-line memory in its workspace's memory, or removes it (`None`:
     /// a private channel), leaving the other channels' lines alone.
     async fn set_channel_line(&self, channel: &ChannelId, line: Option<ChannelLine>) -> PortResult<()>;
     /// Applies `change` to the channel's talkativeness at `now` in one conditional
@@ -411,15 +412,17 @@ pub trait ChannelStateStore: Send + Sync {
     /// Removes `channel`'s whole state (memory, last judgment, answers, mute, shadow
     /// mode, openers) and its line in the workspace memory. Safe to repeat.
     async fn delete_channel_state(&self, channel: &ChannelId) -> PortResult<()>;
-    /// When Slack took kuuki's access away, while no reinstall has cleared it (see
-    /// [`ChannelState::slack_gone`]: a Slack channel's state carries it too).
-    async fn slack_gone(&self) -> PortResult<Option<Timestamp>>;
-    /// Marks Slack's access gone since `at` unless it is marked already (a conditional
-    /// write, so of two deliveries one marks); returns whether this call marked it.
-    async fn mark_slack_gone(&self, at: Timestamp) -> PortResult<bool>;
+    /// When Slack took kuuki's access to `workspace` away, while no reinstall has
+    /// cleared it (see [`ChannelState::slack_gone`]: the state of each of the
+    /// workspace's Slack channels carries it too).
+    async fn slack_gone(&self, workspace: Workspace<'_>) -> PortResult<Option<Timestamp>>;
+    /// Marks Slack's access to `workspace` gone since `at` unless it is marked already
+    /// (a conditional write, so of two deliveries one marks); returns whether this call
+    /// marked it.
+    async fn mark_slack_gone(&self, workspace: Workspace<'_>, at: Timestamp) -> PortResult<bool>;
     /// Clears the mark if it still says `at` (conditional: a newer mark stays); returns
     /// whether this call cleared it.
-    async fn clear_slack_gone(&self, at: Timestamp) -> PortResult<bool>;
+    async fn clear_slack_gone(&self, workspace: Workspace<'_>, at: Timestamp) -> PortResult<bool>;
 }
 
 /// Facts and notes about people (docs/design.md §9, long-term memory).
@@ -458,19 +461,21 @@ pub trait FactStore: Send + Sync {
     async fn note_topics(&self, channel: &ChannelId, user: &UserId, topics: &[String], at: Timestamp)
     -> PortResult<()>;
     async fn delete_user_note(&self, channel: &ChannelId, user: &UserId) -> PortResult<()>;
-    /// Someone's counters across the workspace.
-    async fn profile(&self, user: &UserId) -> PortResult<Option<UserProfile>>;
-    /// [`FactStore::profile`] and [`FactStore::user_note`] read together (an answer
+    /// Someone's counters across `workspace` (never another's).
+    async fn profile(&self, workspace: Workspace<'_>, user: &UserId) -> PortResult<Option<UserProfile>>;
+    /// The profile in `channel`'s workspace and the note in `channel`
+    /// ([`FactStore::profile`], [`FactStore::user_note`]) read together (an answer
     /// reads both; DynamoDB: one BatchGetItem).
     async fn profile_and_note(
         &self,
         channel: &ChannelId,
         user: &UserId,
     ) -> PortResult<(Option<UserProfile>, Option<UserNote>)> {
-        Ok((self.profile(user).await?, self.user_note(channel, user).await?))
+        Ok((self.profile(channel.workspace(), user).await?, self.user_note(channel, user).await?))
     }
     /// Counts a message `user` wrote in `channel` at `at` (and whether it called kuuki)
-    /// with blind increments: nothing is read. Count each stored message once.
+    /// in their profile of `channel`'s workspace, with blind increments: nothing is read.
+    /// Count each stored message once.
     async fn count_message(
         &self,
         user: &UserId,
@@ -478,11 +483,11 @@ pub trait FactStore: Send + Sync {
         at: Timestamp,
         called_bot: bool,
     ) -> PortResult<()>;
-    async fn delete_profile(&self, user: &UserId) -> PortResult<()>;
+    async fn delete_profile(&self, workspace: Workspace<'_>, user: &UserId) -> PortResult<()>;
     /// Everyone with a note in `channel` (a workspace's purge).
     async fn noted_users(&self, channel: &ChannelId) -> PortResult<Vec<UserId>>;
-    /// Everyone with a profile (a workspace's purge).
-    async fn profiled_users(&self) -> PortResult<Vec<UserId>>;
+    /// Everyone with a profile in `workspace` (its purge).
+    async fn profiled_users(&self, workspace: Workspace<'_>) -> PortResult<Vec<UserId>>;
 }
 
 /// Which write of a stored fact was read: every write makes a new one. `FactRevision(0)`:

@@ -15,7 +15,7 @@ use kuuki::adapters::system::SystemClock;
 use kuuki::budget::JobKind;
 use kuuki::config::Settings;
 use kuuki::deps::Deps;
-use kuuki::domain::{ChannelId, Job, UserId};
+use kuuki::domain::{ChannelId, Job, UserId, Workspace};
 use kuuki_e2e::slack_world::{BOT_USER, SlackWorld, envelope, message};
 use kuuki_lambda::handle_sqs_event;
 use serde_json::json;
@@ -327,7 +327,7 @@ impl World {
             updated_at: Some(hours_ago(0, -600)),
             channel_lines: Vec::new(),
         };
-        self.deps.channels.set_workspace_memory(workspace).await.unwrap();
+        self.deps.channels.set_workspace_memory(Workspace::Shared, workspace).await.unwrap();
         for i in 0..20 {
             let other = ChannelId(format!("C0OTHER{i}").into());
             let other_line = kuuki::domain::ChannelLine {
@@ -867,7 +867,7 @@ async fn an_uninstalled_workspace_is_purged_from_the_tables_within_the_policies(
     for _ in 0..2 {
         assert_eq!(w.deliver(json!({"type": "app_uninstalled"}), true).await, 200);
     }
-    let gone = w.deps.channels.slack_gone().await.unwrap().expect("marked");
+    let gone = w.deps.channels.slack_gone(Workspace::Shared).await.unwrap().expect("marked");
     assert_eq!(w.deps.channels.channel_state(&slack).await.unwrap().slack_gone, Some(gone));
     let event = w.receive(&w.urls.forget).await;
     assert_eq!(event.records.len(), 1, "one purge on the forget queue");
@@ -880,7 +880,7 @@ async fn an_uninstalled_workspace_is_purged_from_the_tables_within_the_policies(
     w.assert_the_template_allows_what_was_done();
     assert!(w.deps.messages.messages_after(&slack, None, 10).await.unwrap().is_empty());
     assert!(!w.deps.channels.state_channels().await.unwrap().contains(&slack));
-    assert_eq!(w.deps.facts.profile(&UserId("UALICE".into())).await.unwrap(), None);
+    assert_eq!(w.deps.facts.profile(Workspace::Shared, &UserId("UALICE".into())).await.unwrap(), None);
     assert_eq!(w.deps.messages.message_channels().await.unwrap(), std::slice::from_ref(&discord));
     assert_eq!(w.deps.messages.messages_after(&discord, None, 10).await.unwrap().len(), 1, "Discord's stays");
 }
@@ -938,7 +938,7 @@ async fn forget_me_empties_the_tables_of_a_person() {
     w.deps.facts.put_fact(&fact("f1", "her cat is Miso", &["UALICE"])).await.unwrap();
     w.deps.facts.put_fact(&fact("f2", "the team deploys on Mondays", &["UALICE", "UBOB"])).await.unwrap();
     w.deps.facts.note_reflection(&channel, &alice, &["cats".into()], "", now).await.unwrap();
-    assert_eq!(w.deps.facts.profile(&alice).await.unwrap().map(|p| p.interactions), Some(2));
+    assert_eq!(w.deps.facts.profile(Workspace::Shared, &alice).await.unwrap().map(|p| p.interactions), Some(2));
     // The workspace memory where a version before 2026-11-27 kept it (one item in the
     // channels table), naming her: the forget reads it, and its wipe deletes it.
     let client = aws_sdk_dynamodb::Client::new(&sdk(&dynamo).await);
@@ -952,7 +952,7 @@ async fn forget_me_empties_the_tables_of_a_person() {
         .send()
         .await
         .unwrap();
-    assert_eq!(w.deps.channels.workspace_memory().await.unwrap().history, old.history);
+    assert_eq!(w.deps.channels.workspace_memory(Workspace::Shared).await.unwrap().history, old.history);
 
     // Slack's way back for the answer: the stand-in's origin (hooks.slack.com in
     // production).
@@ -1007,12 +1007,15 @@ async fn forget_me_empties_the_tables_of_a_person() {
     assert_eq!(facts.len(), 1);
     assert_eq!(facts[0].source_users, vec!["UBOB"]);
     assert_eq!(w.deps.facts.user_note(&channel, &alice).await.unwrap(), None);
-    assert_eq!(w.deps.facts.profile(&alice).await.unwrap(), None);
-    assert!(w.deps.facts.profile(&bob).await.unwrap().is_some(), "bob is still known");
+    assert_eq!(w.deps.facts.profile(Workspace::Shared, &alice).await.unwrap(), None);
+    assert!(w.deps.facts.profile(Workspace::Shared, &bob).await.unwrap().is_some(), "bob is still known");
     let old_item =
         client.get_item().table_name(&w.tables.channels).key("channel", old_key).consistent_read(true).send();
     assert_eq!(old_item.await.unwrap().item, None, "the old workspace item naming her is deleted");
-    assert_eq!(w.deps.channels.workspace_memory().await.unwrap(), kuuki::domain::WorkspaceMemory::default());
+    assert_eq!(
+        w.deps.channels.workspace_memory(Workspace::Shared).await.unwrap(),
+        kuuki::domain::WorkspaceMemory::default()
+    );
     // Asked again (without a way back, so at once): nothing left, nothing changes.
     let at_once = SlashCommand { response_url: None, ..command.clone() };
     let again = run_command(&w.deps, &at_once).await.unwrap();

@@ -39,8 +39,8 @@ async fn forget_me_over_a_signed_slash_command_removes_the_caller_only() {
     assert!(answer.starts_with("Forgotten you: 1 stored message(s)"), "{answer}");
     let left: Vec<String> = stored(&w).await.into_iter().map(|m| m.user.0.to_string()).collect();
     assert_eq!(left, ["UBOB"]);
-    assert_eq!(w.store.profile(&UserId("UALICE".into())).await.unwrap(), None);
-    assert!(w.store.profile(&UserId("UBOB".into())).await.unwrap().is_some());
+    assert_eq!(w.store.profile(Workspace::Shared, &UserId("UALICE".into())).await.unwrap(), None);
+    assert!(w.store.profile(Workspace::Shared, &UserId("UBOB".into())).await.unwrap().is_some());
 }
 
 /// A model that, asked to reflect or to summarize, waits while Alice is forgotten (as a

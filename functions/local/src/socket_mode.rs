@@ -694,7 +694,10 @@ mod tests {
             let ack = handler.answer(1, envelope(retry_attempt)).await.expect("acknowledged");
             assert_eq!(serde_json::from_str::<Value>(&ack).unwrap()["envelope_id"], "env-1");
         }
-        assert_eq!(deps.channels.slack_gone().await.unwrap(), Some(Timestamp(1_767_603_000_000_000)));
+        assert_eq!(
+            deps.channels.slack_gone(kuuki::domain::Workspace::Shared).await.unwrap(),
+            Some(Timestamp(1_767_603_000_000_000))
+        );
         assert_eq!(parts.queue.waiting(|job| matches!(job, Job::PurgeSlack { .. })).len(), 1, "one purge queued");
     }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::domain::{
     Author, ChannelId, ChannelLine, ChannelMemory, Decision, Fact, Intervention, JudgmentNote, Message, ResponseType,
-    ThreadKey, Timestamp, Ts, UserId, UserNote, WorkspaceMemory,
+    ThreadKey, Timestamp, Ts, UserId, UserNote, Workspace, WorkspaceMemory,
 };
 use crate::ports::{
     ChannelState, ChannelStateStore, ClaimOutcome, FactRevision, FactStore, Ledger, MemoryTask, MessageStore,
@@ -441,16 +441,16 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     assert_eq!((state.reflection_due, state.reflection_retry_after), (None, None));
     store.set_reflection_watermark(&ch, Ts::from_timestamp(at(650))).await.unwrap();
     assert_eq!(store.channel_state(&ch).await.unwrap().reflection_watermark, Some(Ts::from_timestamp(at(650))));
-    assert_eq!(store.workspace_memory().await.unwrap(), WorkspaceMemory::default());
-    assert_eq!(store.workspace_memory_without_lines().await.unwrap(), WorkspaceMemory::default());
+    assert_eq!(store.workspace_memory(Workspace::Shared).await.unwrap(), WorkspaceMemory::default());
+    assert_eq!(store.workspace_memory_without_lines(Workspace::Shared).await.unwrap(), WorkspaceMemory::default());
     let workspace = WorkspaceMemory {
         history: "a team".into(),
         recent_events: "a release".into(),
         updated_at: Some(at(1000)),
         channel_lines: Vec::new(),
     };
-    store.set_workspace_memory(workspace.clone()).await.unwrap();
-    assert_eq!(store.workspace_memory().await.unwrap(), workspace);
+    store.set_workspace_memory(Workspace::Shared, workspace.clone()).await.unwrap();
+    assert_eq!(store.workspace_memory(Workspace::Shared).await.unwrap(), workspace);
     // Channel lines: newest first, each channel's replaced or removed on its own, and
     // kept when the workspace memory is written again.
     let line =
@@ -460,11 +460,11 @@ pub async fn channel_states(store: &dyn ChannelStateStore) {
     store.set_channel_line(&ChannelId("dev".into()), Some(line("dev", 1300))).await.unwrap();
     store.set_channel_line(&ChannelId("hr".into()), Some(line("hr", 1400))).await.unwrap();
     store.set_channel_line(&ChannelId("hr".into()), None).await.unwrap();
-    store.set_workspace_memory(workspace.clone()).await.unwrap();
-    let read = store.workspace_memory().await.unwrap();
+    store.set_workspace_memory(Workspace::Shared, workspace.clone()).await.unwrap();
+    let read = store.workspace_memory(Workspace::Shared).await.unwrap();
     assert_eq!(read.channel_lines, vec![line("dev", 1300), line("ops", 1200)]);
     assert_eq!(WorkspaceMemory { channel_lines: Vec::new(), ..read }, workspace);
-    assert_eq!(store.workspace_memory_without_lines().await.unwrap(), workspace, "the memory alone");
+    assert_eq!(store.workspace_memory_without_lines(Workspace::Shared).await.unwrap(), workspace, "the memory alone");
     talkativeness(store).await;
 }
 
@@ -648,11 +648,11 @@ pub async fn facts(store: &dyn FactStore) {
     assert_eq!(store.user_note(&ch, &user).await.unwrap(), None);
 
     // Counters: blind increments, channels as a set, first and last interaction.
-    assert_eq!(store.profile(&user).await.unwrap(), None);
+    assert_eq!(store.profile(Workspace::Shared, &user).await.unwrap(), None);
     store.count_message(&user, &ch, at(10), false).await.unwrap();
     store.count_message(&user, &elsewhere, at(20), true).await.unwrap();
     store.count_message(&user, &ch, at(30), false).await.unwrap();
-    let profile = store.profile(&user).await.unwrap().expect("counted");
+    let profile = store.profile(Workspace::Shared, &user).await.unwrap().expect("counted");
     assert_eq!((profile.interactions, profile.bot_mentions), (3, 1));
     let mut channels = profile.channels.clone();
     channels.sort();
@@ -668,13 +668,13 @@ pub async fn facts(store: &dyn FactStore) {
     assert_eq!(note, store.user_note(&ch, &user).await.unwrap());
     assert_eq!(note.map(|n| (n.channel, n.user, n.summary)), Some((ch.clone(), user.clone(), "likes tea".into())));
     assert_eq!(store.profile_and_note(&ch, &newcomer).await.unwrap(), (None, None), "someone with neither");
-    store.delete_profile(&user).await.unwrap();
+    store.delete_profile(Workspace::Shared, &user).await.unwrap();
     let (gone, kept) = store.profile_and_note(&ch, &user).await.unwrap();
     assert_eq!((gone, kept.map(|n| n.summary)), (None, Some("likes tea".into())), "a note without a profile");
     store.delete_user_note(&ch, &user).await.unwrap();
     store.delete_user_note(&elsewhere, &user).await.unwrap();
-    store.delete_profile(&user).await.unwrap();
-    assert_eq!(store.profile(&user).await.unwrap(), None);
+    store.delete_profile(Workspace::Shared, &user).await.unwrap();
+    assert_eq!(store.profile(Workspace::Shared, &user).await.unwrap(), None);
 }
 
 /// A queue whose deliveries are settled in process (the in-process queue, the SQLite
@@ -816,7 +816,7 @@ where
     }
     assert_eq!(*store.channel_state(&gone).await.unwrap(), ChannelState::default(), "nothing of it left");
     assert!(!store.state_channels().await.unwrap().contains(&gone));
-    let lines = store.workspace_memory().await.unwrap().channel_lines;
+    let lines = store.workspace_memory(Workspace::Shared).await.unwrap().channel_lines;
     assert!(lines.iter().all(|l| l.channel != gone), "its line went too: {lines:?}");
     assert_eq!(store.channel_state(&kept).await.unwrap().muted_until, Some(at(100)), "another keeps its own");
 
@@ -828,22 +828,121 @@ where
     noted.sort();
     assert_eq!(noted, [u1.clone(), u2.clone()], "everyone noted in that channel, no one else's channel");
     store.count_message(&u1, &gone, at(10), false).await.unwrap();
-    let profiled = store.profiled_users().await.unwrap();
+    let profiled = store.profiled_users(Workspace::Shared).await.unwrap();
     assert!(profiled.contains(&u1) && !profiled.contains(&u2), "everyone with a profile: {profiled:?}");
 
-    assert_eq!(store.slack_gone().await.unwrap(), None);
-    assert!(store.mark_slack_gone(at(50)).await.unwrap(), "marked");
-    assert!(!store.mark_slack_gone(at(60)).await.unwrap(), "marked once: a second mark changes nothing");
-    assert_eq!(store.slack_gone().await.unwrap(), Some(at(50)));
+    assert_eq!(store.slack_gone(Workspace::Shared).await.unwrap(), None);
+    assert!(store.mark_slack_gone(Workspace::Shared, at(50)).await.unwrap(), "marked");
+    assert!(
+        !store.mark_slack_gone(Workspace::Shared, at(60)).await.unwrap(),
+        "marked once: a second mark changes nothing"
+    );
+    assert_eq!(store.slack_gone(Workspace::Shared).await.unwrap(), Some(at(50)));
     assert_eq!(store.channel_state(&kept).await.unwrap().slack_gone, Some(at(50)), "a Slack channel reads it");
     assert_eq!(store.channel_state(&discord).await.unwrap().slack_gone, None, "a Discord channel does not");
-    assert!(!store.clear_slack_gone(at(60)).await.unwrap(), "cleared only as it was read");
-    assert!(store.clear_slack_gone(at(50)).await.unwrap());
-    assert!(!store.clear_slack_gone(at(50)).await.unwrap(), "cleared once");
-    assert_eq!(store.slack_gone().await.unwrap(), None);
+    assert!(!store.clear_slack_gone(Workspace::Shared, at(60)).await.unwrap(), "cleared only as it was read");
+    assert!(store.clear_slack_gone(Workspace::Shared, at(50)).await.unwrap());
+    assert!(!store.clear_slack_gone(Workspace::Shared, at(50)).await.unwrap(), "cleared once");
+    assert_eq!(store.slack_gone(Workspace::Shared).await.unwrap(), None);
     assert_eq!(store.channel_state(&kept).await.unwrap().slack_gone, None);
-    assert!(store.mark_slack_gone(at(70)).await.unwrap(), "marked again after a clear");
-    assert!(store.clear_slack_gone(at(70)).await.unwrap());
+    assert!(store.mark_slack_gone(Workspace::Shared, at(70)).await.unwrap(), "marked again after a clear");
+    assert!(store.clear_slack_gone(Workspace::Shared, at(70)).await.unwrap());
+}
+
+/// Two Slack workspaces on one deployment (issue 45) with the same channel, the same
+/// person and the same words, beside the shared workspace's channel of that id: no
+/// message, state, line, workspace memory, fact, note, profile or access mark of one is
+/// read in another. `T9X1` and `T9X10` share a prefix, as keys ranged by prefix would.
+pub async fn workspaces_do_not_cross<S>(store: &S)
+where
+    S: MessageStore + ChannelStateStore + FactStore,
+{
+    let (one, ten, two) = (Workspace::Slack("T9X1"), Workspace::Slack("T9X10"), Workspace::Slack("T9X2"));
+    let ids = ["T9X1/C9X", "T9X10/C9X", "T9X2/C9X", "C9X"];
+    let [in_one, in_ten, in_two, shared] = ids.map(|id| ChannelId(id.into()));
+    assert_eq!((in_one.workspace(), in_ten.workspace(), shared.workspace()), (one, ten, Workspace::Shared));
+    let user = UserId("U9X".into());
+
+    let said = std::sync::Arc::new(message(&in_one.0, 10, None, "the deploy key is in the vault"));
+    store.put_message(&said).await.unwrap();
+    for other in [&in_ten, &in_two, &shared] {
+        assert!(store.messages_after(other, None, 10).await.unwrap().is_empty(), "{other} has no message");
+    }
+
+    store.set_muted(&in_one, Some(at(100))).await.unwrap();
+    for other in [&in_ten, &in_two, &shared] {
+        assert_eq!(store.channel_state(other).await.unwrap().muted_until, None, "{other} is not muted");
+    }
+
+    for (channel, secs) in [(&in_one, 1), (&in_ten, 2), (&in_two, 3), (&shared, 4)] {
+        let line = ChannelLine { channel: channel.clone(), line: format!("{channel}'s line"), updated_at: at(secs) };
+        store.set_channel_line(channel, Some(line)).await.unwrap();
+    }
+    let lines_of = async |workspace| {
+        let lines = store.workspace_memory(workspace).await.unwrap().channel_lines;
+        lines.into_iter().map(|l| l.channel.0.to_string()).filter(|c| ids.contains(&c.as_str())).collect::<Vec<_>>()
+    };
+    assert_eq!(lines_of(one).await, ["T9X1/C9X"], "only its own channel's line");
+    assert_eq!(lines_of(ten).await, ["T9X10/C9X"]);
+    assert_eq!(lines_of(two).await, ["T9X2/C9X"]);
+    assert_eq!(lines_of(Workspace::Shared).await, ["C9X"]);
+    let memory = WorkspaceMemory { history: "T9X1 ships on Fridays".into(), ..WorkspaceMemory::default() };
+    store.set_workspace_memory(one, memory).await.unwrap();
+    assert_eq!(store.workspace_memory_without_lines(one).await.unwrap().history, "T9X1 ships on Fridays");
+    for other in [ten, two] {
+        assert_eq!(store.workspace_memory_without_lines(other).await.unwrap(), WorkspaceMemory::default());
+        assert_eq!(store.workspace_memory(other).await.unwrap().history, "", "{other:?}");
+    }
+    assert!(!store.workspace_memory(Workspace::Shared).await.unwrap().history.contains("T9X1"));
+
+    let fact = Fact {
+        id: "f9x".into(),
+        channel: in_one.clone(),
+        content: "the deploy key is in the vault".into(),
+        keywords: vec!["deploy".into()],
+        source_users: vec![user.0.to_string()],
+        confidence: 0.8,
+        shareable: true,
+        created_at: at(10),
+        confirmed_at: at(10),
+        strength: 1,
+        source_messages: vec![said.ts.clone()],
+        embedding: None,
+    };
+    store.put_fact(&fact).await.unwrap();
+    store.note_topics(&in_one, &user, &["vault".into()], at(10)).await.unwrap();
+    for other in [&in_ten, &in_two, &shared] {
+        assert!(store.facts(other).await.unwrap().is_empty(), "{other} has no fact");
+        assert_eq!(store.user_note(other, &user).await.unwrap(), None, "{other} has no note");
+    }
+
+    store.count_message(&user, &in_one, at(10), false).await.unwrap();
+    store.count_message(&user, &in_one, at(11), true).await.unwrap();
+    store.count_message(&user, &in_two, at(12), false).await.unwrap();
+    let counted = async |workspace| store.profile(workspace, &user).await.unwrap().map(|p| p.interactions);
+    assert_eq!((counted(one).await, counted(two).await, counted(ten).await), (Some(2), Some(1), None));
+    assert_eq!(counted(Workspace::Shared).await, None, "the shared workspace has no profile of theirs");
+    let (profile, _) = store.profile_and_note(&in_two, &user).await.unwrap();
+    assert_eq!(profile.map(|p| (p.interactions, p.channels)), Some((1, vec![in_two.clone()])));
+    assert_eq!(store.profiled_users(one).await.unwrap(), std::slice::from_ref(&user));
+    assert!(store.profiled_users(ten).await.unwrap().is_empty());
+    assert!(!store.profiled_users(Workspace::Shared).await.unwrap().contains(&user));
+    store.delete_profile(one, &user).await.unwrap();
+    assert_eq!((counted(one).await, counted(two).await), (None, Some(1)), "one workspace's profile went");
+
+    assert!(store.mark_slack_gone(one, at(50)).await.unwrap());
+    assert!(store.mark_slack_gone(two, at(60)).await.unwrap(), "another workspace's mark is its own");
+    assert_eq!(store.channel_state(&in_one).await.unwrap().slack_gone, Some(at(50)));
+    assert_eq!(store.channel_state(&in_two).await.unwrap().slack_gone, Some(at(60)));
+    assert_eq!(store.channel_state(&in_ten).await.unwrap().slack_gone, None);
+    assert_eq!(store.channel_state(&shared).await.unwrap().slack_gone, None);
+    assert_eq!(
+        (store.slack_gone(Workspace::Shared).await.unwrap(), store.slack_gone(ten).await.unwrap()),
+        (None, None)
+    );
+    assert!(store.clear_slack_gone(one, at(50)).await.unwrap());
+    assert_eq!(store.slack_gone(two).await.unwrap(), Some(at(60)), "clearing one leaves the other's");
+    assert!(store.clear_slack_gone(two, at(60)).await.unwrap());
 }
 
 fn clock_now(clock: &crate::adapters::memory::VirtualClock) -> Timestamp {
@@ -863,5 +962,6 @@ mod tests {
         super::channel_states(&store).await;
         super::facts(&store).await;
         super::workspace_purge(&store).await;
+        super::workspaces_do_not_cross(&store).await;
     }
 }

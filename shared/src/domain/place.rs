@@ -44,6 +44,42 @@ pub enum Workspace<'a> {
     Slack(&'a str),
 }
 
+impl<'a> Workspace<'a> {
+    /// The workspace's id: `None` for the shared one.
+    pub fn id(&self) -> Option<&'a str> {
+        match self {
+            Workspace::Shared => None,
+            Workspace::Slack(id) => Some(id),
+        }
+    }
+
+    /// A store key of this workspace: `base` itself for the shared one (so a deployment
+    /// serving one workspace keeps the keys it always had), `base#T…` otherwise.
+    pub fn scoped(&self, base: &str) -> String {
+        match self {
+            Workspace::Shared => base.to_owned(),
+            Workspace::Slack(id) => format!("{base}#{id}"),
+        }
+    }
+
+    /// An id (a person's) as a store keys it in this workspace: as it is in the shared
+    /// one, `T…/U…` otherwise, as a channel among several workspaces is written.
+    pub fn qualify(&self, id: &str) -> String {
+        match self {
+            Workspace::Shared => id.to_owned(),
+            Workspace::Slack(workspace) => format!("{workspace}/{id}"),
+        }
+    }
+
+    /// The id a key [`Workspace::qualify`] made holds, when the key is this workspace's.
+    pub fn unqualify<'k>(&self, key: &'k str) -> Option<&'k str> {
+        match self {
+            Workspace::Shared => (!key.contains('/')).then_some(key),
+            Workspace::Slack(workspace) => key.strip_prefix(workspace).and_then(|rest| rest.strip_prefix('/')),
+        }
+    }
+}
+
 /// Where a channel is: its platform, its workspace, and its id as the platform knows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Place<'a> {
@@ -77,6 +113,11 @@ impl ChannelId {
             return Place { platform: Platform::Slack, workspace: Workspace::Slack(workspace), channel };
         }
         Place { platform: Platform::of_id(id), workspace: Workspace::Shared, channel: id }
+    }
+
+    /// Whose data this channel's is.
+    pub fn workspace(&self) -> Workspace<'_> {
+        self.place().workspace
     }
 
     /// The platform this channel is on.
@@ -124,6 +165,21 @@ mod tests {
         }
         assert!(ChannelId("80351110224678912".into()).is_discord());
         assert!(!ChannelId("T1/C1".into()).is_discord());
+    }
+
+    #[test]
+    fn a_workspace_scopes_keys_and_only_its_own_read_back() {
+        let shared = Workspace::Shared;
+        let t1 = Workspace::Slack("T1");
+        assert_eq!((shared.scoped("#profiles"), t1.scoped("#profiles")), ("#profiles".into(), "#profiles#T1".into()));
+        assert_eq!((shared.qualify("U1"), t1.qualify("U1")), ("U1".into(), "T1/U1".into()));
+        assert_eq!(t1.unqualify("T1/U1"), Some("U1"));
+        for not_t1s in ["U1", "T10/U1", "T2/U1", "T1U1"] {
+            assert_eq!(t1.unqualify(not_t1s), None, "{not_t1s}");
+        }
+        assert_eq!((shared.unqualify("U1"), shared.unqualify("T1/U1")), (Some("U1"), None));
+        assert_eq!(ChannelId("T1/C1".into()).workspace().id(), Some("T1"));
+        assert_eq!(ChannelId("C1".into()).workspace(), Workspace::Shared);
     }
 
     #[test]

@@ -203,7 +203,7 @@ pub async fn forget_user(
         Ok(name) if *name != *user.0 => name,
         _ => String::new(),
     };
-    let profile = deps.facts.profile(user).await?;
+    let profile = deps.facts.profile(requested_in.workspace(), user).await?;
     let wrote_in: Vec<ChannelId> = profile.as_ref().map(|p| p.channels.clone()).unwrap_or_default();
     let mut channels = wrote_in.clone();
     // Each channel a forget in one Discord server places is a call to Discord: there,
@@ -248,11 +248,11 @@ pub async fn forget_user(
         let also = |memory: &ChannelMemory| wrote_in.contains(channel) || in_memory(memory);
         sweep.channel(deps, channel, &owed, Some(&also), &mut done, None).await?;
     }
-    forget_in_workspace_memory(deps, user, &name).await?;
+    forget_in_workspace_memory(deps, requested_in.workspace(), user, &name).await?;
     if profile.is_some() && wrote_elsewhere {
         done.profile_kept = true;
     } else if profile.is_some() {
-        deps.facts.delete_profile(user).await?;
+        deps.facts.delete_profile(requested_in.workspace(), user).await?;
         done.profile = true;
     }
     mark_forgotten(deps, user, &name, true).await?;

@@ -17,7 +17,7 @@
 use std::time::Duration;
 
 use crate::deps::Deps;
-use crate::domain::{ChannelId, EventKind, Job, Message, Platform, Timestamp, Ts, WorkspaceMemory};
+use crate::domain::{ChannelId, EventKind, Job, Message, Platform, Timestamp, Ts, Workspace, WorkspaceMemory};
 use crate::ports::{ChannelState, ClaimOutcome, PortResult};
 use crate::record::record;
 
@@ -57,7 +57,9 @@ impl AccessGone {
 /// that dies in between leaves no mark, and its retry queues it again (the purge is
 /// safe to run twice).
 pub async fn slack_access_gone(deps: &Deps, team: Option<&str>, event: &str, at: Timestamp) -> PortResult<AccessGone> {
-    if deps.channels.slack_gone().await?.is_some() {
+    // One workspace per deployment until the purge learns which (issue 45).
+    let workspace = Workspace::Shared;
+    if deps.channels.slack_gone(workspace).await?.is_some() {
         return Ok(AccessGone::AlreadyMarked);
     }
     let purge_at = deps.settings.memory.purge_on_uninstall.then(|| at + deps.settings.memory.uninstall_purge_grace);
@@ -67,7 +69,7 @@ pub async fn slack_access_gone(deps: &Deps, team: Option<&str>, event: &str, at:
         let delay = Duration::from_micros(purge_at.as_micros().saturating_sub(now.as_micros()).max(0) as u64);
         deps.enqueue_after(job, delay).await?;
     }
-    if !deps.channels.mark_slack_gone(at).await? {
+    if !deps.channels.mark_slack_gone(workspace, at).await? {
         return Ok(AccessGone::AlreadyMarked);
     }
     tracing::warn!(team, event, gone_at = %at.to_utc_string(), purge_at = ?purge_at.map(Timestamp::to_utc_string),
@@ -96,7 +98,7 @@ pub async fn stopped_by_uninstall(
     if message.at < gone + REINSTALL_MARGIN {
         return Ok(Some("Slack access is gone (kuuki was uninstalled or its token revoked)"));
     }
-    if deps.channels.clear_slack_gone(gone).await? {
+    if deps.channels.clear_slack_gone(message.channel.workspace(), gone).await? {
         tracing::info!(channel = %message.channel, ts = %message.ts, gone_at = %gone.to_utc_string(),
             "a message posted since Slack's access went was delivered: installed again, access mark cleared");
         record(
@@ -134,7 +136,7 @@ pub struct Purged {
 /// there, and the lists are read again. A mark cleared since (installed again) or a
 /// newer one (uninstalled again; its own purge comes later) leaves everything.
 pub async fn purge_slack(deps: &Deps, team: &str, gone_at: &Ts) -> PortResult<()> {
-    let Some(gone) = deps.channels.slack_gone().await? else {
+    let Some(gone) = deps.channels.slack_gone(Workspace::Shared).await? else {
         tracing::info!(team, %gone_at, "Slack access came back within the grace period: nothing purged");
         return Ok(());
     };
@@ -225,15 +227,16 @@ async fn purge(deps: &Deps, key: &str) -> PortResult<Purged> {
         done.channels += 1;
         save(&done).await?;
     }
-    for user in deps.facts.profiled_users().await? {
+    let workspace = Workspace::Shared;
+    for user in deps.facts.profiled_users(workspace).await? {
         if user.platform() == Platform::Slack {
-            deps.facts.delete_profile(&user).await?;
+            deps.facts.delete_profile(workspace, &user).await?;
             done.profiles += 1;
         }
     }
     save(&done).await?;
-    if deps.channels.workspace_memory_without_lines().await? != WorkspaceMemory::default() {
-        deps.channels.set_workspace_memory(WorkspaceMemory::default()).await?;
+    if deps.channels.workspace_memory_without_lines(workspace).await? != WorkspaceMemory::default() {
+        deps.channels.set_workspace_memory(workspace, WorkspaceMemory::default()).await?;
     }
     Ok(done)
 }

@@ -234,7 +234,7 @@ async fn summarize_claimed(
 /// `WORKSPACE_PERIODS` summary periods. Returns whether it did.
 async fn refresh_workspace(deps: &Deps, channel: &ChannelId, memory: &ChannelMemory) -> PortResult<bool> {
     let Some(llm) = &deps.llm else { return Ok(false) };
-    let workspace = deps.channels.workspace_memory_without_lines().await?;
+    let workspace = deps.channels.workspace_memory_without_lines(channel.workspace()).await?;
     let now = deps.clock.now();
     let period = Duration::from_secs(
         u64::from(deps.settings.memory.summarize_every_n_minutes) * 60 * u64::from(WORKSPACE_PERIODS),
@@ -265,7 +265,9 @@ async fn refresh_workspace(deps: &Deps, channel: &ChannelId, memory: &ChannelMem
     if deps.channels.channel_state(channel).await?.memory.generation != memory.generation {
         return Ok(false);
     }
-    deps.channels.set_workspace_memory(WorkspaceMemory { updated_at: Some(now), ..updated }).await?;
+    deps.channels
+        .set_workspace_memory(channel.workspace(), WorkspaceMemory { updated_at: Some(now), ..updated })
+        .await?;
     Ok(true)
 }
 

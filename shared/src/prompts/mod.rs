@@ -143,7 +143,7 @@ mod tests {
     use crate::deps::Deps;
     use crate::domain::{
         Author, ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, Message, ResponseType, ThreadKey, Timestamp,
-        Ts, UserId, WorkspaceMemory,
+        Ts, UserId, Workspace, WorkspaceMemory,
     };
     use crate::ports::{Clock, Llm, LlmError, LlmRequest, LlmResponse};
     use crate::replay::REPLAY_EPOCH;
@@ -234,12 +234,15 @@ mod tests {
             .await
             .unwrap();
         deps.channels
-            .set_workspace_memory(WorkspaceMemory {
-                history: "開発チームのワークスペース".into(),
-                recent_events: "金曜にリリース予定".into(),
-                updated_at: Some(at(100)),
-                channel_lines: Vec::new(),
-            })
+            .set_workspace_memory(
+                Workspace::Shared,
+                WorkspaceMemory {
+                    history: "開発チームのワークスペース".into(),
+                    recent_events: "金曜にリリース予定".into(),
+                    updated_at: Some(at(100)),
+                    channel_lines: Vec::new(),
+                },
+            )
             .await
             .unwrap();
         // The channel list: dev's own line is left out of dev's prompts.
@@ -467,9 +470,9 @@ mod tests {
 {"role": "summarize", "match": "workspace", "reply": {"history": "h", "recent_events": "r"}, "repeat": true}"#;
         f.deps.llm = Some(Arc::new(crate::adapters::llm::ScriptedLlm::parse(script).unwrap()));
         // The workspace memory is due for a refresh: only the public channel feeds it.
-        let mut workspace = f.deps.channels.workspace_memory().await.unwrap();
+        let mut workspace = f.deps.channels.workspace_memory(Workspace::Shared).await.unwrap();
         workspace.updated_at = None;
-        f.deps.channels.set_workspace_memory(workspace.clone()).await.unwrap();
+        f.deps.channels.set_workspace_memory(Workspace::Shared, workspace.clone()).await.unwrap();
         // A private channel (Slack channel_type group) and a public one, each with
         // enough messages for a summary.
         for (channel, private) in [("secret", true), ("lunch", false)] {
@@ -481,7 +484,7 @@ mod tests {
             }
             let newest = Ts::from_timestamp(at(219));
             crate::memory::summarize::handle(&f.deps, &ChannelId(channel.into()), &newest).await.unwrap();
-            let after = f.deps.channels.workspace_memory().await.unwrap();
+            let after = f.deps.channels.workspace_memory(Workspace::Shared).await.unwrap();
             assert_eq!(after.updated_at.is_some(), !private, "{channel} feeds the workspace memory: {after:?}");
         }
         let secret = f.deps.channels.channel_state(&ChannelId("secret".into())).await.unwrap();

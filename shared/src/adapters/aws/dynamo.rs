@@ -5,7 +5,7 @@
 //! | messages | `channel` (S), `sk` (S: the ts, zero-padded so text order is ts order) | every message; sparse GSI `by_conversation` on `conv` (`channel#root`, thread replies only: a top-level message costs no index write) and `sk`; TTL `expires_at` |
 //! | channels | `channel` (S) | the channel's state as JSON (`state`, without the interventions and the last judgment) with an optimistic `version`, and the memory marks `summary_due` and `reflection_due` (N) apart, each set by an update of its own. Written often, so in small items of their own (DynamoDB charges a write by the size of the item it changes): `#judgment#<channel>` (`last_judgment`, S, JSON, and `reflection_lull_at`, N, when a lull's reflection is queued for: every judgment; `reflection_watermark`, S: every reflection; `talkativeness`, S, JSON, with its own optimistic `talkativeness_v`, N: every talkativeness signal) and `#answers#<channel>` (one `iv#<at>#<thread>` per intervention, S, JSON without the excerpt and facts, and `last`, the newest in full; every answer) |
 //! | ledger | `key` (S) | claims (`status`, `until`) and cache entries (`value`, `until`); TTL `expires_at` |
-//! | facts | `scope` (S: the channel, `#notes#<channel>`, `#profiles` or `#workspace`), `id` (S: the fact's id, the person's, `#memory` or `line#<channel>`) | facts as JSON (`fact`) per channel, with the embedding apart (`embedding`, B: little-endian f32s) and a revision new at every write (`rev`, N: a reflection, a forget and a deleted message's edit write a fact back only as they read it); people's notes per channel, by parts a reflection or an answer updates without a read (`tags` SS, `summary`, `last_topics` L, `updated_at`; the JSON `note` of items from before 2026-11-27 beneath them); people's counters (`interactions`, `bot_mentions`, `channels` SS, `first_at`, `last_at`); the workspace memory (`workspace`) and each public channel's line in it (`line`), an item each |
+//! | facts | `scope` (S: the channel, `#notes#<channel>`, `#profiles` or `#workspace`, the last two `#…#T…` for a Slack workspace among several), `id` (S: the fact's id, the person's, `#memory` or `line#<channel>`) | facts as JSON (`fact`) per channel, with the embedding apart (`embedding`, B: little-endian f32s) and a revision new at every write (`rev`, N: a reflection, a forget and a deleted message's edit write a fact back only as they read it); people's notes per channel, by parts a reflection or an answer updates without a read (`tags` SS, `summary`, `last_topics` L, `updated_at`; the JSON `note` of items from before 2026-11-27 beneath them); people's counters (`interactions`, `bot_mentions`, `channels` SS, `first_at`, `last_at`); the workspace memory (`workspace`) and each public channel's line in it (`line`), an item each |
 //!
 //! Access patterns: a message by (channel, ts) with a conditional put that dedups
 //! deliveries; a thread's newest N (GSI, newest first, limit N), the top level's newest N
@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::{
     Author, ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, JudgmentNote, Message, ThreadKey, Timestamp, Ts,
-    UserId, UserNote, UserProfile, WorkspaceMemory,
+    UserId, UserNote, UserProfile, Workspace, WorkspaceMemory,
 };
 
 mod channels;

@@ -22,7 +22,7 @@ use async_trait::async_trait;
 
 use crate::domain::{
     ChannelId, ChannelLine, ChannelMemory, Fact, Intervention, JudgmentNote, Message, SortedByTs, ThreadKey, Timestamp,
-    Ts, TsMap, UserId, UserNote, UserProfile, WorkspaceMemory, search_by_ts,
+    Ts, TsMap, UserId, UserNote, UserProfile, Workspace, WorkspaceMemory, search_by_ts,
 };
 use crate::ports::{
     ChannelState, ChannelStateStore, ChannelWindow, ClaimOutcome, FactRevision, FactStore, Ledger, MemoryTask,
@@ -64,15 +64,17 @@ struct Inner {
     cache: HashMap<Arc<str>, (String, Timestamp)>,
     /// (expiry, key) of the cache entries, soonest first; keys shared with `cache`.
     cache_expiries: BinaryHeap<Reverse<(Timestamp, Arc<str>)>>,
-    workspace: WorkspaceMemory,
+    /// Each workspace's memory without its lines, by id ("" the shared one's).
+    workspaces: HashMap<String, WorkspaceMemory>,
     channel_lines: HashMap<ChannelId, ChannelLine>,
     /// Each fact with its revision (from `fact_revisions`).
     facts: HashMap<ChannelId, BTreeMap<String, (Fact, u64)>>,
     fact_revisions: u64,
     notes: HashMap<(ChannelId, UserId), UserNote>,
     profiles: HashMap<UserId, StoredProfile>,
-    /// Since when Slack's access is gone (see [`ChannelStateStore::mark_slack_gone`]).
-    slack_gone: Option<Timestamp>,
+    /// Since when Slack's access is gone, by workspace id ("" the shared one's; see
+    /// [`ChannelStateStore::mark_slack_gone`]).
+    slack_gone: HashMap<String, Timestamp>,
 }
 
 /// Every memory tier in maps behind one lock: the embedded store of replay and serve.

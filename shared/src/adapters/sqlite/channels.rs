@@ -10,13 +10,17 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::SqliteStore;
 use crate::domain::talkativeness::{FeedbackChange, FeedbackOutcome, TalkativenessLimits};
 use crate::domain::{
-    ChannelId, ChannelLine, ChannelMemory, Intervention, JudgmentNote, Timestamp, Ts, WorkspaceMemory,
+    ChannelId, ChannelLine, ChannelMemory, Intervention, JudgmentNote, Timestamp, Ts, Workspace, WorkspaceMemory,
 };
 use crate::ports::{ChannelState, ChannelStateStore, MemoryTask, OpenerState, PortResult, Shadow};
 
 /// Where the workspace table keeps since when Slack's access is gone (microseconds, as
-/// text): a row beside the workspace memory, so no migration.
+/// text): a row beside the workspace memory, so no migration; `slack_gone#T…` for a
+/// workspace among several ([`Workspace::scoped`]).
 const SLACK_GONE_KEY: &str = "slack_gone";
+
+/// Where the workspace table keeps the workspace memory (`memory#T…` likewise).
+const MEMORY_KEY: &str = "memory";
 
 impl SqliteStore {
     fn read_state(&self, conn: &Connection, channel: &ChannelId) -> PortResult<ChannelState> {
@@ -43,10 +47,10 @@ impl SqliteStore {
         Ok(())
     }
 
-    fn read_workspace(&self, conn: &Connection) -> PortResult<WorkspaceMemory> {
+    fn read_workspace(&self, conn: &Connection, workspace: Workspace<'_>) -> PortResult<WorkspaceMemory> {
         let json: Option<String> = conn
-            .prepare_cached("SELECT memory FROM workspace WHERE key = 'memory'")
-            .and_then(|mut s| s.query_row([], |row| row.get(0)).optional())
+            .prepare_cached("SELECT memory FROM workspace WHERE key = ?1")
+            .and_then(|mut s| s.query_row([workspace.scoped(MEMORY_KEY)], |row| row.get(0)).optional())
             .map_err(|e| self.failed(e))?;
         match json {
             Some(json) => serde_json::from_str(&json).map_err(|e| self.unreadable("workspace memory", e)),
@@ -54,10 +58,10 @@ impl SqliteStore {
         }
     }
 
-    fn read_slack_gone(&self, conn: &Connection) -> PortResult<Option<Timestamp>> {
+    fn read_slack_gone(&self, conn: &Connection, workspace: Workspace<'_>) -> PortResult<Option<Timestamp>> {
         let text: Option<String> = conn
             .prepare_cached("SELECT memory FROM workspace WHERE key = ?1")
-            .and_then(|mut s| s.query_row([SLACK_GONE_KEY], |row| row.get(0)).optional())
+            .and_then(|mut s| s.query_row([workspace.scoped(SLACK_GONE_KEY)], |row| row.get(0)).optional())
             .map_err(|e| self.failed(e))?;
         text.map(|text| {
             text.parse()
@@ -85,7 +89,7 @@ impl ChannelStateStore for SqliteStore {
         let conn = self.lock();
         let mut state = self.read_state(&conn, channel)?;
         if !channel.is_discord() {
-            state.slack_gone = self.read_slack_gone(&conn)?;
+            state.slack_gone = self.read_slack_gone(&conn, channel.workspace())?;
         }
         Ok(Arc::new(state))
     }
@@ -150,14 +154,23 @@ impl ChannelStateStore for SqliteStore {
         self.update_state(channel, |state| state.clear_marks(task))
     }
 
-    async fn workspace_memory(&self) -> PortResult<WorkspaceMemory> {
+    async fn workspace_memory(&self, workspace: Workspace<'_>) -> PortResult<WorkspaceMemory> {
         let conn = self.lock();
-        let memory = self.read_workspace(&conn)?;
-        let mut statement = conn.prepare_cached("SELECT line FROM channel_lines").map_err(|e| self.failed(e))?;
-        let lines = statement
-            .query_map([], |row| row.get::<_, String>(0))
-            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
-            .map_err(|e| self.failed(e))?;
+        let memory = self.read_workspace(&conn, workspace)?;
+        // A workspace among several: its channels' ids are `T…/C…`, the keys from `T…/`
+        // up to `T…0` ('0' follows '/'), one range of the primary key.
+        let lines = match workspace.id() {
+            None => conn
+                .prepare_cached("SELECT line FROM channel_lines WHERE instr(channel, '/') = 0")
+                .and_then(|mut s| s.query_map([], |row| row.get(0))?.collect::<rusqlite::Result<Vec<String>>>()),
+            Some(id) => conn
+                .prepare_cached("SELECT line FROM channel_lines WHERE channel >= ?1 AND channel < ?2")
+                .and_then(|mut s| {
+                    s.query_map([format!("{id}/"), format!("{id}0")], |row| row.get(0))?
+                        .collect::<rusqlite::Result<Vec<String>>>()
+                }),
+        }
+        .map_err(|e| self.failed(e))?;
         let lines = lines
             .iter()
             .map(|json| serde_json::from_str::<ChannelLine>(json).map_err(|e| self.unreadable("channel line", e)))
@@ -165,18 +178,18 @@ impl ChannelStateStore for SqliteStore {
         Ok(WorkspaceMemory { channel_lines: crate::adapters::memory::newest_first(lines), ..memory })
     }
 
-    async fn workspace_memory_without_lines(&self) -> PortResult<WorkspaceMemory> {
-        self.read_workspace(&self.lock())
+    async fn workspace_memory_without_lines(&self, workspace: Workspace<'_>) -> PortResult<WorkspaceMemory> {
+        self.read_workspace(&self.lock(), workspace)
     }
 
-    async fn set_workspace_memory(&self, memory: WorkspaceMemory) -> PortResult<()> {
+    async fn set_workspace_memory(&self, workspace: Workspace<'_>, memory: WorkspaceMemory) -> PortResult<()> {
         let json = serde_json::to_string(&memory).expect("workspace memory serializes");
         self.lock()
             .prepare_cached(
-                "INSERT INTO workspace (key, memory) VALUES ('memory', ?1)
+                "INSERT INTO workspace (key, memory) VALUES (?1, ?2)
                  ON CONFLICT (key) DO UPDATE SET memory = excluded.memory",
             )
-            .and_then(|mut s| s.execute([json]))
+            .and_then(|mut s| s.execute([workspace.scoped(MEMORY_KEY), json]))
             .map_err(|e| self.failed(e))?;
         Ok(())
     }
@@ -235,24 +248,24 @@ impl ChannelStateStore for SqliteStore {
         tx.commit().map_err(|e| self.failed(e))
     }
 
-    async fn slack_gone(&self) -> PortResult<Option<Timestamp>> {
-        self.read_slack_gone(&self.lock())
+    async fn slack_gone(&self, workspace: Workspace<'_>) -> PortResult<Option<Timestamp>> {
+        self.read_slack_gone(&self.lock(), workspace)
     }
 
-    async fn mark_slack_gone(&self, at: Timestamp) -> PortResult<bool> {
+    async fn mark_slack_gone(&self, workspace: Workspace<'_>, at: Timestamp) -> PortResult<bool> {
         let marked = self
             .lock()
             .prepare_cached("INSERT INTO workspace (key, memory) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING")
-            .and_then(|mut s| s.execute(params![SLACK_GONE_KEY, at.as_micros().to_string()]))
+            .and_then(|mut s| s.execute(params![workspace.scoped(SLACK_GONE_KEY), at.as_micros().to_string()]))
             .map_err(|e| self.failed(e))?;
         Ok(marked == 1)
     }
 
-    async fn clear_slack_gone(&self, at: Timestamp) -> PortResult<bool> {
+    async fn clear_slack_gone(&self, workspace: Workspace<'_>, at: Timestamp) -> PortResult<bool> {
         let cleared = self
             .lock()
             .prepare_cached("DELETE FROM workspace WHERE key = ?1 AND memory = ?2")
-            .and_then(|mut s| s.execute(params![SLACK_GONE_KEY, at.as_micros().to_string()]))
+            .and_then(|mut s| s.execute(params![workspace.scoped(SLACK_GONE_KEY), at.as_micros().to_string()]))
             .map_err(|e| self.failed(e))?;
         Ok(cleared == 1)
     }

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteStore;
-use crate::domain::{ChannelId, Fact, Timestamp, UserId, UserNote, UserProfile};
+use crate::domain::{ChannelId, Fact, Timestamp, UserId, UserNote, UserProfile, Workspace};
 use crate::ports::{FactRevision, FactStore, PortResult};
 
 impl SqliteStore {
@@ -58,10 +58,11 @@ impl SqliteStore {
         json.map(|json| serde_json::from_str(&json).map_err(|e| self.unreadable("note", e))).transpose()
     }
 
-    fn read_profile(&self, conn: &Connection, user: &UserId) -> PortResult<Option<UserProfile>> {
+    /// `key`: the person's id as [`Workspace::qualify`] keys it in their workspace.
+    fn read_profile(&self, conn: &Connection, key: &str) -> PortResult<Option<UserProfile>> {
         let json: Option<String> = conn
             .prepare_cached("SELECT profile FROM profiles WHERE user = ?1")
-            .and_then(|mut s| s.query_row([user.0.as_ref()], |row| row.get(0)).optional())
+            .and_then(|mut s| s.query_row([key], |row| row.get(0)).optional())
             .map_err(|e| self.failed(e))?;
         json.map(|json| serde_json::from_str(&json).map_err(|e| self.unreadable("profile", e))).transpose()
     }
@@ -168,8 +169,8 @@ impl FactStore for SqliteStore {
         Ok(())
     }
 
-    async fn profile(&self, user: &UserId) -> PortResult<Option<UserProfile>> {
-        self.read_profile(&self.lock(), user)
+    async fn profile(&self, workspace: Workspace<'_>, user: &UserId) -> PortResult<Option<UserProfile>> {
+        self.read_profile(&self.lock(), &workspace.qualify(user.as_str()))
     }
 
     async fn count_message(
@@ -179,10 +180,11 @@ impl FactStore for SqliteStore {
         at: Timestamp,
         called_bot: bool,
     ) -> PortResult<()> {
+        let key = channel.workspace().qualify(user.as_str());
         let mut conn = self.lock();
         let tx = conn.transaction().map_err(|e| self.failed(e))?;
         let mut profile = self
-            .read_profile(&tx, user)?
+            .read_profile(&tx, &key)?
             .unwrap_or_else(|| UserProfile { user: user.clone(), ..UserProfile::default() });
         let listed = profile.channels.contains(channel);
         profile.count(channel, at, called_bot, listed);
@@ -191,15 +193,15 @@ impl FactStore for SqliteStore {
             "INSERT INTO profiles (user, profile) VALUES (?1, ?2)
              ON CONFLICT (user) DO UPDATE SET profile = excluded.profile",
         )
-        .and_then(|mut s| s.execute(params![user.0.as_ref(), json]))
+        .and_then(|mut s| s.execute(params![key, json]))
         .map_err(|e| self.failed(e))?;
         tx.commit().map_err(|e| self.failed(e))
     }
 
-    async fn delete_profile(&self, user: &UserId) -> PortResult<()> {
+    async fn delete_profile(&self, workspace: Workspace<'_>, user: &UserId) -> PortResult<()> {
         self.lock()
             .prepare_cached("DELETE FROM profiles WHERE user = ?1")
-            .and_then(|mut s| s.execute([user.0.as_ref()]))
+            .and_then(|mut s| s.execute([workspace.qualify(user.as_str())]))
             .map_err(|e| self.failed(e))?;
         Ok(())
     }
@@ -214,12 +216,11 @@ impl FactStore for SqliteStore {
             .map_err(|e| self.failed(e))
     }
 
-    async fn profiled_users(&self) -> PortResult<Vec<UserId>> {
+    async fn profiled_users(&self, workspace: Workspace<'_>) -> PortResult<Vec<UserId>> {
         let conn = self.lock();
         let mut statement = conn.prepare_cached("SELECT user FROM profiles").map_err(|e| self.failed(e))?;
-        statement
-            .query_map([], |row| Ok(UserId(row.get::<_, String>(0)?.into())))
-            .and_then(|rows| rows.collect())
-            .map_err(|e| self.failed(e))
+        let keys: Vec<String> =
+            statement.query_map([], |row| row.get(0)).and_then(|rows| rows.collect()).map_err(|e| self.failed(e))?;
+        Ok(keys.iter().filter_map(|key| workspace.unqualify(key)).map(|user| UserId(user.into())).collect())
     }
 }

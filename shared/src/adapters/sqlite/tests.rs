@@ -32,6 +32,7 @@ async fn the_sqlite_store_keeps_every_ports_contract() {
     contract::channel_states(&store).await;
     contract::facts(&store).await;
     contract::workspace_purge(&store).await;
+    contract::workspaces_do_not_cross(&store).await;
     contract::in_process_queue(&store, &clock).await;
 }
 

@@ -93,7 +93,8 @@ pub async fn look_again(deps: &Deps, late: &Late<'_>) -> PortResult<()> {
     let looked = async {
         // Besides the forget's channels: where a late message of theirs recreated their
         // profile, and where a fact learned since is from or about them.
-        let mut more: Vec<ChannelId> = deps.facts.profile(user).await?.map(|p| p.channels).unwrap_or_default();
+        let mut more: Vec<ChannelId> =
+            deps.facts.profile(channel.workspace(), user).await?.map(|p| p.channels).unwrap_or_default();
         for other in deps.facts.fact_channels().await? {
             if !channels.contains(&other) && !more.contains(&other) {
                 let facts = deps.facts.facts(&other).await?;
@@ -116,7 +117,7 @@ pub async fn look_again(deps: &Deps, late: &Late<'_>) -> PortResult<()> {
             let owed = OwedRemake { key: record.remake_mark(each), keep: DEAD_LETTER_KEEP };
             sweep.channel(deps, each, &owed, None, &mut done, Some(&record)).await?;
         }
-        forget_in_workspace_memory(deps, user, name).await?;
+        forget_in_workspace_memory(deps, channel.workspace(), user, name).await?;
         if done != Forgotten::default() {
             tracing::info!(%user, ?done, "a forget's second look removed what was stored of them after it");
             record_forgotten(deps, channel, user, &done, server, true);

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::records::LookRecord;
 use super::{Forgotten, names_person};
 use crate::deps::Deps;
-use crate::domain::{ChannelId, ChannelMemory, Fact, Job, Timestamp, Ts, UserId, WorkspaceMemory};
+use crate::domain::{ChannelId, ChannelMemory, Fact, Job, Timestamp, Ts, UserId, Workspace, WorkspaceMemory};
 use crate::ports::{PortError, PortResult};
 
 /// Whom a sweep removes, and from before when.
@@ -157,12 +157,18 @@ pub(super) async fn rewrite_facts(
     })
 }
 
-pub(super) async fn forget_in_workspace_memory(deps: &Deps, user: &UserId, name: &str) -> PortResult<()> {
-    let workspace = deps.channels.workspace_memory_without_lines().await?;
+/// Wipes the memory of `workspace` when it names `user` (made anew from the channel
+/// memories at the next summary).
+pub(super) async fn forget_in_workspace_memory(
+    deps: &Deps,
+    workspace: Workspace<'_>,
+    user: &UserId,
+    name: &str,
+) -> PortResult<()> {
+    let memory = deps.channels.workspace_memory_without_lines(workspace).await?;
     let mentions = |text: &str| names_person(text, user, name);
-    if mentions(&workspace.history) || mentions(&workspace.recent_events) {
-        // Made anew from the channel memories at the next summary.
-        deps.channels.set_workspace_memory(WorkspaceMemory::default()).await?;
+    if mentions(&memory.history) || mentions(&memory.recent_events) {
+        deps.channels.set_workspace_memory(workspace, WorkspaceMemory::default()).await?;
     }
     Ok(())
 }

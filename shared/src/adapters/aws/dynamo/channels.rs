@@ -134,10 +134,10 @@ impl DynamoStore {
     pub(super) async fn read_whole_state(&self, channel: &ChannelId) -> PortResult<ChannelState> {
         let (judgment_key, answers_key) = (judgment_key(channel), answers_key(channel));
         // A Slack channel also reads whether Slack's access is gone, in the same batch.
-        let slack = !channel.is_discord();
+        let gone_key = (!channel.is_discord()).then(|| channel.workspace().scoped(SLACK_GONE_KEY));
         let keys: Vec<Item> = [&*channel.0, &judgment_key, &answers_key]
             .into_iter()
-            .chain(slack.then_some(SLACK_GONE_KEY))
+            .chain(gone_key.as_deref())
             .map(|key| [("channel".to_owned(), s(key))].into())
             .collect();
         let (mut main, mut judgment, mut answers, mut gone) = (None, None, None, None);
@@ -145,7 +145,7 @@ impl DynamoStore {
             match get_s(&item, "channel") {
                 Some(key) if key == judgment_key => judgment = Some(item),
                 Some(key) if key == answers_key => answers = Some(item),
-                Some(SLACK_GONE_KEY) => gone = purge::gone_at(&item)?,
+                Some(key) if Some(key) == gone_key.as_deref() => gone = purge::gone_at(&item)?,
                 _ => main = Some(item),
             }
         }
@@ -598,11 +598,12 @@ impl ChannelStateStore for DynamoStore {
         self.update_state(channel, |state| state.clear_marks(task)).await
     }
 
-    async fn workspace_memory(&self) -> PortResult<WorkspaceMemory> {
+    async fn workspace_memory(&self, workspace: Workspace<'_>) -> PortResult<WorkspaceMemory> {
         // One Query reads the memory and every channel's line (a page holds 1 MB).
         let mut memory = None;
         let mut lines = Vec::new();
-        for item in self.scope_items(WORKSPACE_SCOPE, "query workspace memory", false).await? {
+        let scope = workspace.scoped(WORKSPACE_SCOPE);
+        for item in self.scope_items(&scope, "query workspace memory", false).await? {
             match get_s(&item, "id") {
                 Some(WORKSPACE_MEMORY_ID) => memory = Some(from_item::<WorkspaceMemoryItem>(item)?.workspace),
                 Some(_) => lines.push(from_item::<ChannelLineItem>(item)?.line),
@@ -611,20 +612,21 @@ impl ChannelStateStore for DynamoStore {
         }
         let memory = match memory {
             Some(memory) => memory,
-            None => self.legacy_workspace_memory().await?,
+            None => self.legacy_workspace_memory(workspace).await?,
         };
         Ok(WorkspaceMemory { channel_lines: crate::adapters::memory::newest_first(lines), ..memory })
     }
 
-    async fn workspace_memory_without_lines(&self) -> PortResult<WorkspaceMemory> {
-        let out = self.get_facts_item(WORKSPACE_SCOPE, WORKSPACE_MEMORY_ID, "get workspace memory").await?;
+    async fn workspace_memory_without_lines(&self, workspace: Workspace<'_>) -> PortResult<WorkspaceMemory> {
+        let scope = workspace.scoped(WORKSPACE_SCOPE);
+        let out = self.get_facts_item(scope, WORKSPACE_MEMORY_ID, "get workspace memory").await?;
         match out.item {
             Some(item) => Ok(from_item::<WorkspaceMemoryItem>(item)?.workspace),
-            None => self.legacy_workspace_memory().await,
+            None => self.legacy_workspace_memory(workspace).await,
         }
     }
 
-    async fn set_workspace_memory(&self, memory: WorkspaceMemory) -> PortResult<()> {
+    async fn set_workspace_memory(&self, workspace: Workspace<'_>, memory: WorkspaceMemory) -> PortResult<()> {
         // The item the memory was kept in before (read while the one below is missing)
         // goes first, at every write (once an hour at most, and one unit): a forget's
         // wipe that dies halfway leaves no copy behind (its retry reads the memory
@@ -637,7 +639,7 @@ impl ChannelStateStore for DynamoStore {
             .await
             .map_err(backend("delete the old workspace memory"))?;
         let item = WorkspaceMemoryItem {
-            scope: WORKSPACE_SCOPE.into(),
+            scope: workspace.scoped(WORKSPACE_SCOPE),
             id: WORKSPACE_MEMORY_ID.into(),
             workspace: WorkspaceMemory { channel_lines: Vec::new(), ..memory },
         };
@@ -648,8 +650,9 @@ impl ChannelStateStore for DynamoStore {
         // An item of its own per channel: a summary's write is charged for its line,
         // not for every channel's, and no number of channels fills an item.
         let id = format!("{CHANNEL_LINE_PREFIX}{channel}");
+        let scope = channel.workspace().scoped(WORKSPACE_SCOPE);
         let Some(line) = line else {
-            self.delete_facts_item(WORKSPACE_SCOPE, &id, "delete a channel line").await?;
+            self.delete_facts_item(scope, &id, "delete a channel line").await?;
             // And its copy in the old item, if that is still there (a forget's remake
             // of this channel's memory, a channel gone private).
             let removed = self
@@ -668,7 +671,7 @@ impl ChannelStateStore for DynamoStore {
                 Err(e) => Err(backend("remove a channel line from the old workspace memory")(e)),
             };
         };
-        let item = ChannelLineItem { scope: WORKSPACE_SCOPE.into(), id, line };
+        let item = ChannelLineItem { scope, id, line };
         self.put_facts_item(&item, "put a channel line").await
     }
 
@@ -691,16 +694,16 @@ impl ChannelStateStore for DynamoStore {
         self.set_channel_line(channel, None).await
     }
 
-    async fn slack_gone(&self) -> PortResult<Option<Timestamp>> {
-        self.read_slack_gone().await
+    async fn slack_gone(&self, workspace: Workspace<'_>) -> PortResult<Option<Timestamp>> {
+        self.read_slack_gone(workspace).await
     }
 
-    async fn mark_slack_gone(&self, at: Timestamp) -> PortResult<bool> {
-        self.change_slack_gone(at, true).await
+    async fn mark_slack_gone(&self, workspace: Workspace<'_>, at: Timestamp) -> PortResult<bool> {
+        self.change_slack_gone(workspace, at, true).await
     }
 
-    async fn clear_slack_gone(&self, at: Timestamp) -> PortResult<bool> {
-        self.change_slack_gone(at, false).await
+    async fn clear_slack_gone(&self, workspace: Workspace<'_>, at: Timestamp) -> PortResult<bool> {
+        self.change_slack_gone(workspace, at, false).await
     }
 }
 
@@ -708,8 +711,12 @@ impl DynamoStore {
     /// The workspace memory where it was kept before 2026-11-27 (the channels table's
     /// `#workspace` item, beside every channel's line): read until the memory is
     /// written where it is now, so an upgrade keeps the workspace's history. Its lines
-    /// are not read: each channel's comes back with its next summary.
-    pub(super) async fn legacy_workspace_memory(&self) -> PortResult<WorkspaceMemory> {
+    /// are not read: each channel's comes back with its next summary. Only the shared
+    /// workspace had one.
+    pub(super) async fn legacy_workspace_memory(&self, workspace: Workspace<'_>) -> PortResult<WorkspaceMemory> {
+        if workspace != Workspace::Shared {
+            return Ok(WorkspaceMemory::default());
+        }
         let out = self
             .client
             .get_item()

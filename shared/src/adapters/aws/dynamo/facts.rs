@@ -218,7 +218,8 @@ pub fn embedding_from_bytes(bytes: &[u8]) -> Result<Vec<f32>, EmbeddingBytesErro
 }
 
 /// The facts table holds people's notes under `#notes#<channel>` and their counters
-/// under `#profiles` (no channel id starts with '#').
+/// under `#profiles` (`#profiles#T…` a workspace's among several: [`Workspace::scoped`];
+/// no channel id starts with '#').
 pub(super) fn notes_scope(channel: &ChannelId) -> String {
     format!("#notes#{}", channel.0)
 }
@@ -356,8 +357,8 @@ impl FactStore for DynamoStore {
         self.delete_facts_item(notes_scope(channel), &user.0, "delete user note").await
     }
 
-    async fn profile(&self, user: &UserId) -> PortResult<Option<UserProfile>> {
-        let out = self.get_facts_item(PROFILES_SCOPE, &user.0, "get profile").await?;
+    async fn profile(&self, workspace: Workspace<'_>, user: &UserId) -> PortResult<Option<UserProfile>> {
+        let out = self.get_facts_item(workspace.scoped(PROFILES_SCOPE), &user.0, "get profile").await?;
         out.item.map(|item| profile_from(user, item)).transpose()
     }
 
@@ -366,14 +367,14 @@ impl FactStore for DynamoStore {
         channel: &ChannelId,
         user: &UserId,
     ) -> PortResult<(Option<UserProfile>, Option<UserNote>)> {
-        let notes = notes_scope(channel);
-        let keys = [PROFILES_SCOPE, notes.as_str()]
+        let (profiles, notes) = (channel.workspace().scoped(PROFILES_SCOPE), notes_scope(channel));
+        let keys = [profiles.as_str(), notes.as_str()]
             .into_iter()
             .map(|scope| [("scope".to_owned(), s(scope)), ("id".to_owned(), s(&*user.0))].into())
             .collect();
         let (mut profile, mut note) = (None, None);
         for item in self.batch_get(&self.tables.facts, keys, false, "get profile and note").await? {
-            if get_s(&item, "scope") == Some(PROFILES_SCOPE) {
+            if get_s(&item, "scope") == Some(profiles.as_str()) {
                 profile = Some(profile_from(user, item)?);
             } else {
                 note = Some(from_item::<NoteItem>(item)?.into_note(channel, user));
@@ -392,7 +393,7 @@ impl FactStore for DynamoStore {
         self.client
             .update_item()
             .table_name(&self.tables.facts)
-            .key("scope", s(PROFILES_SCOPE))
+            .key("scope", s(channel.workspace().scoped(PROFILES_SCOPE)))
             .key("id", s(&*user.0))
             .update_expression(
                 "ADD interactions :one, bot_mentions :called, channels :channel \
@@ -408,16 +409,16 @@ impl FactStore for DynamoStore {
         Ok(())
     }
 
-    async fn delete_profile(&self, user: &UserId) -> PortResult<()> {
-        self.delete_facts_item(PROFILES_SCOPE, &user.0, "delete profile").await
+    async fn delete_profile(&self, workspace: Workspace<'_>, user: &UserId) -> PortResult<()> {
+        self.delete_facts_item(workspace.scoped(PROFILES_SCOPE), &user.0, "delete profile").await
     }
 
     async fn noted_users(&self, channel: &ChannelId) -> PortResult<Vec<UserId>> {
         self.noted_users_queried(channel).await
     }
 
-    async fn profiled_users(&self) -> PortResult<Vec<UserId>> {
-        self.profiled_users_queried().await
+    async fn profiled_users(&self, workspace: Workspace<'_>) -> PortResult<Vec<UserId>> {
+        self.profiled_users_queried(workspace).await
     }
 }
 

@@ -11,7 +11,7 @@ use super::{
     BATCH_WRITE_ITEMS, DynamoStore, Item, PROFILES_SCOPE, UNPROCESSED_RETRIES, answers_key, backend, get_s,
     judgment_key, n, notes_scope, s,
 };
-use crate::domain::{ChannelId, Timestamp, UserId};
+use crate::domain::{ChannelId, Timestamp, UserId, Workspace};
 use crate::ports::{PortError, PortResult};
 
 /// The channels table's item that says since when Slack's access is gone (`gone_at`,
@@ -128,12 +128,12 @@ impl DynamoStore {
         unreachable!("the loop returns")
     }
 
-    pub(super) async fn read_slack_gone(&self) -> PortResult<Option<Timestamp>> {
+    pub(super) async fn read_slack_gone(&self, workspace: Workspace<'_>) -> PortResult<Option<Timestamp>> {
         let out = self
             .client
             .get_item()
             .table_name(&self.tables.channels)
-            .key("channel", s(SLACK_GONE_KEY))
+            .key("channel", s(workspace.scoped(SLACK_GONE_KEY)))
             .consistent_read(true)
             .send()
             .await
@@ -143,12 +143,17 @@ impl DynamoStore {
 
     /// One conditional update: sets `gone_at` unless it is set (`mark`), or removes it
     /// if it still says `at`. Whether it changed anything.
-    pub(super) async fn change_slack_gone(&self, at: Timestamp, mark: bool) -> PortResult<bool> {
+    pub(super) async fn change_slack_gone(
+        &self,
+        workspace: Workspace<'_>,
+        at: Timestamp,
+        mark: bool,
+    ) -> PortResult<bool> {
         let update = self
             .client
             .update_item()
             .table_name(&self.tables.channels)
-            .key("channel", s(SLACK_GONE_KEY))
+            .key("channel", s(workspace.scoped(SLACK_GONE_KEY)))
             .expression_attribute_names("#g", GONE_AT)
             .expression_attribute_values(":at", n(at.as_micros()));
         let update = if mark {
@@ -168,8 +173,8 @@ impl DynamoStore {
         Ok(items.into_iter().map(|id| UserId(id.into())).collect())
     }
 
-    pub(super) async fn profiled_users_queried(&self) -> PortResult<Vec<UserId>> {
-        let items = self.scope_keys(PROFILES_SCOPE.to_owned(), "query profiles").await?;
+    pub(super) async fn profiled_users_queried(&self, workspace: Workspace<'_>) -> PortResult<Vec<UserId>> {
+        let items = self.scope_keys(workspace.scoped(PROFILES_SCOPE), "query profiles").await?;
         Ok(items.into_iter().map(|id| UserId(id.into())).collect())
     }
 

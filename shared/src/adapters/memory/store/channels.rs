@@ -7,7 +7,7 @@ use crate::domain::talkativeness::{FeedbackChange, FeedbackOutcome, Talkativenes
 impl ChannelStateStore for MemoryStore {
     async fn channel_state(&self, channel: &ChannelId) -> PortResult<Arc<ChannelState>> {
         let inner = self.lock();
-        Ok(Self::with_slack_gone(inner.states.get(channel).cloned().unwrap_or_default(), channel, inner.slack_gone))
+        Ok(Self::with_slack_gone(inner.states.get(channel).cloned().unwrap_or_default(), channel, &inner.slack_gone))
     }
 
     async fn record_intervention(&self, channel: &ChannelId, intervention: Intervention) -> PortResult<()> {
@@ -86,20 +86,22 @@ impl ChannelStateStore for MemoryStore {
         Ok(())
     }
 
-    async fn workspace_memory(&self) -> PortResult<WorkspaceMemory> {
+    async fn workspace_memory(&self, workspace: Workspace<'_>) -> PortResult<WorkspaceMemory> {
         let inner = self.lock();
+        let lines = inner.channel_lines.iter().filter(|(channel, _)| channel.workspace() == workspace);
         Ok(WorkspaceMemory {
-            channel_lines: newest_first(inner.channel_lines.values().cloned().collect()),
-            ..inner.workspace.clone()
+            channel_lines: newest_first(lines.map(|(_, line)| line.clone()).collect()),
+            ..inner.workspaces.get(workspace.id().unwrap_or_default()).cloned().unwrap_or_default()
         })
     }
 
-    async fn workspace_memory_without_lines(&self) -> PortResult<WorkspaceMemory> {
-        Ok(self.lock().workspace.clone())
+    async fn workspace_memory_without_lines(&self, workspace: Workspace<'_>) -> PortResult<WorkspaceMemory> {
+        Ok(self.lock().workspaces.get(workspace.id().unwrap_or_default()).cloned().unwrap_or_default())
     }
 
-    async fn set_workspace_memory(&self, memory: WorkspaceMemory) -> PortResult<()> {
-        self.lock().workspace = WorkspaceMemory { channel_lines: Vec::new(), ..memory };
+    async fn set_workspace_memory(&self, workspace: Workspace<'_>, memory: WorkspaceMemory) -> PortResult<()> {
+        let memory = WorkspaceMemory { channel_lines: Vec::new(), ..memory };
+        self.lock().workspaces.insert(workspace.id().unwrap_or_default().to_owned(), memory);
         Ok(())
     }
 
@@ -138,15 +140,15 @@ impl ChannelStateStore for MemoryStore {
         self.delete_channel_state_now(channel)
     }
 
-    async fn slack_gone(&self) -> PortResult<Option<Timestamp>> {
-        Ok(self.lock().slack_gone)
+    async fn slack_gone(&self, workspace: Workspace<'_>) -> PortResult<Option<Timestamp>> {
+        Ok(self.lock().slack_gone.get(workspace.id().unwrap_or_default()).copied())
     }
 
-    async fn mark_slack_gone(&self, at: Timestamp) -> PortResult<bool> {
-        Ok(self.mark_slack_gone_now(at))
+    async fn mark_slack_gone(&self, workspace: Workspace<'_>, at: Timestamp) -> PortResult<bool> {
+        Ok(self.mark_slack_gone_now(workspace, at))
     }
 
-    async fn clear_slack_gone(&self, at: Timestamp) -> PortResult<bool> {
-        Ok(self.clear_slack_gone_now(at))
+    async fn clear_slack_gone(&self, workspace: Workspace<'_>, at: Timestamp) -> PortResult<bool> {
+        Ok(self.clear_slack_gone_now(workspace, at))
     }
 }

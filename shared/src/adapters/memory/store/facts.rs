@@ -98,8 +98,8 @@ impl FactStore for MemoryStore {
         Ok(())
     }
 
-    async fn profile(&self, user: &UserId) -> PortResult<Option<UserProfile>> {
-        Ok(self.lock().profiles.get(user).map(|stored| stored.profile.clone()))
+    async fn profile(&self, workspace: Workspace<'_>, user: &UserId) -> PortResult<Option<UserProfile>> {
+        Ok(self.lock().profiles.get(&profile_key(workspace, user)).map(|stored| stored.profile.clone()))
     }
 
     async fn count_message(
@@ -109,10 +109,11 @@ impl FactStore for MemoryStore {
         at: Timestamp,
         called_bot: bool,
     ) -> PortResult<()> {
+        let key = profile_key(channel.workspace(), user);
         let mut inner = self.lock();
-        let stored = match inner.profiles.get_mut(user) {
+        let stored = match inner.profiles.get_mut(&key) {
             Some(stored) => stored,
-            None => inner.profiles.entry(user.clone()).or_insert_with(|| StoredProfile {
+            None => inner.profiles.entry(key).or_insert_with(|| StoredProfile {
                 profile: UserProfile { user: user.clone(), ..Default::default() },
                 channels: Default::default(),
             }),
@@ -126,8 +127,8 @@ impl FactStore for MemoryStore {
         Ok(())
     }
 
-    async fn delete_profile(&self, user: &UserId) -> PortResult<()> {
-        self.lock().profiles.remove(user);
+    async fn delete_profile(&self, workspace: Workspace<'_>, user: &UserId) -> PortResult<()> {
+        self.lock().profiles.remove(&profile_key(workspace, user));
         Ok(())
     }
 
@@ -135,7 +136,16 @@ impl FactStore for MemoryStore {
         Ok(self.noted_users_now(channel))
     }
 
-    async fn profiled_users(&self) -> PortResult<Vec<UserId>> {
-        Ok(self.profiled_users_now())
+    async fn profiled_users(&self, workspace: Workspace<'_>) -> PortResult<Vec<UserId>> {
+        Ok(self.profiled_users_now(workspace))
+    }
+}
+
+/// Where the profiles map keeps `user`'s profile in `workspace`: the shared workspace's
+/// under their id (cloned, not built), another's under `T…/U…`.
+pub(super) fn profile_key(workspace: Workspace<'_>, user: &UserId) -> UserId {
+    match workspace {
+        Workspace::Shared => user.clone(),
+        workspace => UserId(workspace.qualify(user.as_str()).into()),
     }
 }

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use super::MemoryStore;
-use crate::domain::{ChannelId, Timestamp, UserId};
+use foldhash::HashMap;
+
+use crate::domain::{ChannelId, Timestamp, UserId, Workspace};
 use crate::ports::{ChannelState, PortResult};
 
 impl MemoryStore {
@@ -14,11 +16,14 @@ impl MemoryStore {
     pub(super) fn with_slack_gone(
         state: Arc<ChannelState>,
         channel: &ChannelId,
-        gone: Option<Timestamp>,
+        gone: &HashMap<String, Timestamp>,
     ) -> Arc<ChannelState> {
-        match gone {
-            Some(at) if !channel.is_discord() => Arc::new(ChannelState { slack_gone: Some(at), ..(*state).clone() }),
-            _ => state,
+        if gone.is_empty() || channel.is_discord() {
+            return state;
+        }
+        match gone.get(channel.workspace().id().unwrap_or_default()) {
+            Some(&at) => Arc::new(ChannelState { slack_gone: Some(at), ..(*state).clone() }),
+            None => state,
         }
     }
 
@@ -46,21 +51,23 @@ impl MemoryStore {
         Ok(())
     }
 
-    pub(super) fn mark_slack_gone_now(&self, at: Timestamp) -> bool {
+    pub(super) fn mark_slack_gone_now(&self, workspace: Workspace<'_>, at: Timestamp) -> bool {
         let mut inner = self.lock();
-        if inner.slack_gone.is_some() {
+        let key = workspace.id().unwrap_or_default();
+        if inner.slack_gone.contains_key(key) {
             return false;
         }
-        inner.slack_gone = Some(at);
+        inner.slack_gone.insert(key.to_owned(), at);
         true
     }
 
-    pub(super) fn clear_slack_gone_now(&self, at: Timestamp) -> bool {
+    pub(super) fn clear_slack_gone_now(&self, workspace: Workspace<'_>, at: Timestamp) -> bool {
         let mut inner = self.lock();
-        if inner.slack_gone != Some(at) {
+        let key = workspace.id().unwrap_or_default();
+        if inner.slack_gone.get(key) != Some(&at) {
             return false;
         }
-        inner.slack_gone = None;
+        inner.slack_gone.remove(key);
         true
     }
 
@@ -71,8 +78,14 @@ impl MemoryStore {
         users
     }
 
-    pub(super) fn profiled_users_now(&self) -> Vec<UserId> {
-        let mut users: Vec<UserId> = self.lock().profiles.keys().cloned().collect();
+    pub(super) fn profiled_users_now(&self, workspace: Workspace<'_>) -> Vec<UserId> {
+        let inner = self.lock();
+        let mut users: Vec<UserId> = inner
+            .profiles
+            .keys()
+            .filter_map(|key| workspace.unqualify(key.as_str()))
+            .map(|u| UserId(u.into()))
+            .collect();
         users.sort();
         users
     }
