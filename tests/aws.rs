@@ -476,6 +476,7 @@ async fn the_dynamodb_store_keeps_the_port_contract() {
     contract::facts(&store).await;
     contract::workspace_purge(&store).await;
     contract::workspaces_do_not_cross(&store).await;
+    contract::installations(&store, &contract::test_sealer()).await;
 }
 
 #[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]

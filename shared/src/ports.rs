@@ -16,6 +16,9 @@ use crate::domain::{
     UserId, UserNote, UserProfile, Workspace, WorkspaceMemory,
 };
 
+mod installations;
+pub use installations::{Installation, InstallationKey, Installations, RefreshedTokens, Sealed, TokenSealer};
+
 /// A backend failed. `Backend` may pass (queues redeliver the job); `Rejected` will
 /// not (the platform said no: a missing channel, a revoked token), so the work is
 /// given up and logged instead of retried; `Busy` is work another delivery holds, or

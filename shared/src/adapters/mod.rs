@@ -14,6 +14,7 @@ pub mod memory;
 pub mod metrics;
 pub mod platforms;
 pub mod retry;
+pub mod sealer;
 pub mod slack;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;

@@ -37,6 +37,7 @@ use crate::domain::{
 
 mod channels;
 mod facts;
+mod installations;
 mod ledger;
 mod messages;
 mod purge;

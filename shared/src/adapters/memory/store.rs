@@ -1,5 +1,6 @@
 mod channels;
 mod facts;
+mod installations;
 mod ledger;
 mod messages;
 mod purge;
@@ -75,6 +76,7 @@ struct Inner {
     /// Since when Slack's access is gone, by workspace id ("" the shared one's; see
     /// [`ChannelStateStore::mark_slack_gone`]).
     slack_gone: HashMap<String, Timestamp>,
+    installations: HashMap<crate::ports::InstallationKey, crate::ports::Installation>,
 }
 
 /// Every memory tier in maps behind one lock: the embedded store of replay and serve.

@@ -16,6 +16,7 @@
 mod channels;
 mod checkpoint;
 mod facts;
+mod installations;
 mod ledger;
 mod messages;
 mod queue;

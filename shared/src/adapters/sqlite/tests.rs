@@ -33,6 +33,7 @@ async fn the_sqlite_store_keeps_every_ports_contract() {
     contract::facts(&store).await;
     contract::workspace_purge(&store).await;
     contract::workspaces_do_not_cross(&store).await;
+    contract::installations(&store, &contract::test_sealer()).await;
     contract::in_process_queue(&store, &clock).await;
 }
 
@@ -42,6 +43,27 @@ async fn a_store_in_memory_keeps_the_contract_too() {
     let store = open(":memory:", &clock);
     contract::message_store(&store).await;
     contract::in_process_queue(&store, &clock).await;
+}
+
+#[tokio::test]
+async fn no_token_is_readable_in_the_data_file_or_its_wal() {
+    use crate::ports::{InstallationKey, Installations};
+    let dir = tempfile::tempdir().unwrap();
+    let path = file_in(&dir);
+    let store = open(&path, &clock());
+    let sealer = contract::test_sealer();
+    let key = InstallationKey::team("T1");
+    let token = "xoxb-1111-2222-never-in-clear";
+    store.put_installation(&contract::an_installation(&sealer, key.clone(), token).await).await.unwrap();
+    let read = store.installation(&key).await.unwrap().expect("stored");
+    let bytes_of = |file: &str| std::fs::read(file).unwrap_or_default();
+    let (file, wal) = (bytes_of(&path), bytes_of(&format!("{path}-wal")));
+    assert!(!wal.is_empty() || !file.is_empty(), "the install was written somewhere");
+    let holds = |bytes: &[u8], what: &str| bytes.windows(what.len()).any(|w| w == what.as_bytes());
+    for (name, bytes) in [("the data file", &file), ("its WAL", &wal)] {
+        assert!(!holds(bytes, "never-in-clear"), "{name} holds the token");
+    }
+    assert!(holds(&file, &read.bot_token.0) || holds(&wal, &read.bot_token.0), "the sealed token is what is kept");
 }
 
 /// Alice's message in `channel`, written at `at`.

@@ -32,7 +32,7 @@ pub(super) fn gone_at(item: &Item) -> PortResult<Option<Timestamp>> {
 impl DynamoStore {
     /// The distinct values of the key attribute `key` in `table`, by a scan of that
     /// attribute alone, in pages.
-    async fn scan_keys(&self, table: &str, key: &str, what: &'static str) -> PortResult<Vec<String>> {
+    pub(super) async fn scan_keys(&self, table: &str, key: &str, what: &'static str) -> PortResult<Vec<String>> {
         let mut keys: Vec<String> = Vec::new();
         let mut start = None;
         loop {
