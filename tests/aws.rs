@@ -557,8 +557,8 @@ async fn sqs_carries_versioned_jobs_to_their_worker_queue_with_their_delay() {
     tokio::time::sleep(Duration::from_millis(2500)).await;
     let later = client.receive_message().queue_url(&urls.judge).max_number_of_messages(10).send().await.unwrap();
     assert_eq!(later.messages.unwrap_or_default().len(), 1, "the delayed one arrives after its delay");
-    let newer = kuuki::adapters::aws::sqs::encode_job(&judge_job()).replace("\"v\":1", "\"v\":6");
-    assert!(decode_job(&newer).unwrap_err().to_string().contains("version 6"), "{newer}");
+    let newer = kuuki::adapters::aws::sqs::encode_job(&judge_job()).replace("\"v\":1", "\"v\":7");
+    assert!(decode_job(&newer).unwrap_err().to_string().contains("version 7"), "{newer}");
     assert!(decode_job("not json").unwrap_err().to_string().contains("not a kuuki job"));
 }
 

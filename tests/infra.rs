@@ -425,7 +425,7 @@ fn the_memory_and_secrets_outlive_the_stack_and_logs_expire() {
             kept += 1;
         }
     }
-    assert_eq!(kept, 10, "four tables and six secrets");
+    assert_eq!(kept, 13, "four tables and nine secrets (three for many Slack workspaces)");
     assert_eq!(t["Parameters"]["LogRetentionDays"]["Default"].as_u64(), Some(30));
     for (name, resource) in resources {
         let name = name.as_str().unwrap();
@@ -482,10 +482,17 @@ fn secrets_of(t: &Value, function: &Value) -> (BTreeSet<String>, BTreeSet<String
 #[test]
 fn each_function_is_given_and_may_read_only_the_secrets_it_uses() {
     let t = template();
-    let platform = ["SlackBotToken", "DiscordBotToken"];
+    // One Slack workspace's bot token, or many workspaces' key to open theirs.
+    let platform = ["SlackBotToken", "TokenEncryptionKey", "DiscordBotToken"];
     let ingress: BTreeSet<String> = platform
         .iter()
-        .chain(&["SlackSigningSecret", "DiscordPublicKey", "DiscordRelaySecret"])
+        .chain(&[
+            "SlackSigningSecret",
+            "SlackClientSecret",
+            "SlackStateSecret",
+            "DiscordPublicKey",
+            "DiscordRelaySecret",
+        ])
         .map(|s| s.to_string())
         .collect();
     let worker: BTreeSet<String> = platform.iter().chain(&["LlmApiKey"]).map(|s| s.to_string()).collect();
@@ -521,6 +528,7 @@ fn sam_deploy_deploys_the_built_template_and_the_outputs_are_the_urls_to_paste()
     for (output, route) in [
         ("SlackEventsUrl", "slack/events"),
         ("SlackCommandsUrl", "slack/commands"),
+        ("SlackInstallUrl", "slack/install"),
         ("DiscordInteractionsUrl", "discord/interactions"),
     ] {
         let value = intrinsic(&t["Outputs"][output]["Value"], "Sub").and_then(Value::as_str);

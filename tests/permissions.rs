@@ -146,6 +146,9 @@ fn mute_by(user: &str, text: &str) -> SlashCommand {
         user_id: user.into(),
         may_manage_channel: None,
         response_url: None,
+        team_id: None,
+        enterprise_id: None,
+        is_enterprise_install: false,
         discord_reply: None,
         server: None,
     }

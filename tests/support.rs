@@ -243,6 +243,7 @@ pub mod slack_world {
     use std::time::Duration;
 
     use kuuki::adapters::memory::{InProcess, MemoryLog, MemoryQueue, MemoryStore, VirtualClock};
+    use kuuki::adapters::slack::workspaces::SlackWorkspaces;
     use kuuki::adapters::slack::{SigningSecret, SlackClient, SlackIdentity};
     use kuuki::config::Settings;
     use kuuki::deps::Deps;
@@ -250,6 +251,7 @@ pub mod slack_world {
     use kuuki::ports::Clock;
     use kuuki::replay::REPLAY_EPOCH;
     use kuuki::worker::run_due;
+    use kuuki::workspaces::Workspaces;
     use kuuki_ingress::{Ingress, SlackIngress, app};
     use serde_json::{Value, json};
     use wiremock::matchers::{method, path};
@@ -316,6 +318,45 @@ pub mod slack_world {
             llm: Option<Arc<dyn kuuki::ports::Llm>>,
             adapt: impl FnOnce(&mut kuuki::deps::Adapters),
         ) -> SlackWorld {
+            Self::start_serving(settings, mount_defaults, llm, adapt, false).await.0
+        }
+
+        /// A deployment serving many Slack workspaces (issue 45), none installed yet:
+        /// each call to Slack is made with the token of the channel's workspace, from
+        /// the installations in the world's store ([`SlackWorld::installed`]).
+        pub async fn start_many(
+            settings: &[(&str, &str)],
+            llm: Option<Arc<dyn kuuki::ports::Llm>>,
+        ) -> (SlackWorld, Arc<Workspaces>) {
+            let (world, workspaces) = Self::start_serving(settings, true, llm, |_| {}, true).await;
+            (world, workspaces.expect("serving many"))
+        }
+
+        /// Installs kuuki in `team` as Slack would grant it: bot `bot`, token `token`.
+        pub async fn installed(workspaces: &Workspaces, team: &str, bot: &str, token: &str) {
+            let grant = kuuki::ports::SlackGrant {
+                key: kuuki::ports::InstallationKey::team(team),
+                app_id: "A0KUUKI".into(),
+                team_name: format!("Team {team}"),
+                enterprise_name: None,
+                installer: UserId("UADMIN".into()),
+                bot_token: token.into(),
+                bot_user_id: UserId(bot.into()),
+                bot_id: format!("B{bot}"),
+                bot_scopes: vec!["chat:write".into()],
+                refresh_token: None,
+                expires_in_seconds: None,
+            };
+            workspaces.install(&grant, REPLAY_EPOCH).await.expect("installed");
+        }
+
+        async fn start_serving(
+            settings: &[(&str, &str)],
+            mount_defaults: bool,
+            llm: Option<Arc<dyn kuuki::ports::Llm>>,
+            adapt: impl FnOnce(&mut kuuki::deps::Adapters),
+            many: bool,
+        ) -> (SlackWorld, Option<Arc<Workspaces>>) {
             let slack_api = MockServer::start().await;
             if mount_defaults {
                 Self::mount_default_api(&slack_api).await;
@@ -328,23 +369,34 @@ pub mod slack_world {
             let parts = InProcess::new(clock.clone());
             let (store, queue) = (parts.store.clone(), parts.queue.clone());
             let log = Arc::new(MemoryLog::default());
-            let chat =
-                Arc::new(SlackClient::new(&slack_api.uri(), "xoxb-test").with_timeout(settings.budget.chat_timeout));
+            let client = SlackClient::new(&slack_api.uri(), "xoxb-test").with_timeout(settings.budget.chat_timeout);
+            let workspaces = many.then(|| {
+                let sealer = Arc::new(kuuki::adapters::contract::test_sealer());
+                Arc::new(Workspaces::new(store.clone(), sealer, clock.clone()))
+            });
+            let chat: Arc<dyn kuuki::ports::Chat> = match &workspaces {
+                Some(workspaces) => Arc::new(SlackWorkspaces::new(client, workspaces.clone())),
+                None => Arc::new(client),
+            };
             let persona = settings.persona(None);
             let mut adapters = parts.adapters(chat, llm, log.clone());
             adapt(&mut adapters);
-            let deps = Arc::new(Deps::new(settings, persona, UserId(BOT_USER.into()), adapters, 7));
-            let ingress = Arc::new(Ingress {
-                deps: deps.clone(),
-                slack: Some(SlackIngress {
-                    secret: SigningSecret::new(SECRET),
-                    identity: SlackIdentity { user_id: BOT_USER.into(), bot_id: Some(BOT_ID.into()) },
-                }),
-                discord: None,
-                metrics_for: None,
-            });
+            let deps = Deps::new(settings, persona, UserId(BOT_USER.into()), adapters, 7);
+            let (deps, slack) = match &workspaces {
+                Some(workspaces) => {
+                    let access = kuuki::ingest::slack::SlackAccess::Many(workspaces.clone());
+                    let slack = SlackIngress { secret: SigningSecret::new(SECRET), access, install: None };
+                    (Arc::new(deps.with_workspaces(workspaces.clone())), slack)
+                }
+                None => {
+                    let me = SlackIdentity { user_id: BOT_USER.into(), bot_id: Some(BOT_ID.into()) };
+                    (Arc::new(deps), SlackIngress::one(SigningSecret::new(SECRET), me))
+                }
+            };
+            let ingress =
+                Arc::new(Ingress { deps: deps.clone(), slack: Some(slack), discord: None, metrics_for: None });
             let base_url = serve_ingress(ingress).await;
-            SlackWorld {
+            let world = SlackWorld {
                 slack_api,
                 base_url,
                 http: reqwest::Client::new(),
@@ -354,7 +406,8 @@ pub mod slack_world {
                 log,
                 deps,
                 secret: SigningSecret::new(SECRET),
-            }
+            };
+            (world, workspaces)
         }
 
         pub async fn mount_default_api(server: &MockServer) {

@@ -296,7 +296,7 @@ pub(crate) async fn display_names<'m>(
     for m in messages.filter(|m| m.author != Author::OwnBot) {
         people.entry(&m.user).or_insert(m);
     }
-    let lookups = people.values().map(|m| async move { (*m, deps.chat.user_name(&m.user).await) });
+    let lookups = people.values().map(|m| async move { (*m, deps.chat.user_name(&m.channel, &m.user).await) });
     let found = tokio::time::timeout(deps.budget.chat_call, futures_util::future::join_all(lookups))
         .await
         .unwrap_or_else(|_| {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::config::Settings;
 use crate::domain::Job;
-use crate::domain::{BotIdentity, Persona, UserId};
+use crate::domain::{BotIdentity, ChannelId, Persona, UserId};
 use crate::ports::{
     ChannelStateStore, Chat, Clock, DecisionLog, Embedder, FactStore, Ledger, Llm, MAX_QUEUE_DELAY, MessageStore,
     PortResult, Queue, Scheduler,
@@ -16,7 +16,15 @@ pub struct Deps {
     pub settings: Settings,
     /// The time budget the settings give (claims' leases, the workers' timeouts).
     pub budget: crate::budget::TimeBudget,
-    pub bot: BotIdentity,
+    /// Who kuuki is where a deployment serves one Slack workspace, Discord, a replay;
+    /// [`Deps::bot_in`] for any channel.
+    pub bot: Arc<BotIdentity>,
+    /// Many Slack workspaces on one deployment (`SLACK_CLIENT_ID`): their
+    /// installations. `None` for one workspace.
+    pub workspaces: Option<Arc<crate::workspaces::Workspaces>>,
+    /// kuuki's bot in each of them, as their installations say (filled as events and
+    /// jobs of each come).
+    workspace_bots: std::sync::RwLock<std::collections::HashMap<String, Arc<BotIdentity>>>,
     pub persona: Persona,
     pub prompts: Prompts,
     pub messages: Arc<dyn MessageStore>,
@@ -100,8 +108,34 @@ impl Deps {
     /// wins); `seed` makes the judge's jitter reproducible.
     /// The same bot also answers on another platform, as `user_id` there.
     pub fn also_known_as(mut self, user_id: UserId) -> Self {
-        self.bot = self.bot.also(user_id);
+        self.bot = Arc::new((*self.bot).clone().also(user_id));
         self
+    }
+
+    /// Serving many Slack workspaces through their installations.
+    pub fn with_workspaces(mut self, workspaces: Arc<crate::workspaces::Workspaces>) -> Self {
+        self.workspaces = Some(workspaces);
+        self
+    }
+
+    /// Who kuuki is in `channel`: in a Slack workspace among several, the bot user its
+    /// installation has ([`Deps::know_workspace_bot`]).
+    pub fn bot_in(&self, channel: &ChannelId) -> Arc<BotIdentity> {
+        let crate::domain::Workspace::Slack(workspace) = channel.workspace() else { return self.bot.clone() };
+        let bots = self.workspace_bots.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+        bots.get(workspace).cloned().unwrap_or_else(|| self.bot.clone())
+    }
+
+    /// `bot_user` is kuuki in Slack workspace `workspace` (as its installation says).
+    pub fn know_workspace_bot(&self, workspace: &str, bot_user: &UserId) {
+        let bots = self.workspace_bots.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if bots.get(workspace).is_some_and(|bot| bot.is_me(bot_user.as_str())) {
+            return;
+        }
+        drop(bots);
+        let persona = &self.persona;
+        let bot = Arc::new(BotIdentity::new(bot_user.clone(), &persona.name, &persona.aliases));
+        self.workspace_bots.write().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(workspace.to_owned(), bot);
     }
 
     pub fn new(mut settings: Settings, persona: Persona, bot_user_id: UserId, adapters: Adapters, seed: u64) -> Self {
@@ -109,12 +143,14 @@ impl Deps {
         settings.bot.aliases = persona.aliases.clone();
         settings.bot.topics = persona.topics.clone();
         let settings = settings.for_llm(adapters.llm.is_some());
-        let bot = BotIdentity::new(bot_user_id, &persona.name, &persona.aliases);
+        let bot = Arc::new(BotIdentity::new(bot_user_id, &persona.name, &persona.aliases));
         Self {
             prompts: Prompts::new(settings.bot.prompt_language),
             budget: settings.time_budget(),
             settings,
             bot,
+            workspaces: None,
+            workspace_bots: Default::default(),
             persona,
             messages: adapters.messages,
             channels: adapters.channels,

@@ -9,6 +9,7 @@ pub mod deps;
 pub mod domain;
 pub mod eval;
 pub mod ingest;
+pub mod install;
 pub mod judge;
 pub mod memory;
 pub mod ports;
@@ -18,6 +19,7 @@ pub mod replay;
 pub mod respond;
 pub mod talkativeness;
 pub mod worker;
+pub mod workspaces;
 
 /// Settings hold credentials as `secrecy` strings; callers expose them where used.
 pub use secrecy;

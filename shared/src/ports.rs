@@ -17,7 +17,10 @@ use crate::domain::{
 };
 
 mod installations;
-pub use installations::{Installation, InstallationKey, Installations, RefreshedTokens, Sealed, TokenSealer};
+pub use installations::{
+    Installation, InstallationKey, Installations, OAuthError, RefreshedTokens, Sealed, SlackGrant, SlackOAuth,
+    SlackTokens, TokenSealer,
+};
 
 /// A backend failed. `Backend` may pass (queues redeliver the job); `Rejected` will
 /// not (the platform said no: a missing channel, a revoked token), so the work is
@@ -821,16 +824,17 @@ pub trait Chat: Send + Sync {
         after: &Ts,
         tag: &str,
     ) -> PortResult<Option<FoundPost>>;
-    /// A display name for prompts; the id itself when the platform has none.
-    async fn user_name(&self, user: &UserId) -> PortResult<String>;
+    /// A display name for prompts of `user`, as seen from `channel` (whose workspace
+    /// knows them); the id itself when the platform has none.
+    async fn user_name(&self, channel: &ChannelId, user: &UserId) -> PortResult<String>;
     /// Answers a slash command after the fact, the way back it gave
     /// ([`crate::domain::CommandReply`]): the caller alone sees the answer.
     async fn answer_command(&self, reply: &crate::domain::CommandReply, text: &str) -> PortResult<()>;
-    /// Whether the platform says `user` administers the workspace (Slack: admin or
-    /// owner), which lets them change how kuuki takes part. An error when it cannot
+    /// Whether the platform says `user` administers the workspace of `channel` (Slack:
+    /// admin or owner), which lets them change how kuuki takes part. An error when it cannot
     /// tell (never a guess). Platforms whose requests carry the caller's permissions
     /// (Discord interactions) and the replay say no: there, only `COMMAND_MANAGERS`.
-    async fn is_workspace_admin(&self, _user: &UserId) -> PortResult<bool> {
+    async fn is_workspace_admin(&self, _channel: &ChannelId, _user: &UserId) -> PortResult<bool> {
         Ok(false)
     }
     /// The server (a Discord guild) `channel` belongs to, where one deployment serves

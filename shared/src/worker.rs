@@ -20,8 +20,20 @@ pub const REDELIVERY_DELAY: Duration = Duration::from_secs(30);
 /// Deliveries before a job goes to the dead letters (SQS maxReceiveCount).
 pub const MAX_DELIVERIES: u32 = 5;
 
-/// One delivery of one job to its worker.
+/// One delivery of one job to its worker. A job of a Slack workspace among several
+/// that has no installation (uninstalled since it was queued) is dropped with one line.
 pub async fn run_job(deps: &Deps, job: &Job) -> PortResult<()> {
+    if let (Some(workspaces), crate::domain::Workspace::Slack(workspace)) =
+        (&deps.workspaces, job.channel().workspace())
+    {
+        match workspaces.installed(workspace).await? {
+            Some(installed) => deps.know_workspace_bot(workspace, &installed.bot_user),
+            None => {
+                tracing::info!(kind = job.kind_name(), workspace, "dropped: the Slack workspace is not installed");
+                return Ok(());
+            }
+        }
+    }
     match job {
         Job::Judge { thread, ts } => judge::handle(deps, thread, ts).await,
         Job::PickUp { thread, ts } => judge::pickup::handle(deps, thread, ts).await,
@@ -40,7 +52,9 @@ pub async fn run_job(deps: &Deps, job: &Job) -> PortResult<()> {
             let late = crate::memory::forget::Late { channel, ts, user, name, channels, server: server.as_deref() };
             crate::memory::forget::look_again(deps, &late).await
         }
-        Job::PurgeSlack { team, gone_at } => crate::memory::purge::purge_slack(deps, team, gone_at).await,
+        Job::PurgeSlack { team, gone_at, workspace } => {
+            crate::memory::purge::purge_slack(deps, team, gone_at, workspace.as_deref()).await
+        }
     }
 }
 

@@ -154,10 +154,10 @@ pub(super) async fn world_logged(
     let deps = Arc::new(Deps::new(settings, persona, UserId(BOT_USER.into()), adapters, 3));
     let ingress = Arc::new(kuuki_ingress::Ingress {
         deps: deps.clone(),
-        slack: Some(kuuki_ingress::SlackIngress {
-            secret: SigningSecret::new("e2e-secret"),
-            identity: SlackIdentity { user_id: BOT_USER.into(), bot_id: None },
-        }),
+        slack: Some(kuuki_ingress::SlackIngress::one(
+            SigningSecret::new("e2e-secret"),
+            SlackIdentity { user_id: BOT_USER.into(), bot_id: None },
+        )),
         discord: None,
         metrics_for: None,
     });
@@ -968,6 +968,9 @@ async fn forget_me_empties_the_tables_of_a_person() {
         user_id: alice.0.to_string(),
         may_manage_channel: None,
         response_url: Some(format!("{}{response_path}", w.slack_api.uri())),
+        team_id: None,
+        enterprise_id: None,
+        is_enterprise_install: false,
         discord_reply: None,
         server: None,
     };

@@ -35,10 +35,10 @@ fn world() -> (Arc<Ingress>, Arc<MemoryStore>) {
     );
     let ingress = Arc::new(Ingress {
         deps: Arc::new(deps),
-        slack: Some(SlackIngress {
-            secret: SigningSecret::new(SECRET),
-            identity: SlackIdentity { user_id: "UKUUKI".into(), bot_id: None },
-        }),
+        slack: Some(SlackIngress::one(
+            SigningSecret::new(SECRET),
+            SlackIdentity { user_id: "UKUUKI".into(), bot_id: None },
+        )),
         discord: None,
         metrics_for: None,
     });
@@ -139,4 +139,83 @@ async fn a_function_url_path_with_a_doubled_slash_is_served() {
     let (status, _) = call(ingress.clone(), &event).await;
     assert_eq!(status, 200);
     assert!(store.get_message(&ChannelId("C1".into()), &Ts::new("1767603600.000009")).await.unwrap().is_some());
+}
+
+/// Slack's token endpoint, granting `code-T1` only.
+struct GrantsT1;
+
+#[async_trait::async_trait]
+impl kuuki::ports::SlackOAuth for GrantsT1 {
+    async fn exchange(&self, code: &str, _: &str) -> Result<kuuki::ports::SlackGrant, kuuki::ports::OAuthError> {
+        if code != "code-T1" {
+            return Err(kuuki::ports::OAuthError::Refused("invalid_code".into()));
+        }
+        Ok(kuuki::ports::SlackGrant {
+            key: kuuki::ports::InstallationKey::team("T1"),
+            app_id: "A1".into(),
+            team_name: "Team T1".into(),
+            enterprise_name: None,
+            installer: UserId("UADMIN".into()),
+            bot_token: "xoxb-t1".into(),
+            bot_user_id: UserId("UBOT1".into()),
+            bot_id: "BT1".into(),
+            bot_scopes: vec![],
+            refresh_token: None,
+            expires_in_seconds: None,
+        })
+    }
+}
+
+/// A Function URL GET with the cookies a browser sends (the v2 payload's `cookies`).
+fn function_url_get(path: &str, query: &str, cookies: &[&str]) -> String {
+    json!({
+        "version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": query,
+        "cookies": cookies,
+        "headers": {"host": "abc.lambda-url.us-east-1.on.aws"},
+        "requestContext": {
+            "accountId": "anonymous", "apiId": "abc", "domainName": "abc.lambda-url.us-east-1.on.aws",
+            "domainPrefix": "abc", "requestId": "r2", "routeKey": "$default", "stage": "$default",
+            "time": "05/Jan/2026:09:00:00 +0000", "timeEpoch": 1767603600000u64,
+            "http": {"method": "GET", "path": path, "protocol": "HTTP/1.1", "sourceIp": "3.3.3.3", "userAgent": "Firefox"},
+        },
+        "isBase64Encoded": false,
+    })
+    .to_string()
+}
+
+#[tokio::test]
+async fn an_install_through_a_function_url_reads_the_cookie_lambda_hands_over() {
+    let (one, store) = world();
+    let sealer = Arc::new(kuuki::adapters::contract::test_sealer());
+    let workspaces = Arc::new(kuuki::workspaces::Workspaces::new(store.clone(), sealer, one.deps.clock.clone()));
+    let vars = [
+        ("SLACK_CLIENT_ID", "1.2"),
+        ("SLACK_STATE_SECRET", "a-state-secret-of-at-least-thirty-two-chars"),
+        ("TOKEN_ENCRYPTION_KEY", &"ab".repeat(32)),
+    ];
+    let settings = Settings::from_vars(&vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()).unwrap();
+    let installer = kuuki::install::Installer::new(&settings, workspaces.clone(), Arc::new(GrantsT1));
+    let access = kuuki::ingest::slack::SlackAccess::Many(workspaces.clone());
+    let slack = SlackIngress { secret: SigningSecret::new(SECRET), access, install: Some(Arc::new(installer)) };
+    let ingress = Arc::new(Ingress { deps: one.deps.clone(), slack: Some(slack), discord: None, metrics_for: None });
+
+    let request = lambda_http::request::from_str(&function_url_get("/slack/install", "", &[])).unwrap();
+    let response = app(ingress.clone()).oneshot(request.map(|b| axum::body::Body::from(b.to_vec()))).await.unwrap();
+    assert_eq!(response.status(), 302);
+    let location = response.headers()["location"].to_str().unwrap();
+    assert!(
+        location.contains("redirect_uri=https%3A%2F%2Fabc.lambda-url.us-east-1.on.aws%2Fslack%2Foauth_redirect"),
+        "https, from the Function URL's host: {location}"
+    );
+    let cookie = response.headers()["set-cookie"].to_str().unwrap().to_owned();
+    assert!(cookie.ends_with("; Secure"), "{cookie}");
+    let pair = cookie.split(';').next().unwrap().to_owned();
+    let state = pair.strip_prefix("kuuki-oauth-state=").unwrap();
+
+    let query = format!("code=code-T1&state={state}");
+    let (status, page) = call(ingress.clone(), &function_url_get("/slack/oauth_redirect", &query, &[&pair])).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(workspaces.installed("T1").await.unwrap().is_some(), "stored");
+    let (status, _) = call(ingress, &function_url_get("/slack/oauth_redirect", &query, &[])).await;
+    assert_eq!(status, 400, "no cookie: refused");
 }

@@ -2,9 +2,12 @@
 //! `kuuki serve`: `POST /slack/events`, `POST /slack/commands`,
 //! `POST /discord/interactions`, `POST /discord/events` (the Gateway relay),
 //! `GET /healthz`. Each handler verifies the signature on the raw bytes, then calls
-//! `shared`; a platform without credentials is not served (404).
+//! `shared`; a platform without credentials is not served (404). Serving many Slack
+//! workspaces, `GET /slack/install` and `GET /slack/oauth_redirect` add kuuki to one
+//! ("Add to Slack", `install.rs`).
 //! [`serve_http`] serves it on a TCP listener with timeouts and a connection cap.
 
+mod install;
 mod server;
 
 pub use server::{ServerLimits, serve_http};
@@ -23,7 +26,8 @@ use kuuki::adapters::slack::{Scheme, SignatureError, SigningSecret, SlackIdentit
 use kuuki::deps::Deps;
 use kuuki::ingest::command::{parse_command, run_command};
 use kuuki::ingest::discord::{DiscordIngressError, handle_interaction, handle_relay_event};
-use kuuki::ingest::slack::{SlackIngressError, SlackReply, handle_event};
+use kuuki::ingest::slack::{SlackAccess, SlackIngressError, SlackReply, handle_event};
+use kuuki::install::Installer;
 use kuuki::secrecy::ExposeSecret;
 use serde_json::json;
 
@@ -41,10 +45,19 @@ pub const RELAY: Scheme = Scheme {
     secret_setting: "DISCORD_RELAY_SECRET",
 };
 
-/// Slack, when it is served: the signing secret and who kuuki is there.
+/// Slack, when it is served: the signing secret and which workspaces.
 pub struct SlackIngress {
     pub secret: SigningSecret,
-    pub identity: SlackIdentity,
+    pub access: SlackAccess,
+    /// Serving many workspaces: "Add to Slack".
+    pub install: Option<Arc<Installer>>,
+}
+
+impl SlackIngress {
+    /// The one workspace `SLACK_BOT_TOKEN` is of, where kuuki is `identity`.
+    pub fn one(secret: SigningSecret, identity: SlackIdentity) -> Self {
+        SlackIngress { secret, access: SlackAccess::One(identity), install: None }
+    }
 }
 
 /// Discord, when it is served: the application's public key (interactions), the
@@ -77,6 +90,8 @@ pub enum IngressSetupError {
     NoSlackSigningSecret,
     #[error(transparent)]
     DiscordPublicKey(#[from] kuuki::adapters::discord::PublicKeyError),
+    #[error("{0} is not set: the ingress needs it to add kuuki to Slack workspaces (SLACK_CLIENT_ID is set)")]
+    NoInstallSecret(&'static str),
 }
 
 impl Ingress {
@@ -85,23 +100,32 @@ impl Ingress {
     /// names the setting (every request would be refused), except Slack over Socket Mode
     /// (`SLACK_APP_TOKEN`): its events come over the websocket, and the HTTP routes are
     /// served only when the signing secret is set too (404 otherwise).
+    /// Serving many Slack workspaces, `install` is the install flow and `deps` holds
+    /// their installations.
     pub fn new(
         deps: Arc<Deps>,
         connected: &Connected,
         metrics_for: Option<String>,
+        install: Option<Arc<Installer>>,
     ) -> Result<Ingress, IngressSetupError> {
         let settings = &deps.settings;
         let socket_mode = !settings.platforms.slack_app_token.expose_secret().is_empty();
-        let slack = match &connected.slack {
-            Some(identity) => {
+        let slack = match (&connected.slack, &deps.workspaces, install) {
+            (_, Some(workspaces), Some(install)) => {
+                if let Some(missing) = settings.platforms.install_secret_missing() {
+                    return Err(IngressSetupError::NoInstallSecret(missing));
+                }
+                let secret = SigningSecret::new(settings.platforms.slack_signing_secret.expose_secret());
+                Some(SlackIngress { secret, access: SlackAccess::Many(workspaces.clone()), install: Some(install) })
+            }
+            (Some(identity), _, _) => {
                 let secret = settings.platforms.slack_signing_secret.expose_secret();
                 if secret.is_empty() && !socket_mode {
                     return Err(IngressSetupError::NoSlackSigningSecret);
                 }
-                (!secret.is_empty())
-                    .then(|| SlackIngress { secret: SigningSecret::new(secret), identity: identity.clone() })
+                (!secret.is_empty()).then(|| SlackIngress::one(SigningSecret::new(secret), identity.clone()))
             }
-            None => None,
+            _ => None,
         };
         let discord = match &connected.discord {
             Some(identity) => {
@@ -129,8 +153,11 @@ impl Ingress {
     /// The routes this process answers, for the start-up line.
     pub fn routes(&self) -> Vec<&'static str> {
         let mut routes = Vec::new();
-        if self.slack.is_some() {
+        if let Some(slack) = &self.slack {
             routes.extend(["POST /slack/events", "POST /slack/commands"]);
+            if slack.install.is_some() {
+                routes.extend(["GET /slack/install", "GET /slack/oauth_redirect"]);
+            }
         }
         if let Some(discord) = &self.discord {
             if discord.public_key.is_some() {
@@ -168,6 +195,8 @@ pub fn app_with(ingress: Arc<Ingress>, own: Router) -> Router {
     let routes = Router::new()
         .route("/slack/events", post(slack_events))
         .route("/slack/commands", post(slack_commands))
+        .route("/slack/install", get(install::slack_install))
+        .route("/slack/oauth_redirect", get(install::slack_oauth_redirect))
         .route("/discord/interactions", post(discord_interactions))
         .route("/discord/events", post(discord_events))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
@@ -231,7 +260,7 @@ async fn slack_events(State(ingress): State<Arc<Ingress>>, headers: HeaderMap, b
         return refuse(&ingress, error);
     }
     let retry = headers.contains_key("x-slack-retry-num");
-    match handle_event(&ingress.deps, &slack.identity, &body, retry).await {
+    match handle_event(&ingress.deps, &slack.access, &body, retry).await {
         Ok(SlackReply::Challenge(challenge)) => axum::Json(json!({ "challenge": challenge })).into_response(),
         Ok(SlackReply::Ack(what)) => {
             if what == "duplicate" {
@@ -256,13 +285,37 @@ async fn slack_commands(State(ingress): State<Arc<Ingress>>, headers: HeaderMap,
     if let Err(error) = verify(&ingress, slack, &headers, &body) {
         return refuse(&ingress, error);
     }
-    let command = match parse_command(&body) {
+    let mut command = match parse_command(&body) {
         Ok(command) => command,
         Err(error) => {
             tracing::warn!(%error, "refused a malformed slash command");
             return (StatusCode::BAD_REQUEST, error.to_string()).into_response();
         }
     };
+    if let SlackAccess::Many(workspaces) = &slack.access {
+        let found = workspaces
+            .of_event(command.enterprise_id.as_deref(), command.team_id.as_deref(), command.is_enterprise_install)
+            .await;
+        match found {
+            Ok(Some(installed)) => {
+                ingress.deps.know_workspace_bot(&installed.id, &installed.bot_user);
+                command.channel_id =
+                    kuuki::domain::ChannelId::slack_in(&installed.id, &command.channel_id).0.to_string();
+            }
+            Ok(None) => {
+                tracing::warn!(
+                    team = command.team_id.as_deref(),
+                    "a command from a Slack workspace kuuki is not installed in"
+                );
+                let text = "kuuki is not installed in this workspace (add it again from its install link).";
+                return axum::Json(json!({ "response_type": "ephemeral", "text": text })).into_response();
+            }
+            Err(error) => {
+                tracing::error!(%error, "could not read the workspace's installation for a slash command");
+                return axum::Json(json!({ "response_type": "ephemeral", "text": COMMAND_FAILED })).into_response();
+            }
+        }
+    }
     match run_command(&ingress.deps, &command).await {
         Ok(text) => axum::Json(json!({ "response_type": "ephemeral", "text": text })).into_response(),
         Err(error) => {

@@ -16,8 +16,10 @@ use kuuki::adapters::system::SystemClock;
 use kuuki::budget::JobKind;
 use kuuki::config::{Settings, persona_from_vars};
 use kuuki::deps::Deps;
-use kuuki::ports::{Clock, Llm};
+use kuuki::install::Installer;
+use kuuki::ports::{Clock, Llm, SlackTokens};
 use kuuki::worker::{QueueMessage, run_batch};
+use kuuki::workspaces::Workspaces;
 
 /// What a Lambda's `main` returns.
 pub use lambda_runtime::Error;
@@ -28,6 +30,8 @@ pub struct Started {
     pub connected: Connected,
     /// The SQS client and queue URLs, for settling a worker's failed messages.
     pub queue: Arc<SqsQueue>,
+    /// Serving many Slack workspaces, the ingress's "Add to Slack".
+    pub install: Option<Arc<Installer>>,
 }
 
 /// Why a cold start stopped; each names what to check.
@@ -41,6 +45,8 @@ pub enum ColdStartError {
     Persona(#[from] kuuki::config::PersonaError),
     #[error(transparent)]
     Connect(#[from] platforms::ConnectError),
+    #[error(transparent)]
+    TokenKey(#[from] kuuki::adapters::sealer::BadKey),
 }
 
 /// Everything a Lambda needs, from its environment: validated settings, the AWS
@@ -69,8 +75,17 @@ pub async fn cold_start(vars: &HashMap<String, String>, role: Role) -> Result<St
         ),
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let aws = AwsAdapters::build_for(role, &settings, clock).await;
-    let connected = platforms::connect(&settings, role).await?;
+    let aws = AwsAdapters::build_for(role, &settings, clock.clone()).await;
+    // Many Slack workspaces (SLACK_CLIENT_ID): their installations in the channels
+    // table, read once per workspace and warm instance a while (kuuki::workspaces).
+    let workspaces = if settings.platforms.slack_many_workspaces() {
+        let sealer = kuuki::adapters::sealer::LocalKeySealer::from_hex(&settings.platforms.token_encryption_key)?;
+        Some(Arc::new(Workspaces::new(aws.store.clone(), Arc::new(sealer), clock)))
+    } else {
+        None
+    };
+    let tokens = workspaces.clone().map(|w| w as Arc<dyn SlackTokens>);
+    let connected = platforms::connect_with(&settings, role, tokens).await?;
     let persona = settings.persona(persona_file.as_ref());
     let log_text = kuuki::domain::LogText::from_setting(settings.storage.log_message_text);
     if settings.storage.log_message_text {
@@ -82,7 +97,24 @@ pub async fn cold_start(vars: &HashMap<String, String>, role: Role) -> Result<St
     let mut ids = connected.bot_ids().into_iter();
     let first = ids.next().expect("connect serves at least one platform");
     let deps = ids.fold(Deps::new(settings, persona, first, adapters, fastrand::u64(..)), Deps::also_known_as);
-    Ok(Started { deps: Arc::new(deps), connected, queue: aws.queue.clone() })
+    let install = match (&workspaces, role) {
+        (Some(workspaces), Role::Ingress) => {
+            let platforms = &deps.settings.platforms;
+            let oauth = kuuki::adapters::slack::oauth::SlackOAuthClient::new(
+                &platforms.slack_api_base_url,
+                &platforms.slack_client_id,
+                platforms.slack_client_secret.clone(),
+                deps.settings.budget.chat_timeout,
+            );
+            Some(Arc::new(Installer::new(&deps.settings, workspaces.clone(), Arc::new(oauth))))
+        }
+        _ => None,
+    };
+    let deps = match workspaces {
+        Some(workspaces) => deps.with_workspaces(workspaces),
+        None => deps,
+    };
+    Ok(Started { deps: Arc::new(deps), connected, queue: aws.queue.clone(), install })
 }
 
 /// An SQS event from the queue of the `kind` worker; failed records (a job of

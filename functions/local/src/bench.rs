@@ -278,10 +278,10 @@ async fn ingress_bench(args: IngressBenchArgs) -> anyhow::Result<Latencies> {
     let secret = SigningSecret::new("bench-secret");
     let router = kuuki_ingress::app(Arc::new(kuuki_ingress::Ingress {
         deps: Arc::new(deps),
-        slack: Some(kuuki_ingress::SlackIngress {
-            secret: secret.clone(),
-            identity: SlackIdentity { user_id: "UKUUKI".into(), bot_id: None },
-        }),
+        slack: Some(kuuki_ingress::SlackIngress::one(
+            secret.clone(),
+            SlackIdentity { user_id: "UKUUKI".into(), bot_id: None },
+        )),
         discord: None,
         metrics_for: None,
     }));

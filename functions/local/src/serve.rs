@@ -14,13 +14,17 @@ use kuuki::adapters::aws::AwsAdapters;
 use kuuki::adapters::aws::sqs::poll_forever;
 use kuuki::adapters::llm::CountingLlm;
 use kuuki::adapters::metrics::{MeteredLlm, MeteredLog, Metrics};
-use kuuki::adapters::platforms::{Role, connect};
+use kuuki::adapters::platforms::{Role, connect_with};
+use kuuki::adapters::sealer::LocalKeySealer;
+use kuuki::adapters::slack::oauth::SlackOAuthClient;
 use kuuki::adapters::sqlite::SqliteStore;
 use kuuki::adapters::system::{JsonLinesLog, SystemClock};
 use kuuki::budget::JobKind;
 use kuuki::deps::{Adapters, Deps, Surroundings};
 use kuuki::domain::UserId;
-use kuuki::ports::Clock;
+use kuuki::install::Installer;
+use kuuki::ports::{Clock, Installations, SlackTokens};
+use kuuki::workspaces::Workspaces;
 use kuuki_discord_gateway::{ConnectionState, Stats};
 use kuuki_ingress::{Ingress, ServerLimits, app_with, serve_http};
 
@@ -89,8 +93,32 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         signalled.await;
         let _ = stop.send(true);
     });
-    // Slack, Discord or both: each platform whose token is set.
-    let connected = connect(&settings, Role::Ingress).await.map_err(anyhow::Error::msg)?;
+    // With --aws, the tables and queues as the AWS environment configures them.
+    let aws_config = match args.aws {
+        true => Some(kuuki::adapters::aws::config::load().await),
+        false => None,
+    };
+    let ingress_aws =
+        aws_config.as_ref().map(|config| AwsAdapters::for_role(config, Role::Ingress, &settings, clock.clone()));
+    // Many Slack workspaces (SLACK_CLIENT_ID): their installations, in the same store.
+    let workspaces = if settings.platforms.slack_many_workspaces() {
+        let sealer = LocalKeySealer::from_hex(&settings.platforms.token_encryption_key)?;
+        let installations: Arc<dyn Installations> = match (&store, &ingress_aws) {
+            (Some(store), _) => store.clone(),
+            (None, Some(aws)) => aws.store.clone(),
+            (None, None) => unreachable!("a store or AWS"),
+        };
+        Some(Arc::new(Workspaces::new(installations, Arc::new(sealer), clock.clone())))
+    } else {
+        None
+    };
+    // Slack, Discord or both: each platform whose token is set (or Slack's installations).
+    let tokens = workspaces.clone().map(|w| w as Arc<dyn SlackTokens>);
+    let connected = connect_with(&settings, Role::Ingress, tokens).await.map_err(anyhow::Error::msg)?;
+    if let Some(workspaces) = &workspaces {
+        let installed = workspaces.installed_workspaces().await?;
+        eprintln!("kuuki serve: serving the Slack workspaces that install kuuki ({} installed now)", installed.len());
+    }
     if let Some(me) = &connected.slack {
         eprintln!("kuuki serve: signed in to Slack as bot user {}", me.user_id);
     }
@@ -134,10 +162,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         let deps_on = |aws: &AwsAdapters| {
             let adapters = aws.adapters(chat.clone(), llm.clone(), log.clone()).with_embedder(options.embedder.clone());
             let deps = Deps::new(settings.clone(), options.persona.clone(), user.clone(), adapters, options.seed);
-            Arc::new(also.iter().cloned().fold(deps, Deps::also_known_as))
+            let deps = also.iter().cloned().fold(deps, Deps::also_known_as);
+            Arc::new(match &workspaces {
+                Some(workspaces) => deps.with_workspaces(workspaces.clone()),
+                None => deps,
+            })
         };
-        let config = kuuki::adapters::aws::config::load().await;
-        let jobs = AwsAdapters::for_role(&config, Role::Worker, &settings, clock.clone());
+        let config = aws_config.as_ref().expect("loaded with --aws");
+        let jobs = AwsAdapters::for_role(config, Role::Worker, &settings, clock.clone());
         let workers = deps_on(&jobs);
         let (client, urls) = (jobs.queue.client().clone(), jobs.queue.urls().clone());
         let pollers = JobKind::ALL
@@ -146,20 +178,34 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 tokio::spawn(poll_forever(workers.clone(), client.clone(), kind, urls.for_kind(kind).to_owned()))
             })
             .collect();
-        (deps_on(&AwsAdapters::for_role(&config, Role::Ingress, &settings, clock)), pollers)
+        (deps_on(ingress_aws.as_ref().expect("built with --aws")), pollers)
     } else {
         let store = store.clone().expect("opened unless --aws");
         let around = Surroundings { chat, llm, clock, log };
         let adapters =
             Adapters::from_store(store.clone(), store.clone(), store.clone(), around).with_embedder(options.embedder);
         let deps = Deps::new(settings, options.persona, user, adapters, options.seed);
-        let deps = Arc::new(also.into_iter().fold(deps, Deps::also_known_as));
+        let deps = also.into_iter().fold(deps, Deps::also_known_as);
+        let deps = Arc::new(match &workspaces {
+            Some(workspaces) => deps.with_workspaces(workspaces.clone()),
+            None => deps,
+        });
         let drain = Duration::from_secs(args.stop_timeout_secs);
         let observer = Some(metrics.clone() as Arc<dyn kuuki::ports::JobObserver>);
         let workers = kuuki::worker::run_until_stopped(deps.clone(), store, stopping.clone(), drain, observer);
         (deps, vec![tokio::spawn(workers)])
     };
-    let ingress = Arc::new(Ingress::new(deps, &connected, None)?);
+    let install = workspaces.map(|workspaces| {
+        let platforms = &deps.settings.platforms;
+        let oauth = SlackOAuthClient::new(
+            &platforms.slack_api_base_url,
+            &platforms.slack_client_id,
+            platforms.slack_client_secret.clone(),
+            deps.settings.budget.chat_timeout,
+        );
+        Arc::new(Installer::new(&deps.settings, workspaces, Arc::new(oauth)))
+    });
+    let ingress = Arc::new(Ingress::new(deps, &connected, None, install)?);
     // The platforms' own connections (Socket Mode, the Discord Gateway): each task ends
     // when `stopping` turns true, or with an error that stops kuuki (a revoked token).
     let mut platforms: Vec<tokio::task::JoinHandle<anyhow::Result<()>>> = Vec::new();

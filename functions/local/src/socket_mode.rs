@@ -16,7 +16,7 @@ use kuuki::adapters::platforms::Connected;
 use kuuki::adapters::slack::SlackIdentity;
 use kuuki::deps::Deps;
 use kuuki::ingest::command::{parse_command_json, run_command};
-use kuuki::ingest::slack::{SlackIngressError, SlackReply, handle_event};
+use kuuki::ingest::slack::{SlackAccess, SlackIngressError, SlackReply, handle_event};
 use kuuki::secrecy::ExposeSecret;
 use kuuki_discord_gateway::ConnectionState;
 use kuuki_ingress::{COMMAND_FAILED, MAX_BODY_BYTES};
@@ -529,7 +529,7 @@ impl Handler {
                 let event_id = envelope.payload.get("event_id").and_then(Value::as_str).unwrap_or("");
                 // The payload is the Events API request's body, as the HTTP route gets it.
                 let body = envelope.payload.to_string();
-                match handle_event(&self.deps, &self.identity, body.as_bytes(), retry).await {
+                match handle_event(&self.deps, &SlackAccess::One(self.identity.clone()), body.as_bytes(), retry).await {
                     Ok(SlackReply::Ack(what)) => {
                         tracing::debug!(link, %envelope_id, event_id, retry, retry_reason, %what, "Slack event acknowledged");
                     }

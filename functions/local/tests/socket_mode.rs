@@ -815,6 +815,12 @@ async fn metrics_move_with_the_work_and_a_store_failure_shows_in_metrics_and_hea
     slack.wait_for_posts_in("C1").await;
     kuuki.wait_for_decision("judge", &queued, |_| true).await;
     kuuki.wait_for_decision("respond", &queued, |_| true).await;
+    // The mention's post is counted when its decision is recorded, just after Slack
+    // took it: waited for, not raced.
+    wait_until("the mention's answer is counted", async || {
+        total(&scrape(&base_url).await.1, "kuuki_posts_total{mode=\"direct\"") >= 1.0
+    })
+    .await;
 
     let (_, after) = scrape(&base_url).await;
     assert_eq!(sampled(&after, "kuuki_messages_stored_total"), vec![2.0], "{after}");

@@ -951,10 +951,10 @@ pub async fn an_installation(
     key: InstallationKey,
     token: &str,
 ) -> crate::ports::Installation {
-    let sealed = sealer.seal(&secrecy::SecretString::from(token), &key.text()).await.unwrap();
+    let sealed = sealer.seal(&secrecy::SecretString::from(token), key.workspace_id()).await.unwrap();
     crate::ports::Installation {
         app_id: "A9X".into(),
-        team_name: format!("team {}", key.text()),
+        team_name: format!("team {key}"),
         enterprise_name: key.enterprise.as_ref().map(|e| format!("org {e}")),
         bot_user_id: UserId("U9XBOT".into()),
         bot_id: "B9X".into(),
@@ -969,54 +969,54 @@ pub async fn an_installation(
     }
 }
 
-/// Installations: stored by (enterprise, team), an org-wide install apart from its
-/// workspaces', a reinstall a new revision, the token refresh written only over the
-/// revision it read (of two workers, one writes), deleted once; and the token sealed
-/// (what the store holds opens only for its own install).
+/// Installations: stored by workspace (a team, or an org for an org-wide install,
+/// apart from its workspaces' own), a reinstall a new revision, the token refresh
+/// written only over the revision it read (of two workers, one writes), deleted once;
+/// and the token sealed (what the store holds opens only for its own install).
 pub async fn installations(store: &dyn Installations, sealer: &dyn TokenSealer) {
     use secrecy::ExposeSecret;
     let team = InstallationKey::team("T9I1");
     let in_org = InstallationKey { enterprise: Some("E9I".into()), team: Some("T9I2".into()) };
     let org_wide = InstallationKey { enterprise: Some("E9I".into()), team: None };
-    assert_eq!(store.installation(&team).await.unwrap(), None);
+    assert_eq!(store.installation("T9I1").await.unwrap(), None);
     for (key, token) in [(&team, "xoxb-team"), (&in_org, "xoxb-in-org"), (&org_wide, "xoxb-org-wide")] {
         let installation = an_installation(sealer, key.clone(), token).await;
         assert_eq!(store.put_installation(&installation).await.unwrap(), 1, "a first install is revision 1");
     }
-    let read = store.installation(&in_org).await.unwrap().expect("stored");
-    assert_eq!((read.key.clone(), read.revision, read.team_name.as_str()), (in_org.clone(), 1, "team E9I:T9I2"));
-    assert_eq!(sealer.open(&read.bot_token, &in_org.text()).await.unwrap().expose_secret(), "xoxb-in-org");
-    assert!(sealer.open(&read.bot_token, &org_wide.text()).await.is_err(), "sealed for its own install only");
-    let org = store.installation(&org_wide).await.unwrap().expect("the org-wide install, apart");
+    let read = store.installation("T9I2").await.unwrap().expect("stored");
+    assert_eq!((read.key.clone(), read.revision, read.team_name.as_str()), (in_org.clone(), 1, "team E9I/T9I2"));
+    assert_eq!(sealer.open(&read.bot_token, "T9I2").await.unwrap().expose_secret(), "xoxb-in-org");
+    assert!(sealer.open(&read.bot_token, "E9I").await.is_err(), "sealed for its own install only");
+    let org = store.installation("E9I").await.unwrap().expect("the org-wide install, apart");
     assert!(org.key.is_enterprise_install());
-    assert_eq!(sealer.open(&org.bot_token, &org_wide.text()).await.unwrap().expose_secret(), "xoxb-org-wide");
-    let keys = store.installation_keys().await.unwrap();
-    for key in [&team, &in_org, &org_wide] {
-        assert!(keys.contains(key), "{key} listed: {keys:?}");
+    assert_eq!(sealer.open(&org.bot_token, "E9I").await.unwrap().expose_secret(), "xoxb-org-wide");
+    let workspaces = store.installed_workspaces().await.unwrap();
+    for workspace in ["T9I1", "T9I2", "E9I"] {
+        assert!(workspaces.iter().any(|w| w == workspace), "{workspace} listed: {workspaces:?}");
     }
 
     let reinstall = an_installation(sealer, team.clone(), "xoxb-team-again").await;
     assert_eq!(store.put_installation(&reinstall).await.unwrap(), 2, "a reinstall is a new revision");
     let fresh = crate::ports::RefreshedTokens {
-        bot_token: sealer.seal(&"xoxe.xoxb-refreshed".into(), &team.text()).await.unwrap(),
-        refresh_token: Some(sealer.seal(&"xoxe-1-refresh".into(), &team.text()).await.unwrap()),
+        bot_token: sealer.seal(&"xoxe.xoxb-refreshed".into(), "T9I1").await.unwrap(),
+        refresh_token: Some(sealer.seal(&"xoxe-1-refresh".into(), "T9I1").await.unwrap()),
         expires_at: Some(at(43_200)),
     };
-    assert!(!store.replace_tokens(&team, 1, &fresh).await.unwrap(), "read before the reinstall: not written");
-    assert!(store.replace_tokens(&team, 2, &fresh).await.unwrap(), "written over the revision read");
-    assert!(!store.replace_tokens(&team, 2, &fresh).await.unwrap(), "the second worker's write is refused");
-    let refreshed = store.installation(&team).await.unwrap().expect("stored");
+    assert!(!store.replace_tokens("T9I1", 1, &fresh).await.unwrap(), "read before the reinstall: not written");
+    assert!(store.replace_tokens("T9I1", 2, &fresh).await.unwrap(), "written over the revision read");
+    assert!(!store.replace_tokens("T9I1", 2, &fresh).await.unwrap(), "the second worker's write is refused");
+    let refreshed = store.installation("T9I1").await.unwrap().expect("stored");
     assert_eq!((refreshed.revision, refreshed.token_expires_at), (3, Some(at(43_200))));
-    assert_eq!(sealer.open(&refreshed.bot_token, &team.text()).await.unwrap().expose_secret(), "xoxe.xoxb-refreshed");
+    assert_eq!(sealer.open(&refreshed.bot_token, "T9I1").await.unwrap().expose_secret(), "xoxe.xoxb-refreshed");
     assert_eq!(refreshed.bot_user_id, UserId("U9XBOT".into()), "the rest stays");
 
-    assert!(store.delete_installation(&team).await.unwrap());
-    assert!(!store.delete_installation(&team).await.unwrap(), "deleted once");
-    assert_eq!(store.installation(&team).await.unwrap(), None);
-    assert!(!store.replace_tokens(&team, 3, &fresh).await.unwrap(), "a deleted install is not refreshed");
-    assert!(store.installation(&in_org).await.unwrap().is_some(), "the others stay");
-    for key in [&in_org, &org_wide] {
-        store.delete_installation(key).await.unwrap();
+    assert!(store.delete_installation("T9I1").await.unwrap());
+    assert!(!store.delete_installation("T9I1").await.unwrap(), "deleted once");
+    assert_eq!(store.installation("T9I1").await.unwrap(), None);
+    assert!(!store.replace_tokens("T9I1", 3, &fresh).await.unwrap(), "a deleted install is not refreshed");
+    assert!(store.installation("T9I2").await.unwrap().is_some(), "the others stay");
+    for workspace in ["T9I2", "E9I"] {
+        store.delete_installation(workspace).await.unwrap();
     }
 }
 

@@ -49,12 +49,12 @@ impl Chat for PlatformChat {
         self.for_id(&channel.0)?.find_post(channel, thread_root, after, tag).await
     }
 
-    async fn user_name(&self, user: &UserId) -> PortResult<String> {
-        self.for_id(&user.0)?.user_name(user).await
+    async fn user_name(&self, channel: &ChannelId, user: &UserId) -> PortResult<String> {
+        self.for_id(&user.0)?.user_name(channel, user).await
     }
 
-    async fn is_workspace_admin(&self, user: &UserId) -> PortResult<bool> {
-        self.for_id(&user.0)?.is_workspace_admin(user).await
+    async fn is_workspace_admin(&self, channel: &ChannelId, user: &UserId) -> PortResult<bool> {
+        self.for_id(&user.0)?.is_workspace_admin(channel, user).await
     }
 
     async fn answer_command(&self, reply: &CommandReply, text: &str) -> PortResult<()> {
@@ -121,6 +121,8 @@ pub enum Role {
 pub enum ConnectError {
     #[error("neither SLACK_BOT_TOKEN nor DISCORD_BOT_TOKEN is set: kuuki needs a platform to serve")]
     NoPlatform,
+    #[error("SLACK_CLIENT_ID is set (many workspaces), but no installations were given to read tokens from")]
+    NoInstallations,
     #[error("auth.test at {base_url}: {source} (is SLACK_BOT_TOKEN right?)")]
     Slack { base_url: String, source: crate::adapters::slack::SlackApiError },
     #[error("GET /users/@me at {base_url}: {source} (is DISCORD_BOT_TOKEN right?)")]
@@ -132,6 +134,17 @@ pub enum ConnectError {
 /// the connections the first requests would otherwise pay for. Errors name the
 /// setting to check.
 pub async fn connect(settings: &crate::config::Settings, role: Role) -> Result<Connected, ConnectError> {
+    connect_with(settings, role, None).await
+}
+
+/// [`connect`], serving many Slack workspaces (`SLACK_CLIENT_ID`) with each one's token
+/// from `slack_tokens`: Slack is served then with no sign-in (each installation says
+/// who kuuki is in its workspace).
+pub async fn connect_with(
+    settings: &crate::config::Settings,
+    role: Role,
+    slack_tokens: Option<Arc<dyn crate::ports::SlackTokens>>,
+) -> Result<Connected, ConnectError> {
     use secrecy::ExposeSecret;
 
     use crate::adapters::discord::DiscordClient;
@@ -139,12 +152,18 @@ pub async fn connect(settings: &crate::config::Settings, role: Role) -> Result<C
 
     let slack_token = settings.platforms.slack_bot_token.expose_secret();
     let discord_token = settings.platforms.discord_bot_token.expose_secret();
-    if slack_token.is_empty() && discord_token.is_empty() {
+    let many = settings.platforms.slack_many_workspaces();
+    if slack_token.is_empty() && discord_token.is_empty() && !many {
         return Err(ConnectError::NoPlatform);
     }
     let mut chat = PlatformChat { slack: None, discord: None };
     let mut connected_slack = None;
-    if !slack_token.is_empty() {
+    if many {
+        let tokens = slack_tokens.ok_or(ConnectError::NoInstallations)?;
+        let client =
+            SlackClient::new(&settings.platforms.slack_api_base_url, "").with_timeout(settings.budget.chat_timeout);
+        chat.slack = Some(Arc::new(crate::adapters::slack::workspaces::SlackWorkspaces::new(client, tokens)));
+    } else if !slack_token.is_empty() {
         let client = Arc::new(
             SlackClient::new(&settings.platforms.slack_api_base_url, slack_token)
                 .with_timeout(settings.budget.chat_timeout),

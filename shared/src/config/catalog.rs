@@ -71,7 +71,7 @@ settings_doc! {
     "JUDGE_CHANNEL_LIST_TOKENS", "300", "Budget (about 4 bytes a token) for the LLM judge's list of the workspace's other channels, each with a one-line memory (seed 004). Private channels and DMs are never listed; 0 leaves the list out. Needs MEMORY_ENABLED.";
     "ADDRESSED_TO_OTHER_WAIT_MINUTES", "60", "After this long without an answer from anyone, a question meant for someone else is open to kuuki again (`addressed_to_other` stops applying).";
     "IGNORE_OTHER_BOTS", "true", "Other bots' messages are stored but never judged (loop prevention).";
-    "COMMAND_MANAGERS", "", "Comma-separated user ids (Slack `U…`, Discord snowflakes; in replay, transcript names) who may run `/kuuki mute`, `unmute` and `shadow` anywhere, besides Slack workspace admins and owners and Discord members with Manage Channels.";
+    "COMMAND_MANAGERS", "", "Comma-separated user ids (Slack `U…`, Discord snowflakes; in replay, transcript names) who may run `/kuuki mute`, `unmute` and `shadow` anywhere, besides Slack workspace admins and owners and Discord members with Manage Channels. Serving many Slack workspaces (SLACK_CLIENT_ID), a Slack entry is `T…/U…` and counts in that workspace only.";
     "MESSAGE_RETENTION_DAYS", "30", "Stored messages expire after this many days.";
     "PURGE_ON_UNINSTALL", "true", "When Slack says kuuki was removed from the workspace (app_uninstalled, or tokens_revoked naming its bot) and it is not installed again within UNINSTALL_PURGE_GRACE_HOURS, delete everything stored of that workspace (messages, channel memories, facts, notes, profiles, the workspace memory); Discord's data stays. Off: kuuki only stops answering there.";
     "UNINSTALL_PURGE_GRACE_HOURS", "72", "How long after an uninstall the workspace's data is kept: a reinstall within it (a message posted since delivered) keeps everything.";
@@ -95,6 +95,12 @@ settings_doc! {
     "SLACK_SIGNING_SECRET", "", "Verifies Slack requests.";
     "SLACK_BOT_TOKEN", "", "Slack Web API token (xoxb-…).";
     "SLACK_API_BASE_URL", "https://slack.com/api", "Slack Web API base URL.";
+    "SLACK_CLIENT_ID", "", "The Slack app's client id: set, kuuki serves many workspaces on one deployment, each added through \"Add to Slack\" (`/slack/install`, OAuth v2) with its own token, kept sealed; SLACK_BOT_TOKEN and SLACK_APP_TOKEN must then be unset. Every process needs TOKEN_ENCRYPTION_KEY; the ingress also SLACK_CLIENT_SECRET, SLACK_STATE_SECRET and SLACK_SIGNING_SECRET.";
+    "SLACK_CLIENT_SECRET", "", "The Slack app's client secret (\"Basic Information\"): exchanges an install's code for its token.";
+    "SLACK_STATE_SECRET", "", "Signs the state of an install in progress (at least 32 characters; any random string): a redirect whose state this deployment did not make, for another browser, used or older than 10 minutes is refused.";
+    "SLACK_REDIRECT_URI", "", "The absolute URL of `/slack/oauth_redirect` as the app's manifest lists it; empty: built from the request's host (https unless the host is 127.0.0.1 or localhost).";
+    "SLACK_AUTHORIZE_URL", "https://slack.com/oauth/v2/authorize", "Where `/slack/install` sends the browser (Slack's OAuth v2 authorize page).";
+    "TOKEN_ENCRYPTION_KEY", "", "32 bytes as 64 hex digits (`openssl rand -hex 32`): seals every installation's tokens in the store (AES-256-GCM). Keep it: a changed key leaves the stored tokens unreadable, and each workspace must be added again.";
     "SLACK_APP_TOKEN", "", "Slack app-level token (xapp-…, scope connections:write): set, `kuuki serve` reaches Slack over Socket Mode (no public URL, no signing secret needed).";
     "DISCORD_PUBLIC_KEY", "", "The Discord application's public key (64 hex digits): verifies interactions (Ed25519). Needed when DISCORD_BOT_TOKEN is set.";
     "DISCORD_BOT_TOKEN", "", "Discord bot token: set, kuuki serves Discord (REST posts, reactions, names).";
@@ -105,7 +111,7 @@ settings_doc! {
     "DISCORD_GATEWAY_URL", "", "Another Gateway address to connect to (tests, a gateway proxy); empty: the one Discord names.";
     "LOG_MESSAGE_TEXT", "false", "A debugging switch: the decision log of `kuuki serve` and the Lambdas carries message text, replies, facts and summaries (said at start-up). Off, it keeps ids, lengths, scores, rule names and reasons only; `kuuki replay` always keeps text.";
     "DATA_PATH", "kuuki.db", "`kuuki serve`: the SQLite file that keeps every memory tier, the ledger and the job queue (`--data`); `:memory:` keeps nothing across a restart.";
-    "SLACK_SIGNING_SECRET_ARN", "", "In Lambda: the Secrets Manager secret holding SLACK_SIGNING_SECRET, read once per cold start. Likewise SLACK_BOT_TOKEN_ARN, OPENAI_API_KEY_ARN, ANTHROPIC_API_KEY_ARN, DISCORD_BOT_TOKEN_ARN, DISCORD_PUBLIC_KEY_ARN and DISCORD_RELAY_SECRET_ARN.";
+    "SLACK_SIGNING_SECRET_ARN", "", "In Lambda: the Secrets Manager secret holding SLACK_SIGNING_SECRET, read once per cold start. Likewise SLACK_BOT_TOKEN_ARN, SLACK_CLIENT_SECRET_ARN, SLACK_STATE_SECRET_ARN, TOKEN_ENCRYPTION_KEY_ARN, OPENAI_API_KEY_ARN, ANTHROPIC_API_KEY_ARN, DISCORD_BOT_TOKEN_ARN, DISCORD_PUBLIC_KEY_ARN and DISCORD_RELAY_SECRET_ARN.";
     "MESSAGES_TABLE", "kuuki-messages", "DynamoDB table of messages (short-term memory).";
     "CHANNELS_TABLE", "kuuki-channels", "DynamoDB table of channel state (cooldown, engagement, history, mute).";
     "LEDGER_TABLE", "kuuki-ledger", "DynamoDB table of claims and the judgment cache.";

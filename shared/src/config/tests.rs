@@ -159,3 +159,58 @@ fn unknown_names_are_reported() {
     assert!(check_known("COOLDOWN_SECONDS").is_ok());
     assert_eq!(check_known("COOLDOWN"), Err(ConfigError::Unknown("COOLDOWN".into())));
 }
+
+#[test]
+fn many_slack_workspaces_take_their_settings_together() {
+    let key = "ab".repeat(32);
+    let state = "s".repeat(32);
+    let many = [
+        ("SLACK_CLIENT_ID", "1234.5678"),
+        ("SLACK_CLIENT_SECRET", "client-s3cret"),
+        ("SLACK_STATE_SECRET", state.as_str()),
+        ("SLACK_SIGNING_SECRET", "signing"),
+        ("TOKEN_ENCRYPTION_KEY", key.as_str()),
+    ];
+    let s = Settings::from_vars(&vars(&many)).expect("all there");
+    assert!(s.platforms.slack_many_workspaces());
+    assert!(!Settings::default().platforms.slack_many_workspaces(), "one workspace unless a client id is set");
+    assert_eq!(s.platforms.slack_authorize_url, "https://slack.com/oauth/v2/authorize");
+    let shown = format!("{s:?}");
+    for secret in ["client-s3cret", state.as_str(), key.as_str()] {
+        assert!(!shown.contains(secret), "{secret} leaked into {shown}");
+    }
+    let refused = |pairs: &[(&str, &str)], name: &str| {
+        let error = Settings::from_vars(&vars(pairs)).expect_err(name).to_string();
+        assert!(error.contains(name), "{name}: {error}");
+        for secret in ["client-s3cret", state.as_str(), key.as_str(), "xoxb-one", "xapp-one"] {
+            assert!(!error.contains(secret), "{error} shows a secret");
+        }
+    };
+    refused(
+        &many.iter().copied().filter(|(name, _)| *name != "TOKEN_ENCRYPTION_KEY").collect::<Vec<_>>(),
+        "TOKEN_ENCRYPTION_KEY",
+    );
+    assert_eq!(s.platforms.install_secret_missing(), None);
+    // A worker opens tokens and needs the key alone; the ingress's install secrets are
+    // its own check.
+    for missing in ["SLACK_CLIENT_SECRET", "SLACK_STATE_SECRET", "SLACK_SIGNING_SECRET"] {
+        let without: Vec<_> = many.iter().copied().filter(|(name, _)| *name != missing).collect();
+        let worker = Settings::from_vars(&vars(&without)).expect("a worker's settings");
+        assert_eq!(worker.platforms.install_secret_missing(), Some(missing));
+    }
+    let with = |extra: (&'static str, &'static str)| {
+        let mut pairs: Vec<(&str, &str)> = many.to_vec();
+        pairs.retain(|(name, _)| *name != extra.0);
+        pairs.push(extra);
+        pairs
+    };
+    refused(&with(("SLACK_BOT_TOKEN", "xoxb-one")), "SLACK_BOT_TOKEN");
+    refused(&with(("SLACK_APP_TOKEN", "xapp-one")), "SLACK_APP_TOKEN");
+    refused(&with(("SLACK_STATE_SECRET", "short")), "SLACK_STATE_SECRET");
+    refused(&with(("TOKEN_ENCRYPTION_KEY", "abcd")), "TOKEN_ENCRYPTION_KEY");
+    refused(&[("TOKEN_ENCRYPTION_KEY", "zz")], "TOKEN_ENCRYPTION_KEY");
+    refused(&with(("SLACK_REDIRECT_URI", "kuuki.example/slack/oauth_redirect")), "SLACK_REDIRECT_URI");
+    refused(&with(("SLACK_REDIRECT_URI", "https://kuuki.example/oauth")), "SLACK_REDIRECT_URI");
+    let uri = Settings::from_vars(&vars(&with(("SLACK_REDIRECT_URI", "https://kuuki.example/slack/oauth_redirect"))));
+    assert_eq!(uri.unwrap().platforms.slack_redirect_uri, "https://kuuki.example/slack/oauth_redirect");
+}

@@ -3,6 +3,21 @@
 
 use super::{ChannelId, Message, Ts, UserId};
 
+impl Incoming {
+    /// The same event from Slack workspace `workspace` among several: its channel
+    /// written `T…/C…`, so everything stored of it is that workspace's.
+    pub fn in_workspace(mut self, workspace: &str) -> Incoming {
+        let channel = match &mut self {
+            Incoming::Message(message) => &mut message.channel,
+            Incoming::Edited { channel, .. }
+            | Incoming::Deleted { channel, .. }
+            | Incoming::Reaction { channel, .. } => channel,
+        };
+        *channel = ChannelId::slack_in(workspace, channel.as_str());
+        self
+    }
+}
+
 /// A platform event, already verified and normalized.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Incoming {

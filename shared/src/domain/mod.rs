@@ -425,9 +425,13 @@ pub enum Job {
     /// the Slack workspace goes (`PURGE_ON_UNINSTALL`). Queued by the ingress for that
     /// moment; Discord's data is left alone.
     PurgeSlack {
-        /// The workspace Slack named (logs only: a deployment serves one).
+        /// The workspace Slack named (for logs).
         team: String,
         gone_at: Ts,
+        /// The workspace among several whose data goes (its channels `T…/C…`); `None`:
+        /// the one a deployment serves alone.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        workspace: Option<String>,
     },
 }
 
@@ -506,11 +510,16 @@ impl JobEnvelope {
     /// worker instead. 3: a forget's second look ([`Job::ForgetLate`]), which a build
     /// from before it cannot read. 4: a Slack workspace's purge after an uninstall
     /// ([`Job::PurgeSlack`]). 5: a question's pick-up ([`Job::PickUp`]) and its answer
-    /// ([`RespondMode::PickUp`]), which a build from before them cannot read.
-    pub const NEWEST: u32 = 5;
+    /// ([`RespondMode::PickUp`]), which a build from before them cannot read. 6: a job
+    /// of a Slack workspace among several (its channel `T…/C…`, a purge of that
+    /// workspace alone), which a build from before them would take for the one
+    /// workspace it serves.
+    pub const NEWEST: u32 = 6;
 
     pub fn new(job: Job) -> Self {
         let v = match job {
+            Job::PurgeSlack { workspace: Some(_), .. } => 6,
+            _ if job.channel().workspace() != crate::domain::Workspace::Shared => 6,
             Job::PickUp { .. } | Job::Respond { mode: RespondMode::PickUp, .. } => 5,
             Job::PurgeSlack { .. } => 4,
             Job::ForgetLate { .. } => 3,
@@ -609,7 +618,12 @@ impl Job {
             Job::Forget { user, .. } | Job::ForgetLate { user, .. } => user.as_str(),
             _ => thread.root.as_ref().map(Ts::as_str).unwrap_or("-"),
         };
-        let kind = match self {
+        format!("{}:{}:{root}:{}", self.kind_name(), thread.channel, self.ts())
+    }
+
+    /// The job's kind, as its envelope names it.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
             Job::Judge { .. } => "judge",
             Job::PickUp { .. } => "pick_up",
             Job::Respond { .. } => "respond",
@@ -621,8 +635,7 @@ impl Job {
             Job::Forget { .. } => "forget",
             Job::ForgetLate { .. } => "forget_late",
             Job::PurgeSlack { .. } => "purge_slack",
-        };
-        format!("{kind}:{}:{root}:{}", thread.channel, self.ts())
+        }
     }
 }
 

@@ -115,6 +115,11 @@ impl ChannelId {
         Place { platform: Platform::of_id(id), workspace: Workspace::Shared, channel: id }
     }
 
+    /// A Slack channel of a workspace among several: `T…/C…` ([`ChannelId::place`]).
+    pub fn slack_in(workspace: &str, channel: &str) -> ChannelId {
+        ChannelId(format!("{workspace}/{channel}").into())
+    }
+
     /// Whose data this channel's is.
     pub fn workspace(&self) -> Workspace<'_> {
         self.place().workspace

@@ -32,6 +32,14 @@ pub struct SlashCommand {
     /// request's form: a caller cannot vouch for themselves.
     #[serde(skip)]
     pub may_manage_channel: Option<bool>,
+    /// The Slack workspace (and org) the command was given in: which installation it
+    /// is for, serving many workspaces.
+    #[serde(default)]
+    pub team_id: Option<String>,
+    #[serde(default)]
+    pub enterprise_id: Option<String>,
+    #[serde(default, deserialize_with = "slack_bool")]
+    pub is_enterprise_install: bool,
     /// Slack's way back to the caller for an answer that takes longer than the
     /// request may (see [`SlashCommand::reply`]).
     #[serde(default)]
@@ -43,6 +51,12 @@ pub struct SlashCommand {
     /// Manage Channels permission of `may_manage_channel` holds there only.
     #[serde(skip)]
     pub server: Option<String>,
+}
+
+/// A form's `true`/`false` (Slack sends booleans as words).
+fn slack_bool<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    let word = <String as serde::Deserialize>::deserialize(deserializer)?;
+    Ok(word.eq_ignore_ascii_case("true") || word == "1")
 }
 
 // The way back is a credential to answer as kuuki: never in a log line.
@@ -125,12 +139,25 @@ pub async fn run_command(deps: &Deps, command: &SlashCommand) -> PortResult<Stri
 /// Channels or Administrator, or their own DM; Slack: a workspace admin or owner). An
 /// error when the platform cannot say: callers refuse then, never grant.
 pub async fn caller_may_manage(deps: &Deps, command: &SlashCommand) -> PortResult<bool> {
-    if deps.settings.people.command_managers.contains(&command.user_id) {
+    if is_command_manager(deps, command) {
         return Ok(true);
     }
     match command.may_manage_channel {
         Some(answer) => Ok(answer),
-        None => deps.chat.is_workspace_admin(&UserId(command.user_id.as_str().into())).await,
+        None => {
+            let channel = ChannelId(command.channel_id.as_str().into());
+            deps.chat.is_workspace_admin(&channel, &UserId(command.user_id.as_str().into())).await
+        }
+    }
+}
+
+/// Whether `COMMAND_MANAGERS` lists the caller: by their id, or in a Slack workspace
+/// among several by `T…/U…` only (a bare id would grant in every workspace).
+fn is_command_manager(deps: &Deps, command: &SlashCommand) -> bool {
+    let managers = &deps.settings.people.command_managers;
+    match ChannelId(command.channel_id.as_str().into()).workspace() {
+        crate::domain::Workspace::Shared => managers.contains(&command.user_id),
+        workspace => managers.contains(&workspace.qualify(&command.user_id)),
     }
 }
 
@@ -258,7 +285,7 @@ async fn answer_command(deps: &Deps, command: &SlashCommand) -> PortResult<Answe
         // Managing channels in one Discord server (or administering the Slack
         // workspace) is no right over what the person said elsewhere; an operator's
         // (COMMAND_MANAGERS) forget reaches everywhere.
-        let server = if deps.settings.people.command_managers.contains(&command.user_id) {
+        let server = if is_command_manager(deps, command) {
             None
         } else if Platform::of_id(&command.channel_id) == Platform::Discord {
             // A Discord manager's right is their server's: none named, none granted.
@@ -463,6 +490,9 @@ async fn status(deps: &Deps, channel: &ChannelId, now: Timestamp) -> PortResult<
         ),
     };
     let _ = writeln!(out, "kuuki here: {participation}{shadow}");
+    if let Some(workspace) = channel.workspace().id() {
+        let _ = writeln!(out, "Workspace: {workspace} (its memory, people and settings are its own)");
+    }
     // The ingress that answers this holds no model client (the workers do): the setting says.
     if s.judge.llm_enabled && (deps.llm.is_some() || s.llm.provider != crate::config::LlmProvider::None) {
         let _ = writeln!(

@@ -230,6 +230,9 @@ async fn run(
         user_id: user.to_owned(),
         may_manage_channel: Some(may_manage),
         response_url: None,
+        team_id: None,
+        enterprise_id: None,
+        is_enterprise_install: false,
         discord_reply: way_back,
     };
     run_command(deps, &command).await

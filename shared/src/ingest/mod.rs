@@ -60,7 +60,7 @@ pub async fn ingest_retry(deps: &Deps, incoming: Incoming) -> PortResult<IngestO
     if outcome == IngestOutcome::Duplicate
         && let Some(stored) = deps.messages.get_message(&message.channel, &message.ts).await?
     {
-        let trigger = direct_trigger(&stored, &deps.bot);
+        let trigger = direct_trigger(&stored, &deps.bot_in(&stored.channel));
         let jobs = plan(deps, &stored, trigger).into_iter().chain(pick_up(deps, &stored, trigger)).collect();
         deps.enqueue_all_after(jobs).await?;
     }
@@ -105,7 +105,7 @@ async fn ingest_message(deps: &Deps, message: Message) -> PortResult<IngestOutco
         return Ok(IngestOutcome::Duplicate);
     }
     let participant = deps.is_participant(&message);
-    let trigger = if participant { direct_trigger(&message, &deps.bot) } else { None };
+    let trigger = if participant { direct_trigger(&message, &deps.bot_in(&message.channel)) } else { None };
     record(
         deps,
         &message.channel,
@@ -165,7 +165,7 @@ fn plan(deps: &Deps, message: &Message, trigger: Option<DirectTrigger>) -> Optio
                 // Thanks said to kuuki, or being told to hush, is answered with an
                 // emoji, not a speech.
                 response_type: if is_thanks(&message.text)
-                    || crate::talkativeness::is_hush(&message.text, true, &deps.bot)
+                    || crate::talkativeness::is_hush(&message.text, true, &deps.bot_in(&message.channel))
                 {
                     ResponseType::ReactOnly
                 } else {

@@ -142,6 +142,7 @@ async fn judge_claimed(
     let previous = window.previous_in_channel(deps, channel, turn_start).await?;
     let previous_at = previous.as_ref().map(|m| m.at);
     let people = people::load(deps, window, &target, rules::turn(upto)).await?;
+    let bot = deps.bot_in(channel);
     let input = rules::RuleInput {
         message: &target,
         conversation: upto,
@@ -150,7 +151,7 @@ async fn judge_claimed(
         last_response_here: last_response_in(&state, &target.thread_root),
         now: deps.clock.now(),
         answered,
-        bot: &deps.bot,
+        bot: &bot,
         people: &people,
     };
     // How the channel has taken kuuki's unasked words lately (§7.6).
@@ -357,7 +358,7 @@ async fn ask_llm(
             let names = context::display_names(deps, humans).await;
             let mut people = people.clone();
             people.extend(rules::KnownPeople::new(names.iter().map(|(user, name)| (user, name.as_str()))));
-            own_conversation::own_conversation(conversation, &deps.bot, &people)
+            own_conversation::own_conversation(conversation, &deps.bot_in(&target.channel), &people)
         }
     };
     let shown = own.as_deref().unwrap_or(conversation);

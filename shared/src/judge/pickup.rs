@@ -42,7 +42,7 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
     // The asker's turn may have gone on ("not pushed yet"): the wait counts from its
     // last line.
     let due = view.asker_turn_end() + judge.unanswered_question_wait;
-    if let Some(closing) = view.closing(&deps.bot, &people, now, judge) {
+    if let Some(closing) = view.closing(&deps.bot_in(&question.channel), &people, now, judge) {
         // The answered model reads the question's aftermath as of its look, which has
         // not come while the asker is still writing: it is asked again then.
         let looked_too_soon = matches!(closing, Closing::LikelyAnswered { .. }) && now < due;
@@ -53,12 +53,12 @@ pub async fn handle(deps: &Deps, thread: &ThreadKey, ts: &Ts) -> PortResult<()> 
     // A question to kuuki (a reply to its answer) is the JUDGE's to answer, at once.
     let mut asked: Vec<Arc<Message>> = before.clone();
     asked.extend(view.asker_turn_after().iter().cloned());
-    if rules::addressed_to_kuuki(&asked, &deps.bot) {
+    if rules::addressed_to_kuuki(&asked, &deps.bot_in(&question.channel)) {
         return drop_it(deps, thread, ts, "the question is to kuuki: its own judgment answers it");
     }
     // Someone else's to answer: its own judgment said so and looks again after
     // ADDRESSED_TO_OTHER_WAIT_MINUTES.
-    if view.addressee(&deps.bot, &people).is_some() {
+    if view.addressee(&deps.bot_in(&question.channel), &people).is_some() {
         return Ok(());
     }
     if now < due {
@@ -181,6 +181,7 @@ async fn judge_question(
     let turn_start = rules::turn(&conversation).first().map_or(&target.ts, |m| &m.ts).clone();
     let previous = window.previous_in_channel(deps, channel, &turn_start).await?;
     let previous_at = previous.as_ref().map(|m| m.at);
+    let bot = deps.bot_in(channel);
     let input = rules::RuleInput {
         message: &target,
         conversation: &conversation,
@@ -190,7 +191,7 @@ async fn judge_question(
         now: deps.clock.now(),
         // The open-question rules read what came after, and found no answer.
         answered: false,
-        bot: &deps.bot,
+        bot: &bot,
         people,
     };
     let offset = crate::talkativeness::offset(deps, &state);
@@ -222,7 +223,7 @@ async fn judge_question(
     // With the answered model on, the judge is shown the lines that may answer the
     // question and says whether one does (what a line says, no feature reads).
     let maybe_answers = match deps.settings.judge.reply_model_threshold {
-        Some(_) => view.maybe_answers(&deps.bot, people),
+        Some(_) => view.maybe_answers(&deps.bot_in(&view.question.channel), people),
         None => Vec::new(),
     };
     let mut judgment = judgment_of(deps, window, &target, &state, people, &scored, &maybe_answers).await?;
@@ -281,8 +282,9 @@ async fn earlier_in_burst(
         }
         let earlier_view = QuestionView { question: earlier, before: &view.before[..=i], after: &after };
         let waiting = question.at < earlier_view.asker_turn_end() + wait;
-        let open = earlier_view.closing(&deps.bot, people, question.at, &deps.settings.judge).is_none();
-        if waiting && open && earlier_view.addressee(&deps.bot, people).is_none() {
+        let open =
+            earlier_view.closing(&deps.bot_in(&question.channel), people, question.at, &deps.settings.judge).is_none();
+        if waiting && open && earlier_view.addressee(&deps.bot_in(&question.channel), people).is_none() {
             return Ok(Some(earlier.ts.clone()));
         }
     }
@@ -319,7 +321,7 @@ pub async fn settled_since(deps: &Deps, window: &Window, question: &Arc<Message>
     let before = [question.clone()];
     let people = KnownPeople::of_messages(before.iter().chain(after.iter()));
     let view = QuestionView { question, before: &before, after: &after };
-    Ok(view.surely_closed(&deps.bot, &people).and(after.last().cloned()))
+    Ok(view.surely_closed(&deps.bot_in(&question.channel), &people).and(after.last().cloned()))
 }
 
 /// Logs why the pick-up of `ts` ends here.

@@ -140,16 +140,22 @@ async fn in_discord_server(
     }
 }
 
-/// Among `channels`, those `server` reaches (all of them when `None`), and how many
-/// could not be placed. `requested_in` is always one; the Slack workspace reaches its
-/// own channels (a deployment serves one); a Discord server the channels Discord puts
-/// in it, asked a few at a time (remembered in the ledger, see [`in_discord_server`]).
+/// Among `channels` of `requested_in`'s workspace, those `server` reaches (all of them
+/// when `None`), and how many could not be placed. `requested_in` is always one; the
+/// Slack workspace reaches its own channels; a Discord server the channels Discord
+/// puts in it, asked a few at a time (remembered in the ledger, see
+/// [`in_discord_server`]).
 async fn in_reach(
     deps: &Deps,
     channels: Vec<ChannelId>,
     server: Option<&str>,
     requested_in: &ChannelId,
 ) -> PortResult<(Vec<ChannelId>, usize)> {
+    // A forget never reaches past the workspace it was asked in: with many Slack
+    // workspaces on one deployment, each is its own (the shared one holds the one
+    // Slack workspace a deployment serves alone, and Discord's servers).
+    let workspace = requested_in.workspace();
+    let channels: Vec<ChannelId> = channels.into_iter().filter(|c| c.workspace() == workspace).collect();
     let Some(server) = server else { return Ok((channels, 0)) };
     if server == SLACK_WORKSPACE {
         return Ok((channels.into_iter().filter(|c| c == requested_in || !c.is_discord()).collect(), 0));
@@ -199,7 +205,7 @@ pub async fn forget_user(
     // Before anything goes (memory work storing meanwhile drops what it learned of
     // them), and with the time at the end (work that read their messages before then).
     // Older facts name people as the model wrote them: by display name.
-    let name = match deps.chat.user_name(user).await {
+    let name = match deps.chat.user_name(requested_in, user).await {
         Ok(name) if *name != *user.0 => name,
         _ => String::new(),
     };
@@ -387,7 +393,7 @@ mod tests {
         ) -> PortResult<Option<crate::ports::FoundPost>> {
             unreachable!("placing channels looks for no post")
         }
-        async fn user_name(&self, user: &UserId) -> PortResult<String> {
+        async fn user_name(&self, _: &ChannelId, user: &UserId) -> PortResult<String> {
             Ok(user.0.to_string())
         }
         async fn answer_command(&self, _: &CommandReply, _: &str) -> PortResult<()> {

@@ -9,8 +9,10 @@
 //! of its own and stops there with a `dropped` line. A message posted since the mark
 //! that Slack delivered shows the app was installed again: the job about it clears the
 //! mark (conditionally, once) and goes on, and the purge then finds no mark and does
-//! nothing. One deployment serves one Slack workspace, so "the workspace" is every
-//! Slack channel in the store; Discord's channels and people are left alone.
+//! nothing. A deployment serving one Slack workspace purges every Slack channel in the
+//! store (the shared workspace's); one serving many purges that workspace's channels
+//! (`T…/C…`), profiles and memory, then its installation, and no other workspace's.
+//! Discord's channels and people are left alone.
 //!
 //! [`ChannelStateStore::mark_slack_gone`]: crate::ports::ChannelStateStore::mark_slack_gone
 
@@ -55,16 +57,42 @@ impl AccessGone {
 /// uninstall sends (their order is not guaranteed), finds the mark and does nothing.
 /// The purge is queued before the mark is set (a conditional write), so a delivery
 /// that dies in between leaves no mark, and its retry queues it again (the purge is
-/// safe to run twice).
-pub async fn slack_access_gone(deps: &Deps, team: Option<&str>, event: &str, at: Timestamp) -> PortResult<AccessGone> {
-    // One workspace per deployment until the purge learns which (issue 45).
-    let workspace = Workspace::Shared;
+/// safe to run twice). With many workspaces, the workspace's installation goes at
+/// once too (its token is dead): its events and jobs are refused from then on, and a
+/// reinstall stores a new one.
+pub async fn slack_access_gone(
+    deps: &Deps,
+    workspace: Workspace<'_>,
+    team: Option<&str>,
+    event: &str,
+    at: Timestamp,
+) -> PortResult<AccessGone> {
+    let outcome = mark_access_gone(deps, workspace, team, event, at).await?;
+    if let (Workspace::Slack(id), Some(workspaces)) = (workspace, &deps.workspaces)
+        && workspaces.uninstall(id).await?
+    {
+        tracing::info!(workspace = id, "the workspace's installation removed: it uninstalled kuuki");
+    }
+    Ok(outcome)
+}
+
+async fn mark_access_gone(
+    deps: &Deps,
+    workspace: Workspace<'_>,
+    team: Option<&str>,
+    event: &str,
+    at: Timestamp,
+) -> PortResult<AccessGone> {
     if deps.channels.slack_gone(workspace).await?.is_some() {
         return Ok(AccessGone::AlreadyMarked);
     }
     let purge_at = deps.settings.memory.purge_on_uninstall.then(|| at + deps.settings.memory.uninstall_purge_grace);
     if let Some(purge_at) = purge_at {
-        let job = Job::PurgeSlack { team: team.unwrap_or_default().to_owned(), gone_at: Ts::from_timestamp(at) };
+        let job = Job::PurgeSlack {
+            team: team.unwrap_or_default().to_owned(),
+            gone_at: Ts::from_timestamp(at),
+            workspace: workspace.id().map(str::to_owned),
+        };
         let now = deps.clock.now();
         let delay = Duration::from_micros(purge_at.as_micros().saturating_sub(now.as_micros()).max(0) as u64);
         deps.enqueue_after(job, delay).await?;
@@ -135,8 +163,9 @@ pub struct Purged {
 /// summary). Safe to repeat and to die anywhere: every step removes what is still
 /// there, and the lists are read again. A mark cleared since (installed again) or a
 /// newer one (uninstalled again; its own purge comes later) leaves everything.
-pub async fn purge_slack(deps: &Deps, team: &str, gone_at: &Ts) -> PortResult<()> {
-    let Some(gone) = deps.channels.slack_gone(Workspace::Shared).await? else {
+pub async fn purge_slack(deps: &Deps, team: &str, gone_at: &Ts, workspace_id: Option<&str>) -> PortResult<()> {
+    let workspace = workspace_id.map_or(Workspace::Shared, Workspace::Slack);
+    let Some(gone) = deps.channels.slack_gone(workspace).await? else {
         tracing::info!(team, %gone_at, "Slack access came back within the grace period: nothing purged");
         return Ok(());
     };
@@ -149,13 +178,16 @@ pub async fn purge_slack(deps: &Deps, team: &str, gone_at: &Ts) -> PortResult<()
         tracing::info!(team, %gone_at, "Slack access went again later: that mark's purge comes at its own time");
         return Ok(());
     }
-    let key = format!("purge-slack:{}", gone.as_micros());
+    let key = match workspace_id {
+        None => format!("purge-slack:{}", gone.as_micros()),
+        Some(id) => format!("purge-slack:{id}:{}", gone.as_micros()),
+    };
     match deps.ledger.claim(&key, now, deps.budget.claim_lease()).await? {
         ClaimOutcome::Completed => return Ok(()),
         ClaimOutcome::InProgress { until } => return Err(ClaimOutcome::busy(&key, until, now)),
         ClaimOutcome::Claimed | ClaimOutcome::Resumed => {}
     }
-    match purge(deps, &key).await {
+    match purge(deps, workspace, &key).await {
         Ok(done) => {
             tracing::info!(
                 team,
@@ -191,19 +223,19 @@ pub async fn purge_slack(deps: &Deps, team: &str, gone_at: &Ts) -> PortResult<()
     }
 }
 
-/// Every Slack channel with something stored: messages, a state, facts.
-async fn slack_channels(deps: &Deps) -> PortResult<Vec<ChannelId>> {
+/// Every Slack channel of `workspace` with something stored: messages, a state, facts.
+async fn slack_channels(deps: &Deps, workspace: Workspace<'_>) -> PortResult<Vec<ChannelId>> {
     let mut channels = deps.messages.message_channels().await?;
     channels.extend(deps.channels.state_channels().await?);
     channels.extend(deps.facts.fact_channels().await?);
-    channels.retain(|c| !c.is_discord());
+    channels.retain(|c| !c.is_discord() && c.workspace() == workspace);
     channels.sort();
     channels.dedup();
     Ok(channels)
 }
 
 /// The purge itself, under its claim `key`; what every attempt removed.
-async fn purge(deps: &Deps, key: &str) -> PortResult<Purged> {
+async fn purge(deps: &Deps, workspace: Workspace<'_>, key: &str) -> PortResult<Purged> {
     let progress = format!("{key}:removed");
     let earlier = deps.ledger.cache_get(&progress, deps.clock.now()).await?;
     let mut done: Purged = earlier.and_then(|json| serde_json::from_str(&json).ok()).unwrap_or_default();
@@ -211,7 +243,7 @@ async fn purge(deps: &Deps, key: &str) -> PortResult<Purged> {
         let json = serde_json::to_string(done).expect("counts encode");
         deps.ledger.cache_put(&progress, &json, deps.clock.now() + PURGE_KEEP).await
     };
-    for channel in slack_channels(deps).await? {
+    for channel in slack_channels(deps, workspace).await? {
         for user in deps.facts.noted_users(&channel).await? {
             deps.facts.delete_user_note(&channel, &user).await?;
             done.notes += 1;
@@ -227,7 +259,6 @@ async fn purge(deps: &Deps, key: &str) -> PortResult<Purged> {
         done.channels += 1;
         save(&done).await?;
     }
-    let workspace = Workspace::Shared;
     for user in deps.facts.profiled_users(workspace).await? {
         if user.platform() == Platform::Slack {
             deps.facts.delete_profile(workspace, &user).await?;
@@ -235,8 +266,19 @@ async fn purge(deps: &Deps, key: &str) -> PortResult<Purged> {
         }
     }
     save(&done).await?;
-    if deps.channels.workspace_memory_without_lines(workspace).await? != WorkspaceMemory::default() {
+    let memory = deps.channels.workspace_memory(workspace).await?;
+    // A line left of a channel nothing else lists (its state went another way).
+    for line in memory.channel_lines.iter().filter(|line| !line.channel.is_discord()) {
+        deps.channels.set_channel_line(&line.channel, None).await?;
+    }
+    if (WorkspaceMemory { channel_lines: Vec::new(), ..memory }) != WorkspaceMemory::default() {
         deps.channels.set_workspace_memory(workspace, WorkspaceMemory::default()).await?;
+    }
+    // Last: with its installation gone, the workspace's events and jobs are refused.
+    if let (Workspace::Slack(id), Some(workspaces)) = (workspace, &deps.workspaces)
+        && workspaces.uninstall(id).await?
+    {
+        tracing::info!(workspace = id, "the workspace's installation removed with its data");
     }
     Ok(done)
 }

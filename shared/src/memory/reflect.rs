@@ -349,10 +349,11 @@ struct People<'m> {
 impl<'m> People<'m> {
     fn of(deps: &Deps, new: &'m [Arc<Message>], read_at: Timestamp) -> Self {
         let mut checked: Vec<(&str, &str)> = Vec::new();
+        let bot = new.first().map_or_else(|| deps.bot.clone(), |m| deps.bot_in(&m.channel));
         let spoke = new.iter().filter(|m| m.author != Author::OwnBot).map(|m| (m.user.as_str(), m.user_name.as_str()));
         let mentioned = new.iter().flat_map(|m| crate::domain::mentioned_ids(&m.text)).map(|id| (id, ""));
         for (id, spoken_name) in spoke.chain(mentioned) {
-            if !checked.iter().any(|(seen, _)| *seen == id) && !deps.bot.is_me(id) {
+            if !checked.iter().any(|(seen, _)| *seen == id) && !bot.is_me(id) {
                 checked.push((id, spoken_name));
             }
         }

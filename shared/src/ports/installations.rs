@@ -12,7 +12,9 @@ use super::PortResult;
 use crate::domain::{Timestamp, UserId, Workspace};
 
 /// Which install: an org's (`enterprise`) and a workspace's (`team`). A workspace
-/// outside any org has no enterprise; an org-wide install has no team.
+/// outside any org has no enterprise; an org-wide install has no team. Stores key an
+/// installation by its [`InstallationKey::workspace_id`]: Slack's team and org ids are
+/// unique, and an event, a job and a channel (`T…/C…`, `E…/C…`) all carry it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct InstallationKey {
     pub enterprise: Option<String>,
@@ -24,33 +26,16 @@ impl InstallationKey {
         InstallationKey { enterprise: None, team: Some(team.to_owned()) }
     }
 
-    /// The key as one string (`E…:T…`, `-` for a missing part): the stores' key, and
-    /// what a sealed token is bound to, so a token copied to another install's row does
-    /// not open.
-    pub fn text(&self) -> String {
-        format!("{}:{}", self.enterprise.as_deref().unwrap_or("-"), self.team.as_deref().unwrap_or("-"))
+    /// The workspace the install serves: the team's id, or the org's for an org-wide
+    /// install. The stores' key, and what a sealed token is bound to (a token copied to
+    /// another install's row does not open).
+    pub fn workspace_id(&self) -> &str {
+        self.team.as_deref().or(self.enterprise.as_deref()).unwrap_or_default()
     }
 
-    /// The key [`InstallationKey::text`] wrote; `None` for any other text.
-    pub fn parse(text: &str) -> Option<Self> {
-        let (enterprise, team) = text.split_once(':')?;
-        let part = |p: &str| -> Option<Option<String>> {
-            match p {
-                "-" => Some(None),
-                p if !p.is_empty() && p.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit()) => {
-                    Some(Some(p.to_owned()))
-                }
-                _ => None,
-            }
-        };
-        let key = InstallationKey { enterprise: part(enterprise)?, team: part(team)? };
-        (key.enterprise.is_some() || key.team.is_some()).then_some(key)
-    }
-
-    /// Whose data the install's channels are: the team's, or the org's for an org-wide
-    /// install (its channels are `E…/C…`).
+    /// Whose data the install's channels are (`T…/C…`, or `E…/C…` org-wide).
     pub fn workspace(&self) -> Workspace<'_> {
-        Workspace::Slack(self.team.as_deref().or(self.enterprise.as_deref()).unwrap_or_default())
+        Workspace::Slack(self.workspace_id())
     }
 
     pub fn is_enterprise_install(&self) -> bool {
@@ -60,7 +45,10 @@ impl InstallationKey {
 
 impl fmt::Display for InstallationKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text())
+        match &self.enterprise {
+            Some(enterprise) => write!(f, "{enterprise}/{}", self.team.as_deref().unwrap_or("(org-wide)")),
+            None => f.write_str(self.workspace_id()),
+        }
     }
 }
 
@@ -121,25 +109,25 @@ pub struct RefreshedTokens {
     pub expires_at: Option<Timestamp>,
 }
 
-/// Where the installations are kept.
+/// Where the installations are kept, by workspace id ([`InstallationKey::workspace_id`]).
 #[async_trait]
 pub trait Installations: Send + Sync {
     /// Stores `installation` (a reinstall replaces the earlier one, tokens and all);
     /// returns its new revision.
     async fn put_installation(&self, installation: &Installation) -> PortResult<u64>;
-    async fn installation(&self, key: &InstallationKey) -> PortResult<Option<Installation>>;
+    async fn installation(&self, workspace: &str) -> PortResult<Option<Installation>>;
     /// Replaces the tokens only if the stored installation is still at revision `read`
     /// (a conditional write); false, and nothing written, when another write came
     /// between (another worker refreshed first, a reinstall) or it is gone.
-    async fn replace_tokens(&self, key: &InstallationKey, read: u64, tokens: &RefreshedTokens) -> PortResult<bool>;
+    async fn replace_tokens(&self, workspace: &str, read: u64, tokens: &RefreshedTokens) -> PortResult<bool>;
     /// Removes the installation; whether there was one.
-    async fn delete_installation(&self, key: &InstallationKey) -> PortResult<bool>;
-    /// Every installation's key, sorted.
-    async fn installation_keys(&self) -> PortResult<Vec<InstallationKey>>;
+    async fn delete_installation(&self, workspace: &str) -> PortResult<bool>;
+    /// Every installed workspace's id, sorted.
+    async fn installed_workspaces(&self) -> PortResult<Vec<String>>;
 }
 
-/// Seals tokens for the stores and opens them again. `context` (an installation key's
-/// text) is bound to the seal: a token opens only where it was sealed for.
+/// Seals tokens for the stores and opens them again. `context` (the installation's
+/// workspace id) is bound to the seal: a token opens only where it was sealed for.
 #[async_trait]
 pub trait TokenSealer: Send + Sync {
     async fn seal(&self, token: &SecretString, context: &str) -> PortResult<Sealed>;
@@ -148,23 +136,67 @@ pub trait TokenSealer: Send + Sync {
     async fn open(&self, sealed: &Sealed, context: &str) -> PortResult<SecretString>;
 }
 
+/// The bot token of each installed workspace, for the chat adapter that serves them.
+#[async_trait]
+pub trait SlackTokens: Send + Sync {
+    /// `workspace`'s bot token; `None` when it is not installed (never was, or was
+    /// uninstalled).
+    async fn bot_token(&self, workspace: &str) -> PortResult<Option<SecretString>>;
+    /// Slack refused `workspace`'s token (`invalid_auth`, `token_revoked`): whatever is
+    /// kept of it is read again next time.
+    fn token_refused(&self, workspace: &str);
+}
+
+/// What Slack granted an install (`oauth.v2.access`), with who the bot is there
+/// (`auth.test` with the new token).
+#[derive(Debug, Clone)]
+pub struct SlackGrant {
+    pub key: InstallationKey,
+    pub app_id: String,
+    pub team_name: String,
+    pub enterprise_name: Option<String>,
+    pub installer: UserId,
+    pub bot_token: SecretString,
+    pub bot_user_id: UserId,
+    pub bot_id: String,
+    pub bot_scopes: Vec<String>,
+    /// With token rotation on.
+    pub refresh_token: Option<SecretString>,
+    pub expires_in_seconds: Option<u64>,
+}
+
+/// Why Slack granted nothing: its `error` (`invalid_code`, `bad_redirect_uri`, …), or
+/// no answer. Never holds a code or a token.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum OAuthError {
+    #[error("Slack refused: {0}")]
+    Refused(String),
+    #[error("Slack did not answer: {0}")]
+    Transport(String),
+}
+
+/// Slack's OAuth v2 token endpoint.
+#[async_trait]
+pub trait SlackOAuth: Send + Sync {
+    /// Exchanges an install's `code` (given to `redirect_uri`) for its tokens.
+    async fn exchange(&self, code: &str, redirect_uri: &str) -> Result<SlackGrant, OAuthError>;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn an_installation_key_is_written_and_read_as_one_string() {
+    fn an_install_serves_its_team_or_its_whole_org() {
         let org_wide = InstallationKey { enterprise: Some("E1".into()), team: None };
         let in_org = InstallationKey { enterprise: Some("E1".into()), team: Some("T2".into()) };
         let team = InstallationKey::team("T3");
-        for key in [&org_wide, &in_org, &team] {
-            assert_eq!(InstallationKey::parse(&key.text()).as_ref(), Some(key), "{key}");
-        }
-        assert_eq!((org_wide.text(), team.text()), ("E1:-".to_owned(), "-:T3".to_owned()));
+        assert_eq!((org_wide.workspace_id(), in_org.workspace_id(), team.workspace_id()), ("E1", "T2", "T3"));
         assert_eq!((org_wide.workspace(), in_org.workspace()), (Workspace::Slack("E1"), Workspace::Slack("T2")));
         assert!(org_wide.is_enterprise_install() && !in_org.is_enterprise_install());
-        for bad in ["", "-:-", "T3", "e1:T2", "E1:T2:T3", "E1:", ":T2"] {
-            assert_eq!(InstallationKey::parse(bad), None, "{bad}");
-        }
+        assert_eq!(
+            (org_wide.to_string(), in_org.to_string(), team.to_string()),
+            ("E1/(org-wide)".into(), "E1/T2".into(), "T3".into())
+        );
     }
 }

@@ -259,6 +259,9 @@ impl Replay {
                     may_manage_channel: None,
                     // No way back: the answer is logged at once.
                     response_url: None,
+                    team_id: None,
+                    enterprise_id: None,
+                    is_enterprise_install: false,
                     discord_reply: None,
                     server: None,
                 };

@@ -56,7 +56,7 @@ pub async fn handle(
         RespondMode::Direct => {
             window
                 .newer_message(deps, &target, |m| {
-                    deps.is_participant(m) && rules::direct_trigger(m, &deps.bot).is_some()
+                    deps.is_participant(m) && rules::direct_trigger(m, &deps.bot_in(&m.channel)).is_some()
                 })
                 .await?
         }
@@ -354,7 +354,7 @@ async fn store_own(deps: &Deps, target: &Message, thread_root: Option<Ts>, ts: &
         channel: target.channel.clone(),
         ts: ts.clone(),
         thread_root,
-        user: deps.bot.user_in(&target.channel).clone(),
+        user: deps.bot_in(&target.channel).user_in(&target.channel).clone(),
         user_name: deps.persona.name.clone(),
         text: text.to_owned(),
         author: Author::OwnBot,

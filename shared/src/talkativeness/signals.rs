@@ -83,7 +83,7 @@ pub async fn reaction(
     emoji: &str,
     removed: bool,
 ) -> PortResult<()> {
-    if !deps.settings.talkativeness.enabled || deps.bot.is_me(user.as_str()) {
+    if !deps.settings.talkativeness.enabled || deps.bot_in(channel).is_me(user.as_str()) {
         return Ok(());
     }
     let Some(message) = deps.messages.get_message(channel, post).await? else { return Ok(()) };
@@ -123,7 +123,7 @@ pub async fn notice(deps: &Deps, window: &Window, state: &ChannelState, target: 
         return Ok(());
     }
     let talk = &state.talkativeness;
-    let to_kuuki = direct_trigger(target, &deps.bot).is_some();
+    let to_kuuki = direct_trigger(target, &deps.bot_in(&target.channel)).is_some();
     let about = || About {
         channel: &target.channel,
         thread_root: target.thread_root.clone(),
@@ -132,7 +132,7 @@ pub async fn notice(deps: &Deps, window: &Window, state: &ChannelState, target: 
     };
     let after_post = just_after_unasked_post(state, target);
     // Cheapest test first: a hush counts only to kuuki or right after its post.
-    if (to_kuuki || after_post.is_some()) && is_hush(&target.text, to_kuuki, &deps.bot) {
+    if (to_kuuki || after_post.is_some()) && is_hush(&target.text, to_kuuki, &deps.bot_in(&target.channel)) {
         let id = format!("hush:{}", target.ts);
         if !talk.counts(&id) {
             apply(deps, about(), FeedbackChange::Count { id, kind: SignalKind::Hushed, post: after_post }).await?;
@@ -239,7 +239,8 @@ async fn settle(deps: &Deps, window: &Window, state: &ChannelState, target: &Mes
         };
         // Telling kuuki to hush answers it, but does not take its words up.
         let takes_up = |m: &Message| {
-            (replies_in_thread(m) || direct_trigger(m, &deps.bot).is_some()) && !is_hush(&m.text, true, &deps.bot)
+            (replies_in_thread(m) || direct_trigger(m, &deps.bot_in(&m.channel)).is_some())
+                && !is_hush(&m.text, true, &deps.bot_in(&m.channel))
         };
         if let Some(reply) = people.iter().find(|m| takes_up(m)) {
             let change = FeedbackChange::Count {

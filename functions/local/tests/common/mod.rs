@@ -95,8 +95,20 @@ pub fn start(mut command: Command) -> Result<Served, String> {
 
 pub async fn fake_slack() -> MockServer {
     let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/auth.test"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({"ok": true, "user_id": "UKUUKI", "bot_id": "BKUUKI"})),
+        )
+        .mount(&server)
+        .await;
+    mount_web_api(&server).await;
+    server
+}
+
+/// The Web API methods kuuki calls besides `auth.test`, answering ok.
+pub async fn mount_web_api(server: &MockServer) {
     for (api, answer) in [
-        ("/auth.test", json!({"ok": true, "user_id": "UKUUKI", "bot_id": "BKUUKI"})),
         ("/chat.postMessage", json!({"ok": true, "ts": "1999999999.000001"})),
         ("/reactions.add", json!({"ok": true})),
         ("/users.info", json!({"ok": true, "user": {"name": "alice"}})),
@@ -105,10 +117,9 @@ pub async fn fake_slack() -> MockServer {
         Mock::given(method("POST"))
             .and(path(api))
             .respond_with(ResponseTemplate::new(200).set_body_json(answer))
-            .mount(&server)
+            .mount(server)
             .await;
     }
-    server
 }
 
 pub async fn posts(server: &MockServer) -> Vec<serde_json::Value> {

@@ -11,6 +11,9 @@ use aws_sdk_secretsmanager::Client;
 pub const SECRET_SETTINGS: &[&str] = &[
     "SLACK_SIGNING_SECRET",
     "SLACK_BOT_TOKEN",
+    "SLACK_CLIENT_SECRET",
+    "SLACK_STATE_SECRET",
+    "TOKEN_ENCRYPTION_KEY",
     "OPENAI_API_KEY",
     "ANTHROPIC_API_KEY",
     "DISCORD_BOT_TOKEN",

@@ -434,7 +434,11 @@ mod tests {
         assert!(JobKind::Forget.runs(&late) && JobKind::Reflect.runs(&late) && !JobKind::Judge.runs(&late));
         assert_eq!(crate::worker::Pool::of(&late), crate::worker::Pool::Forget);
         // A Slack workspace's purge after an uninstall: the forget queue, version 4.
-        let purge = Job::PurgeSlack { team: "T1".into(), gone_at: crate::domain::Ts::new("1700000000.000000") };
+        let purge = Job::PurgeSlack {
+            team: "T1".into(),
+            gone_at: crate::domain::Ts::new("1700000000.000000"),
+            workspace: None,
+        };
         let body = encode_job(&purge);
         assert!(body.starts_with(r#"{"v":4,"job":"purge_slack","#), "{body}");
         assert_eq!(decode_job(&body), Ok(purge.clone()));
@@ -450,7 +454,23 @@ mod tests {
         assert!(body.starts_with(r#"{"v":5,"job":"pick_up","#), "{body}");
         assert_eq!(decode_job(&body), Ok(pick_up.clone()));
         assert_eq!(urls.for_job(&pick_up), urls.judge.as_str());
-        assert!(decode_job(&body.replacen(r#""v":5"#, r#""v":6"#, 1)).is_err(), "a newer version is refused");
+        // A job of a workspace among several, and its purge: version 6.
+        let elsewhere = Job::PickUp {
+            thread: crate::domain::ThreadKey::top_level(crate::domain::ChannelId("T1/C1".into())),
+            ts: crate::domain::Ts::new("1700000000.000100"),
+        };
+        let body = encode_job(&elsewhere);
+        assert!(body.starts_with(r#"{"v":6,"job":"pick_up","#), "{body}");
+        assert_eq!(decode_job(&body), Ok(elsewhere));
+        let purge_one = Job::PurgeSlack {
+            team: "T1".into(),
+            gone_at: crate::domain::Ts::new("1700000000.000000"),
+            workspace: Some("T1".into()),
+        };
+        let body = encode_job(&purge_one);
+        assert!(body.starts_with(r#"{"v":6,"job":"purge_slack","#) && body.contains(r#""workspace":"T1""#), "{body}");
+        assert_eq!(decode_job(&body), Ok(purge_one));
+        assert!(decode_job(&body.replacen(r#""v":6"#, r#""v":7"#, 1)).is_err(), "a newer version is refused");
         assert_eq!(urls.kind_of_arn("arn:aws:sqs:eu-west-1:123456789012:kuuki-forget-dead-letters"), None);
     }
 

@@ -371,7 +371,7 @@ impl Chat for DiscordClient {
         Ok(())
     }
 
-    async fn user_name(&self, user: &UserId) -> PortResult<String> {
+    async fn user_name(&self, _channel: &ChannelId, user: &UserId) -> PortResult<String> {
         if let Some(name) = self.names.lock().expect("names lock").get(user.as_str()) {
             return Ok(name.clone());
         }

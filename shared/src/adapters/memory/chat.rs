@@ -138,7 +138,7 @@ impl Chat for RecordingChat {
         Ok(())
     }
 
-    async fn user_name(&self, user: &UserId) -> PortResult<String> {
+    async fn user_name(&self, _channel: &ChannelId, user: &UserId) -> PortResult<String> {
         Ok(user.0.to_string())
     }
 

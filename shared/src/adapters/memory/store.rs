@@ -76,7 +76,8 @@ struct Inner {
     /// Since when Slack's access is gone, by workspace id ("" the shared one's; see
     /// [`ChannelStateStore::mark_slack_gone`]).
     slack_gone: HashMap<String, Timestamp>,
-    installations: HashMap<crate::ports::InstallationKey, crate::ports::Installation>,
+    /// By workspace id.
+    installations: HashMap<String, crate::ports::Installation>,
 }
 
 /// Every memory tier in maps behind one lock: the embedded store of replay and serve.

@@ -110,6 +110,24 @@ impl SlackClient {
         }
     }
 
+    /// The same client for another workspace's `token`: its connections shared, its
+    /// users' names its own.
+    pub fn with_token(&self, token: &str) -> Self {
+        SlackClient {
+            http: self.http.clone(),
+            hooks: self.hooks.clone(),
+            base_url: self.base_url.clone(),
+            token: token.to_owned(),
+            timeout: self.timeout,
+            users: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether this client calls with `token`.
+    pub fn has_token(&self, token: &str) -> bool {
+        self.token == token
+    }
+
     /// Each call gives up after `timeout` (`CHAT_TIMEOUT_SECONDS`), and a 429 is waited
     /// out only when Slack asks for no longer than that: the time budget counts both.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
@@ -231,7 +249,7 @@ impl SlackClient {
 #[async_trait]
 impl Chat for SlackClient {
     async fn post_message(&self, post: &Post) -> PortResult<Ts> {
-        let mut body = json!({"channel": post.channel.0, "text": post.text});
+        let mut body = json!({"channel": post.channel.place().channel, "text": post.text});
         if let Some(root) = &post.thread_root {
             body["thread_ts"] = json!(root.as_str());
         }
@@ -247,7 +265,7 @@ impl Chat for SlackClient {
     }
 
     async fn add_reaction(&self, channel: &ChannelId, ts: &Ts, emoji: &str) -> PortResult<()> {
-        let body = json!({"channel": channel.0, "timestamp": ts.as_str(), "name": emoji});
+        let body = json!({"channel": channel.place().channel, "timestamp": ts.as_str(), "name": emoji});
         match self.call::<IgnoredAny>("reactions.add", &body).await {
             // The reaction is there already (a redelivery after a lost answer): done.
             Err(SlackApiError::Refused { error, .. }) if error == "already_reacted" => Ok(()),
@@ -263,7 +281,7 @@ impl Chat for SlackClient {
         tag: &str,
     ) -> PortResult<Option<FoundPost>> {
         let mut fields = vec![
-            ("channel", channel.as_str()),
+            ("channel", channel.place().channel),
             ("oldest", after.as_str()),
             ("inclusive", "false"),
             ("include_all_metadata", "true"),
@@ -289,7 +307,7 @@ impl Chat for SlackClient {
         Some(4000)
     }
 
-    async fn user_name(&self, user: &UserId) -> PortResult<String> {
+    async fn user_name(&self, _channel: &ChannelId, user: &UserId) -> PortResult<String> {
         Ok(self.user_info(user).await?.name)
     }
 
@@ -345,7 +363,7 @@ impl Chat for SlackClient {
     }
 
     /// `users.info`'s `is_admin`, `is_owner` or `is_primary_owner`.
-    async fn is_workspace_admin(&self, user: &UserId) -> PortResult<bool> {
+    async fn is_workspace_admin(&self, _channel: &ChannelId, user: &UserId) -> PortResult<bool> {
         self.user_info(user).await?.admin.ok_or_else(|| PortError::Rejected {
             backend: "slack",
             message: format!("users.info refused to describe {user}, so whether they are an admin is unknown"),

@@ -29,6 +29,12 @@ pub enum Envelope {
         /// The workspace the event is from.
         #[serde(default)]
         team_id: Option<String>,
+        /// Its Enterprise Grid org, if any.
+        #[serde(default)]
+        enterprise_id: Option<String>,
+        /// Which installation the event is delivered for (Slack sends one).
+        #[serde(default)]
+        authorizations: Vec<Authorization>,
         /// When the event happened (seconds since the epoch, Slack's clock).
         #[serde(default)]
         event_time: Option<i64>,
@@ -40,6 +46,17 @@ pub enum Envelope {
     AppRateLimited {},
     #[serde(other)]
     Other,
+}
+
+/// An installation an event is delivered for.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Authorization {
+    #[serde(default)]
+    pub enterprise_id: Option<String>,
+    #[serde(default)]
+    pub team_id: Option<String>,
+    #[serde(default)]
+    pub is_enterprise_install: bool,
 }
 
 /// The fields of a message or app_mention event kuuki reads.

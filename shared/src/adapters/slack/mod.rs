@@ -2,8 +2,12 @@
 
 pub mod client;
 pub mod events;
+pub mod oauth;
 pub mod signature;
+pub mod workspaces;
 
 pub use client::{SlackApiError, SlackClient};
-pub use events::{Envelope, Normalized, RawEvent, SlackIdentity, normalize, normalize_json, parse_envelope};
+pub use events::{
+    Authorization, Envelope, Normalized, RawEvent, SlackIdentity, normalize, normalize_json, parse_envelope,
+};
 pub use signature::{Scheme, SignatureError, SigningSecret};

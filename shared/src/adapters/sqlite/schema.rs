@@ -92,7 +92,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE messages ADD COLUMN replies_to TEXT;
     "#,
-    // 3: Slack installations (issue 45): `key` is InstallationKey::text, the JSON holds
+    // 3: Slack installations (issue 45): `key` is the workspace id, the JSON holds
     // the tokens sealed, `rev` the revision a token refresh is written over.
     r#"
     CREATE TABLE installations (key TEXT PRIMARY KEY, installation TEXT NOT NULL, rev INTEGER NOT NULL) WITHOUT ROWID;

@@ -55,7 +55,7 @@ async fn no_token_is_readable_in_the_data_file_or_its_wal() {
     let key = InstallationKey::team("T1");
     let token = "xoxb-1111-2222-never-in-clear";
     store.put_installation(&contract::an_installation(&sealer, key.clone(), token).await).await.unwrap();
-    let read = store.installation(&key).await.unwrap().expect("stored");
+    let read = store.installation(key.workspace_id()).await.unwrap().expect("stored");
     let bytes_of = |file: &str| std::fs::read(file).unwrap_or_default();
     let (file, wal) = (bytes_of(&path), bytes_of(&format!("{path}-wal")));
     assert!(!wal.is_empty() || !file.is_empty(), "the install was written somewhere");

@@ -1,15 +1,15 @@
 //! Slack installations in the channels table: [`Installations`]. One item per install,
-//! keyed `#install#<enterprise>:<team>` (no channel id starts with '#', and the scan of
+//! keyed `#install#<workspace id>` (no channel id starts with '#', and the scan of
 //! channel states skips such keys), holding the installation as JSON (its tokens
 //! sealed) and its revision `rev`, which a token refresh is conditioned on.
 
 use super::*;
-use crate::ports::{Installation, InstallationKey, Installations, RefreshedTokens};
+use crate::ports::{Installation, Installations, RefreshedTokens};
 
 const INSTALL_PREFIX: &str = "#install#";
 
-fn install_key(key: &InstallationKey) -> AttributeValue {
-    s(format!("{INSTALL_PREFIX}{}", key.text()))
+fn install_key(workspace: &str) -> AttributeValue {
+    s(format!("{INSTALL_PREFIX}{workspace}"))
 }
 
 /// The channels table's item of an installation.
@@ -22,12 +22,12 @@ struct InstallationItem {
 }
 
 impl DynamoStore {
-    async fn read_installation(&self, key: &InstallationKey) -> PortResult<Option<Installation>> {
+    async fn read_installation(&self, workspace: &str) -> PortResult<Option<Installation>> {
         let out = self
             .client
             .get_item()
             .table_name(&self.tables.channels)
-            .key("channel", install_key(key))
+            .key("channel", install_key(workspace))
             .consistent_read(true)
             .send()
             .await
@@ -40,7 +40,7 @@ impl DynamoStore {
     /// Writes `installation` at its revision, if the stored one is at `read` (0: none).
     async fn write_installation(&self, installation: &Installation, read: u64) -> PortResult<bool> {
         let item = InstallationItem {
-            channel: format!("{INSTALL_PREFIX}{}", installation.key.text()),
+            channel: format!("{INSTALL_PREFIX}{}", installation.key.workspace_id()),
             installation: installation.clone(),
             rev: installation.revision,
         };
@@ -64,7 +64,8 @@ impl Installations for DynamoStore {
         // Over whatever is stored (a reinstall), at the next revision: a write that
         // another came before is tried again over that one.
         for _ in 0..VERSION_RETRIES {
-            let read = self.read_installation(&installation.key).await?.map_or(0, |stored| stored.revision);
+            let read =
+                self.read_installation(installation.key.workspace_id()).await?.map_or(0, |stored| stored.revision);
             let revision = read + 1;
             if self.write_installation(&Installation { revision, ..installation.clone() }, read).await? {
                 return Ok(revision);
@@ -76,12 +77,12 @@ impl Installations for DynamoStore {
         })
     }
 
-    async fn installation(&self, key: &InstallationKey) -> PortResult<Option<Installation>> {
-        self.read_installation(key).await
+    async fn installation(&self, workspace: &str) -> PortResult<Option<Installation>> {
+        self.read_installation(workspace).await
     }
 
-    async fn replace_tokens(&self, key: &InstallationKey, read: u64, tokens: &RefreshedTokens) -> PortResult<bool> {
-        let Some(stored) = self.read_installation(key).await? else { return Ok(false) };
+    async fn replace_tokens(&self, workspace: &str, read: u64, tokens: &RefreshedTokens) -> PortResult<bool> {
+        let Some(stored) = self.read_installation(workspace).await? else { return Ok(false) };
         if stored.revision != read {
             return Ok(false);
         }
@@ -89,12 +90,12 @@ impl Installations for DynamoStore {
         self.write_installation(&refreshed, read).await
     }
 
-    async fn delete_installation(&self, key: &InstallationKey) -> PortResult<bool> {
+    async fn delete_installation(&self, workspace: &str) -> PortResult<bool> {
         let out = self
             .client
             .delete_item()
             .table_name(&self.tables.channels)
-            .key("channel", install_key(key))
+            .key("channel", install_key(workspace))
             .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
             .send()
             .await
@@ -102,19 +103,8 @@ impl Installations for DynamoStore {
         Ok(out.attributes.is_some_and(|old| !old.is_empty()))
     }
 
-    async fn installation_keys(&self) -> PortResult<Vec<InstallationKey>> {
+    async fn installed_workspaces(&self) -> PortResult<Vec<String>> {
         let keys = self.scan_keys(&self.tables.channels, "channel", "scan installations").await?;
-        let mut installs: Vec<InstallationKey> = keys
-            .iter()
-            .filter_map(|key| key.strip_prefix(INSTALL_PREFIX))
-            .map(|text| {
-                InstallationKey::parse(text).ok_or_else(|| PortError::Backend {
-                    backend: "dynamodb",
-                    message: format!("an unreadable install key {text:?}"),
-                })
-            })
-            .collect::<PortResult<_>>()?;
-        installs.sort();
-        Ok(installs)
+        Ok(keys.iter().filter_map(|key| key.strip_prefix(INSTALL_PREFIX)).map(str::to_owned).collect())
     }
 }
