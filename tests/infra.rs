@@ -482,17 +482,12 @@ fn secrets_of(t: &Value, function: &Value) -> (BTreeSet<String>, BTreeSet<String
 #[test]
 fn each_function_is_given_and_may_read_only_the_secrets_it_uses() {
     let t = template();
-    // One Slack workspace's bot token, or many workspaces' key to open theirs.
-    let platform = ["SlackBotToken", "TokenEncryptionKey", "DiscordBotToken"];
+    // One Slack workspace's bot token, or many workspaces' key to open theirs and the client
+    // secret that refreshes a rotating one.
+    let platform = ["SlackBotToken", "TokenEncryptionKey", "SlackClientSecret", "DiscordBotToken"];
     let ingress: BTreeSet<String> = platform
         .iter()
-        .chain(&[
-            "SlackSigningSecret",
-            "SlackClientSecret",
-            "SlackStateSecret",
-            "DiscordPublicKey",
-            "DiscordRelaySecret",
-        ])
+        .chain(&["SlackSigningSecret", "SlackStateSecret", "DiscordPublicKey", "DiscordRelaySecret"])
         .map(|s| s.to_string())
         .collect();
     let worker: BTreeSet<String> = platform.iter().chain(&["LlmApiKey"]).map(|s| s.to_string()).collect();

@@ -190,3 +190,43 @@ async fn forget_me_and_an_uninstall_touch_one_workspace_only() {
     let tokens: Vec<String> = posts(&w).await.into_iter().map(|(token, _)| token).collect();
     assert!(tokens.iter().all(|t| t == "Bearer xoxb-two") && !tokens.is_empty(), "{tokens:?}");
 }
+
+#[tokio::test]
+async fn an_enterprise_grid_org_wide_install_answers_in_two_of_its_workspaces() {
+    let llm = RecordingLlm::new(r#"{"role": "generate", "reply": "hello", "repeat": true}"#);
+    let (w, workspaces) = SlackWorld::start_many(&[], Some(llm)).await;
+    let grant = kuuki::ports::SlackGrant {
+        key: kuuki::ports::InstallationKey { enterprise: Some("E1".into()), team: None },
+        app_id: "A0KUUKI".into(),
+        team_name: String::new(),
+        enterprise_name: Some("Org One".into()),
+        installer: UserId("WADMIN".into()),
+        bot_token: "xoxb-org".into(),
+        bot_user_id: UserId("UBOTORG".into()),
+        bot_id: "BORG".into(),
+        bot_scopes: vec!["chat:write".into()],
+        refresh_token: None,
+        expires_in_seconds: None,
+    };
+    workspaces.install(&grant, w.clock.now()).await.unwrap();
+    // Events from two of the org's workspaces, each delivered for the org's install.
+    for (team, channel) in [("T1", "C1"), ("T2", "C9")] {
+        let event = message(channel, ALICE, "<@UBOTORG> hi", &w.ts(0, 1));
+        let body = json!({
+            "type": "event_callback", "team_id": team, "enterprise_id": "E1", "event": event,
+            "event_id": format!("Ev{team}"), "event_time": 1767603600,
+            "authorizations": [{"enterprise_id": "E1", "team_id": null, "user_id": "UBOTORG", "is_bot": true, "is_enterprise_install": true}],
+        })
+        .to_string();
+        assert_eq!(w.post_signed("/slack/events", &body, &[]).await.status(), 200);
+    }
+    w.run_for(60.0).await;
+    let mut posted = posts(&w).await;
+    posted.sort();
+    let expected = [("Bearer xoxb-org", "C1"), ("Bearer xoxb-org", "C9")].map(|(a, c)| (a.to_owned(), c.to_owned()));
+    assert_eq!(posted, expected, "both answered with the org's token");
+    for channel in ["C1", "C9"] {
+        let stored = w.store.messages_after(&ChannelId::slack_in("E1", channel), None, 10).await.unwrap();
+        assert_eq!(stored.len(), 2, "kept as the org's ({channel}): the question and the answer");
+    }
+}

@@ -18,8 +18,8 @@ use crate::domain::{
 
 mod installations;
 pub use installations::{
-    Installation, InstallationKey, Installations, OAuthError, RefreshedTokens, Sealed, SlackGrant, SlackOAuth,
-    SlackTokens, TokenSealer,
+    Installation, InstallationKey, Installations, OAuthError, RefreshedGrant, RefreshedTokens, Sealed, SlackGrant,
+    SlackOAuth, SlackTokens, TokenSealer,
 };
 
 /// A backend failed. `Backend` may pass (queues redeliver the job); `Rejected` will

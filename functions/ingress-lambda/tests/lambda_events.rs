@@ -164,6 +164,13 @@ impl kuuki::ports::SlackOAuth for GrantsT1 {
             expires_in_seconds: None,
         })
     }
+
+    async fn refresh(
+        &self,
+        _: &kuuki::secrecy::SecretString,
+    ) -> Result<kuuki::ports::RefreshedGrant, kuuki::ports::OAuthError> {
+        Err(kuuki::ports::OAuthError::Refused("no rotation here".into()))
+    }
 }
 
 /// A Function URL GET with the cookies a browser sends (the v2 payload's `cookies`).

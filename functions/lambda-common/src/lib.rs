@@ -78,9 +78,18 @@ pub async fn cold_start(vars: &HashMap<String, String>, role: Role) -> Result<St
     let aws = AwsAdapters::build_for(role, &settings, clock.clone()).await;
     // Many Slack workspaces (SLACK_CLIENT_ID): their installations in the channels
     // table, read once per workspace and warm instance a while (kuuki::workspaces).
-    let workspaces = if settings.platforms.slack_many_workspaces() {
-        let sealer = kuuki::adapters::sealer::LocalKeySealer::from_hex(&settings.platforms.token_encryption_key)?;
-        Some(Arc::new(Workspaces::new(aws.store.clone(), Arc::new(sealer), clock)))
+    let platforms = &settings.platforms;
+    let oauth: Arc<dyn kuuki::ports::SlackOAuth> = Arc::new(kuuki::adapters::slack::oauth::SlackOAuthClient::new(
+        &platforms.slack_api_base_url,
+        &platforms.slack_client_id,
+        platforms.slack_client_secret.clone(),
+        settings.budget.chat_timeout,
+    ));
+    let workspaces = if platforms.slack_many_workspaces() {
+        let sealer = kuuki::adapters::sealer::LocalKeySealer::from_hex(&platforms.token_encryption_key)?;
+        let workspaces = Workspaces::new(aws.store.clone(), Arc::new(sealer), clock);
+        // Rotating tokens are refreshed by whichever function reads one that is due.
+        Some(Arc::new(workspaces.with_rotation(oauth.clone(), aws.store.clone())))
     } else {
         None
     };
@@ -98,16 +107,7 @@ pub async fn cold_start(vars: &HashMap<String, String>, role: Role) -> Result<St
     let first = ids.next().expect("connect serves at least one platform");
     let deps = ids.fold(Deps::new(settings, persona, first, adapters, fastrand::u64(..)), Deps::also_known_as);
     let install = match (&workspaces, role) {
-        (Some(workspaces), Role::Ingress) => {
-            let platforms = &deps.settings.platforms;
-            let oauth = kuuki::adapters::slack::oauth::SlackOAuthClient::new(
-                &platforms.slack_api_base_url,
-                &platforms.slack_client_id,
-                platforms.slack_client_secret.clone(),
-                deps.settings.budget.chat_timeout,
-            );
-            Some(Arc::new(Installer::new(&deps.settings, workspaces.clone(), Arc::new(oauth))))
-        }
+        (Some(workspaces), Role::Ingress) => Some(Arc::new(Installer::new(&deps.settings, workspaces.clone(), oauth))),
         _ => None,
     };
     let deps = match workspaces {

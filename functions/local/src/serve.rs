@@ -108,7 +108,20 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             (None, Some(aws)) => aws.store.clone(),
             (None, None) => unreachable!("a store or AWS"),
         };
-        Some(Arc::new(Workspaces::new(installations, Arc::new(sealer), clock.clone())))
+        let platforms = &settings.platforms;
+        let oauth = SlackOAuthClient::new(
+            &platforms.slack_api_base_url,
+            &platforms.slack_client_id,
+            platforms.slack_client_secret.clone(),
+            settings.budget.chat_timeout,
+        );
+        let ledger: Arc<dyn kuuki::ports::Ledger> = match (&store, &ingress_aws) {
+            (Some(store), _) => store.clone(),
+            (_, Some(aws)) => aws.store.clone(),
+            (None, None) => unreachable!("a store or AWS"),
+        };
+        let workspaces = Workspaces::new(installations, Arc::new(sealer), clock.clone());
+        Some(Arc::new(workspaces.with_rotation(Arc::new(oauth), ledger)))
     } else {
         None
     };

@@ -175,11 +175,22 @@ pub enum OAuthError {
     Transport(String),
 }
 
+/// What a refresh of a rotating token granted.
+#[derive(Debug, Clone)]
+pub struct RefreshedGrant {
+    pub bot_token: SecretString,
+    /// Slack may hand a new refresh token; `None` keeps the one used.
+    pub refresh_token: Option<SecretString>,
+    pub expires_in_seconds: Option<u64>,
+}
+
 /// Slack's OAuth v2 token endpoint.
 #[async_trait]
 pub trait SlackOAuth: Send + Sync {
     /// Exchanges an install's `code` (given to `redirect_uri`) for its tokens.
     async fn exchange(&self, code: &str, redirect_uri: &str) -> Result<SlackGrant, OAuthError>;
+    /// A new bot token for a rotating one, from its refresh token.
+    async fn refresh(&self, refresh_token: &SecretString) -> Result<RefreshedGrant, OAuthError>;
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Slack's OAuth v2 token endpoint ([`SlackOAuth`]): an install's code exchanged for
 //! its bot token (`oauth.v2.access`, the app's credentials in HTTP Basic), then
-//! `auth.test` with that token for the bot's id, which the exchange does not give.
+//! `auth.test` with that token for the bot's id, which the exchange does not give; and
+//! a rotating token refreshed (`grant_type=refresh_token`).
 
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use serde::Deserialize;
 use super::SlackClient;
 use crate::adapters::retry::http_client;
 use crate::domain::UserId;
-use crate::ports::{InstallationKey, OAuthError, SlackGrant, SlackOAuth};
+use crate::ports::{InstallationKey, OAuthError, RefreshedGrant, SlackGrant, SlackOAuth};
 
 pub struct SlackOAuthClient {
     http: reqwest::Client,
@@ -60,20 +61,17 @@ struct Access {
     expires_in: Option<u64>,
 }
 
-fn unusable(what: &str) -> OAuthError {
-    OAuthError::Transport(format!("oauth.v2.access answered without {what}"))
-}
-
-#[async_trait]
-impl SlackOAuth for SlackOAuthClient {
-    async fn exchange(&self, code: &str, redirect_uri: &str) -> Result<SlackGrant, OAuthError> {
+impl SlackOAuthClient {
+    /// One `oauth.v2.access` call with `form`, the app's credentials in HTTP Basic; its
+    /// `ok: true` answer.
+    async fn access(&self, form: &[(&str, &str)]) -> Result<Access, OAuthError> {
         let url = format!("{}/oauth.v2.access", self.base_url);
         let transport = |e: reqwest::Error| OAuthError::Transport(e.without_url().to_string());
         let response = self
             .http
             .post(&url)
             .basic_auth(&self.client_id, Some(self.client_secret.expose_secret()))
-            .form(&[("code", code), ("redirect_uri", redirect_uri)])
+            .form(form)
             .send()
             .await
             .map_err(transport)?;
@@ -84,6 +82,18 @@ impl SlackOAuth for SlackOAuthClient {
         if !access.ok {
             return Err(OAuthError::Refused(access.error.unwrap_or_else(|| "no error given".into())));
         }
+        Ok(access)
+    }
+}
+
+fn unusable(what: &str) -> OAuthError {
+    OAuthError::Transport(format!("oauth.v2.access answered without {what}"))
+}
+
+#[async_trait]
+impl SlackOAuth for SlackOAuthClient {
+    async fn exchange(&self, code: &str, redirect_uri: &str) -> Result<SlackGrant, OAuthError> {
+        let access = self.access(&[("code", code), ("redirect_uri", redirect_uri)]).await?;
         if access.token_type.as_deref().is_some_and(|kind| kind != "bot") {
             return Err(OAuthError::Transport("oauth.v2.access granted no bot token".into()));
         }
@@ -122,5 +132,71 @@ impl SlackOAuth for SlackOAuthClient {
             refresh_token: access.refresh_token.map(SecretString::from),
             expires_in_seconds: access.expires_in,
         })
+    }
+
+    async fn refresh(&self, refresh_token: &SecretString) -> Result<RefreshedGrant, OAuthError> {
+        let form = [("grant_type", "refresh_token"), ("refresh_token", refresh_token.expose_secret())];
+        let access = self.access(&form).await?;
+        if access.token_type.as_deref() != Some("bot") {
+            return Err(OAuthError::Transport("the refresh granted no bot token".into()));
+        }
+        Ok(RefreshedGrant {
+            bot_token: SecretString::from(access.access_token.ok_or_else(|| unusable("a bot token"))?),
+            refresh_token: access.refresh_token.map(SecretString::from),
+            expires_in_seconds: access.expires_in,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use wiremock::matchers::{body_string_contains, header, method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    use super::*;
+
+    fn client(slack: &MockServer) -> SlackOAuthClient {
+        SlackOAuthClient::new(&slack.uri(), "1.2", SecretString::from("s3cret"), Duration::from_secs(5))
+    }
+
+    /// "1.2:s3cret" in HTTP Basic.
+    const BASIC: &str = "Basic MS4yOnMzY3JldA==";
+
+    #[tokio::test]
+    async fn a_rotating_token_is_refreshed_with_the_apps_credentials() {
+        let slack = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/oauth.v2.access"))
+            .and(header("authorization", BASIC))
+            .and(body_string_contains("grant_type=refresh_token"))
+            .and(body_string_contains("refresh_token=xoxe-1-old"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(serde_json::json!({
+                "ok": true, "token_type": "bot", "access_token": "xoxe.xoxb-new",
+                "refresh_token": "xoxe-1-next", "expires_in": 43200,
+            })))
+            .expect(1)
+            .mount(&slack)
+            .await;
+        let granted = client(&slack).refresh(&SecretString::from("xoxe-1-old")).await.expect("refreshed");
+        assert_eq!(granted.bot_token.expose_secret(), "xoxe.xoxb-new");
+        assert_eq!(granted.refresh_token.map(|t| t.expose_secret().to_owned()).as_deref(), Some("xoxe-1-next"));
+        assert_eq!(granted.expires_in_seconds, Some(43_200));
+    }
+
+    #[tokio::test]
+    async fn slacks_refusal_names_its_error_and_nothing_else() {
+        let slack = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/oauth.v2.access"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(serde_json::json!({"ok": false, "error": "invalid_refresh_token"})),
+            )
+            .mount(&slack)
+            .await;
+        let refused = client(&slack).refresh(&SecretString::from("xoxe-1-old")).await.unwrap_err();
+        assert_eq!(refused, OAuthError::Refused("invalid_refresh_token".into()));
+        let refused = client(&slack).exchange("the-code", "https://k.example/slack/oauth_redirect").await.unwrap_err();
+        assert_eq!(refused.to_string(), "Slack refused: invalid_refresh_token");
     }
 }
