@@ -229,6 +229,24 @@ async fn aws_calls_per_message_in_busy_threads_with_an_llm() {
     measure_costs("aws_calls_per_message_in_busy_threads_with_an_llm", &WITH_AN_LLM_IN_BUSY_THREADS).await;
 }
 
+/// The rules-only conversation in one of many Slack workspaces on the deployment: the
+/// same calls a message as serving one (installations are read once and kept).
+#[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
+#[tokio::test]
+async fn aws_calls_per_message_serving_many_workspaces() {
+    let (dynamo, moto) = emulators("aws_calls_per_message_serving_many_workspaces");
+    let w = end_to_end::world_for_costs_serving_many(&dynamo, &moto).await;
+    // A cold instance reads a workspace's installation once, then keeps it.
+    let workspaces = w.deps.workspaces.clone().expect("serving many");
+    w.counter.reset();
+    for _ in 0..3 {
+        workspaces.installed("T0OTHER").await.unwrap().expect("installed");
+    }
+    let reads = w.counter.calls();
+    assert_eq!(reads.into_iter().collect::<Vec<_>>(), [("dynamodb.GetItem".to_owned(), 1)], "read once");
+    assert_calls_within(&w, &RULES_ONLY).await;
+}
+
 /// Runs the cost scenario `costing` on the emulators: see [`assert_calls_within`].
 async fn measure_costs(test: &str, costing: &Costing) {
     let (dynamo, moto) = emulators(test);
@@ -319,7 +337,7 @@ async fn a_summarys_twin_finds_nothing_new_and_writes_nothing() {
     for (i, text) in ["おはよう", "deploy どう？", "見てます"].iter().enumerate() {
         assert_eq!(w.deliver_text(text, i as u32).await, 200);
     }
-    let channel = ChannelId("C0COST".into());
+    let channel = w.cost_channel();
     let job = Job::Summarize { channel: channel.clone(), ts: Ts::new("1.000000") };
     let before = w.deps.channels.channel_state(&channel).await.unwrap().memory.clone();
     assert_eq!(w.run_as_worker(JobKind::Summarize, job.clone()).await, 0);
@@ -391,7 +409,7 @@ async fn assert_calls_within(w: &end_to_end::World, costing: &Costing) {
     // more job. One for the newest message reflects: memory work, below.
     let lull_jobs = w.take_queued(JobKind::Reflect);
     assert_eq!(lull_jobs.len(), w.delayed(&w.urls.reflect).await, "the queued reflections wait on the queue");
-    let channel = kuuki::domain::ChannelId("C0COST".into());
+    let channel = w.cost_channel();
     let window = w.deps.messages.channel_window(&channel, 10).await.unwrap();
     let newest = window.messages.iter().rfind(|m| w.deps.is_participant(m)).expect("people wrote").ts.clone();
     let (waiting_again, reflecting): (Vec<kuuki::domain::Job>, _) =

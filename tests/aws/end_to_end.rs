@@ -16,6 +16,7 @@ use kuuki::budget::JobKind;
 use kuuki::config::Settings;
 use kuuki::deps::Deps;
 use kuuki::domain::{ChannelId, Job, UserId, Workspace};
+use kuuki::workspaces::Workspaces;
 use kuuki_e2e::slack_world::{BOT_USER, SlackWorld, envelope, message};
 use kuuki_lambda::handle_sqs_event;
 use serde_json::json;
@@ -39,6 +40,8 @@ pub(crate) struct World {
     /// The model, when the cost world has one: its calls are counted (a worker
     /// waits for each, and Lambda bills the wait).
     pub(super) model: Option<Arc<kuuki_e2e::RecordingLlm>>,
+    /// Serving many workspaces: the one the cost conversation is in.
+    workspace: Option<&'static str>,
 }
 
 /// The queue port, passing every job on and keeping each memory job it queued.
@@ -70,6 +73,20 @@ impl kuuki::ports::Queue for RecordingQueue {
 
 pub(super) async fn world_for_costs(dynamo: &str, moto: &str) -> World {
     world(dynamo, moto, &[("JUDGE_MIN_WAIT_SECONDS", "0")]).await
+}
+
+/// The cost world serving many Slack workspaces, the conversation's among them: each
+/// message pays for no installation read (it is read once and kept).
+pub(super) async fn world_for_costs_serving_many(dynamo: &str, moto: &str) -> World {
+    let log = Arc::new(MemoryLog::default());
+    let (mut w, workspaces) = world_serving(dynamo, moto, &[("JUDGE_MIN_WAIT_SECONDS", "0")], None, log, true).await;
+    let workspaces = workspaces.expect("many workspaces");
+    SlackWorld::installed(&workspaces, kuuki_e2e::slack_world::TEAM, BOT_USER, "xoxb-e2e").await;
+    SlackWorld::installed(&workspaces, "T0OTHER", "UOTHERBOT", "xoxb-other").await;
+    // A warm instance has read the installation already.
+    workspaces.installed(kuuki_e2e::slack_world::TEAM).await.unwrap().expect("installed");
+    w.workspace = Some(kuuki_e2e::slack_world::TEAM);
+    w
 }
 
 /// The cost world with the questions' pick-ups in reach: SQS holds a job delayed by
@@ -114,6 +131,19 @@ pub(super) async fn world_logged(
     llm: Option<Arc<dyn kuuki::ports::Llm>>,
     log: Arc<dyn kuuki::ports::DecisionLog>,
 ) -> World {
+    world_serving(dynamo, moto, settings, llm, log, false).await.0
+}
+
+/// The world; `many`: serving many Slack workspaces (issue 45), none installed yet,
+/// their installations in the channels table.
+async fn world_serving(
+    dynamo: &str,
+    moto: &str,
+    settings: &[(&str, &str)],
+    llm: Option<Arc<dyn kuuki::ports::Llm>>,
+    log: Arc<dyn kuuki::ports::DecisionLog>,
+    many: bool,
+) -> (World, Option<Arc<Workspaces>>) {
     let tables = TableNames {
         messages: unique("messages"),
         channels: unique("channels"),
@@ -146,30 +176,66 @@ pub(super) async fn world_logged(
     let aws = AwsAdapters::build_counted(&settings, Arc::new(SystemClock), Some(&counter)).await;
     let slack_api = wiremock::MockServer::start().await;
     SlackWorld::mount_default_api(&slack_api).await;
-    let chat = Arc::new(SlackClient::new(&slack_api.uri(), "xoxb-e2e"));
+    let client = SlackClient::new(&slack_api.uri(), "xoxb-e2e");
+    let workspaces = many.then(|| {
+        let sealer = Arc::new(kuuki::adapters::contract::test_sealer());
+        Arc::new(Workspaces::new(aws.store.clone(), sealer, aws.clock.clone()))
+    });
+    let chat: Arc<dyn kuuki::ports::Chat> = match &workspaces {
+        Some(workspaces) => {
+            Arc::new(kuuki::adapters::slack::workspaces::SlackWorkspaces::new(client, workspaces.clone()))
+        }
+        None => Arc::new(client),
+    };
     let persona = settings.persona(None);
     let mut adapters = aws.adapters(chat, llm, log);
     let memory_jobs = Arc::new(RecordingQueue { inner: adapters.queue, memory_jobs: Default::default() });
     adapters.queue = memory_jobs.clone();
-    let deps = Arc::new(Deps::new(settings, persona, UserId(BOT_USER.into()), adapters, 3));
-    let ingress = Arc::new(kuuki_ingress::Ingress {
-        deps: deps.clone(),
-        slack: Some(kuuki_ingress::SlackIngress::one(
-            SigningSecret::new("e2e-secret"),
-            SlackIdentity { user_id: BOT_USER.into(), bot_id: None },
-        )),
-        discord: None,
-        metrics_for: None,
-    });
+    let deps = Deps::new(settings, persona, UserId(BOT_USER.into()), adapters, 3);
+    let (deps, slack) = match &workspaces {
+        Some(workspaces) => {
+            let access = kuuki::ingest::slack::SlackAccess::Many(workspaces.clone());
+            let slack = kuuki_ingress::SlackIngress { secret: SigningSecret::new("e2e-secret"), access, install: None };
+            (Arc::new(deps.with_workspaces(workspaces.clone())), slack)
+        }
+        None => {
+            let me = SlackIdentity { user_id: BOT_USER.into(), bot_id: None };
+            (Arc::new(deps), kuuki_ingress::SlackIngress::one(SigningSecret::new("e2e-secret"), me))
+        }
+    };
+    let ingress =
+        Arc::new(kuuki_ingress::Ingress { deps: deps.clone(), slack: Some(slack), discord: None, metrics_for: None });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base_url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, kuuki_ingress::app(ingress)).await.unwrap() });
     let queue = aws.queue.clone();
     let secret = SigningSecret::new("e2e-secret");
-    World { deps, sqs, urls, queue, slack_api, base_url, counter, secret, tables, memory_jobs, model: None }
+    let world = World {
+        deps,
+        sqs,
+        urls,
+        queue,
+        slack_api,
+        base_url,
+        counter,
+        secret,
+        tables,
+        memory_jobs,
+        model: None,
+        workspace: None,
+    };
+    (world, workspaces)
 }
 
 impl World {
+    /// The cost conversation's channel as the store keys it.
+    pub(super) fn cost_channel(&self) -> ChannelId {
+        match self.workspace {
+            Some(team) => ChannelId::slack_in(team, "C0COST"),
+            None => ChannelId("C0COST".into()),
+        }
+    }
+
     pub(super) async fn deliver_text(&self, text: &str, n: u32) -> u16 {
         self.deliver_text_in(text, n, None).await
     }
@@ -184,7 +250,19 @@ impl World {
     }
 
     async fn deliver(&self, event: serde_json::Value, retry: bool) -> u16 {
-        let body = envelope(event).to_string();
+        self.deliver_body(envelope(event).to_string(), retry).await
+    }
+
+    /// `event` from Slack workspace `team`, delivered for its installation's bot `bot`.
+    async fn deliver_in(&self, team: &str, bot: &str, event: serde_json::Value) -> u16 {
+        let mut body = envelope(event);
+        body["team_id"] = json!(team);
+        body["authorizations"] =
+            json!([{"team_id": team, "user_id": bot, "is_bot": true, "is_enterprise_install": false}]);
+        self.deliver_body(body.to_string(), false).await
+    }
+
+    async fn deliver_body(&self, body: String, retry: bool) -> u16 {
         let timestamp =
             (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()).to_string();
         let mut request = reqwest::Client::new()
@@ -281,7 +359,7 @@ impl World {
         use kuuki::domain::{
             Author, ChannelId, ChannelMemory, Intervention, Message, ResponseType, ThreadKey, Timestamp, Ts,
         };
-        let channel = ChannelId("C0COST".into());
+        let channel = self.cost_channel();
         let now = self.deps.clock.now();
         let hours_ago = |hours: i64, i: i64| Timestamp(now.0 - hours * 3_600_000_000 + i * 1_000_000);
         let line = "デプロイの手順を確認して、ステージングで動かしてから本番に出します。";
@@ -374,8 +452,8 @@ impl World {
     /// so the newest `CHANNEL_BUFFER_SIZE` messages are all replies and reach back
     /// less than `CHANNEL_BUFFER_TTL_MINUTES`. Returns the threads' roots.
     pub(super) async fn busy_threads(&self) -> Vec<kuuki::domain::Ts> {
-        use kuuki::domain::{Author, ChannelId, Message, Timestamp, Ts};
-        let channel = ChannelId("C0COST".into());
+        use kuuki::domain::{Author, Message, Timestamp, Ts};
+        let channel = self.cost_channel();
         let now = self.deps.clock.now();
         let minutes_ago = |minutes: i64, i: i64| Timestamp(now.0 - minutes * 60_000_000 + i * 1_000_000);
         let line = "ステージングで確認しました。ログも見ておきます。";
@@ -656,7 +734,7 @@ async fn the_lambdas_logs_keep_no_words() {
         // A question to the room after the answer: judged by the rules.
         assert_eq!(w.deliver_text(&format!("does {PHRASE} page anyone?"), 3).await, 200);
         assert_eq!(w.drain(6).await.0, 0);
-        let channel = ChannelId("C0COST".into());
+        let channel = w.cost_channel();
         let newest = w.deps.messages.channel_window(&channel, 1).await.unwrap().messages[0].ts.clone();
         for (kind, job) in [
             (JobKind::Summarize, Job::Summarize { channel: channel.clone(), ts: newest.clone() }),
@@ -1065,4 +1143,60 @@ async fn an_event_from_another_workers_queue_runs_nothing() {
     let response = handle_sqs_event(&w.deps, &w.queue, kind, event, None).await;
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(w.slack_calls("chat.postMessage").await.len(), 1);
+}
+
+/// Two Slack workspaces on the tables (issue 45): each installed (its token sealed in
+/// the channels table), each mention answered with its workspace's token, an
+/// uninstall removing one installation and purging that workspace alone, every call
+/// within the template's policies.
+#[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
+#[tokio::test]
+async fn two_workspaces_on_the_tables_stay_apart_within_the_policies() {
+    let (dynamo, moto) = emulators("two_workspaces_on_the_tables_stay_apart_within_the_policies");
+    let (w, workspaces) = world_serving(&dynamo, &moto, &[], None, Arc::new(MemoryLog::default()), true).await;
+    let workspaces = workspaces.expect("many workspaces");
+    w.counter.acting_as("IngressFunction");
+    SlackWorld::installed(&workspaces, "T1", "UBOT1", "xoxb-one").await;
+    SlackWorld::installed(&workspaces, "T2", "UBOT2", "xoxb-two").await;
+    w.counter.acting_as("");
+    let item = aws_sdk_dynamodb::Client::new(&sdk(&dynamo).await)
+        .get_item()
+        .table_name(&w.tables.channels)
+        .key("channel", aws_sdk_dynamodb::types::AttributeValue::S("#install#T1".into()))
+        .send()
+        .await
+        .unwrap();
+    let sealed = format!("{:?}", item.item.expect("the installation's item"));
+    assert!(!sealed.contains("xoxb-one") && sealed.contains("UBOT1"), "the token is sealed in the item: {sealed}");
+    for (n, (team, bot)) in [("T1", "UBOT1"), ("T2", "UBOT2")].into_iter().enumerate() {
+        let event = message("C0MANY", "UALICE", &format!("<@{bot}> the deploy key?"), &now_ts(n as u32 + 70));
+        assert_eq!(w.deliver_in(team, bot, event).await, 200);
+    }
+    let (failed, _) = w.drain(5).await;
+    assert_eq!(failed, 0);
+    let requests = w.slack_api.received_requests().await.unwrap();
+    let posts = requests.iter().filter(|r| r.url.path() == "/chat.postMessage");
+    let mut tokens: Vec<String> = posts.map(|r| r.headers["authorization"].to_str().unwrap().to_owned()).collect();
+    tokens.sort();
+    assert_eq!(tokens, ["Bearer xoxb-one", "Bearer xoxb-two"], "each with its own token");
+    for team in ["T1", "T2"] {
+        let stored = w.deps.messages.messages_after(&ChannelId::slack_in(team, "C0MANY"), None, 10).await.unwrap();
+        assert!(stored.iter().any(|m| m.user.as_str() == "UALICE"), "{team} keeps its own");
+    }
+
+    // T1 removes kuuki: its installation goes at once, its data with the purge.
+    let gone = json!({"type": "app_uninstalled"});
+    assert_eq!(w.deliver_in("T1", "UBOT1", gone).await, 200);
+    assert!(workspaces.installed("T1").await.unwrap().is_none(), "its installation is gone");
+    let event = w.receive(&w.urls.forget).await;
+    assert_eq!(event.records.len(), 1, "one purge on the forget queue");
+    w.counter.acting_as("ReflectFunction");
+    let response = handle_sqs_event(&w.deps, &w.queue, JobKind::Forget, event, None).await;
+    assert!(response.batch_item_failures.is_empty(), "the purge failed");
+    w.counter.acting_as("");
+    w.assert_the_template_allows_what_was_done();
+    let t1 = w.deps.messages.messages_after(&ChannelId::slack_in("T1", "C0MANY"), None, 10).await.unwrap();
+    let t2 = w.deps.messages.messages_after(&ChannelId::slack_in("T2", "C0MANY"), None, 10).await.unwrap();
+    assert!(t1.is_empty() && !t2.is_empty(), "T1 purged, T2 kept");
+    assert!(workspaces.installed("T2").await.unwrap().is_some());
 }
