@@ -638,3 +638,6 @@ mod costs;
 
 #[path = "aws/timeouts.rs"]
 mod timeouts;
+
+#[path = "aws/workspaces.rs"]
+mod workspaces;

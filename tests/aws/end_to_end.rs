@@ -25,15 +25,15 @@ use super::{emulators, queue_urls, sdk, unique};
 
 pub(crate) struct World {
     pub(super) deps: Arc<Deps>,
-    sqs: aws_sdk_sqs::Client,
+    pub(super) sqs: aws_sdk_sqs::Client,
     pub(super) urls: kuuki::adapters::aws::sqs::QueueUrls,
     /// The workers' SQS adapter (counted), which settles failed messages.
-    queue: Arc<kuuki::adapters::aws::sqs::SqsQueue>,
-    slack_api: wiremock::MockServer,
+    pub(super) queue: Arc<kuuki::adapters::aws::sqs::SqsQueue>,
+    pub(super) slack_api: wiremock::MockServer,
     base_url: String,
     pub(super) counter: CallCounter,
     secret: SigningSecret,
-    tables: TableNames,
+    pub(super) tables: TableNames,
     /// The memory jobs (SUMMARIZE, REFLECT) queued (SQS holds a delayed one out of
     /// a test's reach until its delay is over).
     memory_jobs: Arc<RecordingQueue>,
@@ -136,7 +136,7 @@ pub(super) async fn world_logged(
 
 /// The world; `many`: serving many Slack workspaces (issue 45), none installed yet,
 /// their installations in the channels table.
-async fn world_serving(
+pub(super) async fn world_serving(
     dynamo: &str,
     moto: &str,
     settings: &[(&str, &str)],
@@ -254,7 +254,7 @@ impl World {
     }
 
     /// `event` from Slack workspace `team`, delivered for its installation's bot `bot`.
-    async fn deliver_in(&self, team: &str, bot: &str, event: serde_json::Value) -> u16 {
+    pub(super) async fn deliver_in(&self, team: &str, bot: &str, event: serde_json::Value) -> u16 {
         let mut body = envelope(event);
         body["team_id"] = json!(team);
         body["authorizations"] =
@@ -617,7 +617,7 @@ impl World {
     }
 }
 
-fn now_ts(n: u32) -> String {
+pub(super) fn now_ts(n: u32) -> String {
     let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     format!("{secs}.{n:06}")
 }
@@ -1143,60 +1143,4 @@ async fn an_event_from_another_workers_queue_runs_nothing() {
     let response = handle_sqs_event(&w.deps, &w.queue, kind, event, None).await;
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(w.slack_calls("chat.postMessage").await.len(), 1);
-}
-
-/// Two Slack workspaces on the tables (issue 45): each installed (its token sealed in
-/// the channels table), each mention answered with its workspace's token, an
-/// uninstall removing one installation and purging that workspace alone, every call
-/// within the template's policies.
-#[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
-#[tokio::test]
-async fn two_workspaces_on_the_tables_stay_apart_within_the_policies() {
-    let (dynamo, moto) = emulators("two_workspaces_on_the_tables_stay_apart_within_the_policies");
-    let (w, workspaces) = world_serving(&dynamo, &moto, &[], None, Arc::new(MemoryLog::default()), true).await;
-    let workspaces = workspaces.expect("many workspaces");
-    w.counter.acting_as("IngressFunction");
-    SlackWorld::installed(&workspaces, "T1", "UBOT1", "xoxb-one").await;
-    SlackWorld::installed(&workspaces, "T2", "UBOT2", "xoxb-two").await;
-    w.counter.acting_as("");
-    let item = aws_sdk_dynamodb::Client::new(&sdk(&dynamo).await)
-        .get_item()
-        .table_name(&w.tables.channels)
-        .key("channel", aws_sdk_dynamodb::types::AttributeValue::S("#install#T1".into()))
-        .send()
-        .await
-        .unwrap();
-    let sealed = format!("{:?}", item.item.expect("the installation's item"));
-    assert!(!sealed.contains("xoxb-one") && sealed.contains("UBOT1"), "the token is sealed in the item: {sealed}");
-    for (n, (team, bot)) in [("T1", "UBOT1"), ("T2", "UBOT2")].into_iter().enumerate() {
-        let event = message("C0MANY", "UALICE", &format!("<@{bot}> the deploy key?"), &now_ts(n as u32 + 70));
-        assert_eq!(w.deliver_in(team, bot, event).await, 200);
-    }
-    let (failed, _) = w.drain(5).await;
-    assert_eq!(failed, 0);
-    let requests = w.slack_api.received_requests().await.unwrap();
-    let posts = requests.iter().filter(|r| r.url.path() == "/chat.postMessage");
-    let mut tokens: Vec<String> = posts.map(|r| r.headers["authorization"].to_str().unwrap().to_owned()).collect();
-    tokens.sort();
-    assert_eq!(tokens, ["Bearer xoxb-one", "Bearer xoxb-two"], "each with its own token");
-    for team in ["T1", "T2"] {
-        let stored = w.deps.messages.messages_after(&ChannelId::slack_in(team, "C0MANY"), None, 10).await.unwrap();
-        assert!(stored.iter().any(|m| m.user.as_str() == "UALICE"), "{team} keeps its own");
-    }
-
-    // T1 removes kuuki: its installation goes at once, its data with the purge.
-    let gone = json!({"type": "app_uninstalled"});
-    assert_eq!(w.deliver_in("T1", "UBOT1", gone).await, 200);
-    assert!(workspaces.installed("T1").await.unwrap().is_none(), "its installation is gone");
-    let event = w.receive(&w.urls.forget).await;
-    assert_eq!(event.records.len(), 1, "one purge on the forget queue");
-    w.counter.acting_as("ReflectFunction");
-    let response = handle_sqs_event(&w.deps, &w.queue, JobKind::Forget, event, None).await;
-    assert!(response.batch_item_failures.is_empty(), "the purge failed");
-    w.counter.acting_as("");
-    w.assert_the_template_allows_what_was_done();
-    let t1 = w.deps.messages.messages_after(&ChannelId::slack_in("T1", "C0MANY"), None, 10).await.unwrap();
-    let t2 = w.deps.messages.messages_after(&ChannelId::slack_in("T2", "C0MANY"), None, 10).await.unwrap();
-    assert!(t1.is_empty() && !t2.is_empty(), "T1 purged, T2 kept");
-    assert!(workspaces.installed("T2").await.unwrap().is_some());
 }
