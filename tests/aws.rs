@@ -479,6 +479,46 @@ async fn the_dynamodb_store_keeps_the_port_contract() {
     contract::installations(&store, &contract::test_sealer()).await;
 }
 
+/// Installations' tokens sealed with a KMS key (moto's): the installations contract on
+/// DynamoDB with that sealer, and a seal that opens only for its own installation, with
+/// its own key, unchanged.
+#[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
+#[tokio::test]
+async fn tokens_sealed_with_a_kms_key_open_only_for_their_installation() {
+    use kuuki::adapters::aws::kms::KmsSealer;
+    use kuuki::ports::{PortError, Sealed, TokenSealer};
+    use kuuki::secrecy::{ExposeSecret, SecretString};
+    let (dynamo, moto) = emulators("tokens_sealed_with_a_kms_key_open_only_for_their_installation");
+    let config = sdk(&moto).await;
+    let kms = aws_sdk_kms::Client::new(&config);
+    let key = |description: &'static str| {
+        let kms = kms.clone();
+        async move { kms.create_key().description(description).send().await.unwrap().key_metadata.unwrap().key_id }
+    };
+    let (ours, theirs) = (key("kuuki tokens").await, key("another key").await);
+    let timeouts = kuuki::adapters::aws::config::ingress_timeouts();
+    let sealer = KmsSealer::new(&config, timeouts.clone(), &ours);
+    let store = dynamo_store(&dynamo, Arc::new(VirtualClock::new(REPLAY_EPOCH)), Duration::from_secs(86_400)).await;
+    contract::installations(&store, &sealer).await;
+
+    let sealed = sealer.seal(&SecretString::from("xoxb-kms-secret"), "T1").await.unwrap();
+    assert!(sealed.0.starts_with("kms1.") && !sealed.0.contains("xoxb"), "{sealed:?}");
+    assert_eq!(sealer.open(&sealed, "T1").await.unwrap().expose_secret(), "xoxb-kms-secret");
+    let other_key = KmsSealer::new(&config, timeouts, &theirs);
+    let mut changed = sealed.0.clone();
+    changed.insert(10, if changed.as_bytes()[10] == b'A' { 'B' } else { 'A' });
+    changed.remove(11);
+    for refusal in [
+        sealer.open(&sealed, "T2").await,
+        other_key.open(&sealed, "T1").await,
+        sealer.open(&Sealed(changed), "T1").await,
+        sealer.open(&Sealed("v1.local.seal".into()), "T1").await,
+    ] {
+        let Err(PortError::Rejected { message, .. }) = refusal else { panic!("opened: {refusal:?}") };
+        assert!(message.contains("TOKEN_KMS_KEY_ID") && !message.contains("xoxb"), "{message}");
+    }
+}
+
 #[ignore = "needs DynamoDB Local and moto: ./scripts/test runs it (scripts/with-emulators cargo test -- --include-ignored)"]
 #[tokio::test]
 async fn expired_messages_are_not_read_though_ttl_deletes_late() {

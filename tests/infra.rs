@@ -419,13 +419,14 @@ fn the_memory_and_secrets_outlive_the_stack_and_logs_expire() {
     let resources = t["Resources"].as_mapping().unwrap();
     let mut kept = 0;
     for (name, resource) in resources {
-        if ["AWS::DynamoDB::Table", "AWS::SecretsManager::Secret"].contains(&resource["Type"].as_str().unwrap()) {
+        let kept_kinds = ["AWS::DynamoDB::Table", "AWS::SecretsManager::Secret", "AWS::KMS::Key"];
+        if kept_kinds.contains(&resource["Type"].as_str().unwrap()) {
             assert_eq!(resource["DeletionPolicy"], "Retain", "{name:?} is deleted with the stack");
             assert_eq!(resource["UpdateReplacePolicy"], "Retain", "{name:?} is dropped by a replacement");
             kept += 1;
         }
     }
-    assert_eq!(kept, 13, "four tables and nine secrets (three for many Slack workspaces)");
+    assert_eq!(kept, 13, "four tables, eight secrets (two for many Slack workspaces) and the tokens' KMS key");
     assert_eq!(t["Parameters"]["LogRetentionDays"]["Default"].as_u64(), Some(30));
     for (name, resource) in resources {
         let name = name.as_str().unwrap();
@@ -482,9 +483,9 @@ fn secrets_of(t: &Value, function: &Value) -> (BTreeSet<String>, BTreeSet<String
 #[test]
 fn each_function_is_given_and_may_read_only_the_secrets_it_uses() {
     let t = template();
-    // One Slack workspace's bot token, or many workspaces' key to open theirs and the client
-    // secret that refreshes a rotating one.
-    let platform = ["SlackBotToken", "TokenEncryptionKey", "SlackClientSecret", "DiscordBotToken"];
+    // One Slack workspace's bot token, or many workspaces' client secret, which
+    // refreshes a rotating token (their tokens open with the stack's KMS key).
+    let platform = ["SlackBotToken", "SlackClientSecret", "DiscordBotToken"];
     let ingress: BTreeSet<String> = platform
         .iter()
         .chain(&["SlackSigningSecret", "SlackStateSecret", "DiscordPublicKey", "DiscordRelaySecret"])

@@ -86,8 +86,12 @@ pub async fn cold_start(vars: &HashMap<String, String>, role: Role) -> Result<St
         settings.budget.chat_timeout,
     ));
     let workspaces = if platforms.slack_many_workspaces() {
-        let sealer = kuuki::adapters::sealer::LocalKeySealer::from_hex(&platforms.token_encryption_key)?;
-        let workspaces = Workspaces::new(aws.store.clone(), Arc::new(sealer), clock);
+        let timeouts = match role {
+            Role::Ingress => kuuki::adapters::aws::config::ingress_timeouts(),
+            Role::Worker => kuuki::adapters::aws::config::job_timeouts(&settings.time_budget()),
+        };
+        let sealer = kuuki::adapters::aws::kms::token_sealer(platforms, timeouts).await?;
+        let workspaces = Workspaces::new(aws.store.clone(), sealer, clock);
         // Rotating tokens are refreshed by whichever function reads one that is due.
         Some(Arc::new(workspaces.with_rotation(oauth.clone(), aws.store.clone())))
     } else {

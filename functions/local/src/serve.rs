@@ -15,7 +15,6 @@ use kuuki::adapters::aws::sqs::poll_forever;
 use kuuki::adapters::llm::CountingLlm;
 use kuuki::adapters::metrics::{MeteredLlm, MeteredLog, Metrics};
 use kuuki::adapters::platforms::{Role, connect_with};
-use kuuki::adapters::sealer::LocalKeySealer;
 use kuuki::adapters::slack::oauth::SlackOAuthClient;
 use kuuki::adapters::sqlite::SqliteStore;
 use kuuki::adapters::system::{JsonLinesLog, SystemClock};
@@ -102,7 +101,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         aws_config.as_ref().map(|config| AwsAdapters::for_role(config, Role::Ingress, &settings, clock.clone()));
     // Many Slack workspaces (SLACK_CLIENT_ID): their installations, in the same store.
     let workspaces = if settings.platforms.slack_many_workspaces() {
-        let sealer = LocalKeySealer::from_hex(&settings.platforms.token_encryption_key)?;
+        let timeouts = kuuki::adapters::aws::config::job_timeouts(&settings.time_budget());
+        let sealer = kuuki::adapters::aws::kms::token_sealer(&settings.platforms, timeouts).await?;
         let installations: Arc<dyn Installations> = match (&store, &ingress_aws) {
             (Some(store), _) => store.clone(),
             (None, Some(aws)) => aws.store.clone(),
@@ -120,7 +120,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             (_, Some(aws)) => aws.store.clone(),
             (None, None) => unreachable!("a store or AWS"),
         };
-        let workspaces = Workspaces::new(installations, Arc::new(sealer), clock.clone());
+        let workspaces = Workspaces::new(installations, sealer, clock.clone());
         Some(Arc::new(workspaces.with_rotation(Arc::new(oauth), ledger)))
     } else {
         None

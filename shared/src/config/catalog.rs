@@ -101,6 +101,7 @@ settings_doc! {
     "SLACK_REDIRECT_URI", "", "The absolute URL of `/slack/oauth_redirect` as the app's manifest lists it; empty: built from the request's host (https unless the host is 127.0.0.1 or localhost).";
     "SLACK_AUTHORIZE_URL", "https://slack.com/oauth/v2/authorize", "Where `/slack/install` sends the browser (Slack's OAuth v2 authorize page).";
     "TOKEN_ENCRYPTION_KEY", "", "32 bytes as 64 hex digits (`openssl rand -hex 32`): seals every installation's tokens in the store (AES-256-GCM). Keep it: a changed key leaves the stored tokens unreadable, and each workspace must be added again.";
+    "TOKEN_KMS_KEY_ID", "", "On AWS: the KMS key (id, ARN or alias) that seals the installations' tokens instead of TOKEN_ENCRYPTION_KEY (Encrypt/Decrypt with the workspace as encryption context); the stack makes one and keeps it on delete.";
     "SLACK_APP_TOKEN", "", "Slack app-level token (xapp-…, scope connections:write): set, `kuuki serve` reaches Slack over Socket Mode (no public URL, no signing secret needed).";
     "DISCORD_PUBLIC_KEY", "", "The Discord application's public key (64 hex digits): verifies interactions (Ed25519). Needed when DISCORD_BOT_TOKEN is set.";
     "DISCORD_BOT_TOKEN", "", "Discord bot token: set, kuuki serves Discord (REST posts, reactions, names).";

@@ -23,6 +23,8 @@ pub struct PlatformSettings {
     pub slack_authorize_url: String,
     /// 64 hex digits, checked here; the sealer reads it.
     pub token_encryption_key: SecretString,
+    /// `TOKEN_KMS_KEY_ID`: tokens sealed with this KMS key instead (on AWS).
+    pub token_kms_key_id: String,
     pub discord_public_key: String,
     pub discord_bot_token: SecretString,
     pub discord_application_id: String,
@@ -46,6 +48,7 @@ impl PlatformSettings {
             slack_redirect_uri: r.string("SLACK_REDIRECT_URI", ""),
             slack_authorize_url: r.string("SLACK_AUTHORIZE_URL", "https://slack.com/oauth/v2/authorize"),
             token_encryption_key: r.secret("TOKEN_ENCRYPTION_KEY"),
+            token_kms_key_id: r.string("TOKEN_KMS_KEY_ID", ""),
             discord_public_key: r.string("DISCORD_PUBLIC_KEY", ""),
             discord_bot_token: r.secret("DISCORD_BOT_TOKEN"),
             discord_application_id: r.string("DISCORD_APPLICATION_ID", ""),
@@ -96,8 +99,9 @@ impl PlatformSettings {
         if !self.slack_many_workspaces() {
             return Ok(self);
         }
-        if self.token_encryption_key.expose_secret().is_empty() {
-            return Err(hidden("TOKEN_ENCRYPTION_KEY", "must be set with SLACK_CLIENT_ID (many workspaces)"));
+        if self.token_encryption_key.expose_secret().is_empty() && self.token_kms_key_id.is_empty() {
+            let why = "must be set with SLACK_CLIENT_ID (many workspaces), or TOKEN_KMS_KEY_ID on AWS";
+            return Err(hidden("TOKEN_ENCRYPTION_KEY", why));
         }
         let state_secret = self.slack_state_secret.expose_secret();
         if !state_secret.is_empty() && state_secret.len() < 32 {

@@ -186,10 +186,11 @@ fn many_slack_workspaces_take_their_settings_together() {
             assert!(!error.contains(secret), "{error} shows a secret");
         }
     };
-    refused(
-        &many.iter().copied().filter(|(name, _)| *name != "TOKEN_ENCRYPTION_KEY").collect::<Vec<_>>(),
-        "TOKEN_ENCRYPTION_KEY",
-    );
+    let keyless: Vec<_> = many.iter().copied().filter(|(name, _)| *name != "TOKEN_ENCRYPTION_KEY").collect();
+    refused(&keyless, "TOKEN_ENCRYPTION_KEY");
+    let with_kms: Vec<_> = keyless.iter().copied().chain([("TOKEN_KMS_KEY_ID", "alias/kuuki-tokens")]).collect();
+    let on_aws = Settings::from_vars(&vars(&with_kms)).expect("a KMS key instead");
+    assert_eq!(on_aws.platforms.token_kms_key_id, "alias/kuuki-tokens");
     assert_eq!(s.platforms.install_secret_missing(), None);
     // A worker opens tokens and needs the key alone; the ingress's install secrets are
     // its own check.

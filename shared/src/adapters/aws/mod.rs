@@ -8,6 +8,7 @@ pub mod calls;
 pub mod config;
 pub mod dynamo;
 pub mod emf;
+pub mod kms;
 pub mod scheduler;
 pub mod secrets;
 pub mod sqs;
