@@ -230,3 +230,51 @@ async fn an_enterprise_grid_org_wide_install_answers_in_two_of_its_workspaces() 
         assert_eq!(stored.len(), 2, "kept as the org's ({channel}): the question and the answer");
     }
 }
+
+#[tokio::test]
+async fn a_late_retry_of_an_uninstall_leaves_the_reinstall_alone() {
+    let llm = RecordingLlm::new(r#"{"role": "generate", "reply": "here", "repeat": true}"#);
+    let (w, workspaces) = two_workspaces(llm).await;
+    let uninstalled = envelope_in("T1", "UBOT1", json!({"type": "app_uninstalled"}));
+    assert_eq!(w.post_signed("/slack/events", &uninstalled, &[]).await.status(), 200);
+    assert!(workspaces.installed("T1").await.unwrap().is_none(), "gone at the uninstall");
+    // Installed again a minute later, then Slack retries the old event.
+    w.clock.advance_to(w.clock.now() + std::time::Duration::from_secs(60));
+    SlackWorld::installed_at(&workspaces, "T1", "UBOT1", "xoxb-one-again", w.clock.now()).await;
+    w.store.clear_slack_gone(Workspace::Slack("T1"), Timestamp(1_767_603_600_000_000)).await.unwrap();
+    let retried = w.post_signed("/slack/events", &uninstalled, &[("x-slack-retry-num", "1")]).await;
+    assert_eq!(retried.status(), 200);
+    assert!(w.store.installation("T1").await.unwrap().is_some(), "the reinstall stays");
+    assert_eq!(w.store.slack_gone(Workspace::Slack("T1")).await.unwrap(), None, "and is not marked gone");
+    mention_in(&w, "T1", "UBOT1", 120).await;
+    w.run_for(2.0 * HOUR).await;
+    let tokens: Vec<String> = posts(&w).await.into_iter().map(|(token, _)| token).collect();
+    assert_eq!(tokens, ["Bearer xoxb-one-again"], "answered with the new token, nothing purged");
+    assert_eq!(w.store.facts(&c1("T1")).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_forget_asked_before_an_uninstall_is_still_carried_out() {
+    let llm = RecordingLlm::new(r#"{"role": "generate", "reply": "ok", "repeat": true}"#);
+    let (w, workspaces) = two_workspaces(llm).await;
+    let said = message("C1", ALICE, "my cat is Miso", &w.ts(0, 2));
+    assert_eq!(w.post_signed("/slack/events", &envelope_in("T1", "UBOT1", said), &[]).await.status(), 200);
+    w.run_for(60.0).await;
+    // Asked with a way back (so queued), then the workspace removes kuuki before it runs.
+    let forget = kuuki::domain::Job::Forget {
+        channel: c1("T1"),
+        user: UserId(ALICE.into()),
+        whom: "you".into(),
+        ts: kuuki::domain::Ts::new(w.ts(61, 1)),
+        reply: kuuki::domain::CommandReply::Slack { response_url: format!("{}/commands/T1/1/x", w.slack_api.uri()) },
+        server: None,
+    };
+    w.deps.enqueue_after(forget, std::time::Duration::from_secs(5)).await.unwrap();
+    let uninstalled = envelope_in("T1", "UBOT1", json!({"type": "app_uninstalled"}));
+    assert_eq!(w.post_signed("/slack/events", &uninstalled, &[]).await.status(), 200);
+    assert!(workspaces.installed("T1").await.unwrap().is_none());
+    w.run_for(30.0).await;
+    let stored = w.store.messages_after(&c1("T1"), None, 10).await.unwrap();
+    assert!(stored.iter().all(|m| m.user.as_str() != ALICE), "her message went before the purge: {stored:?}");
+    assert_eq!(w.store.facts(&c1("T1")).await.unwrap(), Vec::new(), "and the fact she taught");
+}

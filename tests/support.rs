@@ -334,6 +334,11 @@ pub mod slack_world {
 
         /// Installs kuuki in `team` as Slack would grant it: bot `bot`, token `token`.
         pub async fn installed(workspaces: &Workspaces, team: &str, bot: &str, token: &str) {
+            Self::installed_at(workspaces, team, bot, token, REPLAY_EPOCH).await
+        }
+
+        /// [`SlackWorld::installed`] at `at`.
+        pub async fn installed_at(workspaces: &Workspaces, team: &str, bot: &str, token: &str, at: Timestamp) {
             let grant = kuuki::ports::SlackGrant {
                 key: kuuki::ports::InstallationKey::team(team),
                 app_id: "A0KUUKI".into(),
@@ -347,7 +352,7 @@ pub mod slack_world {
                 refresh_token: None,
                 expires_in_seconds: None,
             };
-            workspaces.install(&grant, REPLAY_EPOCH).await.expect("installed");
+            workspaces.install(&grant, at).await.expect("installed");
         }
 
         async fn start_serving(

@@ -23,8 +23,11 @@ pub const MAX_DELIVERIES: u32 = 5;
 /// One delivery of one job to its worker. A job of a Slack workspace among several
 /// that has no installation (uninstalled since it was queued) is dropped with one line.
 pub async fn run_job(deps: &Deps, job: &Job) -> PortResult<()> {
-    if let (Some(workspaces), crate::domain::Workspace::Slack(workspace)) =
-        (&deps.workspaces, job.channel().workspace())
+    // A forget is carried out though the workspace uninstalled kuuki since it was asked
+    // (what it stored of the person must still go).
+    let forget = matches!(job, Job::Forget { .. } | Job::ForgetLate { .. });
+    if let (Some(workspaces), crate::domain::Workspace::Slack(workspace), false) =
+        (&deps.workspaces, job.channel().workspace(), forget)
     {
         match workspaces.installed(workspace).await? {
             Some(installed) => deps.know_workspace_bot(workspace, &installed.bot_user),

@@ -128,7 +128,9 @@ impl Workspaces {
             return Ok(installation);
         };
         let id = installation.key.workspace_id().to_owned();
-        let claim = format!("slack-token-refresh:{id}:{}", installation.revision);
+        // The install's time too: a reinstall starts its revisions again.
+        let claim =
+            format!("slack-token-refresh:{id}:{}:{}", installation.installed_at.as_micros(), installation.revision);
         match rotation.ledger.claim(&claim, now, REFRESH_LEASE).await? {
             ClaimOutcome::Claimed | ClaimOutcome::Resumed => {}
             // Another process refreshes it, or did: what it wrote, once it is there.
@@ -230,9 +232,19 @@ impl Workspaces {
         self.installations.installed_workspaces().await
     }
 
-    /// Removes the workspace's installation (after its uninstall's purge); whether
-    /// there was one.
-    pub async fn uninstall(&self, id: &str) -> PortResult<bool> {
+    /// When the workspace's current installation was made (read from the store, not
+    /// the cache); `None` when it has none.
+    pub async fn installed_at(&self, id: &str) -> PortResult<Option<Timestamp>> {
+        Ok(self.installations.installation(id).await?.map(|installation| installation.installed_at))
+    }
+
+    /// Removes the workspace's installation if it was made no later than `gone_at`
+    /// (Slack took its access away then): a reinstall since is left alone, so a late
+    /// retry of an old uninstall never deletes it. Whether one was removed.
+    pub async fn uninstall(&self, id: &str, gone_at: Timestamp) -> PortResult<bool> {
+        if self.installed_at(id).await?.is_none_or(|installed| installed > gone_at) {
+            return Ok(false);
+        }
         let removed = self.installations.delete_installation(id).await?;
         self.known().remove(id);
         Ok(removed)

@@ -616,6 +616,8 @@ impl Job {
         // A forget request is one person's: two asked at once are two requests.
         let root = match self {
             Job::Forget { user, .. } | Job::ForgetLate { user, .. } => user.as_str(),
+            // Each workspace's purge is its own (their marks may share a time).
+            Job::PurgeSlack { workspace: Some(workspace), .. } => workspace.as_str(),
             _ => thread.root.as_ref().map(Ts::as_str).unwrap_or("-"),
         };
         format!("{}:{}:{root}:{}", self.kind_name(), thread.channel, self.ts())

@@ -67,9 +67,17 @@ pub async fn slack_access_gone(
     event: &str,
     at: Timestamp,
 ) -> PortResult<AccessGone> {
+    if let (Workspace::Slack(id), Some(workspaces)) = (workspace, &deps.workspaces)
+        && workspaces.installed_at(id).await?.is_some_and(|installed| installed > at)
+    {
+        // A late retry of an uninstall the workspace has since undone by installing
+        // kuuki again: nothing to stop or purge.
+        tracing::info!(workspace = id, event, "an access-gone event from before the workspace's reinstall: ignored");
+        return Ok(AccessGone::AlreadyMarked);
+    }
     let outcome = mark_access_gone(deps, workspace, team, event, at).await?;
     if let (Workspace::Slack(id), Some(workspaces)) = (workspace, &deps.workspaces)
-        && workspaces.uninstall(id).await?
+        && workspaces.uninstall(id, at).await?
     {
         tracing::info!(workspace = id, "the workspace's installation removed: it uninstalled kuuki");
     }
@@ -187,7 +195,7 @@ pub async fn purge_slack(deps: &Deps, team: &str, gone_at: &Ts, workspace_id: Op
         ClaimOutcome::InProgress { until } => return Err(ClaimOutcome::busy(&key, until, now)),
         ClaimOutcome::Claimed | ClaimOutcome::Resumed => {}
     }
-    match purge(deps, workspace, &key).await {
+    match purge(deps, workspace, &key, gone).await {
         Ok(done) => {
             tracing::info!(
                 team,
@@ -235,7 +243,7 @@ async fn slack_channels(deps: &Deps, workspace: Workspace<'_>) -> PortResult<Vec
 }
 
 /// The purge itself, under its claim `key`; what every attempt removed.
-async fn purge(deps: &Deps, workspace: Workspace<'_>, key: &str) -> PortResult<Purged> {
+async fn purge(deps: &Deps, workspace: Workspace<'_>, key: &str, gone: Timestamp) -> PortResult<Purged> {
     let progress = format!("{key}:removed");
     let earlier = deps.ledger.cache_get(&progress, deps.clock.now()).await?;
     let mut done: Purged = earlier.and_then(|json| serde_json::from_str(&json).ok()).unwrap_or_default();
@@ -276,7 +284,7 @@ async fn purge(deps: &Deps, workspace: Workspace<'_>, key: &str) -> PortResult<P
     }
     // Last: with its installation gone, the workspace's events and jobs are refused.
     if let (Workspace::Slack(id), Some(workspaces)) = (workspace, &deps.workspaces)
-        && workspaces.uninstall(id).await?
+        && workspaces.uninstall(id, gone).await?
     {
         tracing::info!(workspace = id, "the workspace's installation removed with its data");
     }

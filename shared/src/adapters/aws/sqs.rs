@@ -467,6 +467,12 @@ mod tests {
             gone_at: crate::domain::Ts::new("1700000000.000000"),
             workspace: Some("T1".into()),
         };
+        let purge_two = Job::PurgeSlack {
+            team: "T2".into(),
+            gone_at: crate::domain::Ts::new("1700000000.000000"),
+            workspace: Some("T2".into()),
+        };
+        assert_ne!(purge_one.dedup_key(), purge_two.dedup_key(), "each workspace's purge its own, marks at one time");
         let body = encode_job(&purge_one);
         assert!(body.starts_with(r#"{"v":6,"job":"purge_slack","#) && body.contains(r#""workspace":"T1""#), "{body}");
         assert_eq!(decode_job(&body), Ok(purge_one));
